@@ -1,0 +1,185 @@
+package uring
+
+import (
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Prep functions fill one SQE each, named after liburing's io_uring_prep_*
+// so that its man pages document them. They overwrite every field but
+// UserData and Flags' link bits, which callers set afterwards
+// (sqe.UserData = ..., sqe.Flags |= SQEIOLink). Pointers they store must
+// follow the package's memory rule.
+
+func ptr[T any](p *T) uint64 { return uint64(uintptr(unsafe.Pointer(p))) }
+
+func bufAddr(b []byte) uint64 {
+	if len(b) == 0 {
+		return 0
+	}
+	return uint64(uintptr(unsafe.Pointer(&b[0])))
+}
+
+func (s *SQE) rw(op uint8, fd int32, addr uint64, n uint32, off uint64) {
+	*s = SQE{Opcode: op, Fd: fd, Addr: addr, Len: n, Off: off, UserData: s.UserData}
+}
+
+// PrepNop prepares a no-op.
+func (s *SQE) PrepNop() { *s = SQE{Opcode: OpNop, UserData: s.UserData} }
+
+// PrepRead reads len(buf) bytes at off (io_uring_prep_read).
+func (s *SQE) PrepRead(fd int32, buf []byte, off uint64) {
+	s.rw(OpRead, fd, bufAddr(buf), uint32(len(buf)), off)
+}
+
+// PrepWrite writes buf at off (io_uring_prep_write).
+func (s *SQE) PrepWrite(fd int32, buf []byte, off uint64) {
+	s.rw(OpWrite, fd, bufAddr(buf), uint32(len(buf)), off)
+}
+
+// PrepReadFixed reads into registered buffer bufIndex (io_uring_prep_read_fixed);
+// buf must lie inside that buffer.
+func (s *SQE) PrepReadFixed(fd int32, buf []byte, off uint64, bufIndex uint16) {
+	s.rw(OpReadFixed, fd, bufAddr(buf), uint32(len(buf)), off)
+	s.BufIndex = bufIndex
+}
+
+// PrepWriteFixed writes from registered buffer bufIndex (io_uring_prep_write_fixed).
+func (s *SQE) PrepWriteFixed(fd int32, buf []byte, off uint64, bufIndex uint16) {
+	s.rw(OpWriteFixed, fd, bufAddr(buf), uint32(len(buf)), off)
+	s.BufIndex = bufIndex
+}
+
+// PrepFsync syncs fd; flags may be IORING_FSYNC_DATASYNC (1).
+func (s *SQE) PrepFsync(fd int32, flags uint32) {
+	s.rw(OpFsync, fd, 0, 0, 0)
+	s.OpFlags = flags
+}
+
+// PrepOpenat opens path relative to dfd (io_uring_prep_openat); path is a
+// NUL-terminated byte string.
+func (s *SQE) PrepOpenat(dfd int32, path *byte, flags int, mode uint32) {
+	s.rw(OpOpenat, dfd, ptr(path), mode, 0)
+	s.OpFlags = uint32(flags)
+}
+
+// PrepOpenatDirect opens into fixed-file slot fileIndex, or any free slot
+// with FileIndexAlloc (io_uring_prep_openat_direct).
+func (s *SQE) PrepOpenatDirect(dfd int32, path *byte, flags int, mode uint32, fileIndex uint32) {
+	s.PrepOpenat(dfd, path, flags, mode)
+	s.FileIndex = directIndex(fileIndex)
+}
+
+// PrepOpenat2 opens with struct open_how (io_uring_prep_openat2), e.g.
+// with Resolve: ResolveBeneath to keep the path inside dfd.
+func (s *SQE) PrepOpenat2(dfd int32, path *byte, how *OpenHow) {
+	s.rw(OpOpenat2, dfd, ptr(path), uint32(unsafe.Sizeof(*how)), ptr(how))
+}
+
+// PrepOpenat2Direct is PrepOpenat2 into a fixed-file slot (io_uring_prep_openat2_direct).
+func (s *SQE) PrepOpenat2Direct(dfd int32, path *byte, how *OpenHow, fileIndex uint32) {
+	s.PrepOpenat2(dfd, path, how)
+	s.FileIndex = directIndex(fileIndex)
+}
+
+// directIndex encodes a slot for the SQE's file_index field, where 0
+// means "not direct" and FileIndexAlloc passes through unchanged.
+func directIndex(i uint32) uint32 {
+	if i == FileIndexAlloc {
+		return i
+	}
+	return i + 1
+}
+
+// PrepStatx fills st for path relative to dfd (io_uring_prep_statx).
+func (s *SQE) PrepStatx(dfd int32, path *byte, flags int, mask uint32, st *unix.Statx_t) {
+	s.rw(OpStatx, dfd, ptr(path), mask, ptr(st))
+	s.OpFlags = uint32(flags)
+}
+
+// PrepClose closes a regular fd (io_uring_prep_close).
+func (s *SQE) PrepClose(fd int32) { s.rw(OpClose, fd, 0, 0, 0) }
+
+// PrepCloseDirect empties fixed-file slot fileIndex (io_uring_prep_close_direct).
+func (s *SQE) PrepCloseDirect(fileIndex uint32) {
+	s.rw(OpClose, 0, 0, 0, 0)
+	s.FileIndex = fileIndex + 1
+}
+
+// PrepTimeout completes after ts, or after count other completions if
+// count > 0 (io_uring_prep_timeout); it fails with -ETIME when it expires
+// unless flags has TimeoutETimeSuccess.
+func (s *SQE) PrepTimeout(ts *unix.Timespec, count uint32, flags uint32) {
+	s.rw(OpTimeout, -1, ptr(ts), 1, uint64(count))
+	s.OpFlags = flags
+}
+
+// PrepLinkTimeout bounds the request linked before it (io_uring_prep_link_timeout).
+func (s *SQE) PrepLinkTimeout(ts *unix.Timespec, flags uint32) {
+	s.rw(OpLinkTimeout, -1, ptr(ts), 1, 0)
+	s.OpFlags = flags
+}
+
+// PrepCancel cancels the request whose user_data is target (io_uring_prep_cancel64).
+func (s *SQE) PrepCancel(target uint64, flags uint32) {
+	s.rw(OpAsyncCancel, -1, target, 0, 0)
+	s.OpFlags = flags
+}
+
+// PrepRenameat renames oldPath to newPath (io_uring_prep_renameat).
+func (s *SQE) PrepRenameat(oldDfd int32, oldPath *byte, newDfd int32, newPath *byte, flags uint32) {
+	s.rw(OpRenameat, oldDfd, ptr(oldPath), uint32(newDfd), ptr(newPath))
+	s.OpFlags = flags
+}
+
+// PrepUnlinkat removes path; flags may be unix.AT_REMOVEDIR (io_uring_prep_unlinkat).
+func (s *SQE) PrepUnlinkat(dfd int32, path *byte, flags int) {
+	s.rw(OpUnlinkat, dfd, ptr(path), 0, 0)
+	s.OpFlags = uint32(flags)
+}
+
+// PrepMkdirat creates directory path (io_uring_prep_mkdirat).
+func (s *SQE) PrepMkdirat(dfd int32, path *byte, mode uint32) {
+	s.rw(OpMkdirat, dfd, ptr(path), mode, 0)
+}
+
+// PrepFallocate allocates length bytes at off (io_uring_prep_fallocate).
+func (s *SQE) PrepFallocate(fd int32, mode int, off, length uint64) {
+	s.rw(OpFallocate, fd, length, uint32(mode), off)
+}
+
+// PrepSend sends buf on a socket (io_uring_prep_send).
+func (s *SQE) PrepSend(fd int32, buf []byte, flags int) {
+	s.rw(OpSend, fd, bufAddr(buf), uint32(len(buf)), 0)
+	s.OpFlags = uint32(flags)
+}
+
+// PrepRecv receives into buf from a socket (io_uring_prep_recv).
+func (s *SQE) PrepRecv(fd int32, buf []byte, flags int) {
+	s.rw(OpRecv, fd, bufAddr(buf), uint32(len(buf)), 0)
+	s.OpFlags = uint32(flags)
+}
+
+// PrepAccept accepts a connection (io_uring_prep_accept); addr and addrLen
+// may be nil.
+func (s *SQE) PrepAccept(fd int32, addr *unix.RawSockaddrAny, addrLen *uint32, flags int) {
+	var a, l uint64
+	if addr != nil {
+		a, l = ptr(addr), ptr(addrLen)
+	}
+	s.rw(OpAccept, fd, a, 0, l)
+	s.OpFlags = uint32(flags)
+}
+
+// PrepConnect connects a socket to addr of addrLen bytes (io_uring_prep_connect).
+func (s *SQE) PrepConnect(fd int32, addr *unix.RawSockaddrAny, addrLen uint32) {
+	s.rw(OpConnect, fd, ptr(addr), 0, uint64(addrLen))
+}
+
+// PrepMsgRing posts a CQE with res and userData on the ring whose fd is
+// ringFd (io_uring_prep_msg_ring).
+func (s *SQE) PrepMsgRing(ringFd int32, res uint32, userData uint64, flags uint32) {
+	s.rw(OpMsgRing, ringFd, 0, res, userData)
+	s.OpFlags = flags
+}
