@@ -1,0 +1,243 @@
+package dag
+
+import "time"
+
+// DefaultMaxNodes is the largest graph Build accepts unless WithMaxNodes says otherwise.
+const DefaultMaxNodes = 10_000_000
+
+// Builder declares a graph node by node. Its zero value is not usable; call
+// NewBuilder. Methods record problems instead of failing, and Build reports
+// them all at once. A Builder is not safe for concurrent use.
+//
+// The diamond:
+//
+//	a := b.Nop("a")
+//	x := b.Read("b", dag.File("data"), 0, 4096).After(a)
+//	y := b.Read("c", dag.File("data"), 4096, 4096).After(a)
+//	b.Nop("d").After(x, y)
+type Builder struct {
+	name     string
+	maxNodes int
+	files    []FileSpec
+	nodes    []Node
+	edges    []pendingEdge
+	bindings []binding
+	errs     []error
+	badOps   map[int32]string // spec op names that are not ops, by node
+	// Positions of spec objects (byte offsets), when the builder runs for a Spec.
+	nodePos, filePos []int64
+	src              []byte
+}
+
+// pendingEdge is "node depends on pred", by index or, if pred < 0, by id.
+type pendingEdge struct {
+	node, pred int32
+	kind       EdgeKind
+	name       string
+}
+
+// binding is "node's length is the size statx'ed by from", by index or, if from < 0, by id.
+type binding struct {
+	node, from int32
+	name       string
+}
+
+// BuilderOption configures a Builder.
+type BuilderOption func(*Builder)
+
+// WithMaxNodes sets the largest number of nodes Build accepts (default
+// DefaultMaxNodes); n <= 0 means the default.
+func WithMaxNodes(n int) BuilderOption {
+	return func(b *Builder) {
+		if n > 0 {
+			b.maxNodes = n
+		}
+	}
+}
+
+// NewBuilder returns an empty Builder for a graph called name.
+func NewBuilder(name string, opts ...BuilderOption) *Builder {
+	b := &Builder{name: name, maxNodes: DefaultMaxNodes}
+	for _, o := range opts {
+		o(b)
+	}
+	return b
+}
+
+// Len returns the number of nodes declared so far.
+func (b *Builder) Len() int { return len(b.nodes) }
+
+// AddFile declares a file the runner creates before a run.
+func (b *Builder) AddFile(f FileSpec) *Builder {
+	b.files = append(b.files, f)
+	return b
+}
+
+// Target is what a read, write or fsync works on: a spec file or a handle.
+type Target struct {
+	file, handle string
+}
+
+// File targets the spec file called name, opened and registered by the runner.
+func File(name string) Target { return Target{file: name} }
+
+// Handle targets the file an open node produced as name.
+func Handle(name string) Target { return Target{handle: name} }
+
+// Task is a declared node, used to add its edges and options. Methods return
+// the Task so calls chain.
+type Task struct {
+	b *Builder
+	i int32
+}
+
+// Add declares a node as given. n.LenFrom, if >= 0, is the declaration index
+// of a statx node. Prefer the typed methods (Nop, Read, ...).
+func (b *Builder) Add(n Node) Task {
+	i := int32(len(b.nodes))
+	if n.LenFrom >= 0 {
+		b.bindings = append(b.bindings, binding{node: i, from: n.LenFrom})
+	}
+	n.LenFrom = -1
+	b.nodes = append(b.nodes, n)
+	return Task{b, i}
+}
+
+// Nop declares a no-op.
+func (b *Builder) Nop(id string) Task { return b.Add(Node{ID: id, Op: OpNop, LenFrom: -1}) }
+
+// Read declares a read of n bytes at off from t.
+func (b *Builder) Read(id string, t Target, off, n int64) Task {
+	return b.Add(Node{ID: id, Op: OpRead, File: t.file, Handle: t.handle, Offset: off, Len: n, LenFrom: -1})
+}
+
+// Write declares a write of n bytes of fill at off to t.
+func (b *Builder) Write(id string, t Target, off, n int64, fill byte) Task {
+	return b.Add(Node{ID: id, Op: OpWrite, File: t.file, Handle: t.handle, Offset: off, Len: n, Fill: fill, LenFrom: -1})
+}
+
+// Fsync declares an fsync of t.
+func (b *Builder) Fsync(id string, t Target) Task {
+	return b.Add(Node{ID: id, Op: OpFsync, File: t.file, Handle: t.handle, LenFrom: -1})
+}
+
+// Open declares an open of path (relative to the run root) with unix.O_*
+// flags, producing the handle as.
+func (b *Builder) Open(id, path string, flags int, as string) Task {
+	return b.Add(Node{ID: id, Op: OpOpen, Path: path, OpenFlags: flags, As: as, LenFrom: -1})
+}
+
+// Statx declares a statx of path.
+func (b *Builder) Statx(id, path string) Task {
+	return b.Add(Node{ID: id, Op: OpStatx, Path: path, LenFrom: -1})
+}
+
+// Close declares a close of handle.
+func (b *Builder) Close(id, handle string) Task {
+	return b.Add(Node{ID: id, Op: OpClose, Handle: handle, LenFrom: -1})
+}
+
+// Timeout declares a timeout of d.
+func (b *Builder) Timeout(id string, d time.Duration) Task {
+	return b.Add(Node{ID: id, Op: OpTimeout, NS: int64(d), LenFrom: -1})
+}
+
+// Unlink declares an unlink of path.
+func (b *Builder) Unlink(id, path string) Task {
+	return b.Add(Node{ID: id, Op: OpUnlink, Path: path, LenFrom: -1})
+}
+
+// Mkdir declares a mkdir of path with mode.
+func (b *Builder) Mkdir(id, path string, mode uint32) Task {
+	return b.Add(Node{ID: id, Op: OpMkdir, Path: path, Mode: mode, LenFrom: -1})
+}
+
+// Rename declares a rename of path to to.
+func (b *Builder) Rename(id, path, to string) Task {
+	return b.Add(Node{ID: id, Op: OpRename, Path: path, To: to, LenFrom: -1})
+}
+
+// ID returns the task's node id.
+func (t Task) ID() string { return t.b.nodes[t.i].ID }
+
+// Index returns the task's declaration index, its index in the built Graph.
+func (t Task) Index() int { return int(t.i) }
+
+func (t Task) edge(kind EdgeKind, preds []Task) Task {
+	for _, p := range preds {
+		if p.b != t.b {
+			t.b.errs = append(t.b.errs, &NodeError{Node: t.ID(), Field: kind.String(), Err: ErrForeignTask, idx: t.i})
+			continue
+		}
+		t.b.edges = append(t.b.edges, pendingEdge{node: t.i, pred: p.i, kind: kind})
+	}
+	return t
+}
+
+// After makes t run only if every one of preds succeeded.
+func (t Task) After(preds ...Task) Task { return t.edge(After, preds) }
+
+// Finally makes t run once every one of preds ran, whatever their results.
+func (t Task) Finally(preds ...Task) Task { return t.edge(Finally, preds) }
+
+// Precede makes every one of succs run only if t succeeded.
+func (t Task) Precede(succs ...Task) Task {
+	for _, s := range succs {
+		s.After(t)
+	}
+	return t
+}
+
+func (t Task) edgeID(kind EdgeKind, ids []string) Task {
+	for _, id := range ids {
+		t.b.edges = append(t.b.edges, pendingEdge{node: t.i, pred: -1, kind: kind, name: id})
+	}
+	return t
+}
+
+// AfterID is After by node id; the ids may be declared later.
+func (t Task) AfterID(ids ...string) Task { return t.edgeID(After, ids) }
+
+// FinallyID is Finally by node id; the ids may be declared later.
+func (t Task) FinallyID(ids ...string) Task { return t.edgeID(Finally, ids) }
+
+// LenFrom makes the read t read as many bytes as the statx node s found the
+// file to hold (capped by t's length if not 0). s must be an ancestor of t.
+func (t Task) LenFrom(s Task) Task {
+	if s.b != t.b {
+		t.b.errs = append(t.b.errs, &NodeError{Node: t.ID(), Field: "len_from", Err: ErrForeignTask, idx: t.i})
+		return t
+	}
+	t.b.bindings = append(t.b.bindings, binding{node: t.i, from: s.i})
+	return t
+}
+
+// LenFromID is LenFrom by node id.
+func (t Task) LenFromID(id string) Task {
+	t.b.bindings = append(t.b.bindings, binding{node: t.i, from: -1, name: id})
+	return t
+}
+
+// AllowShort makes a short read or write count as a success.
+func (t Task) AllowShort() Task {
+	t.b.nodes[t.i].AllowShort = true
+	return t
+}
+
+// Async sets IOSQE_ASYNC on the node's SQE.
+func (t Task) Async() Task {
+	t.b.nodes[t.i].Async = true
+	return t
+}
+
+// Buffer makes the read or write t use buf (see AlignedBuffer for O_DIRECT).
+func (t Task) Buffer(buf []byte) Task {
+	t.b.nodes[t.i].Buf = buf
+	return t
+}
+
+// Mode sets the mode of an open or mkdir.
+func (t Task) Mode(mode uint32) Task {
+	t.b.nodes[t.i].Mode = mode
+	return t
+}

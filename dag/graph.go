@@ -1,0 +1,116 @@
+package dag
+
+// Node is the read-only, validated description of one operation.
+type Node struct {
+	ID         string
+	Op         Op
+	File       string // spec file name the runner opens and registers ("" if none)
+	Handle     string // handle used by read/write/fsync/close ("" if none)
+	As         string // handle produced by an open node
+	Path, To   string // open/statx/unlink/mkdir/rename paths, relative to the run root
+	OpenFlags  int    // unix.O_* flags of an open (O_DIRECT etc.), already translated
+	Mode       uint32 // open/mkdir mode
+	Offset     int64
+	Len        int64 // read/write length; for a LenFrom read, a cap (0: none)
+	LenFrom    int32 // index of the statx node whose size is this read's length, -1 if none
+	Fill       byte  // byte a write writes
+	NS         int64 // timeout duration
+	AllowShort bool
+	Async      bool
+	Buf        []byte // caller-supplied buffer (Go API only), nil otherwise
+}
+
+// FileSpec is a file the runner creates in the run root before a run: a regular
+// file of Size bytes of Fill, or, if Dir is set, a directory of small files.
+// Name is also its path in the root.
+type FileSpec struct {
+	Name   string   `json:"name"`
+	Size   int64    `json:"size,omitempty"`
+	Fill   byte     `json:"fill,omitempty"`
+	Direct bool     `json:"direct,omitempty"`
+	Dir    *DirSpec `json:"dir,omitempty"`
+}
+
+// DirSpec is a directory of Count files named by zero-padded index (00000,
+// 00001, ...) whose sizes are drawn from Seed in [MinSize, MaxSize].
+type DirSpec struct {
+	Count   int   `json:"count"`
+	MinSize int64 `json:"min_size"`
+	MaxSize int64 `json:"max_size"`
+	Seed    int64 `json:"seed"`
+}
+
+// Graph is a validated and staged DAG of operations. It is immutable: every
+// slice it returns is shared and must not be modified. Nodes are numbered by
+// declaration order, 0 to Len()-1.
+type Graph struct {
+	name  string
+	nodes []Node
+	files []FileSpec
+	index map[string]int32
+
+	// CSR adjacency: the edges of node i are edges[off[i]:off[i+1]].
+	predOff, succOff []int32
+	preds, succs     []Edge
+
+	order    []int32
+	level    []int32
+	levels   [][]int32 // slices of order
+	critical []int32
+	comp     []int32
+	comps    [][]int32 // slices of compNodes
+	width    int
+}
+
+// Name returns the graph's name.
+func (g *Graph) Name() string { return g.name }
+
+// Len returns the number of nodes.
+func (g *Graph) Len() int { return len(g.nodes) }
+
+// Edges returns the number of edges.
+func (g *Graph) Edges() int { return len(g.succs) }
+
+// Node returns node i, for i in [0, Len()).
+func (g *Graph) Node(i int) *Node { return &g.nodes[i] }
+
+// Index returns the index of the node with the given id.
+func (g *Graph) Index(id string) (int, bool) {
+	i, ok := g.index[id]
+	return int(i), ok
+}
+
+// Preds returns the predecessors of node i, sorted by node index.
+func (g *Graph) Preds(i int) []Edge { return g.preds[g.predOff[i]:g.predOff[i+1]:g.predOff[i+1]] }
+
+// Succs returns the successors of node i, sorted by node index.
+func (g *Graph) Succs(i int) []Edge { return g.succs[g.succOff[i]:g.succOff[i+1]:g.succOff[i+1]] }
+
+// Files returns the files the runner creates before a run.
+func (g *Graph) Files() []FileSpec { return g.files }
+
+// Order returns every node in a deterministic topological order: level by
+// level, and within a level by declaration order.
+func (g *Graph) Order() []int32 { return g.order }
+
+// Level returns the length of the longest path from a root to node i, in
+// edges: roots are at level 0.
+func (g *Graph) Level(i int) int { return int(g.level[i]) }
+
+// Levels returns the nodes of each level, each in Order order.
+func (g *Graph) Levels() [][]int32 { return g.levels }
+
+// Width returns the size of the largest level.
+func (g *Graph) Width() int { return g.width }
+
+// CriticalPath returns a longest root-to-sink path, counted in nodes; of the
+// longest ones, the one that ends at the first deepest node in Order and takes
+// the first predecessor in Order at each step back.
+func (g *Graph) CriticalPath() []int32 { return g.critical }
+
+// Components returns the weakly connected components, each in Order order,
+// sorted by their first node in Order.
+func (g *Graph) Components() [][]int32 { return g.comps }
+
+// Component returns the index in Components of node i's component.
+func (g *Graph) Component(i int) int { return int(g.comp[i]) }

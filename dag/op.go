@@ -1,0 +1,138 @@
+package dag
+
+import (
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// Op is the io_uring operation a node performs.
+type Op uint8
+
+// The operations of DESIGN.md, in spec order.
+const (
+	OpNop Op = iota
+	OpRead
+	OpWrite
+	OpFsync
+	OpOpen
+	OpStatx
+	OpClose
+	OpTimeout
+	OpUnlink
+	OpMkdir
+	OpRename
+	numOps
+)
+
+var opNames = [numOps]string{"nop", "read", "write", "fsync", "open", "statx", "close", "timeout", "unlink", "mkdir", "rename"}
+
+// String returns the op's spec name ("nop", "read", ...).
+func (o Op) String() string {
+	if o < numOps {
+		return opNames[o]
+	}
+	return "op(" + strconv.Itoa(int(o)) + ")"
+}
+
+// ParseOp returns the Op whose spec name is s.
+func ParseOp(s string) (Op, bool) {
+	for i, n := range opNames {
+		if n == s {
+			return Op(i), true
+		}
+	}
+	return 0, false
+}
+
+// EdgeKind says what a dependent waits for.
+type EdgeKind uint8
+
+const (
+	// After runs the dependent only if the predecessor succeeded (IOSQE_IO_LINK).
+	After EdgeKind = iota
+	// Finally runs the dependent once the predecessor ran, whatever its result
+	// (IOSQE_IO_HARDLINK).
+	Finally
+)
+
+// String returns "after" or "finally", the spec field names.
+func (k EdgeKind) String() string {
+	if k == Finally {
+		return "finally"
+	}
+	return "after"
+}
+
+// Edge is one end of a dependency as seen from the other end.
+type Edge struct {
+	Node int32 // index of the other node
+	Kind EdgeKind
+}
+
+// openFlagNames lists the spec's open flags in the order Graph.Spec writes them.
+// Access modes come first; sync before dsync because O_SYNC contains O_DSYNC's bit.
+var openFlagNames = [...]struct {
+	name string
+	bits int
+}{
+	{"rdonly", unix.O_RDONLY},
+	{"wronly", unix.O_WRONLY},
+	{"rdwr", unix.O_RDWR},
+	{"creat", unix.O_CREAT},
+	{"trunc", unix.O_TRUNC},
+	{"excl", unix.O_EXCL},
+	{"append", unix.O_APPEND},
+	{"direct", unix.O_DIRECT},
+	{"sync", unix.O_SYNC},
+	{"dsync", unix.O_DSYNC},
+}
+
+// ParseOpenFlags translates spec flag names (rdonly, wronly, rdwr, creat, trunc,
+// excl, append, direct, sync, dsync) into unix.O_* bits. At most one access mode
+// may be given; none means rdonly.
+func ParseOpenFlags(names []string) (int, error) {
+	flags, modes := 0, 0
+	for _, n := range names {
+		found := false
+		for _, f := range openFlagNames {
+			if f.name == n {
+				found = true
+				flags |= f.bits
+				if f.name == "rdonly" || f.name == "wronly" || f.name == "rdwr" {
+					modes++
+				}
+			}
+		}
+		if !found {
+			return 0, wrap(ErrBadValue, "unknown open flag %q", n)
+		}
+	}
+	if modes > 1 {
+		return 0, wrap(ErrBadValue, "more than one of rdonly, wronly, rdwr in %q", strings.Join(names, ","))
+	}
+	return flags, nil
+}
+
+// FormatOpenFlags is the inverse of ParseOpenFlags: the access mode first, then
+// the other flags in a fixed order. Bits it does not know are dropped.
+func FormatOpenFlags(flags int) []string {
+	var out []string
+	switch flags & unix.O_ACCMODE {
+	case unix.O_WRONLY:
+		out = append(out, "wronly")
+	case unix.O_RDWR:
+		out = append(out, "rdwr")
+	default:
+		out = append(out, "rdonly")
+	}
+	rest := flags &^ unix.O_ACCMODE
+	for _, f := range openFlagNames[3:] {
+		if f.bits != 0 && rest&f.bits == f.bits {
+			out = append(out, f.name)
+			rest &^= f.bits
+		}
+	}
+	return out
+}

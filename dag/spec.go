@@ -1,0 +1,384 @@
+package dag
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Spec is the JSON form of a graph (DESIGN.md, "Spec format"). ParseSpec reads
+// one strictly; Marshal writes one; Build turns one into a Graph.
+type Spec struct {
+	Name  string     `json:"name"`
+	Files []FileSpec `json:"files,omitempty"`
+	Nodes []NodeSpec `json:"nodes"`
+
+	// Set by ParseSpec so that Build can give errors a line:column.
+	src              []byte
+	nodePos, filePos []int64
+}
+
+// NodeSpec is the JSON form of one node. Which fields an op uses is listed in
+// DESIGN.md; Build rejects the others.
+type NodeSpec struct {
+	ID         string   `json:"id"`
+	Op         string   `json:"op"`
+	File       string   `json:"file,omitempty"`
+	Handle     string   `json:"handle,omitempty"`
+	Path       string   `json:"path,omitempty"`
+	To         string   `json:"to,omitempty"`
+	Offset     int64    `json:"offset,omitempty"`
+	Len        int64    `json:"len,omitempty"`
+	LenFrom    string   `json:"len_from,omitempty"`
+	Fill       byte     `json:"fill,omitempty"`
+	Flags      []string `json:"flags,omitempty"`
+	Mode       uint32   `json:"mode,omitempty"`
+	As         string   `json:"as,omitempty"`
+	NS         int64    `json:"ns,omitempty"`
+	After      []string `json:"after,omitempty"`
+	Finally    []string `json:"finally,omitempty"`
+	AllowShort bool     `json:"allow_short,omitempty"`
+	Async      bool     `json:"async,omitempty"`
+}
+
+// LoadSpec reads and parses the spec file at path.
+func LoadSpec(path string) (*Spec, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSpec(data)
+}
+
+// LoadFile reads, parses and builds the spec file at path.
+func LoadFile(path string, opts ...BuilderOption) (*Graph, error) {
+	s, err := LoadSpec(path)
+	if err != nil {
+		return nil, err
+	}
+	return s.Build(opts...)
+}
+
+// ParseSpec decodes a spec strictly: unknown fields, values of the wrong type
+// and trailing data are errors. Every error is a *NodeError (or *FileError)
+// carrying the JSON line:column; errors of separate nodes are joined. The
+// graph itself is checked by Build.
+func ParseSpec(data []byte) (*Spec, error) {
+	p := &specParser{data: data, dec: json.NewDecoder(bytes.NewReader(data)), lines: newLineIndex(data)}
+	s := &Spec{src: data}
+	if err := p.parse(s); err != nil {
+		return nil, err
+	}
+	if len(p.errs) > 0 {
+		return nil, errors.Join(p.errs...)
+	}
+	return s, nil
+}
+
+type specParser struct {
+	data  []byte
+	dec   *json.Decoder
+	lines lineIndex
+	errs  []error
+}
+
+// next returns the offset of the next value or key, skipping separators.
+func (p *specParser) next() int64 {
+	off := p.dec.InputOffset()
+	for int(off) < len(p.data) && strings.IndexByte(" \t\r\n:,", p.data[off]) >= 0 {
+		off++
+	}
+	return off
+}
+
+func (p *specParser) fail(off int64, idx int32, node, field string, err error) *NodeError {
+	line, col := p.lines.pos(off)
+	return &NodeError{Node: node, Field: field, Err: err, Line: line, Col: col, idx: idx}
+}
+
+// jsonErr converts an encoding/json error at base into a positioned error.
+func (p *specParser) jsonErr(base int64, err error) *NodeError {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		return p.fail(se.Offset, -1, "", "", wrap(ErrSyntax, "%s", se.Error()))
+	case errors.As(err, &te):
+		return p.fail(base+te.Offset, -1, "", te.Field, wrap(ErrBadValue, "JSON %s where %s expected", te.Value, te.Type))
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return p.fail(int64(len(p.data)), -1, "", "", wrap(ErrSyntax, "unexpected end of JSON input"))
+	}
+	return p.fail(base, -1, "", "", wrap(ErrSyntax, "%s", strings.TrimPrefix(err.Error(), "json: ")))
+}
+
+func (p *specParser) delim(want json.Delim) error {
+	off := p.next()
+	tok, err := p.dec.Token()
+	if err != nil {
+		return p.jsonErr(off, err)
+	}
+	if d, ok := tok.(json.Delim); !ok || d != want {
+		return p.fail(off, -1, "", "", wrap(ErrSyntax, "expected %q", string(want)))
+	}
+	return nil
+}
+
+func (p *specParser) parse(s *Spec) error {
+	if err := p.delim('{'); err != nil {
+		return err
+	}
+	seen := make(map[string]bool)
+	for p.dec.More() {
+		keyOff := p.next()
+		tok, err := p.dec.Token()
+		if err != nil {
+			return p.jsonErr(keyOff, err)
+		}
+		key, _ := tok.(string)
+		if seen[key] {
+			return p.fail(keyOff, -1, "", key, wrap(ErrSyntax, "duplicate field %q", key))
+		}
+		seen[key] = true
+		valOff := p.next()
+		switch key {
+		case "name":
+			if err := p.dec.Decode(&s.Name); err != nil {
+				e := p.jsonErr(valOff, err)
+				e.Field = "name"
+				return e
+			}
+		case "files":
+			if err := p.array(func(i int32, off int64, raw []byte) {
+				var f FileSpec
+				if ne := p.element(raw, off, &f); ne != nil {
+					p.errs = append(p.errs, &FileError{File: f.Name, Field: ne.Field, Err: ne.Err, Line: ne.Line, Col: ne.Col, idx: i})
+				}
+				s.Files = append(s.Files, f)
+				s.filePos = append(s.filePos, off)
+			}); err != nil {
+				return err
+			}
+		case "nodes":
+			if err := p.array(func(i int32, off int64, raw []byte) {
+				var n NodeSpec
+				if ne := p.element(raw, off, &n); ne != nil {
+					ne.Node, ne.idx = n.ID, i
+					p.errs = append(p.errs, ne)
+				}
+				s.Nodes = append(s.Nodes, n)
+				s.nodePos = append(s.nodePos, off)
+			}); err != nil {
+				return err
+			}
+		default:
+			p.errs = append(p.errs, p.fail(keyOff, -1, "", key, wrap(ErrUnknownField, "unknown field")))
+			var skip json.RawMessage
+			if err := p.dec.Decode(&skip); err != nil {
+				return p.jsonErr(valOff, err)
+			}
+		}
+	}
+	if err := p.delim('}'); err != nil {
+		return err
+	}
+	off := p.next()
+	if _, err := p.dec.Token(); err != io.EOF {
+		return p.fail(off, -1, "", "", wrap(ErrSyntax, "data after the spec"))
+	}
+	return nil
+}
+
+// array calls each for every element of a JSON array, or accepts null.
+func (p *specParser) array(each func(i int32, off int64, raw []byte)) error {
+	off := p.next()
+	if bytes.HasPrefix(p.data[off:], []byte("null")) {
+		var skip json.RawMessage
+		return p.dec.Decode(&skip)
+	}
+	if err := p.delim('['); err != nil {
+		return err
+	}
+	for i := int32(0); p.dec.More(); i++ {
+		off := p.next()
+		var raw json.RawMessage
+		if err := p.dec.Decode(&raw); err != nil {
+			return p.jsonErr(off, err)
+		}
+		each(i, off, raw)
+	}
+	return p.delim(']')
+}
+
+// element decodes one object strictly into v; on error v is filled as far as
+// encoding/json got.
+func (p *specParser) element(raw []byte, off int64, v any) *NodeError {
+	if len(raw) == 0 || raw[0] != '{' {
+		return p.fail(off, -1, "", "", wrap(ErrSyntax, "expected an object"))
+	}
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.DisallowUnknownFields()
+	err := d.Decode(v)
+	if err == nil {
+		return nil
+	}
+	const unknown = "json: unknown field "
+	if msg := err.Error(); strings.HasPrefix(msg, unknown) {
+		key, qerr := strconv.Unquote(strings.TrimPrefix(msg, unknown))
+		if qerr == nil {
+			at := off
+			if k := bytes.Index(raw, []byte(strconv.Quote(key))); k >= 0 {
+				at += int64(k)
+			}
+			return p.fail(at, -1, "", key, wrap(ErrUnknownField, "unknown field"))
+		}
+	}
+	return p.jsonErr(off, err)
+}
+
+// Build turns the spec into a Graph: see Builder.Build. Errors of a parsed
+// spec carry the line:column of the node's JSON object.
+func (s *Spec) Build(opts ...BuilderOption) (*Graph, error) {
+	b := NewBuilder(s.Name, opts...)
+	b.src, b.nodePos, b.filePos = s.src, s.nodePos, s.filePos
+	b.files = make([]FileSpec, len(s.Files))
+	for i, f := range s.Files {
+		if f.Dir != nil {
+			d := *f.Dir
+			f.Dir = &d
+		}
+		b.files[i] = f
+	}
+	b.nodes = slices.Grow(b.nodes, len(s.Nodes))
+	for i := range s.Nodes {
+		ns := &s.Nodes[i]
+		nd := Node{
+			ID: ns.ID, File: ns.File, Handle: ns.Handle, As: ns.As, Path: ns.Path, To: ns.To,
+			Mode: ns.Mode, Offset: ns.Offset, Len: ns.Len, LenFrom: -1, Fill: ns.Fill, NS: ns.NS,
+			AllowShort: ns.AllowShort, Async: ns.Async,
+		}
+		op, ok := ParseOp(ns.Op)
+		nd.Op = op
+		if !ok {
+			nd.Op = numOps
+			if b.badOps == nil {
+				b.badOps = make(map[int32]string)
+			}
+			b.badOps[int32(i)] = ns.Op
+		}
+		if len(ns.Flags) > 0 {
+			if op != OpOpen {
+				b.errs = append(b.errs, &NodeError{Node: ns.ID, Field: "flags", Err: wrap(ErrUnexpectedField, "not used by op %q", ns.Op), idx: int32(i)})
+			} else if flags, err := ParseOpenFlags(ns.Flags); err != nil {
+				b.errs = append(b.errs, &NodeError{Node: ns.ID, Field: "flags", Err: err, idx: int32(i)})
+			} else {
+				nd.OpenFlags = flags
+			}
+		}
+		t := b.Add(nd)
+		t.AfterID(ns.After...)
+		t.FinallyID(ns.Finally...)
+		if ns.LenFrom != "" {
+			t.LenFromID(ns.LenFrom)
+		}
+	}
+	return b.Build()
+}
+
+// Spec returns the graph as a spec; Build of it gives an equal graph, except
+// for caller-supplied buffers, which a spec cannot hold. Edges are listed in
+// predecessor index order and open flags in FormatOpenFlags order.
+func (g *Graph) Spec() *Spec {
+	s := &Spec{Name: g.name, Nodes: make([]NodeSpec, len(g.nodes))}
+	for _, f := range g.files {
+		if f.Dir != nil {
+			d := *f.Dir
+			f.Dir = &d
+		}
+		s.Files = append(s.Files, f)
+	}
+	for i := range g.nodes {
+		nd := &g.nodes[i]
+		ns := &s.Nodes[i]
+		*ns = NodeSpec{
+			ID: nd.ID, Op: nd.Op.String(), File: nd.File, Handle: nd.Handle, Path: nd.Path, To: nd.To,
+			Offset: nd.Offset, Len: nd.Len, Fill: nd.Fill, Mode: nd.Mode, As: nd.As, NS: nd.NS,
+			AllowShort: nd.AllowShort, Async: nd.Async,
+		}
+		if nd.Op == OpOpen {
+			ns.Flags = FormatOpenFlags(nd.OpenFlags)
+		}
+		if nd.LenFrom >= 0 {
+			ns.LenFrom = g.nodes[nd.LenFrom].ID
+		}
+		for _, e := range g.Preds(i) {
+			if e.Kind == Finally {
+				ns.Finally = append(ns.Finally, g.nodes[e.Node].ID)
+			} else {
+				ns.After = append(ns.After, g.nodes[e.Node].ID)
+			}
+		}
+	}
+	return s
+}
+
+// Marshal writes the spec as stable, indented JSON: one line per file and per
+// node, fields in struct order, ending in a newline.
+func (s *Spec) Marshal() ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	item := func(v any) error {
+		if err := enc.Encode(v); err != nil {
+			return err
+		}
+		buf.Truncate(buf.Len() - 1) // Encode's newline
+		return nil
+	}
+	buf.WriteString("{\n  \"name\": ")
+	if err := item(s.Name); err != nil {
+		return nil, err
+	}
+	if len(s.Files) > 0 {
+		buf.WriteString(",\n  \"files\": [")
+		for i := range s.Files {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			buf.WriteString("\n    ")
+			if err := item(&s.Files[i]); err != nil {
+				return nil, err
+			}
+		}
+		buf.WriteString("\n  ]")
+	}
+	buf.WriteString(",\n  \"nodes\": [")
+	for i := range s.Nodes {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		buf.WriteString("\n    ")
+		if err := item(&s.Nodes[i]); err != nil {
+			return nil, err
+		}
+	}
+	if len(s.Nodes) > 0 {
+		buf.WriteString("\n  ")
+	}
+	buf.WriteString("]\n}\n")
+	return buf.Bytes(), nil
+}
+
+// String returns Marshal's output, or the error text.
+func (s *Spec) String() string {
+	data, err := s.Marshal()
+	if err != nil {
+		return fmt.Sprintf("dag.Spec(%v)", err)
+	}
+	return string(data)
+}

@@ -1,0 +1,602 @@
+package dag
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// Build validates the declared graph and stages it. On success it returns an
+// immutable Graph; otherwise an error joining (errors.Join) one *NodeError or
+// *FileError per problem found, in declaration order, or ErrEmptyGraph or
+// ErrTooLarge alone. Build hands the declared nodes to the Graph: the Builder
+// is empty afterwards, whatever the result.
+func (b *Builder) Build() (*Graph, error) {
+	v := &validator{b: b, errs: b.errs}
+	g := v.build()
+	err := v.err()
+	*b = Builder{name: b.name, maxNodes: b.maxNodes}
+	if err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+type validator struct {
+	b     *Builder
+	g     *Graph
+	errs  []error
+	files map[string]int
+	opens map[string]int32 // handle name -> first open producing it
+}
+
+func (v *validator) nodeErr(i int32, field string, err error) {
+	v.errs = append(v.errs, &NodeError{Node: v.b.nodes[i].ID, Field: field, Err: err, idx: i})
+}
+
+func (v *validator) build() *Graph {
+	b := v.b
+	n := len(b.nodes)
+	v.checkFiles()
+	if n == 0 {
+		v.errs = append(v.errs, ErrEmptyGraph)
+		return nil
+	}
+	if n > b.maxNodes {
+		v.errs = append(v.errs, fmt.Errorf("%w: %d nodes, limit %d", ErrTooLarge, n, b.maxNodes))
+		return nil
+	}
+	g := &Graph{name: b.name, nodes: b.nodes, files: b.files, index: make(map[string]int32, n)}
+	v.g = g
+	for i := range b.nodes {
+		id := b.nodes[i].ID
+		if first, dup := g.index[id]; dup {
+			v.nodeErr(int32(i), "id", wrap(ErrDuplicateID, "duplicate id %q (first declared as node %d)", id, first))
+			continue
+		}
+		g.index[id] = int32(i)
+	}
+	v.opens = make(map[string]int32)
+	for i := range b.nodes {
+		nd := &b.nodes[i]
+		if nd.Op != OpOpen || nd.As == "" {
+			continue
+		}
+		if first, dup := v.opens[nd.As]; dup {
+			v.nodeErr(int32(i), "as", wrap(ErrDuplicateHandle, "handle %q already produced by %q", nd.As, b.nodes[first].ID))
+			continue
+		}
+		v.opens[nd.As] = int32(i)
+	}
+	v.resolveEdges()
+	v.resolveBindings()
+	for i := range b.nodes {
+		v.checkNode(int32(i))
+	}
+	g.buildAdjacency(n, b.edges)
+	v.checkDuplicateEdges()
+	if ok, unstaged := g.stage(); !ok {
+		v.reportCycles(unstaged)
+		return nil
+	}
+	v.checkHandles()
+	v.checkBindingAncestry()
+	return g
+}
+
+// err sorts the problems by declaration index and joins them.
+func (v *validator) err() error {
+	if len(v.errs) == 0 {
+		return nil
+	}
+	key := func(e error) int64 {
+		var ne *NodeError
+		var fe *FileError
+		switch {
+		case errors.As(e, &fe):
+			return -1<<40 + int64(fe.idx)
+		case errors.As(e, &ne):
+			return int64(ne.idx)
+		}
+		return -1 << 41
+	}
+	slices.SortStableFunc(v.errs, func(a, b error) int { return cmp.Compare(key(a), key(b)) })
+	if v.b.src != nil {
+		lines := newLineIndex(v.b.src)
+		for _, e := range v.errs {
+			var ne *NodeError
+			var fe *FileError
+			switch {
+			case errors.As(e, &fe) && int(fe.idx) < len(v.b.filePos) && fe.Line == 0:
+				fe.Line, fe.Col = lines.pos(v.b.filePos[fe.idx])
+			case errors.As(e, &ne) && ne.idx >= 0 && int(ne.idx) < len(v.b.nodePos) && ne.Line == 0:
+				ne.Line, ne.Col = lines.pos(v.b.nodePos[ne.idx])
+			}
+		}
+	}
+	return errors.Join(v.errs...)
+}
+
+func (v *validator) checkFiles() {
+	v.files = make(map[string]int, len(v.b.files))
+	for i, f := range v.b.files {
+		fail := func(field string, err error) {
+			v.errs = append(v.errs, &FileError{File: f.Name, Field: field, Err: err, idx: int32(i)})
+		}
+		if err := checkPath(f.Name); err != nil {
+			fail("name", err)
+		} else if _, dup := v.files[f.Name]; dup {
+			fail("name", wrap(ErrDuplicateFile, "duplicate file %q", f.Name))
+		} else {
+			v.files[f.Name] = i
+		}
+		if f.Size < 0 {
+			fail("size", wrap(ErrBadValue, "size must be >= 0, got %d", f.Size))
+		}
+		if d := f.Dir; d != nil {
+			if f.Size != 0 || f.Fill != 0 || f.Direct {
+				fail("dir", wrap(ErrConflict, "a dir takes no size, fill or direct"))
+			}
+			if d.Count <= 0 {
+				fail("dir", wrap(ErrBadValue, "count must be > 0, got %d", d.Count))
+			}
+			if d.MinSize < 0 || d.MaxSize < d.MinSize {
+				fail("dir", wrap(ErrBadValue, "sizes must satisfy 0 <= min_size <= max_size, got %d, %d", d.MinSize, d.MaxSize))
+			}
+		}
+	}
+}
+
+func (v *validator) resolveEdges() {
+	b, g := v.b, v.g
+	for k := range b.edges {
+		e := &b.edges[k]
+		if e.pred < 0 {
+			p, ok := g.index[e.name]
+			if !ok {
+				v.nodeErr(e.node, e.kind.String(), wrap(ErrUnknownNode, "unknown node %q", e.name))
+				continue
+			}
+			e.pred = p
+		}
+		if e.pred == e.node {
+			v.nodeErr(e.node, e.kind.String(), wrap(ErrSelfEdge, "self-edge"))
+			e.pred = -1
+		}
+	}
+}
+
+func (v *validator) checkDuplicateEdges() {
+	g := v.g
+	for i := range g.nodes {
+		ps := g.Preds(i)
+		for k := 1; k < len(ps); k++ {
+			if ps[k].Node == ps[k-1].Node {
+				field := ps[k].Kind.String()
+				if ps[k].Kind != ps[k-1].Kind {
+					field = "finally"
+				}
+				v.nodeErr(int32(i), field, wrap(ErrDuplicateEdge, "duplicate edge from %q", g.nodes[ps[k].Node].ID))
+			}
+		}
+	}
+}
+
+func (v *validator) resolveBindings() {
+	b, g := v.b, v.g
+	for _, bd := range b.bindings {
+		from := bd.from
+		if from < 0 {
+			p, ok := g.index[bd.name]
+			if !ok {
+				v.nodeErr(bd.node, "len_from", wrap(ErrUnknownNode, "unknown node %q", bd.name))
+				continue
+			}
+			from = p
+		}
+		nd := &b.nodes[bd.node]
+		switch {
+		case int(from) >= len(b.nodes):
+			v.nodeErr(bd.node, "len_from", wrap(ErrUnknownNode, "unknown node index %d", from))
+		case nd.Op != OpRead:
+			v.nodeErr(bd.node, "len_from", wrap(ErrUnexpectedField, "not used by op %q", nd.Op))
+		case nd.LenFrom >= 0:
+			v.nodeErr(bd.node, "len_from", wrap(ErrConflict, "len_from given twice"))
+		case b.nodes[from].Op != OpStatx:
+			v.nodeErr(bd.node, "len_from", wrap(ErrBadBinding, "node %q is a %s, not a statx", b.nodes[from].ID, b.nodes[from].Op))
+		default:
+			nd.LenFrom = from
+		}
+	}
+}
+
+// Fields a node may set, per op.
+const (
+	fFile uint16 = 1 << iota
+	fHandle
+	fPath
+	fTo
+	fOffset
+	fLen
+	fFill
+	fFlags
+	fMode
+	fAs
+	fNS
+	fAllowShort
+	fBuf
+)
+
+var opFields = [numOps]uint16{
+	OpNop:     0,
+	OpRead:    fFile | fHandle | fOffset | fLen | fAllowShort | fBuf,
+	OpWrite:   fFile | fHandle | fOffset | fLen | fFill | fAllowShort | fBuf,
+	OpFsync:   fFile | fHandle,
+	OpOpen:    fPath | fFlags | fMode | fAs,
+	OpStatx:   fPath,
+	OpClose:   fHandle,
+	OpTimeout: fNS,
+	OpUnlink:  fPath,
+	OpMkdir:   fPath | fMode,
+	OpRename:  fPath | fTo,
+}
+
+func (v *validator) checkNode(i int32) {
+	nd := &v.b.nodes[i]
+	switch {
+	case nd.ID == "":
+		v.nodeErr(i, "id", wrap(ErrMissingField, "missing id"))
+	case strings.ContainsAny(nd.ID, "\"\\") || strings.ContainsFunc(nd.ID, isControl):
+		v.nodeErr(i, "id", wrap(ErrBadID, "id must not contain quotes, backslashes or control characters"))
+	}
+	if nd.Op >= numOps {
+		switch name, ok := v.b.badOps[i]; {
+		case ok && name == "":
+			v.nodeErr(i, "op", wrap(ErrMissingField, "missing op"))
+		case ok:
+			v.nodeErr(i, "op", wrap(ErrUnknownOp, "unknown op %q", name))
+		default:
+			v.nodeErr(i, "op", wrap(ErrUnknownOp, "unknown op %d", nd.Op))
+		}
+		return
+	}
+	set := []struct {
+		bit  uint16
+		name string
+		on   bool
+	}{
+		{fFile, "file", nd.File != ""},
+		{fHandle, "handle", nd.Handle != ""},
+		{fPath, "path", nd.Path != ""},
+		{fTo, "to", nd.To != ""},
+		{fOffset, "offset", nd.Offset != 0},
+		{fLen, "len", nd.Len != 0},
+		{fFill, "fill", nd.Fill != 0},
+		{fFlags, "flags", nd.OpenFlags != 0},
+		{fMode, "mode", nd.Mode != 0},
+		{fAs, "as", nd.As != ""},
+		{fNS, "ns", nd.NS != 0},
+		{fAllowShort, "allow_short", nd.AllowShort},
+		{fBuf, "buf", nd.Buf != nil},
+	}
+	allowed := opFields[nd.Op]
+	for _, f := range set {
+		if f.on && allowed&f.bit == 0 {
+			v.nodeErr(i, f.name, wrap(ErrUnexpectedField, "not used by op %q", nd.Op))
+		}
+	}
+	switch nd.Op {
+	case OpRead, OpWrite:
+		v.checkTarget(i)
+		v.checkTransfer(i)
+	case OpFsync:
+		v.checkTarget(i)
+	case OpOpen:
+		v.checkPathField(i, "path", nd.Path)
+		if nd.As == "" {
+			v.nodeErr(i, "as", wrap(ErrMissingField, "missing as (the handle to produce)"))
+		}
+	case OpStatx, OpUnlink, OpMkdir:
+		v.checkPathField(i, "path", nd.Path)
+	case OpRename:
+		v.checkPathField(i, "path", nd.Path)
+		v.checkPathField(i, "to", nd.To)
+	case OpClose:
+		if nd.Handle == "" {
+			v.nodeErr(i, "handle", wrap(ErrMissingField, "missing handle"))
+		} else if _, ok := v.opens[nd.Handle]; !ok {
+			v.nodeErr(i, "handle", wrap(ErrUnknownHandle, "no open produces handle %q", nd.Handle))
+		}
+	case OpTimeout:
+		if nd.NS <= 0 {
+			v.nodeErr(i, "ns", wrap(ErrBadValue, "ns must be > 0, got %d", nd.NS))
+		}
+	}
+}
+
+func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
+
+func (v *validator) checkPathField(i int32, field, p string) {
+	if p == "" {
+		v.nodeErr(i, field, wrap(ErrMissingField, "missing %s", field))
+		return
+	}
+	if err := checkPath(p); err != nil {
+		v.nodeErr(i, field, err)
+	}
+}
+
+// checkPath accepts only paths that stay inside the run root.
+func checkPath(p string) error {
+	switch {
+	case p == "":
+		return wrap(ErrMissingField, "missing name")
+	case strings.ContainsRune(p, 0):
+		return wrap(ErrBadPath, "path %q contains a NUL byte", p)
+	case path.IsAbs(p):
+		return wrap(ErrBadPath, "path %q is absolute", p)
+	}
+	if c := path.Clean(p); c == ".." || strings.HasPrefix(c, "../") {
+		return wrap(ErrBadPath, "path %q escapes the root", p)
+	}
+	return nil
+}
+
+func (v *validator) checkTarget(i int32) {
+	nd := &v.b.nodes[i]
+	switch {
+	case nd.File != "" && nd.Handle != "":
+		v.nodeErr(i, "handle", wrap(ErrConflict, "file and handle are exclusive"))
+	case nd.File == "" && nd.Handle == "":
+		v.nodeErr(i, "file", wrap(ErrMissingField, "missing file or handle"))
+	case nd.File != "":
+		f, ok := v.files[nd.File]
+		if !ok {
+			v.nodeErr(i, "file", wrap(ErrUnknownFile, "unknown file %q", nd.File))
+		} else if v.b.files[f].Dir != nil {
+			v.nodeErr(i, "file", wrap(ErrBadValue, "file %q is a directory", nd.File))
+		}
+	default:
+		if _, ok := v.opens[nd.Handle]; !ok {
+			v.nodeErr(i, "handle", wrap(ErrUnknownHandle, "no open produces handle %q", nd.Handle))
+		}
+	}
+}
+
+// direct reports whether node i's file is opened with O_DIRECT.
+func (v *validator) direct(i int32) bool {
+	nd := &v.b.nodes[i]
+	if f, ok := v.files[nd.File]; ok && nd.File != "" {
+		return v.b.files[f].Direct
+	}
+	if o, ok := v.opens[nd.Handle]; ok && nd.Handle != "" {
+		return v.b.nodes[o].OpenFlags&unix.O_DIRECT != 0
+	}
+	return false
+}
+
+func (v *validator) checkTransfer(i int32) {
+	nd := &v.b.nodes[i]
+	if nd.Offset < 0 {
+		v.nodeErr(i, "offset", wrap(ErrBadValue, "offset must be >= 0, got %d", nd.Offset))
+	}
+	switch {
+	case nd.LenFrom >= 0 && nd.Len < 0:
+		v.nodeErr(i, "len", wrap(ErrBadLength, "len (a cap with len_from) must be >= 0, got %d", nd.Len))
+	case nd.LenFrom < 0 && nd.Len <= 0:
+		v.nodeErr(i, "len", wrap(ErrBadLength, "len must be > 0, got %d", nd.Len))
+	}
+	if nd.Buf != nil && int64(len(nd.Buf)) < nd.Len {
+		v.nodeErr(i, "buf", wrap(ErrBadLength, "buffer of %d bytes is shorter than len %d", len(nd.Buf), nd.Len))
+	}
+	if !v.direct(i) {
+		return
+	}
+	if nd.Offset%DirectAlign != 0 {
+		v.nodeErr(i, "offset", wrap(ErrMisaligned, "offset %d not aligned to %d for O_DIRECT", nd.Offset, DirectAlign))
+	}
+	if nd.Len%DirectAlign != 0 {
+		v.nodeErr(i, "len", wrap(ErrMisaligned, "len %d not aligned to %d for O_DIRECT", nd.Len, DirectAlign))
+	}
+	if nd.Buf != nil && (!aligned(nd.Buf) || len(nd.Buf)%DirectAlign != 0) {
+		v.nodeErr(i, "buf", wrap(ErrMisaligned, "buffer not aligned to %d for O_DIRECT (use AlignedBuffer)", DirectAlign))
+	}
+}
+
+// reportCycles finds one cycle per group of nodes Kahn's algorithm left, by
+// walking predecessors from the first such node until one repeats; everything
+// reachable from that cycle is then explained by it.
+func (v *validator) reportCycles(indeg []int32) {
+	g := v.g
+	const (
+		unseen = iota
+		onWalk
+		explained
+	)
+	state := make([]uint8, len(g.nodes))
+	var walk, queue []int32
+	for s := range g.nodes {
+		if indeg[s] == 0 || state[s] != unseen {
+			continue
+		}
+		walk = walk[:0]
+		cur := int32(s)
+		for state[cur] == unseen {
+			state[cur] = onWalk
+			walk = append(walk, cur)
+			for _, e := range g.Preds(int(cur)) {
+				if indeg[e.Node] > 0 {
+					cur = e.Node
+					break
+				}
+			}
+		}
+		if state[cur] == onWalk {
+			k := slices.Index(walk, cur)
+			// walk[j+1] -> walk[j]; the cycle runs walk[k] -> walk[m] -> ... -> walk[k].
+			cyc := append([]int32{walk[k]}, walk[k+1:]...)
+			slices.Reverse(cyc[1:])
+			first := slices.Index(cyc, slices.Min(cyc))
+			cyc = append(cyc[first:], cyc[:first]...)
+			path := make([]string, 0, len(cyc)+1)
+			for _, c := range cyc {
+				path = append(path, g.nodes[c].ID)
+			}
+			path = append(path, path[0])
+			field := "after"
+			for _, e := range g.Preds(int(cyc[0])) {
+				if e.Node == cyc[len(cyc)-1] {
+					field = e.Kind.String()
+				}
+			}
+			v.nodeErr(cyc[0], field, &CycleError{Path: path})
+			queue = append(queue[:0], cyc...)
+		} else {
+			queue = append(queue[:0], walk...)
+		}
+		for _, w := range walk {
+			state[w] = explained
+		}
+		for h := 0; h < len(queue); h++ {
+			state[queue[h]] = explained
+			for _, e := range g.Succs(int(queue[h])) {
+				if state[e.Node] != explained {
+					state[e.Node] = explained
+					queue = append(queue, e.Node)
+				}
+			}
+		}
+	}
+}
+
+// reach is a reusable search over part of a staged graph.
+type reach struct {
+	g     *Graph
+	pos   []int32 // position in Order
+	stamp []int32
+	gen   int32
+	queue []int32
+}
+
+func newReach(g *Graph) *reach {
+	r := &reach{g: g, pos: make([]int32, len(g.nodes)), stamp: make([]int32, len(g.nodes))}
+	for p, i := range g.order {
+		r.pos[i] = int32(p)
+	}
+	return r
+}
+
+// forward marks the descendants of from whose Order position is at most
+// limit (no later node can reach an earlier one); seen reports the marks.
+func (r *reach) forward(from int32, limit int32) {
+	r.gen++
+	r.stamp[from] = r.gen
+	r.queue = append(r.queue[:0], from)
+	for h := 0; h < len(r.queue); h++ {
+		for _, e := range r.g.Succs(int(r.queue[h])) {
+			if r.stamp[e.Node] != r.gen && r.pos[e.Node] <= limit {
+				r.stamp[e.Node] = r.gen
+				r.queue = append(r.queue, e.Node)
+			}
+		}
+	}
+}
+
+func (r *reach) seen(i int32) bool { return r.stamp[i] == r.gen }
+
+// checkHandles checks that every node using a handle descends from the open
+// producing it and from none of its closes (other than itself).
+func (v *validator) checkHandles() {
+	g := v.g
+	users := make(map[string][]int32)
+	var names []string
+	for i := range g.nodes {
+		nd := &g.nodes[i]
+		if nd.Handle == "" {
+			continue
+		}
+		if _, ok := v.opens[nd.Handle]; !ok {
+			continue // reported by checkNode
+		}
+		if _, ok := users[nd.Handle]; !ok {
+			names = append(names, nd.Handle)
+		}
+		users[nd.Handle] = append(users[nd.Handle], int32(i))
+	}
+	if len(names) == 0 {
+		return
+	}
+	r := newReach(g)
+	for _, h := range names {
+		us := users[h]
+		limit := int32(0)
+		for _, u := range us {
+			limit = max(limit, r.pos[u])
+		}
+		open := v.opens[h]
+		r.forward(open, limit)
+		for _, u := range us {
+			if !r.seen(u) {
+				v.nodeErr(u, "handle", wrap(ErrNotAncestor, "open %q of handle %q is not an ancestor", g.nodes[open].ID, h))
+			}
+		}
+		closed := make(map[int32]bool)
+		for _, c := range us {
+			if g.nodes[c].Op != OpClose {
+				continue
+			}
+			r.forward(c, limit)
+			for _, u := range us {
+				if u != c && r.seen(u) && !closed[u] {
+					closed[u] = true
+					v.nodeErr(u, "handle", wrap(ErrHandleClosed, "handle %q used after close %q", h, g.nodes[c].ID))
+				}
+			}
+		}
+	}
+}
+
+// checkBindingAncestry checks that each len_from statx is an ancestor.
+func (v *validator) checkBindingAncestry() {
+	g := v.g
+	var r *reach
+	for i := range g.nodes {
+		from := g.nodes[i].LenFrom
+		if from < 0 {
+			continue
+		}
+		if r == nil {
+			r = newReach(g)
+		}
+		r.forward(from, r.pos[i])
+		if !r.seen(int32(i)) {
+			v.nodeErr(int32(i), "len_from", wrap(ErrNotAncestor, "statx %q is not an ancestor", g.nodes[from].ID))
+		}
+	}
+}
+
+// lineIndex converts byte offsets of a source to 1-based line:column.
+type lineIndex []int
+
+func newLineIndex(src []byte) lineIndex {
+	starts := lineIndex{0}
+	for i, c := range src {
+		if c == '\n' {
+			starts = append(starts, i+1)
+		}
+	}
+	return starts
+}
+
+func (l lineIndex) pos(off int64) (line, col int) {
+	i, found := slices.BinarySearch(l, int(off))
+	if !found {
+		i--
+	}
+	return i + 1, int(off) - l[i] + 1
+}
