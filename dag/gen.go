@@ -1,0 +1,304 @@
+package dag
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+)
+
+// GenOptions configures the shape generators.
+type GenOptions struct {
+	// Op is what the shape's work nodes do: "nop" (the default, also "") or
+	// "read4k", a 4 KiB O_DIRECT read of file "data" at an offset of its own.
+	Op string
+	// Seed makes random choices (edges of layered, read offsets, maildir
+	// sizes) reproducible.
+	Seed int64
+}
+
+// The generators' fixed sizes.
+const (
+	ReadSize        = 4096     // bytes of each read4k read
+	DataFileMinSize = 64 << 20 // smallest "data" file of a read4k shape
+	DataFill        = 7        // byte the "data" file is filled with
+	StaggerTimeout  = 100_000  // ns of each stagger timeout step
+	MaildirMinSize  = 10       // smallest maildir file
+	MaildirMaxSize  = 4096     // largest maildir file, also each read's cap
+	maxTreeDepth    = 23       // 2^23-1 nodes: just under DefaultMaxNodes
+	maxGenNodes     = DefaultMaxNodes
+)
+
+// Shapes lists the shapes Generate knows, with their arguments.
+func Shapes() []string {
+	return []string{"diamond", "fanout N", "chains K L", "layered W D", "tree DEPTH", "stagger K L", "maildir N"}
+}
+
+// Generate returns the spec of a named shape (see Shapes) with integer args.
+func Generate(shape string, args []int, o GenOptions) (*Spec, error) {
+	want := map[string]int{"diamond": 0, "fanout": 1, "chains": 2, "layered": 2, "tree": 1, "stagger": 2, "maildir": 1}
+	n, ok := want[shape]
+	if !ok {
+		return nil, fmt.Errorf("unknown shape %q (want one of %v)", shape, Shapes())
+	}
+	if len(args) != n {
+		return nil, fmt.Errorf("shape %s takes %d arguments, got %d", shape, n, len(args))
+	}
+	switch shape {
+	case "diamond":
+		return Diamond(o)
+	case "fanout":
+		return Fanout(args[0], o)
+	case "chains":
+		return Chains(args[0], args[1], o)
+	case "layered":
+		return Layered(args[0], args[1], o)
+	case "tree":
+		return Tree(args[0], o)
+	case "stagger":
+		return Stagger(args[0], args[1], o)
+	default:
+		return Maildir(args[0], o)
+	}
+}
+
+// gen accumulates a generated spec.
+type gen struct {
+	s      *Spec
+	rng    *rand.Rand
+	read4k bool
+	blocks []int64 // shuffled prefix of block numbers, for read4k offsets
+	nreads int
+}
+
+func newGen(name string, o GenOptions, reads, nodes int) (*gen, error) {
+	if nodes > maxGenNodes {
+		return nil, fmt.Errorf("%s: %d nodes is over the limit of %d", name, nodes, maxGenNodes)
+	}
+	g := &gen{rng: rand.New(rand.NewPCG(uint64(o.Seed), 0x9e3779b97f4a7c15))}
+	switch o.Op {
+	case "", "nop":
+	case "read4k":
+		g.read4k = true
+		name += "-read4k"
+	default:
+		return nil, fmt.Errorf("unknown op %q (want nop or read4k)", o.Op)
+	}
+	g.s = &Spec{Name: name, Nodes: make([]NodeSpec, 0, nodes)}
+	if g.read4k {
+		size := max(int64(DataFileMinSize), int64(reads)*ReadSize)
+		g.s.Files = []FileSpec{{Name: "data", Size: size, Fill: DataFill, Direct: true}}
+		// Partial Fisher-Yates: the first reads blocks of a random permutation.
+		nb := size / ReadSize
+		g.blocks = make([]int64, nb)
+		for i := range g.blocks {
+			g.blocks[i] = int64(i)
+		}
+		for i := 0; i < reads; i++ {
+			j := i + g.rng.IntN(int(nb)-i)
+			g.blocks[i], g.blocks[j] = g.blocks[j], g.blocks[i]
+		}
+		g.blocks = g.blocks[:reads]
+	}
+	return g, nil
+}
+
+// work adds a work node: a nop, or with read4k the next read.
+func (g *gen) work(id string, after ...string) {
+	if !g.read4k {
+		g.add(NodeSpec{ID: id, Op: "nop", After: after})
+		return
+	}
+	off := g.blocks[g.nreads] * ReadSize
+	g.nreads++
+	g.add(NodeSpec{ID: id, Op: "read", File: "data", Offset: off, Len: ReadSize, After: after})
+}
+
+func (g *gen) add(n NodeSpec) { g.s.Nodes = append(g.s.Nodes, n) }
+
+// id returns prefix followed by i zero-padded to the width of n-1.
+func id(prefix string, i, n int) string {
+	w := len(strconv.Itoa(max(n-1, 0)))
+	s := strconv.Itoa(i)
+	for len(s) < w {
+		s = "0" + s
+	}
+	return prefix + s
+}
+
+func positive(shape string, names []string, vals ...int) error {
+	for i, v := range vals {
+		if v < 1 {
+			return fmt.Errorf("%s: %s must be >= 1, got %d", shape, names[i], v)
+		}
+	}
+	return nil
+}
+
+// Diamond is a -> {b, c} -> d; with read4k, b and c are reads.
+func Diamond(o GenOptions) (*Spec, error) {
+	g, err := newGen("diamond", o, 2, 4)
+	if err != nil {
+		return nil, err
+	}
+	g.add(NodeSpec{ID: "a", Op: "nop"})
+	g.work("b", "a")
+	g.work("c", "a")
+	g.add(NodeSpec{ID: "d", Op: "nop", After: []string{"b", "c"}})
+	return g.s, nil
+}
+
+// Fanout is n nodes: a root "src", n-2 parallel work nodes w..., a sink "sink".
+func Fanout(n int, o GenOptions) (*Spec, error) {
+	if n < 3 {
+		return nil, fmt.Errorf("fanout: N must be >= 3, got %d", n)
+	}
+	g, err := newGen("fanout"+strconv.Itoa(n), o, n-2, n)
+	if err != nil {
+		return nil, err
+	}
+	g.add(NodeSpec{ID: "src", Op: "nop"})
+	mid := make([]string, n-2)
+	for i := range mid {
+		mid[i] = id("w", i, n-2)
+		g.work(mid[i], "src")
+	}
+	g.add(NodeSpec{ID: "sink", Op: "nop", After: mid})
+	return g.s, nil
+}
+
+// Chains is k independent chains of l work nodes, c<k>_<i>.
+func Chains(k, l int, o GenOptions) (*Spec, error) {
+	if err := positive("chains", []string{"K", "L"}, k, l); err != nil {
+		return nil, err
+	}
+	g, err := newGen(fmt.Sprintf("chains%dx%d", k, l), o, k*l, k*l)
+	if err != nil {
+		return nil, err
+	}
+	for c := 0; c < k; c++ {
+		prev := ""
+		for i := 0; i < l; i++ {
+			cur := id(id("c", c, k)+"_", i, l)
+			if prev == "" {
+				g.work(cur)
+			} else {
+				g.work(cur, prev)
+			}
+			prev = cur
+		}
+	}
+	return g.s, nil
+}
+
+// Layered is d levels of w work nodes, l<level>_<i>; every node below the
+// first depends on one or two nodes of the level above, drawn from the seed.
+func Layered(w, d int, o GenOptions) (*Spec, error) {
+	if err := positive("layered", []string{"W", "D"}, w, d); err != nil {
+		return nil, err
+	}
+	g, err := newGen(fmt.Sprintf("layered%dx%d", w, d), o, w*d, w*d)
+	if err != nil {
+		return nil, err
+	}
+	prev := make([]string, w)
+	cur := make([]string, w)
+	for lv := 0; lv < d; lv++ {
+		for i := 0; i < w; i++ {
+			cur[i] = id(id("l", lv, d)+"_", i, w)
+			if lv == 0 {
+				g.work(cur[i])
+				continue
+			}
+			a := g.rng.IntN(w)
+			if w > 1 && g.rng.IntN(2) == 0 {
+				b := g.rng.IntN(w - 1)
+				if b >= a {
+					b++
+				}
+				g.work(cur[i], prev[min(a, b)], prev[max(a, b)])
+			} else {
+				g.work(cur[i], prev[a])
+			}
+		}
+		prev, cur = cur, prev
+	}
+	return g.s, nil
+}
+
+// Tree is a binary out-tree of depth levels (2^depth-1 work nodes t1, t2, ...;
+// node k's parent is k/2).
+func Tree(depth int, o GenOptions) (*Spec, error) {
+	if depth < 1 || depth > maxTreeDepth {
+		return nil, fmt.Errorf("tree: DEPTH must be in [1, %d], got %d", maxTreeDepth, depth)
+	}
+	n := 1<<depth - 1
+	g, err := newGen("tree"+strconv.Itoa(depth), o, n, n)
+	if err != nil {
+		return nil, err
+	}
+	for k := 1; k <= n; k++ {
+		if k == 1 {
+			g.work("t1")
+		} else {
+			g.work("t"+strconv.Itoa(k), "t"+strconv.Itoa(k/2))
+		}
+	}
+	return g.s, nil
+}
+
+// Stagger is k chains of l steps, s<k>_<i>; step i of chain k is a 100 µs
+// timeout when i+k is even, else a work node: every level holds a slow step,
+// but each chain only half of them.
+func Stagger(k, l int, o GenOptions) (*Spec, error) {
+	if err := positive("stagger", []string{"K", "L"}, k, l); err != nil {
+		return nil, err
+	}
+	g, err := newGen(fmt.Sprintf("stagger%dx%d", k, l), o, k*l, k*l)
+	if err != nil {
+		return nil, err
+	}
+	for c := 0; c < k; c++ {
+		var after []string
+		for i := 0; i < l; i++ {
+			cur := id(id("s", c, k)+"_", i, l)
+			if (i+c)%2 == 0 {
+				g.add(NodeSpec{ID: cur, Op: "timeout", NS: StaggerTimeout, After: after})
+			} else {
+				g.work(cur, after...)
+			}
+			after = []string{cur}
+		}
+	}
+	return g.s, nil
+}
+
+// Maildir is n small files in directory "mail"; per file i, in parallel an
+// open of mail/<i> as handle h<i> (o<i>) and a statx of it (s<i>), then a read
+// of the size the statx found (r<i>), then on a finally-edge a close (c<i>).
+// It takes no read4k.
+func Maildir(n int, o GenOptions) (*Spec, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("maildir: N must be >= 1, got %d", n)
+	}
+	if o.Op == "read4k" {
+		return nil, fmt.Errorf("maildir: op read4k does not apply")
+	}
+	g, err := newGen("maildir"+strconv.Itoa(n), o, 0, 4*n)
+	if err != nil {
+		return nil, err
+	}
+	g.s.Files = []FileSpec{{Name: "mail", Dir: &DirSpec{Count: n, MinSize: MaildirMinSize, MaxSize: MaildirMaxSize, Seed: o.Seed}}}
+	w := max(5, len(strconv.Itoa(n-1)))
+	for i := 0; i < n; i++ {
+		num := strconv.Itoa(i)
+		for len(num) < w {
+			num = "0" + num
+		}
+		path := "mail/" + num
+		g.add(NodeSpec{ID: "o" + num, Op: "open", Path: path, Flags: []string{"rdonly"}, As: "h" + num})
+		g.add(NodeSpec{ID: "s" + num, Op: "statx", Path: path})
+		g.add(NodeSpec{ID: "r" + num, Op: "read", Handle: "h" + num, Len: MaildirMaxSize, LenFrom: "s" + num, After: []string{"o" + num, "s" + num}})
+		g.add(NodeSpec{ID: "c" + num, Op: "close", Handle: "h" + num, Finally: []string{"r" + num}})
+	}
+	return g.s, nil
+}
