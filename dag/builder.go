@@ -24,9 +24,7 @@ type Builder struct {
 	bindings []binding
 	errs     []error
 	badOps   map[int32]string // spec op names that are not ops, by node
-	// Positions of spec objects (byte offsets), when the builder runs for a Spec.
-	nodePos, filePos []int64
-	src              []byte
+	src      []byte           // the parsed spec, to give errors a position
 }
 
 // pendingEdge is "node depends on pred", by index or, if pred < 0, by id.

@@ -20,8 +20,7 @@ type Spec struct {
 	Nodes []NodeSpec `json:"nodes"`
 
 	// Set by ParseSpec so that Build can give errors a line:column.
-	src              []byte
-	nodePos, filePos []int64
+	src []byte
 }
 
 // NodeSpec is the JSON form of one node. Which fields an op uses is listed in
@@ -70,8 +69,18 @@ func LoadFile(path string, opts ...BuilderOption) (*Graph, error) {
 // carrying the JSON line:column; errors of separate nodes are joined. The
 // graph itself is checked by Build.
 func ParseSpec(data []byte) (*Spec, error) {
-	p := &specParser{data: data, dec: json.NewDecoder(bytes.NewReader(data)), lines: newLineIndex(data)}
+	// Fast path: one strict decode. Only if it fails is the spec parsed again
+	// element by element, to report every bad element with its position.
 	s := &Spec{src: data}
+	d := json.NewDecoder(bytes.NewReader(data))
+	d.DisallowUnknownFields()
+	if err := d.Decode(s); err == nil {
+		if _, err := d.Token(); err == io.EOF {
+			return s, nil
+		}
+	}
+	p := &specParser{data: data, dec: json.NewDecoder(bytes.NewReader(data)), lines: newLineIndex(data)}
+	s = &Spec{src: data}
 	if err := p.parse(s); err != nil {
 		return nil, err
 	}
@@ -160,7 +169,6 @@ func (p *specParser) parse(s *Spec) error {
 					p.errs = append(p.errs, &FileError{File: f.Name, Field: ne.Field, Err: ne.Err, Line: ne.Line, Col: ne.Col, idx: i})
 				}
 				s.Files = append(s.Files, f)
-				s.filePos = append(s.filePos, off)
 			}); err != nil {
 				return err
 			}
@@ -172,7 +180,6 @@ func (p *specParser) parse(s *Spec) error {
 					p.errs = append(p.errs, ne)
 				}
 				s.Nodes = append(s.Nodes, n)
-				s.nodePos = append(s.nodePos, off)
 			}); err != nil {
 				return err
 			}
@@ -245,7 +252,7 @@ func (p *specParser) element(raw []byte, off int64, v any) *NodeError {
 // spec carry the line:column of the node's JSON object.
 func (s *Spec) Build(opts ...BuilderOption) (*Graph, error) {
 	b := NewBuilder(s.Name, opts...)
-	b.src, b.nodePos, b.filePos = s.src, s.nodePos, s.filePos
+	b.src = s.src
 	b.files = make([]FileSpec, len(s.Files))
 	for i, f := range s.Files {
 		if f.Dir != nil {
@@ -381,4 +388,86 @@ func (s *Spec) String() string {
 		return fmt.Sprintf("dag.Spec(%v)", err)
 	}
 	return string(data)
+}
+
+// elementOffsets returns the byte offsets of the elements of the array that
+// is the value of key in the top-level object of src, a valid JSON document.
+func elementOffsets(src []byte, key string) []int64 {
+	depth := 0
+	for i := 0; i < len(src); i++ {
+		switch src[i] {
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+		case '"':
+			end := stringEnd(src, i)
+			if depth == 1 && string(src[i+1:end-1]) == key {
+				j := skipSpace(src, end)
+				if j < len(src) && src[j] == ':' {
+					j = skipSpace(src, j+1)
+					if j < len(src) && src[j] == '[' {
+						return arrayElements(src, j)
+					}
+					return nil
+				}
+			}
+			i = end - 1
+		}
+	}
+	return nil
+}
+
+// arrayElements returns the offsets of the elements of the array at src[i].
+func arrayElements(src []byte, i int) []int64 {
+	var offs []int64
+	depth := 0
+	expect := true // the next non-space byte starts an element
+	for i++; i < len(src); i++ {
+		c := src[i]
+		if depth == 0 {
+			switch {
+			case c == ']':
+				return offs
+			case c == ',':
+				expect = true
+				continue
+			case c == ' ' || c == '\t' || c == '\r' || c == '\n':
+				continue
+			}
+			if expect {
+				offs = append(offs, int64(i))
+				expect = false
+			}
+		}
+		switch c {
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+		case '"':
+			i = stringEnd(src, i) - 1
+		}
+	}
+	return offs
+}
+
+// stringEnd returns the offset just past the JSON string starting at src[i].
+func stringEnd(src []byte, i int) int {
+	for j := i + 1; j < len(src); j++ {
+		switch src[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1
+		}
+	}
+	return len(src)
+}
+
+func skipSpace(src []byte, i int) int {
+	for i < len(src) && (src[i] == ' ' || src[i] == '\t' || src[i] == '\r' || src[i] == '\n') {
+		i++
+	}
+	return i
 }

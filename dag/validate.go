@@ -108,14 +108,15 @@ func (v *validator) err() error {
 	slices.SortStableFunc(v.errs, func(a, b error) int { return cmp.Compare(key(a), key(b)) })
 	if v.b.src != nil {
 		lines := newLineIndex(v.b.src)
+		nodePos, filePos := elementOffsets(v.b.src, "nodes"), elementOffsets(v.b.src, "files")
 		for _, e := range v.errs {
 			var ne *NodeError
 			var fe *FileError
 			switch {
-			case errors.As(e, &fe) && int(fe.idx) < len(v.b.filePos) && fe.Line == 0:
-				fe.Line, fe.Col = lines.pos(v.b.filePos[fe.idx])
-			case errors.As(e, &ne) && ne.idx >= 0 && int(ne.idx) < len(v.b.nodePos) && ne.Line == 0:
-				ne.Line, ne.Col = lines.pos(v.b.nodePos[ne.idx])
+			case errors.As(e, &fe) && int(fe.idx) < len(filePos) && fe.Line == 0:
+				fe.Line, fe.Col = lines.pos(filePos[fe.idx])
+			case errors.As(e, &ne) && ne.idx >= 0 && int(ne.idx) < len(nodePos) && ne.Line == 0:
+				ne.Line, ne.Col = lines.pos(nodePos[ne.idx])
 			}
 		}
 	}

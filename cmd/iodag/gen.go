@@ -1,0 +1,50 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/iodag/iodag/dag"
+)
+
+// genMain prints the spec of a generated shape.
+func genMain(args []string, stdout, stderr io.Writer) int {
+	const use = "gen SHAPE ARGS [--op nop|read4k] [--seed N]"
+	fs := newFlags("gen", use, stderr)
+	op := fs.String("op", "nop", "work node op: nop or read4k")
+	seed := fs.Int64("seed", 1, "seed of random choices")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return exitUsage
+	}
+	if len(pos) == 0 {
+		fs.Usage()
+		fmt.Fprintf(stderr, "shapes: %v\n", dag.Shapes())
+		return exitUsage
+	}
+	nums := make([]int, len(pos)-1)
+	for i, a := range pos[1:] {
+		n, err := strconv.Atoi(a)
+		if err != nil {
+			fmt.Fprintf(stderr, "iodag gen: argument %q is not an integer\n", a)
+			return exitUsage
+		}
+		nums[i] = n
+	}
+	s, err := dag.Generate(pos[0], nums, dag.GenOptions{Op: *op, Seed: *seed})
+	if err != nil {
+		fmt.Fprintf(stderr, "iodag gen: %v\n", err)
+		return exitUsage
+	}
+	data, err := s.Marshal()
+	if err != nil {
+		fmt.Fprintf(stderr, "iodag gen: %v\n", err)
+		return exitFailed
+	}
+	if _, err := stdout.Write(data); err != nil {
+		fmt.Fprintf(stderr, "iodag gen: %v\n", err)
+		return exitFailed
+	}
+	return exitOK
+}

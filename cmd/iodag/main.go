@@ -1,0 +1,129 @@
+// Command iodag validates, stages, draws, generates and runs iodag graphs.
+//
+//	iodag validate SPEC
+//	iodag stage SPEC [--json]
+//	iodag dot SPEC
+//	iodag gen SHAPE ARGS [--op nop|read4k] [--seed N]
+//
+// Exit status: 0 ok, 1 some node not ok, 2 bad spec or usage; errors go to
+// stderr.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+)
+
+// Exit statuses of DESIGN.md.
+const (
+	exitOK     = 0
+	exitFailed = 1
+	exitUsage  = 2
+)
+
+// verb is one subcommand: it parses its own args and returns the exit status.
+type verb struct {
+	run   func(args []string, stdout, stderr io.Writer) int
+	usage string
+}
+
+// verbs lists the subcommands; a new verb lives in its own file and adds one
+// line here.
+func verbs() map[string]verb {
+	return map[string]verb{
+		"validate": {validateMain, "validate SPEC"},
+		"stage":    {stageMain, "stage SPEC [--json]"},
+		"dot":      {dotMain, "dot SPEC"},
+		"gen":      {genMain, "gen SHAPE ARGS [--op nop|read4k] [--seed N]"},
+	}
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run dispatches args[0] to its verb.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return exitUsage
+	}
+	switch args[0] {
+	case "help", "-h", "-help", "--help":
+		usage(stdout)
+		return exitOK
+	}
+	v, ok := verbs()[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "iodag: unknown command %q\n", args[0])
+		usage(stderr)
+		return exitUsage
+	}
+	return v.run(args[1:], stdout, stderr)
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage:")
+	vs := verbs()
+	names := make([]string, 0, len(vs))
+	for n := range vs {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  iodag %s\n", vs[n].usage)
+	}
+}
+
+// parseArgs parses flags wherever they appear among args and returns the
+// positional arguments; "--" ends flag parsing.
+func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		if len(args) > len(rest) && args[len(args)-len(rest)-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// newFlags returns a FlagSet for a verb that reports errors to stderr.
+func newFlags(name, usageLine string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: iodag %s\n", usageLine)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// specError prints a spec error, one problem per line, each prefixed by the
+// spec's path so that editors can jump to path:line:col.
+func specError(stderr io.Writer, path string, err error) {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		fmt.Fprintf(stderr, "iodag: %v\n", err)
+		return
+	}
+	for _, line := range strings.Split(err.Error(), "\n") {
+		if line != "" && line[0] >= '0' && line[0] <= '9' {
+			fmt.Fprintf(stderr, "%s:%s\n", path, line)
+		} else {
+			fmt.Fprintf(stderr, "%s: %s\n", path, line)
+		}
+	}
+}

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/iodag/iodag/dag"
+)
+
+// stageReport is the JSON output of iodag stage --json.
+type stageReport struct {
+	Name         string     `json:"name"`
+	Nodes        int        `json:"nodes"`
+	Edges        int        `json:"edges"`
+	Depth        int        `json:"depth"`
+	Width        int        `json:"width"`
+	CriticalPath []string   `json:"critical_path"`
+	Levels       [][]string `json:"levels"`
+	Components   [][]string `json:"components"`
+}
+
+// maxListed is how many ids a text line of iodag stage lists.
+const maxListed = 8
+
+// stageMain prints a spec's levels, width, critical path and components.
+func stageMain(args []string, stdout, stderr io.Writer) int {
+	const use = "stage SPEC [--json]"
+	fs := newFlags("stage", use, stderr)
+	asJSON := fs.Bool("json", false, "print JSON")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return exitUsage
+	}
+	if len(pos) != 1 {
+		fs.Usage()
+		return exitUsage
+	}
+	g, err := dag.LoadFile(pos[0])
+	if err != nil {
+		specError(stderr, pos[0], err)
+		return exitUsage
+	}
+	ids := func(is []int32) []string {
+		out := make([]string, len(is))
+		for k, i := range is {
+			out[k] = g.Node(int(i)).ID
+		}
+		return out
+	}
+	r := stageReport{
+		Name: g.Name(), Nodes: g.Len(), Edges: g.Edges(), Depth: len(g.Levels()), Width: g.Width(),
+		CriticalPath: ids(g.CriticalPath()),
+	}
+	for _, l := range g.Levels() {
+		r.Levels = append(r.Levels, ids(l))
+	}
+	for _, c := range g.Components() {
+		r.Components = append(r.Components, ids(c))
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(r); err != nil {
+			fmt.Fprintf(stderr, "iodag: %v\n", err)
+			return exitFailed
+		}
+		return exitOK
+	}
+	fmt.Fprintf(stdout, "name: %s\nnodes: %d\nedges: %d\nlevels: %d\nwidth: %d\n", r.Name, r.Nodes, r.Edges, r.Depth, r.Width)
+	fmt.Fprintf(stdout, "critical path: %d nodes: %s\n", len(r.CriticalPath), strings.Join(r.CriticalPath, " -> "))
+	largest := 0
+	for _, c := range r.Components {
+		largest = max(largest, len(c))
+	}
+	fmt.Fprintf(stdout, "components: %d (largest %d nodes)\n", len(r.Components), largest)
+	for l, lv := range r.Levels {
+		fmt.Fprintf(stdout, "level %d: %d: %s\n", l, len(lv), list(lv))
+	}
+	return exitOK
+}
+
+// list joins the first maxListed ids and says how many it left out.
+func list(ids []string) string {
+	if len(ids) <= maxListed {
+		return strings.Join(ids, " ")
+	}
+	return fmt.Sprintf("%s ... (%d more)", strings.Join(ids[:maxListed], " "), len(ids)-maxListed)
+}
