@@ -225,8 +225,9 @@ const (
 	// FileIndexAlloc asks a direct open to pick a free fixed-file slot and
 	// return its index as the result (IORING_FILE_INDEX_ALLOC).
 	FileIndexAlloc uint32 = ^uint32(0)
-	// TimeoutETimeSuccess makes an expired timeout complete with res 0
-	// instead of -ETIME (IORING_TIMEOUT_ETIME_SUCCESS).
+	// TimeoutETimeSuccess makes an expired timeout count as a success
+	// for its link, so the requests linked after it run; its res is still
+	// -ETIME (IORING_TIMEOUT_ETIME_SUCCESS).
 	TimeoutETimeSuccess uint32 = 1 << 5
 	// CancelAll cancels every request matching the key (IORING_ASYNC_CANCEL_ALL).
 	CancelAll uint32 = 1 << 0
