@@ -158,9 +158,11 @@ func (p *specParser) parse(s *Spec) error {
 		switch key {
 		case "name":
 			if err := p.dec.Decode(&s.Name); err != nil {
-				e := p.jsonErr(valOff, err)
-				e.Field = "name"
-				return e
+				var te *json.UnmarshalTypeError
+				if errors.As(err, &te) {
+					return p.fail(valOff, -1, "", "name", wrap(ErrBadValue, "JSON %s where string expected", te.Value))
+				}
+				return p.jsonErr(valOff, err)
 			}
 		case "files":
 			if err := p.array(func(i int32, off int64, raw []byte) {
@@ -234,15 +236,23 @@ func (p *specParser) element(raw []byte, off int64, v any) *NodeError {
 	if err == nil {
 		return nil
 	}
+	// Point at the key of the field at fault.
+	keyAt := func(key string) int64 {
+		if k := bytes.Index(raw, []byte(strconv.Quote(key))); k >= 0 {
+			return off + int64(k)
+		}
+		return off
+	}
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		key := te.Field[strings.LastIndexByte(te.Field, '.')+1:]
+		return p.fail(keyAt(key), -1, "", te.Field, wrap(ErrBadValue, "JSON %s where %s expected", te.Value, te.Type))
+	}
 	const unknown = "json: unknown field "
 	if msg := err.Error(); strings.HasPrefix(msg, unknown) {
 		key, qerr := strconv.Unquote(strings.TrimPrefix(msg, unknown))
 		if qerr == nil {
-			at := off
-			if k := bytes.Index(raw, []byte(strconv.Quote(key))); k >= 0 {
-				at += int64(k)
-			}
-			return p.fail(at, -1, "", key, wrap(ErrUnknownField, "unknown field"))
+			return p.fail(keyAt(key), -1, "", key, wrap(ErrUnknownField, "unknown field"))
 		}
 	}
 	return p.jsonErr(off, err)

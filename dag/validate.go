@@ -32,6 +32,7 @@ type validator struct {
 	g     *Graph
 	errs  []error
 	files map[string]int
+	bound map[int32]bool // nodes with a len_from, valid or not
 	opens map[string]int32 // handle name -> first open producing it
 }
 
@@ -190,7 +191,9 @@ func (v *validator) checkDuplicateEdges() {
 
 func (v *validator) resolveBindings() {
 	b, g := v.b, v.g
+	v.bound = make(map[int32]bool, len(b.bindings))
 	for _, bd := range b.bindings {
+		v.bound[bd.node] = true
 		from := bd.from
 		if from < 0 {
 			p, ok := g.index[bd.name]
@@ -209,7 +212,7 @@ func (v *validator) resolveBindings() {
 		case nd.LenFrom >= 0:
 			v.nodeErr(bd.node, "len_from", wrap(ErrConflict, "len_from given twice"))
 		case b.nodes[from].Op != OpStatx:
-			v.nodeErr(bd.node, "len_from", wrap(ErrBadBinding, "node %q is a %s, not a statx", b.nodes[from].ID, b.nodes[from].Op))
+			v.nodeErr(bd.node, "len_from", wrap(ErrBadBinding, "node %q is %s, not a statx", b.nodes[from].ID, article(b.nodes[from].Op)))
 		default:
 			nd.LenFrom = from
 		}
@@ -320,6 +323,14 @@ func (v *validator) checkNode(i int32) {
 	}
 }
 
+// article returns the op's name after "a" or "an".
+func article(o Op) string {
+	if strings.IndexByte("aeiou", o.String()[0]) >= 0 {
+		return "an " + o.String()
+	}
+	return "a " + o.String()
+}
+
 func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
 
 func (v *validator) checkPathField(i int32, field, p string) {
@@ -386,10 +397,11 @@ func (v *validator) checkTransfer(i int32) {
 	if nd.Offset < 0 {
 		v.nodeErr(i, "offset", wrap(ErrBadValue, "offset must be >= 0, got %d", nd.Offset))
 	}
+	lenFrom := v.bound[i]
 	switch {
-	case nd.LenFrom >= 0 && nd.Len < 0:
+	case lenFrom && nd.Len < 0:
 		v.nodeErr(i, "len", wrap(ErrBadLength, "len (a cap with len_from) must be >= 0, got %d", nd.Len))
-	case nd.LenFrom < 0 && nd.Len <= 0:
+	case !lenFrom && nd.Len <= 0:
 		v.nodeErr(i, "len", wrap(ErrBadLength, "len must be > 0, got %d", nd.Len))
 	}
 	if nd.Buf != nil && int64(len(nd.Buf)) < nd.Len {

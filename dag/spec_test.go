@@ -1,0 +1,216 @@
+package dag
+
+import (
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files in testdata")
+
+// loadErr parses and builds data, returning the error text ("" if none).
+func loadErr(data []byte) string {
+	s, err := ParseSpec(data)
+	if err == nil {
+		_, err = s.Build()
+	}
+	if err == nil {
+		return ""
+	}
+	return err.Error() + "\n"
+}
+
+// TestInvalidSpecs checks every testdata/invalid/NAME.json against the error
+// text in NAME.err; -update rewrites the .err files.
+func TestInvalidSpecs(t *testing.T) {
+	files, err := filepath.Glob("../testdata/invalid/*.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) < 25 {
+		t.Fatalf("found %d invalid specs, want >= 25", len(files))
+	}
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f), ".json")
+		t.Run(name, func(t *testing.T) {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := loadErr(data)
+			if got == "" {
+				t.Fatalf("ParseSpec+Build(%s) succeeded, want an error", f)
+			}
+			golden := strings.TrimSuffix(f, ".json") + ".err"
+			if *update {
+				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test -update)", err)
+			}
+			if diff := cmp.Diff(string(want), got); diff != "" {
+				t.Errorf("ParseSpec+Build(%s) error mismatch (-want +got):\n%s", f, diff)
+			}
+		})
+	}
+}
+
+// TestValidSpecs builds every testdata/*.json and checks the round trip
+// spec -> graph -> spec -> JSON -> spec -> graph.
+func TestValidSpecs(t *testing.T) {
+	files, err := filepath.Glob("../testdata/*.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 {
+		t.Fatal("no valid specs in ../testdata")
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			g, err := LoadFile(f)
+			if err != nil {
+				t.Fatalf("LoadFile(%s) = %v, want no error", f, err)
+			}
+			checkRoundTrip(t, g)
+		})
+	}
+}
+
+func checkRoundTrip(t *testing.T, g *Graph) {
+	t.Helper()
+	s1 := g.Spec()
+	data, err := s1.Marshal()
+	if err != nil {
+		t.Fatalf("Marshal() = %v", err)
+	}
+	s2, err := ParseSpec(data)
+	if err != nil {
+		t.Fatalf("ParseSpec(Marshal()) = %v\n%s", err, data)
+	}
+	if diff := cmp.Diff(s1, s2, cmpopts.IgnoreUnexported(Spec{}), cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("ParseSpec(Marshal(spec)) mismatch (-want +got):\n%s", diff)
+	}
+	g2, err := s2.Build()
+	if err != nil {
+		t.Fatalf("Build() of the round-tripped spec = %v", err)
+	}
+	if diff := cmp.Diff(summarize(g), summarize(g2)); diff != "" {
+		t.Errorf("graph changed over a round trip (-want +got):\n%s", diff)
+	}
+	data2, err := g2.Spec().Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(data), string(data2)); diff != "" {
+		t.Errorf("Marshal is not stable over a round trip (-want +got):\n%s", diff)
+	}
+}
+
+// summary is everything a Graph exposes, in comparable form.
+type summary struct {
+	Name         string
+	Nodes        []Node
+	Files        []FileSpec
+	Preds, Succs [][]Edge
+	Order        []int32
+	Levels       [][]int32
+	Width        int
+	Critical     []int32
+	Components   [][]int32
+}
+
+func summarize(g *Graph) summary {
+	s := summary{Name: g.Name(), Files: g.Files(), Order: g.Order(), Levels: g.Levels(), Width: g.Width(),
+		Critical: g.CriticalPath(), Components: g.Components()}
+	for i := 0; i < g.Len(); i++ {
+		s.Nodes = append(s.Nodes, *g.Node(i))
+		s.Preds = append(s.Preds, g.Preds(i))
+		s.Succs = append(s.Succs, g.Succs(i))
+	}
+	return s
+}
+
+func TestParseSpecErrors(t *testing.T) {
+	tests := []struct {
+		name     string
+		in       string
+		sentinel error
+		want     string
+	}{
+		{"not json", "nope", ErrSyntax, "1:3: invalid character 'o' in literal null (expecting 'u')"},
+		{"truncated", `{"name": "x", "nodes": [`, ErrSyntax, "1:25: unexpected end of JSON input"},
+		{"array at top", `[]`, ErrSyntax, `1:1: expected "{"`},
+		{"name type", `{"name": 5, "nodes": []}`, ErrBadValue, `1:10: field "name": JSON number where string expected`},
+		{"unknown field", "{\"name\": \"x\", \"nodes\": [\n {\"id\": \"a\", \"op\": \"nop\", \"x\": 1}]}", ErrUnknownField,
+			`2:27: node "a": field "x": unknown field`},
+		{"field type", "{\"name\": \"x\", \"nodes\": [\n {\"id\": \"a\", \"op\": \"nop\", \"ns\": \"1\"}]}", ErrBadValue,
+			`2:27: node "a": field "ns": JSON string where int64 expected`},
+		{"file field", `{"name": "x", "files": [{"name": "d", "sise": 1}], "nodes": []}`, ErrUnknownField,
+			`1:39: file "d": field "sise": unknown field`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseSpec([]byte(tc.in))
+			if err == nil {
+				t.Fatalf("ParseSpec(%q) = nil error, want %q", tc.in, tc.want)
+			}
+			if got := err.Error(); got != tc.want {
+				t.Errorf("ParseSpec(%q) = %q, want %q", tc.in, got, tc.want)
+			}
+			if !errors.Is(err, tc.sentinel) {
+				t.Errorf("errors.Is(ParseSpec(%q), %v) = false, want true", tc.in, tc.sentinel)
+			}
+		})
+	}
+}
+
+func TestElementOffsets(t *testing.T) {
+	src := []byte(`{"nodesx": [1], "name": "nodes", "files": [], "nodes": [ {"a": "]\"}"}, [1, [2]] ,3 ]}`)
+	got := elementOffsets(src, "nodes")
+	want := []int64{57, 72, 82}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("elementOffsets(%s) mismatch (-want +got):\n%s", src, diff)
+	}
+	if got := elementOffsets(src, "files"); len(got) != 0 {
+		t.Errorf("elementOffsets(files) = %v, want none", got)
+	}
+}
+
+func TestOpenFlags(t *testing.T) {
+	tests := []struct {
+		in   []string
+		want []string
+		err  bool
+	}{
+		{nil, []string{"rdonly"}, false},
+		{[]string{"rdonly", "direct"}, []string{"rdonly", "direct"}, false},
+		{[]string{"creat", "wronly", "trunc", "excl"}, []string{"wronly", "creat", "trunc", "excl"}, false},
+		{[]string{"rdwr", "append", "sync"}, []string{"rdwr", "append", "sync"}, false},
+		{[]string{"dsync"}, []string{"rdonly", "dsync"}, false},
+		{[]string{"wronly", "rdwr"}, nil, true},
+		{[]string{"nope"}, nil, true},
+	}
+	for _, tc := range tests {
+		flags, err := ParseOpenFlags(tc.in)
+		if (err != nil) != tc.err {
+			t.Errorf("ParseOpenFlags(%q) error = %v, want error %v", tc.in, err, tc.err)
+			continue
+		}
+		if err != nil {
+			continue
+		}
+		if got := FormatOpenFlags(flags); !cmp.Equal(got, tc.want) {
+			t.Errorf("FormatOpenFlags(ParseOpenFlags(%q)) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
