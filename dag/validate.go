@@ -32,7 +32,7 @@ type validator struct {
 	g     *Graph
 	errs  []error
 	files map[string]int
-	bound map[int32]bool // nodes with a len_from, valid or not
+	bound map[int32]bool   // nodes with a len_from, valid or not
 	opens map[string]int32 // handle name -> first open producing it
 }
 
