@@ -104,7 +104,11 @@ func checkRoundTrip(t *testing.T, g *Graph) {
 	if err != nil {
 		t.Fatalf("Build() of the round-tripped spec = %v", err)
 	}
-	if diff := cmp.Diff(summarize(g), summarize(g2)); diff != "" {
+	want := summarize(g)
+	for i := range want.Nodes {
+		want.Nodes[i].Buf = nil // a spec holds no buffers
+	}
+	if diff := cmp.Diff(want, summarize(g2)); diff != "" {
 		t.Errorf("graph changed over a round trip (-want +got):\n%s", diff)
 	}
 	data2, err := g2.Spec().Marshal()

@@ -1,0 +1,338 @@
+package dag
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"golang.org/x/sys/unix"
+)
+
+func TestBuilderDiamond(t *testing.T) {
+	b := NewBuilder("diamond")
+	b.AddFile(FileSpec{Name: "data", Size: 1 << 20, Fill: 7, Direct: true})
+	a := b.Nop("a")
+	x := b.Read("b", File("data"), 0, 4096).After(a)
+	y := b.Read("c", File("data"), 4096, 4096).After(a)
+	b.Nop("d").After(x, y)
+	g, err := b.Build()
+	if err != nil {
+		t.Fatalf("Build() = %v", err)
+	}
+	want := summary{
+		Name: "diamond",
+		Nodes: []Node{
+			{ID: "a", Op: OpNop, LenFrom: -1},
+			{ID: "b", Op: OpRead, File: "data", Len: 4096, LenFrom: -1},
+			{ID: "c", Op: OpRead, File: "data", Offset: 4096, Len: 4096, LenFrom: -1},
+			{ID: "d", Op: OpNop, LenFrom: -1},
+		},
+		Files:      []FileSpec{{Name: "data", Size: 1 << 20, Fill: 7, Direct: true}},
+		Preds:      [][]Edge{{}, {{0, After}}, {{0, After}}, {{1, After}, {2, After}}},
+		Succs:      [][]Edge{{{1, After}, {2, After}}, {{3, After}}, {{3, After}}, {}},
+		Order:      []int32{0, 1, 2, 3},
+		Levels:     [][]int32{{0}, {1, 2}, {3}},
+		Width:      2,
+		Critical:   []int32{0, 1, 3},
+		Components: [][]int32{{0, 1, 2, 3}},
+	}
+	if diff := cmp.Diff(want, summarize(g), cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("Build(diamond) mismatch (-want +got):\n%s", diff)
+	}
+	if b.Len() != 0 {
+		t.Errorf("Builder.Len() after Build = %d, want 0", b.Len())
+	}
+	if i, ok := g.Index("c"); !ok || i != 2 {
+		t.Errorf("Index(c) = %d, %v, want 2, true", i, ok)
+	}
+	if _, ok := g.Index("zz"); ok {
+		t.Errorf("Index(zz) found, want not found")
+	}
+}
+
+// TestBuilderOps checks the Node each typed method declares.
+func TestBuilderOps(t *testing.T) {
+	buf := AlignedBuffer(8192)
+	b := NewBuilder("ops")
+	b.AddFile(FileSpec{Name: "data", Size: 1 << 20, Direct: true})
+	root := b.Nop("nop")
+	mk := b.Mkdir("mkdir", "dir", 0o755).After(root)
+	op := b.Open("open", "dir/f", unix.O_RDWR|unix.O_CREAT|unix.O_DIRECT, "h").Mode(0o600).After(mk)
+	w := b.Write("write", Handle("h"), 4096, 4096, 9).Buffer(buf[:4096]).Async().After(op)
+	fs := b.Fsync("fsync", Handle("h")).After(w)
+	st := b.Statx("statx", "dir/f").After(fs)
+	r := b.Read("read", Handle("h"), 0, 8192).LenFrom(st).AllowShort().Buffer(buf).After(st)
+	cl := b.Close("close", "h").Finally(r)
+	to := b.Timeout("timeout", 2*time.Millisecond).After(root)
+	rn := b.Rename("rename", "dir/f", "dir/g").After(cl, to)
+	b.Unlink("unlink", "dir/g").After(rn)
+	b.Read("plain", File("data"), 8192, 4096).AfterID("nop")
+	g, err := b.Build()
+	if err != nil {
+		t.Fatalf("Build() = %v", err)
+	}
+	want := []Node{
+		{ID: "nop", Op: OpNop, LenFrom: -1},
+		{ID: "mkdir", Op: OpMkdir, Path: "dir", Mode: 0o755, LenFrom: -1},
+		{ID: "open", Op: OpOpen, Path: "dir/f", OpenFlags: unix.O_RDWR | unix.O_CREAT | unix.O_DIRECT, Mode: 0o600, As: "h", LenFrom: -1},
+		{ID: "write", Op: OpWrite, Handle: "h", Offset: 4096, Len: 4096, Fill: 9, Async: true, Buf: buf[:4096], LenFrom: -1},
+		{ID: "fsync", Op: OpFsync, Handle: "h", LenFrom: -1},
+		{ID: "statx", Op: OpStatx, Path: "dir/f", LenFrom: -1},
+		{ID: "read", Op: OpRead, Handle: "h", Len: 8192, LenFrom: 5, AllowShort: true, Buf: buf},
+		{ID: "close", Op: OpClose, Handle: "h", LenFrom: -1},
+		{ID: "timeout", Op: OpTimeout, NS: 2e6, LenFrom: -1},
+		{ID: "rename", Op: OpRename, Path: "dir/f", To: "dir/g", LenFrom: -1},
+		{ID: "unlink", Op: OpUnlink, Path: "dir/g", LenFrom: -1},
+		{ID: "plain", Op: OpRead, File: "data", Offset: 8192, Len: 4096, LenFrom: -1},
+	}
+	if diff := cmp.Diff(want, summarize(g).Nodes); diff != "" {
+		t.Errorf("Build(ops) nodes mismatch (-want +got):\n%s", diff)
+	}
+	if got, want := g.Preds(7), []Edge{{6, Finally}}; !cmp.Equal(got, want) {
+		t.Errorf("Preds(close) = %v, want %v", got, want)
+	}
+	if got, want := g.Preds(9), []Edge{{7, After}, {8, After}}; !cmp.Equal(got, want) {
+		t.Errorf("Preds(rename) = %v, want %v", got, want)
+	}
+	if got, want := g.Succs(0), []Edge{{1, After}, {8, After}, {11, After}}; !cmp.Equal(got, want) {
+		t.Errorf("Succs(nop) = %v, want %v", got, want)
+	}
+	checkRoundTrip(t, g)
+}
+
+func TestBuilderPrecedeAndFromGraphForwardRefs(t *testing.T) {
+	b := NewBuilder("p")
+	a, c := b.Nop("a"), b.Nop("c")
+	b.Nop("b").AfterID("a").Precede(c).FinallyID("z")
+	b.Nop("z")
+	g, err := b.Build()
+	if err != nil {
+		t.Fatalf("Build() = %v", err)
+	}
+	_ = a
+	if got, want := g.Preds(1), []Edge{{2, After}}; !cmp.Equal(got, want) {
+		t.Errorf("Preds(c) = %v, want %v", got, want)
+	}
+	if got, want := g.Preds(2), []Edge{{0, After}, {3, Finally}}; !cmp.Equal(got, want) {
+		t.Errorf("Preds(b) = %v, want %v", got, want)
+	}
+}
+
+// problem is one validation error in comparable form.
+type problem struct {
+	Node, Field string
+	Err         string // the sentinel's text
+}
+
+var sentinels = []error{
+	ErrEmptyGraph, ErrTooLarge, ErrSyntax, ErrUnknownField, ErrBadID, ErrDuplicateID, ErrUnknownOp,
+	ErrUnknownNode, ErrForeignTask, ErrSelfEdge, ErrDuplicateEdge, ErrCycle, ErrMissingField,
+	ErrUnexpectedField, ErrConflict, ErrUnknownFile, ErrDuplicateFile, ErrUnknownHandle,
+	ErrDuplicateHandle, ErrNotAncestor, ErrHandleClosed, ErrBadBinding, ErrBadLength, ErrBadValue,
+	ErrMisaligned, ErrBadPath,
+}
+
+func problems(err error) []problem {
+	var errs []error
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	} else if err != nil {
+		errs = []error{err}
+	}
+	var out []problem
+	for _, e := range errs {
+		var p problem
+		var ne *NodeError
+		var fe *FileError
+		if errors.As(e, &ne) {
+			p.Node, p.Field = ne.Node, ne.Field
+		} else if errors.As(e, &fe) {
+			p.Node, p.Field = "file:"+fe.File, fe.Field
+		}
+		for _, s := range sentinels {
+			if errors.Is(e, s) {
+				p.Err = s.Error()
+				break
+			}
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+func TestBuildErrors(t *testing.T) {
+	unaligned := AlignedBuffer(8192)[1:4097]
+	other := NewBuilder("other")
+	foreign := other.Nop("x")
+	tests := []struct {
+		name  string
+		opts  []BuilderOption
+		build func(b *Builder)
+		want  []problem
+	}{
+		{"empty", nil, func(b *Builder) {}, []problem{{"", "", ErrEmptyGraph.Error()}}},
+		{"too large", []BuilderOption{WithMaxNodes(2)}, func(b *Builder) { b.Nop("a"); b.Nop("b"); b.Nop("c") },
+			[]problem{{"", "", ErrTooLarge.Error()}}},
+		{"duplicate id", nil, func(b *Builder) { b.Nop("a"); b.Nop("a") }, []problem{{"a", "id", ErrDuplicateID.Error()}}},
+		{"missing id", nil, func(b *Builder) { b.Nop("") }, []problem{{"", "id", ErrMissingField.Error()}}},
+		{"bad id", nil, func(b *Builder) { b.Nop("a\nb") }, []problem{{"a\nb", "id", ErrBadID.Error()}}},
+		{"unknown op", nil, func(b *Builder) { b.Add(Node{ID: "a", Op: 99, LenFrom: -1}) }, []problem{{"a", "op", ErrUnknownOp.Error()}}},
+		{"unknown node", nil, func(b *Builder) { b.Nop("a").AfterID("zz").FinallyID("yy") },
+			[]problem{{"a", "after", ErrUnknownNode.Error()}, {"a", "finally", ErrUnknownNode.Error()}}},
+		{"foreign task", nil, func(b *Builder) { b.Nop("a").After(foreign) }, []problem{{"a", "after", ErrForeignTask.Error()}}},
+		{"self edge", nil, func(b *Builder) { a := b.Nop("a"); a.After(a) }, []problem{{"a", "after", ErrSelfEdge.Error()}}},
+		{"duplicate edge", nil, func(b *Builder) { a := b.Nop("a"); b.Nop("b").After(a, a) },
+			[]problem{{"b", "after", ErrDuplicateEdge.Error()}}},
+		{"cycle", nil, func(b *Builder) {
+			a := b.Nop("a")
+			c := b.Nop("b").After(a)
+			a.After(b.Nop("c").After(c))
+		}, []problem{{"a", "after", ErrCycle.Error()}}},
+		{"unknown file", nil, func(b *Builder) { b.Read("r", File("nope"), 0, 1) }, []problem{{"r", "file", ErrUnknownFile.Error()}}},
+		{"duplicate file", nil, func(b *Builder) {
+			b.AddFile(FileSpec{Name: "f"}).AddFile(FileSpec{Name: "f"})
+			b.Nop("a")
+		}, []problem{{"file:f", "name", ErrDuplicateFile.Error()}}},
+		{"zero len", nil, func(b *Builder) { b.AddFile(FileSpec{Name: "f"}); b.Read("r", File("f"), 0, 0) },
+			[]problem{{"r", "len", ErrBadLength.Error()}}},
+		{"short buffer", nil, func(b *Builder) {
+			b.AddFile(FileSpec{Name: "f"})
+			b.Read("r", File("f"), 0, 10).Buffer(make([]byte, 5))
+		}, []problem{{"r", "buf", ErrBadLength.Error()}}},
+		{"misaligned buffer", nil, func(b *Builder) {
+			b.AddFile(FileSpec{Name: "f", Direct: true})
+			b.Read("r", File("f"), 0, 4096).Buffer(unaligned)
+		}, []problem{{"r", "buf", ErrMisaligned.Error()}}},
+		{"misaligned handle read", nil, func(b *Builder) {
+			o := b.Open("o", "f", unix.O_DIRECT, "h")
+			b.Read("r", Handle("h"), 4096, 100).After(o)
+		}, []problem{{"r", "len", ErrMisaligned.Error()}}},
+		{"unknown handle", nil, func(b *Builder) { b.Close("c", "h") }, []problem{{"c", "handle", ErrUnknownHandle.Error()}}},
+		{"duplicate handle", nil, func(b *Builder) { b.Open("o1", "f", 0, "h"); b.Open("o2", "f", 0, "h") },
+			[]problem{{"o2", "as", ErrDuplicateHandle.Error()}}},
+		{"handle not from open", nil, func(b *Builder) { b.Open("o", "f", 0, "h"); b.Close("c", "h") },
+			[]problem{{"c", "handle", ErrNotAncestor.Error()}}},
+		{"handle after close", nil, func(b *Builder) {
+			o := b.Open("o", "f", 0, "h")
+			c := b.Close("c", "h").After(o)
+			b.Fsync("s", Handle("h")).After(c)
+		}, []problem{{"s", "handle", ErrHandleClosed.Error()}}},
+		{"closed twice", nil, func(b *Builder) {
+			o := b.Open("o", "f", 0, "h")
+			c := b.Close("c", "h").After(o)
+			b.Close("c2", "h").Finally(c)
+		}, []problem{{"c2", "handle", ErrHandleClosed.Error()}}},
+		{"binding not statx", nil, func(b *Builder) {
+			b.AddFile(FileSpec{Name: "f"})
+			n := b.Nop("n")
+			b.Read("r", File("f"), 0, 0).LenFrom(n).After(n)
+		}, []problem{{"r", "len_from", ErrBadBinding.Error()}}},
+		{"binding not ancestor", nil, func(b *Builder) {
+			b.AddFile(FileSpec{Name: "f"})
+			s := b.Statx("s", "f")
+			b.Read("r", File("f"), 0, 0).LenFrom(s)
+		}, []problem{{"r", "len_from", ErrNotAncestor.Error()}}},
+		{"binding twice", nil, func(b *Builder) {
+			b.AddFile(FileSpec{Name: "f"})
+			s := b.Statx("s", "f")
+			b.Read("r", File("f"), 0, 0).LenFrom(s).LenFromID("s").After(s)
+		}, []problem{{"r", "len_from", ErrConflict.Error()}}},
+		{"negative cap", nil, func(b *Builder) {
+			b.AddFile(FileSpec{Name: "f"})
+			s := b.Statx("s", "f")
+			b.Read("r", File("f"), 0, -1).LenFrom(s).After(s)
+		}, []problem{{"r", "len", ErrBadLength.Error()}}},
+		{"paths", nil, func(b *Builder) {
+			b.Statx("abs", "/x")
+			b.Unlink("up", "a/../../b")
+			b.Mkdir("nul", "a\x00b", 0)
+			b.Rename("empty", "a", "")
+		}, []problem{
+			{"abs", "path", ErrBadPath.Error()}, {"up", "path", ErrBadPath.Error()},
+			{"nul", "path", ErrBadPath.Error()}, {"empty", "to", ErrMissingField.Error()},
+		}},
+		{"timeout", nil, func(b *Builder) { b.Timeout("t", 0) }, []problem{{"t", "ns", ErrBadValue.Error()}}},
+		{"unexpected fields", nil, func(b *Builder) { b.Add(Node{ID: "n", Op: OpNop, Path: "p", Len: 3, LenFrom: -1}) },
+			[]problem{{"n", "path", ErrUnexpectedField.Error()}, {"n", "len", ErrUnexpectedField.Error()}}},
+		{"file and handle", nil, func(b *Builder) {
+			b.AddFile(FileSpec{Name: "f"})
+			o := b.Open("o", "f", 0, "h")
+			b.Add(Node{ID: "r", Op: OpRead, File: "f", Handle: "h", Len: 1, LenFrom: -1}).After(o)
+		}, []problem{{"r", "handle", ErrConflict.Error()}}},
+		{"every problem at once", nil, func(b *Builder) {
+			a := b.Nop("a").AfterID("nope")
+			b.Nop("a")
+			b.Timeout("t", -1).After(a, a)
+			b.Read("r", File("nofile"), -1, 0)
+		}, []problem{
+			{"a", "after", ErrUnknownNode.Error()},
+			{"a", "id", ErrDuplicateID.Error()},
+			{"t", "ns", ErrBadValue.Error()},
+			{"t", "after", ErrDuplicateEdge.Error()},
+			{"r", "file", ErrUnknownFile.Error()},
+			{"r", "offset", ErrBadValue.Error()},
+			{"r", "len", ErrBadLength.Error()},
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b := NewBuilder(tc.name, tc.opts...)
+			tc.build(b)
+			g, err := b.Build()
+			if err == nil {
+				t.Fatalf("Build() = %v, nil, want errors %v", g, tc.want)
+			}
+			if diff := cmp.Diff(tc.want, problems(err)); diff != "" {
+				t.Errorf("Build() problems mismatch (-want +got):\n%s\nerror:\n%v", diff, err)
+			}
+		})
+	}
+}
+
+func TestCycleError(t *testing.T) {
+	b := NewBuilder("c")
+	b.Nop("a").AfterID("c")
+	b.Nop("b").AfterID("a")
+	b.Nop("c").AfterID("b")
+	b.Nop("d").AfterID("c")
+	_, err := b.Build()
+	var ce *CycleError
+	if !errors.As(err, &ce) {
+		t.Fatalf("Build() = %v, want a *CycleError", err)
+	}
+	if want := []string{"a", "b", "c", "a"}; !cmp.Equal(ce.Path, want) {
+		t.Errorf("CycleError.Path = %v, want %v", ce.Path, want)
+	}
+	if got, want := err.Error(), `node "a": field "after": cycle: a -> b -> c -> a`; got != want {
+		t.Errorf("Build() = %q, want %q", got, want)
+	}
+}
+
+func TestAlignedBuffer(t *testing.T) {
+	for _, n := range []int{1, 4096, 10000, 1 << 20} {
+		buf := AlignedBuffer(n)
+		if len(buf) != n || !aligned(buf) {
+			t.Errorf("AlignedBuffer(%d): len %d, aligned %v, want %d, true", n, len(buf), aligned(buf), n)
+		}
+	}
+	if got := AlignedBuffer(0); len(got) != 0 {
+		t.Errorf("AlignedBuffer(0) = %d bytes, want 0", len(got))
+	}
+}
+
+func TestOpString(t *testing.T) {
+	for o := OpNop; o < numOps; o++ {
+		got, ok := ParseOp(o.String())
+		if !ok || got != o {
+			t.Errorf("ParseOp(%q) = %v, %v, want %v, true", o.String(), got, ok, o)
+		}
+	}
+	if got := Op(200).String(); got != "op(200)" {
+		t.Errorf("Op(200).String() = %q, want op(200)", got)
+	}
+	if After.String() != "after" || Finally.String() != "finally" {
+		t.Errorf("EdgeKind strings = %q, %q", After, Finally)
+	}
+}
