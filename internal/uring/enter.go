@@ -45,13 +45,16 @@ func (r *Ring) SubmitAndWait(want uint32) (int, error) {
 }
 
 // WaitTimeout submits every prepared SQE and waits until at least want
-// CQEs are ready or d has passed, when it returns unix.ETIME.
+// CQEs are ready or d has passed, when it returns unix.ETIME. The wait is
+// measured against a deadline: signals and early wake-ups (an
+// IORING_OP_TIMEOUT completing wakes every waiter) do not restart it.
+// It needs IORING_FEAT_EXT_ARG (Linux 5.11), else it returns unix.ENOTSUP.
 func (r *Ring) WaitTimeout(want uint32, d time.Duration) (int, error) {
 	if r.features&FeatExtArg == 0 {
 		return 0, unix.ENOTSUP
 	}
-	r.ts = unix.NsecToTimespec(int64(d))
-	r.arg = getEventsArg{Ts: uint64(uintptr(unsafe.Pointer(&r.ts)))}
+	r.deadline = time.Now().Add(d)
+	r.arg = getEventsArg{Ts: ptr(&r.ts)}
 	return r.submit(want, enterGetEvents|enterExtArg)
 }
 
@@ -62,22 +65,33 @@ func (r *Ring) GetEvents() error {
 	return err
 }
 
-// submit publishes the local tail and enters as needed. A wait cut short
-// by a signal returns success early, so the CQ itself is checked and the
-// wait repeated until want CQEs are there.
+// submit publishes the local tail and enters as needed. The kernel ends a
+// wait early and still reports success when a signal cuts it after some
+// SQEs were submitted, when an IORING_OP_TIMEOUT completes, or when it
+// could not submit everything; so the CQ itself is checked and the enter
+// repeated until want CQEs are there (or, with EXT_ARG, the deadline
+// passes). want is capped at the CQ size: the kernel never makes more CQEs
+// ready at once, so a larger want would spin forever.
 func (r *Ring) submit(want, flags uint32) (int, error) {
+	if want > r.cqEntries {
+		want = r.cqEntries
+	}
 	atomic.StoreUint32(r.sqTail, r.tail)
 	pending := r.tail - atomic.LoadUint32(r.sqHead)
 	submitted := 0
 	if r.flags&SetupSQPoll != 0 {
+		// The kernel thread consumes the SQ by itself; waking it is the
+		// only reason to enter without GETEVENTS. The tail store above
+		// and this load are both sequentially consistent, the full
+		// barrier liburing places between them.
 		submitted = int(pending)
 		pending = 0
 		if atomic.LoadUint32(r.sqFlags)&sqNeedWakeup != 0 {
 			flags |= enterSQWakeup
 		}
-		if flags&enterGetEvents == 0 && flags&enterSQWakeup == 0 {
-			return submitted, nil
-		}
+	}
+	if flags&(enterGetEvents|enterSQWakeup) == 0 && pending == 0 {
+		return submitted, nil
 	}
 	if flags&enterGetEvents != 0 && pending == 0 && want > 0 && r.CQReady() >= want {
 		return submitted, nil
@@ -87,18 +101,12 @@ func (r *Ring) submit(want, flags uint32) (int, error) {
 		if err != nil {
 			return submitted, err
 		}
-		submitted += n
-		pending = r.tail - atomic.LoadUint32(r.sqHead)
-		if r.flags&SetupSQPoll != 0 {
-			pending = 0
+		if r.flags&SetupSQPoll == 0 {
+			submitted += n
+			pending = r.tail - atomic.LoadUint32(r.sqHead)
 		}
 		flags &^= enterSQWakeup
 		if flags&enterGetEvents == 0 || r.CQReady() >= want {
-			return submitted, nil
-		}
-		if flags&enterExtArg != 0 && n == 0 && pending == 0 {
-			// A timed wait that returned without error and without
-			// enough CQEs was cut short; the caller checks the CQ.
 			return submitted, nil
 		}
 	}
@@ -116,6 +124,13 @@ func (r *Ring) enter(toSubmit, minComplete, flags uint32) (int, error) {
 		arg, argSz = unsafe.Pointer(&r.arg), unsafe.Sizeof(r.arg)
 	}
 	for {
+		if flags&enterExtArg != 0 {
+			left := time.Until(r.deadline)
+			if left < 0 {
+				left = 0
+			}
+			r.ts = unix.NsecToTimespec(int64(left))
+		}
 		r.enters++
 		n, _, errno := unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(r.enterFd), uintptr(toSubmit),
 			uintptr(minComplete), uintptr(flags), uintptr(arg), argSz)
@@ -123,6 +138,7 @@ func (r *Ring) enter(toSubmit, minComplete, flags uint32) (int, error) {
 		case 0:
 			return int(n), nil
 		case unix.EINTR:
+			r.interrupts++
 			toSubmit = r.tail - atomic.LoadUint32(r.sqHead)
 			if r.flags&SetupSQPoll != 0 {
 				toSubmit = 0

@@ -84,6 +84,15 @@ func (r *Ring) registerRing() error {
 	return nil
 }
 
+// unregisterRing drops the registered ring fd, the thread's reference to
+// the ring. Without it a closed ring would live on, and its slot in the
+// thread's table of 16 registered rings with it.
+func (r *Ring) unregisterRing() {
+	up := rsrcUpdate{Offset: uint32(r.enterFd)}
+	r.register(unregisterRingFds, unsafe.Pointer(&up), 1)
+	r.enterFd, r.enterFlg = r.fd, 0
+}
+
 // RegisterFilesSparse registers a fixed-file table of n empty slots, to be
 // filled by direct opens or UpdateFiles.
 func (r *Ring) RegisterFilesSparse(n uint32) error {
@@ -111,6 +120,14 @@ func (r *Ring) UpdateFiles(off uint32, fds []int32) (int, error) {
 // RegisterBuffers registers bufs for read_fixed/write_fixed; they must
 // follow the memory rule until the ring is closed or UnregisterBuffers.
 func (r *Ring) RegisterBuffers(bufs [][]byte) error {
+	if len(bufs) == 0 {
+		return fmt.Errorf("uring: register buffers: %w", unix.EINVAL)
+	}
+	for i, b := range bufs {
+		if len(b) == 0 {
+			return fmt.Errorf("uring: register buffers: buffer %d is empty: %w", i, unix.EINVAL)
+		}
+	}
 	iov := make([]unix.Iovec, len(bufs))
 	for i, b := range bufs {
 		iov[i].Base = &b[0]

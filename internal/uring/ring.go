@@ -64,10 +64,12 @@ type Ring struct {
 	cqEntries  uint32
 	cqes       []CQE
 
-	enters uint64
-	ops    [256]bool // probe result
-	arg    getEventsArg
-	ts     unix.Timespec
+	enters     uint64
+	interrupts uint64    // enters that returned EINTR
+	ops        [256]bool // probe result
+	arg        getEventsArg
+	ts         unix.Timespec
+	deadline   time.Time // of the current WaitTimeout
 }
 
 // New sets up a ring with at least entries SQ entries.
@@ -177,12 +179,18 @@ func (r *Ring) unmap() {
 	r.sqMem, r.cqMem, r.sqeMem, r.sqes, r.cqes = nil, nil, nil, nil, nil
 }
 
-// Close unmaps the ring and closes its fd. Requests still in flight are
-// canceled by the kernel; memory they use must stay valid until Close
-// returns.
+// Close unmaps the ring and closes its fd. It does not wait for requests
+// in flight: the kernel cancels them in the background and until then they
+// may still use their buffers, so reap (or cancel and reap) every request
+// whose memory will be reused or freed before calling Close. With RegisterRing, call Close on the thread that created the
+// ring: the registered ring fd is a reference held by that thread, and
+// while it lives the kernel keeps the ring (and its requests) alive.
 func (r *Ring) Close() error {
 	if r.fd < 0 {
 		return nil
+	}
+	if r.enterFlg&enterRegisteredRing != 0 {
+		r.unregisterRing()
 	}
 	r.unmap()
 	err := unix.Close(r.fd)

@@ -1,0 +1,383 @@
+package uring
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"golang.org/x/sys/unix"
+)
+
+// setups are the ring configurations every CQ test runs on.
+var setups = []struct {
+	name string
+	o    Options
+	// flags must be set in Ring.Flags().
+	flags uint32
+}{
+	{"plain", Options{}, 0},
+	{"SingleIssuer+DeferTaskrun+RegisterRing", Options{SingleIssuer: true, DeferTaskrun: true, RegisterRing: true},
+		SetupSingleIssuer | SetupDeferTaskrun},
+	{"CoopTaskrun", Options{CoopTaskrun: true}, SetupCoopTaskrun},
+	{"SQPoll", Options{SQPoll: true, SQPollIdle: time.Millisecond}, SetupSQPoll},
+	{"CQEntries", Options{CQEntries: 64}, SetupCQSize},
+	{"Clamp", Options{Clamp: true}, SetupClamp},
+}
+
+// prepNops preps NOPs with user_data first, first+1, ... first+n-1,
+// submitting whenever the SQ is full.
+func prepNops(t testing.TB, r *Ring, first uint64, n int) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		s := r.GetSQE()
+		for s == nil {
+			// SQ full: submit. With SQPOLL the kernel thread frees
+			// the SQ on its own, so this may go round a few times.
+			if _, err := r.Submit(); err != nil {
+				t.Fatal(err)
+			}
+			s = r.GetSQE()
+		}
+		s.PrepNop()
+		s.UserData = first + uint64(i)
+	}
+}
+
+// seenOnce fails the test unless cqes hold user_data 0..n-1 exactly once,
+// all with res 0.
+func seenOnce(t testing.TB, cqes []CQE, n int) {
+	t.Helper()
+	seen := make([]int, n)
+	var bad []CQE
+	for _, c := range cqes {
+		if c.UserData >= uint64(n) || c.Res != 0 {
+			bad = append(bad, c)
+			continue
+		}
+		seen[c.UserData]++
+	}
+	var wrong []string
+	for ud, k := range seen {
+		if k != 1 {
+			wrong = append(wrong, fmt.Sprintf("%d seen %d times", ud, k))
+		}
+	}
+	if len(bad) > 0 || len(wrong) > 0 {
+		t.Errorf("%d CQEs: unexpected %+v; %v", len(cqes), bad, wrong)
+	}
+}
+
+// TestSetupOptions sets up a ring with each option and runs NOPs through.
+func TestSetupOptions(t *testing.T) {
+	for _, tc := range setups {
+		t.Run(tc.name, func(t *testing.T) {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			r := newRing(t, 8, tc.o)
+			if r.Flags()&tc.flags != tc.flags {
+				t.Errorf("Flags() = %#x, want bits %#x set", r.Flags(), tc.flags)
+			}
+			wantCQ := uint32(16)
+			if tc.o.CQEntries != 0 {
+				wantCQ = tc.o.CQEntries
+			}
+			if diff := cmp.Diff([2]uint32{8, wantCQ}, [2]uint32{r.SQEntries(), r.CQEntries()}); diff != "" {
+				t.Errorf("SQEntries, CQEntries (-want +got):\n%s", diff)
+			}
+			const n = 100
+			var cqes []CQE
+			buf := make([]CQE, 16)
+			for i := 0; i < n; i += 8 {
+				k := min(8, n-i)
+				prepNops(t, r, uint64(i), k)
+				if _, err := r.SubmitAndWait(uint32(k)); err != nil {
+					t.Fatal(err)
+				}
+				for got := 0; got < k; {
+					m := r.PeekBatch(buf)
+					if m == 0 {
+						t.Fatalf("SubmitAndWait(%d) returned with %d CQEs", k, got)
+					}
+					got += m
+					cqes = append(cqes, buf[:m]...)
+				}
+			}
+			seenOnce(t, cqes, n)
+		})
+	}
+}
+
+// TestSetupClampLarge: CLAMP turns an oversized ring into the largest one.
+func TestSetupClampLarge(t *testing.T) {
+	r := newRing(t, 1<<20, Options{Clamp: true})
+	if r.SQEntries() != 32768 {
+		t.Errorf("New(1<<20, Clamp).SQEntries() = %d, want 32768", r.SQEntries())
+	}
+}
+
+// TestCQOverflow completes far more CQEs than the CQ holds (8 SQ, 16 CQ
+// entries, 400 NOPs submitted without reaping) and loses none: the kernel
+// keeps the rest on its overflow list (FEAT_NODROP) and flushes them as
+// the CQ is reaped.
+func TestCQOverflow(t *testing.T) {
+	for _, tc := range setups {
+		if tc.o.CQEntries != 0 {
+			continue
+		}
+		t.Run(tc.name, func(t *testing.T) {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			r := newRing(t, 8, tc.o)
+			if r.Features()&FeatNoDrop == 0 {
+				t.Skip("kernel lacks IORING_FEAT_NODROP")
+			}
+			const n = 400
+			prepNops(t, r, 0, n)
+			if _, err := r.Submit(); err != nil {
+				t.Fatal(err)
+			}
+			if r.flags&SetupSQPoll != 0 {
+				// The SQ thread consumes on its own time; wait for
+				// the kernel to have taken every SQE.
+				for r.SQPending() > 0 {
+					runtime.Gosched()
+				}
+			}
+			if r.flags&SetupDeferTaskrun != 0 || r.flags&SetupSQPoll != 0 {
+				if err := r.GetEvents(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if !r.Overflowed() {
+				t.Errorf("Overflowed() = false after %d NOPs on a CQ of %d", n, r.CQEntries())
+			}
+			seenOnce(t, reap(t, r, n), n)
+		})
+	}
+}
+
+// TestSubmitAndWaitMoreThanCQ: the kernel caps a wait at the CQ size,
+// so SubmitAndWait must too, or it spins forever with a full CQ.
+func TestSubmitAndWaitMoreThanCQ(t *testing.T) {
+	r, err := New(8, Options{CQEntries: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prepNops(t, r, 0, 8)
+	if _, err := r.Submit(); err != nil {
+		t.Fatal(err)
+	}
+	prepNops(t, r, 8, 8)
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.SubmitAndWait(16) // 16 done, but only 8 fit the CQ
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		// The goroutine spins on in r: leave r open.
+		t.Fatal("SubmitAndWait(16) on a CQ of 8 did not return")
+	}
+	seenOnce(t, reap(t, r, 16), 16)
+	r.Close()
+}
+
+// TestWaitTimeoutETime: a wait that nothing satisfies ends with ETIME
+// after its duration.
+func TestWaitTimeoutETime(t *testing.T) {
+	for _, tc := range setups {
+		t.Run(tc.name, func(t *testing.T) {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			r := newRing(t, 8, tc.o)
+			start := time.Now()
+			n, err := r.WaitTimeout(1, 5*time.Millisecond)
+			if n != 0 || !errors.Is(err, unix.ETIME) {
+				t.Errorf("WaitTimeout(1, 5ms) on an idle ring = %d, %v; want 0, ETIME", n, err)
+			}
+			if d := time.Since(start); d < 5*time.Millisecond {
+				t.Errorf("WaitTimeout(1, 5ms) returned after %v", d)
+			}
+			// A NOP submitted by the same call is there at once.
+			prepNops(t, r, 0, 1)
+			if _, err := r.WaitTimeout(1, time.Second); err != nil {
+				t.Errorf("WaitTimeout with a NOP: %v", err)
+			}
+			seenOnce(t, reap(t, r, 1), 1)
+		})
+	}
+}
+
+// TestWaitTimeoutTimeoutsDoNotEndIt: every IORING_OP_TIMEOUT that fires
+// wakes the waiter whatever min_complete says; WaitTimeout must go back
+// to waiting for want CQEs rather than return early.
+func TestWaitTimeoutTimeoutsDoNotEndIt(t *testing.T) {
+	r := newRing(t, 8, Options{})
+	a := newArena(t, 4096)
+	for i := range 3 {
+		s := getSQE(t, r)
+		s.PrepTimeout(a.Timespec(int64(i+1)*1e6), 0, 0)
+		s.UserData = uint64(i)
+	}
+	if _, err := r.WaitTimeout(3, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.CQReady(); got != 3 {
+		t.Errorf("WaitTimeout(3, 10s) returned with %d CQEs ready", got)
+	}
+}
+
+// signalStorm sends SIGURG (the Go runtime's preemption signal, which
+// interrupts syscalls with EINTR) to thread tid until stop is closed, and
+// keeps every other core busy with goroutines that yield.
+func signalStorm(t testing.TB, tid int) (stop func()) {
+	t.Helper()
+	quit := make(chan struct{})
+	var wg sync.WaitGroup
+	var sent atomic.Int64
+	pid := unix.Getpid()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-quit:
+				return
+			default:
+			}
+			if err := unix.Tgkill(pid, tid, unix.SIGURG); err != nil {
+				t.Error(err)
+				return
+			}
+			sent.Add(1)
+			runtime.Gosched()
+		}
+	}()
+	for range 2 * runtime.GOMAXPROCS(0) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-quit:
+					return
+				default:
+					runtime.Gosched()
+				}
+			}
+		}()
+	}
+	return func() {
+		close(quit)
+		wg.Wait()
+		t.Logf("%d SIGURGs sent", sent.Load())
+	}
+}
+
+// TestPreemption runs timeouts and NOPs through SubmitAndWait and
+// WaitTimeout while the waiting thread is flooded with signals: every
+// CQE arrives exactly once and nothing fails.
+func TestPreemption(t *testing.T) {
+	for _, tc := range setups[:3] {
+		t.Run(tc.name, func(t *testing.T) {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			r := newRing(t, 32, tc.o)
+			a := newArena(t, 4096)
+			ts := a.Timespec(50e3) // 50 µs
+			stop := signalStorm(t, unix.Gettid())
+			defer stop()
+			const rounds, per = 200, 16
+			var cqes []CQE
+			buf := make([]CQE, 64)
+			for round := range rounds {
+				base := uint64(round * per)
+				for i := range per {
+					s := getSQE(t, r)
+					if i%2 == 0 {
+						s.PrepTimeout(ts, 0, TimeoutETimeSuccess)
+					} else {
+						s.PrepNop()
+					}
+					s.UserData = base + uint64(i)
+				}
+				var err error
+				if round%2 == 0 {
+					_, err = r.SubmitAndWait(per)
+				} else {
+					_, err = r.WaitTimeout(per, 10*time.Second)
+				}
+				if err != nil {
+					t.Fatalf("round %d: %v", round, err)
+				}
+				if got := r.CQReady(); got < per {
+					t.Fatalf("round %d: wait returned with %d of %d CQEs", round, got, per)
+				}
+				for k := 0; k < per; {
+					m := r.PeekBatch(buf[:per-k])
+					k += m
+					for _, c := range buf[:m] {
+						if c.Res == eTIME {
+							c.Res = 0
+						}
+						cqes = append(cqes, c)
+					}
+				}
+			}
+			seenOnce(t, cqes, rounds*per)
+			t.Logf("%d enters, %d interrupted", r.Enters(), r.interrupts)
+		})
+	}
+}
+
+// TestWaitTimeoutDeadlineUnderSignals: EINTR must not restart the wait's
+// full duration, or a thread that keeps getting signals never times out.
+func TestWaitTimeoutDeadlineUnderSignals(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	r := newRing(t, 8, Options{})
+	stop := signalStorm(t, unix.Gettid())
+	start := time.Now()
+	stopped := time.AfterFunc(3*time.Second, stop) // ends the storm if the wait never does
+	_, err := r.WaitTimeout(1, 20*time.Millisecond)
+	d := time.Since(start)
+	if stopped.Stop() {
+		stop()
+	}
+	if !errors.Is(err, unix.ETIME) {
+		t.Errorf("WaitTimeout(1, 20ms) = %v, want ETIME", err)
+	}
+	if d > 2*time.Second {
+		t.Errorf("WaitTimeout(1, 20ms) under signals took %v", d)
+	}
+	t.Logf("returned after %v, %d enters, %d interrupted", d, r.Enters(), r.interrupts)
+}
+
+// TestRegisteredRingClose: closing a ring must drop its registered ring
+// fd, or the thread's table of 16 fills up and every closed ring lives on.
+func TestRegisteredRingClose(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	for i := range 40 {
+		r, err := New(4, Options{RegisterRing: true})
+		if err != nil {
+			t.Fatalf("ring %d: %v", i, err)
+		}
+		prepNops(t, r, 0, 1)
+		if _, err := r.SubmitAndWait(1); err != nil {
+			t.Fatalf("ring %d: %v", i, err)
+		}
+		if err := r.Close(); err != nil {
+			t.Fatalf("ring %d: Close: %v", i, err)
+		}
+	}
+}
