@@ -1,0 +1,143 @@
+package dag
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+func TestGenerateDeterministic(t *testing.T) {
+	tests := []struct {
+		shape string
+		args  []int
+		op    string
+	}{
+		{"diamond", nil, "read4k"},
+		{"fanout", []int{50}, "read4k"},
+		{"chains", []int{3, 5}, "nop"},
+		{"layered", []int{10, 6}, "read4k"},
+		{"tree", []int{4}, ""},
+		{"stagger", []int{3, 4}, "read4k"},
+		{"maildir", []int{5}, "nop"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.shape, func(t *testing.T) {
+			gen := func(seed int64) *Spec {
+				s, err := Generate(tc.shape, tc.args, GenOptions{Op: tc.op, Seed: seed})
+				if err != nil {
+					t.Fatalf("Generate(%s, %v) = %v", tc.shape, tc.args, err)
+				}
+				return s
+			}
+			a, b := gen(7), gen(7)
+			if diff := cmp.Diff(a, b, cmpopts.IgnoreUnexported(Spec{})); diff != "" {
+				t.Errorf("Generate(%s, %v) differs for the same seed:\n%s", tc.shape, tc.args, diff)
+			}
+			g, err := a.Build()
+			if err != nil {
+				t.Fatalf("Build(Generate(%s, %v)) = %v", tc.shape, tc.args, err)
+			}
+			checkRoundTrip(t, g)
+			if tc.op == "read4k" {
+				checkRead4k(t, a)
+			}
+		})
+	}
+}
+
+// checkRead4k checks that reads are 4 KiB, O_DIRECT, at distinct aligned offsets.
+func checkRead4k(t *testing.T, s *Spec) {
+	t.Helper()
+	if len(s.Files) != 1 || !s.Files[0].Direct || s.Files[0].Size < DataFileMinSize {
+		t.Fatalf("read4k files = %+v, want one direct file of >= 64 MiB", s.Files)
+	}
+	seen := make(map[int64]bool)
+	reads := 0
+	for _, n := range s.Nodes {
+		if n.Op != "read" {
+			continue
+		}
+		reads++
+		if n.Len != ReadSize || n.Offset%ReadSize != 0 || n.Offset+n.Len > s.Files[0].Size || seen[n.Offset] {
+			t.Errorf("read %s at %d+%d: want a distinct aligned 4 KiB block in the file", n.ID, n.Offset, n.Len)
+		}
+		seen[n.Offset] = true
+	}
+	if reads == 0 {
+		t.Errorf("read4k spec has no reads")
+	}
+}
+
+func TestGenerateSeedsDiffer(t *testing.T) {
+	a, _ := Layered(20, 5, GenOptions{Seed: 1})
+	b, _ := Layered(20, 5, GenOptions{Seed: 2})
+	if cmp.Equal(a, b, cmpopts.IgnoreUnexported(Spec{})) {
+		t.Errorf("Layered(20, 5) is the same for seeds 1 and 2")
+	}
+}
+
+func TestMaildir(t *testing.T) {
+	s, err := Maildir(2, GenOptions{Seed: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &Spec{
+		Name:  "maildir2",
+		Files: []FileSpec{{Name: "mail", Dir: &DirSpec{Count: 2, MinSize: 10, MaxSize: 4096, Seed: 4}}},
+		Nodes: []NodeSpec{
+			{ID: "o00000", Op: "open", Path: "mail/00000", Flags: []string{"rdonly"}, As: "h00000"},
+			{ID: "s00000", Op: "statx", Path: "mail/00000"},
+			{ID: "r00000", Op: "read", Handle: "h00000", Len: 4096, LenFrom: "s00000", After: []string{"o00000", "s00000"}},
+			{ID: "c00000", Op: "close", Handle: "h00000", Finally: []string{"r00000"}},
+			{ID: "o00001", Op: "open", Path: "mail/00001", Flags: []string{"rdonly"}, As: "h00001"},
+			{ID: "s00001", Op: "statx", Path: "mail/00001"},
+			{ID: "r00001", Op: "read", Handle: "h00001", Len: 4096, LenFrom: "s00001", After: []string{"o00001", "s00001"}},
+			{ID: "c00001", Op: "close", Handle: "h00001", Finally: []string{"r00001"}},
+		},
+	}
+	if diff := cmp.Diff(want, s, cmpopts.IgnoreUnexported(Spec{})); diff != "" {
+		t.Errorf("Maildir(2) mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestStagger(t *testing.T) {
+	s, err := Stagger(2, 3, GenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, n := range s.Nodes {
+		got = append(got, n.ID+":"+n.Op+":"+strings.Join(n.After, ","))
+	}
+	want := []string{"s0_0:timeout:", "s0_1:nop:s0_0", "s0_2:timeout:s0_1", "s1_0:nop:", "s1_1:timeout:s1_0", "s1_2:nop:s1_1"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Stagger(2, 3) mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestGenerateErrors(t *testing.T) {
+	tests := []struct {
+		shape string
+		args  []int
+		op    string
+		want  string
+	}{
+		{"blob", nil, "", `unknown shape "blob"`},
+		{"fanout", nil, "", "shape fanout takes 1 arguments, got 0"},
+		{"fanout", []int{2}, "", "fanout: N must be >= 3, got 2"},
+		{"chains", []int{0, 3}, "", "chains: K must be >= 1, got 0"},
+		{"layered", []int{3, -1}, "", "layered: D must be >= 1, got -1"},
+		{"tree", []int{40}, "", "tree: DEPTH must be in [1, 23], got 40"},
+		{"maildir", []int{3}, "read4k", "maildir: op read4k does not apply"},
+		{"diamond", nil, "write", `unknown op "write"`},
+		{"chains", []int{10000, 10000}, "", "over the limit"},
+	}
+	for _, tc := range tests {
+		_, err := Generate(tc.shape, tc.args, GenOptions{Op: tc.op})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Generate(%s, %v, %q) = %v, want an error containing %q", tc.shape, tc.args, tc.op, err, tc.want)
+		}
+	}
+}
