@@ -250,7 +250,7 @@ func setupError(errno syscall.Errno, flags uint32) error {
 	case unix.ENOMEM:
 		hint = "not enough locked memory for the ring: raise RLIMIT_MEMLOCK (ulimit -l) or use a smaller ring"
 	case unix.EINVAL:
-		hint = "the kernel refused these setup flags or sizes (SINGLE_ISSUER needs 6.0, DEFER_TASKRUN 6.1); retry without them"
+		hint = "the kernel refused these setup flags or sizes (entries must be 1..32768 unless Clamp, CQEntries at least entries, SQPoll excludes DeferTaskrun, SINGLE_ISSUER needs Linux 6.0, DEFER_TASKRUN 6.1); retry without them"
 	case unix.EMFILE, unix.ENFILE:
 		hint = "too many open files: raise RLIMIT_NOFILE (ulimit -n)"
 	}
