@@ -341,24 +341,15 @@ func TestStageLarge(t *testing.T) {
 	}
 }
 
-// layeredBuilder declares a layered graph through the Go API: d levels of w
-// nops, each below the first after one or two nodes of the level above.
+// layeredBuilder declares a layered graph of nops through the Go API.
 func layeredBuilder(w, d int, seed uint64) *Builder {
-	rng := rand.New(rand.NewPCG(seed, seed))
 	b := NewBuilder("layered")
-	prev := make([]Task, w)
-	cur := make([]Task, w)
-	for l := 0; l < d; l++ {
-		for i := 0; i < w; i++ {
-			cur[i] = b.Nop(strconv.Itoa(l*w + i))
-			if l > 0 {
-				cur[i].After(prev[rng.IntN(w)])
-				if k := rng.IntN(w); rng.IntN(2) == 0 && cur[i].b.edges[len(cur[i].b.edges)-1].pred != prev[k].i {
-					cur[i].After(prev[k])
-				}
-			}
-		}
-		prev, cur = cur, prev
+	tasks := make([]Task, w*d)
+	for i := range tasks {
+		tasks[i] = b.Nop(strconv.Itoa(i))
+	}
+	for _, e := range layeredEdges(w, d, seed) {
+		tasks[e[1]].After(tasks[e[0]])
 	}
 	return b
 }

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/iodag/iodag/dag"
+)
+
+func TestRun(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.json")
+	if err := os.WriteFile(bad, []byte("{\"name\": \"bad\", \"nodes\": [\n  {\"id\": \"a\", \"op\": \"nop\", \"after\": [\"a\"]}]}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name       string
+		args       []string
+		code       int
+		stdout     string // substring expected in stdout
+		stderr     string // substring expected in stderr
+		stdoutFile string // golden stdout, relative to ../../testdata
+	}{
+		{"no args", nil, exitUsage, "", "usage:", ""},
+		{"help", []string{"help"}, exitOK, "iodag validate SPEC", "", ""},
+		{"unknown verb", []string{"frob"}, exitUsage, "", `unknown command "frob"`, ""},
+		{"validate ok", []string{"validate", "../../testdata/diamond.json"}, exitOK,
+			`ok: "diamond", 4 nodes, 4 edges, 3 levels, width 2, 1 components`, "", ""},
+		{"validate bad", []string{"validate", bad}, exitUsage, "", bad + `:2:3: node "a": field "after": self-edge`, ""},
+		{"validate invalid golden", []string{"validate", "../../testdata/invalid/many_errors.json"}, exitUsage, "",
+			"many_errors.json:6:4: node \"b\": field \"after\": unknown node \"zz\"\n", ""},
+		{"validate missing", []string{"validate", filepath.Join(dir, "nope.json")}, exitUsage, "", "no such file", ""},
+		{"validate no spec", []string{"validate"}, exitUsage, "", "usage: iodag validate SPEC", ""},
+		{"validate two specs", []string{"validate", "a", "b"}, exitUsage, "", "usage: iodag validate SPEC", ""},
+		{"stage", []string{"stage", "../../testdata/diamond.json"}, exitOK,
+			"levels: 3\nwidth: 2\ncritical path: 3 nodes: a -> b -> d\ncomponents: 1 (largest 4 nodes)\nlevel 0: 1: a\nlevel 1: 2: b c\n", "", ""},
+		{"stage long level", []string{"stage", "../../testdata/fanout100.json"}, exitOK,
+			"level 1: 98: w00 w01 w02 w03 w04 w05 w06 w07 ... (90 more)\n", "", ""},
+		{"stage json flag last", []string{"stage", "../../testdata/diamond.json", "--json"}, exitOK, `"critical_path": [`, "", ""},
+		{"stage bad flag", []string{"stage", "--frob", "x.json"}, exitUsage, "", "flag provided but not defined: -frob", ""},
+		{"stage bad spec", []string{"stage", bad}, exitUsage, "", "self-edge", ""},
+		{"dot", []string{"dot", "../../testdata/diamond.json"}, exitOK, "", "", "dot/diamond.dot"},
+		{"dot bad", []string{"dot", bad}, exitUsage, "", "self-edge", ""},
+		{"gen diamond", []string{"gen", "diamond"}, exitOK, `{"id":"d","op":"nop","after":["b","c"]}`, "", ""},
+		{"gen fanout flags after", []string{"gen", "fanout", "100", "--op", "read4k", "--seed", "1"}, exitOK, "", "", "fanout100-read4k.json"},
+		{"gen flags first", []string{"gen", "--seed=3", "layered", "16", "8"}, exitOK, "", "", "layered16x8.json"},
+		{"gen maildir", []string{"gen", "maildir", "10"}, exitOK, "", "", "maildir10.json"},
+		{"gen no shape", []string{"gen"}, exitUsage, "", "shapes:", ""},
+		{"gen bad shape", []string{"gen", "blob"}, exitUsage, "", `unknown shape "blob"`, ""},
+		{"gen bad number", []string{"gen", "fanout", "x"}, exitUsage, "", `argument "x" is not an integer`, ""},
+		{"gen bad op", []string{"gen", "chains", "2", "2", "--op", "frob"}, exitUsage, "", `unknown op "frob"`, ""},
+		{"gen missing arg", []string{"gen", "chains", "2"}, exitUsage, "", "takes 2 arguments", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(tc.args, &stdout, &stderr)
+			if code != tc.code {
+				t.Errorf("run(%q) = %d, want %d; stderr:\n%s", tc.args, code, tc.code, stderr.String())
+			}
+			if !strings.Contains(stdout.String(), tc.stdout) {
+				t.Errorf("run(%q) stdout = %q, want it to contain %q", tc.args, stdout.String(), tc.stdout)
+			}
+			if !strings.Contains(stderr.String(), tc.stderr) {
+				t.Errorf("run(%q) stderr = %q, want it to contain %q", tc.args, stderr.String(), tc.stderr)
+			}
+			if tc.stdoutFile != "" {
+				want, err := os.ReadFile(filepath.Join("../../testdata", tc.stdoutFile))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(string(want), stdout.String()); diff != "" {
+					t.Errorf("run(%q) stdout mismatch (-want +got):\n%s", tc.args, diff)
+				}
+			}
+		})
+	}
+}
+
+func TestStageJSON(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"stage", "--json", "../../testdata/maildir10.json"}, &stdout, &stderr); code != exitOK {
+		t.Fatalf("stage --json = %d, stderr %s", code, stderr.String())
+	}
+	var got stageReport
+	if err := json.Unmarshal(stdout.Bytes(), &got); err != nil {
+		t.Fatalf("stage --json output is not JSON: %v", err)
+	}
+	want := stageReport{Name: "maildir10", Nodes: 40, Edges: 30, Depth: 3, Width: 20,
+		CriticalPath: []string{"o00000", "r00000", "c00000"}}
+	got.Levels, got.Components = nil, nil
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("stage --json mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestGenValidates checks that every shape gen prints validates.
+func TestGenValidates(t *testing.T) {
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"diamond"}, {"fanout", "10"}, {"chains", "3", "4"}, {"layered", "5", "5"},
+		{"tree", "4"}, {"stagger", "3", "3", "--op", "read4k"}, {"maildir", "3"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := run(append([]string{"gen"}, args...), &stdout, &stderr); code != exitOK {
+			t.Fatalf("gen %q = %d: %s", args, code, stderr.String())
+		}
+		path := filepath.Join(dir, args[0]+".json")
+		if err := os.WriteFile(path, stdout.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := dag.LoadFile(path); err != nil {
+			t.Errorf("LoadFile(gen %q) = %v", args, err)
+		}
+		stdout.Reset()
+		if code := run([]string{"validate", path}, &stdout, &stderr); code != exitOK {
+			t.Errorf("validate(gen %q) = %d: %s", args, code, stderr.String())
+		}
+	}
+}
+
+func TestParseArgs(t *testing.T) {
+	tests := []struct {
+		args []string
+		pos  []string
+		json bool
+	}{
+		{[]string{"a"}, []string{"a"}, false},
+		{[]string{"a", "--json"}, []string{"a"}, true},
+		{[]string{"--json", "a", "b"}, []string{"a", "b"}, true},
+		{[]string{"a", "--", "--json"}, []string{"a", "--json"}, false},
+	}
+	for _, tc := range tests {
+		fs := newFlags("t", "t", &bytes.Buffer{})
+		j := fs.Bool("json", false, "")
+		pos, err := parseArgs(fs, tc.args)
+		if err != nil {
+			t.Errorf("parseArgs(%q) = %v", tc.args, err)
+			continue
+		}
+		if !cmp.Equal(pos, tc.pos) || *j != tc.json {
+			t.Errorf("parseArgs(%q) = %q, json %v, want %q, %v", tc.args, pos, *j, tc.pos, tc.json)
+		}
+	}
+}

@@ -1,0 +1,120 @@
+package dag
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"strconv"
+	"testing"
+
+	"github.com/dominikbraun/graph"
+)
+
+// layeredEdges returns the edges of a layered graph of d levels of w nodes,
+// numbered level by level; each node below the first depends on one or two
+// nodes of the level above.
+func layeredEdges(w, d int, seed uint64) [][2]int32 {
+	rng := rand.New(rand.NewPCG(seed, seed))
+	edges := make([][2]int32, 0, w*d*3/2)
+	for l := 1; l < d; l++ {
+		for i := 0; i < w; i++ {
+			v := int32(l*w + i)
+			a := rng.IntN(w)
+			edges = append(edges, [2]int32{int32((l-1)*w + a), v})
+			if b := rng.IntN(w); b != a && rng.IntN(2) == 0 {
+				edges = append(edges, [2]int32{int32((l-1)*w + b), v})
+			}
+		}
+	}
+	return edges
+}
+
+// BenchmarkBuild declares, validates and stages layered graphs through the
+// Builder (ids made beforehand), reporting ns and allocations per node.
+func BenchmarkBuild(b *testing.B) {
+	for _, size := range []struct{ w, d int }{{100, 100}, {1000, 100}, {1000, 1000}} {
+		n := size.w * size.d
+		b.Run(fmt.Sprintf("layered/%dk", n/1000), func(b *testing.B) {
+			ids := make([]string, n)
+			for i := range ids {
+				ids[i] = strconv.Itoa(i)
+			}
+			edges := layeredEdges(size.w, size.d, 1)
+			tasks := make([]Task, n)
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			b.ResetTimer()
+			for range b.N {
+				bl := NewBuilder("layered")
+				for i, id := range ids {
+					tasks[i] = bl.Nop(id)
+				}
+				for _, e := range edges {
+					tasks[e[1]].After(tasks[e[0]])
+				}
+				if _, err := bl.Build(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			runtime.ReadMemStats(&after)
+			nodes := float64(b.N) * float64(n)
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/nodes, "ns/node")
+			b.ReportMetric(float64(after.Mallocs-before.Mallocs)/nodes, "allocs/node")
+			b.ReportMetric(0, "ns/op") // per node is what matters
+		})
+	}
+}
+
+// BenchmarkSpecBuild builds and stages generated layered specs, resolving
+// edges by id as a parsed spec does.
+func BenchmarkSpecBuild(b *testing.B) {
+	for _, size := range []struct{ w, d int }{{100, 100}, {1000, 100}, {1000, 1000}} {
+		n := size.w * size.d
+		b.Run(fmt.Sprintf("layered/%dk", n/1000), func(b *testing.B) {
+			s, err := Layered(size.w, size.d, GenOptions{Seed: 1})
+			if err != nil {
+				b.Fatal(err)
+			}
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			b.ResetTimer()
+			for range b.N {
+				if _, err := s.Build(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			runtime.ReadMemStats(&after)
+			nodes := float64(b.N) * float64(n)
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/nodes, "ns/node")
+			b.ReportMetric(float64(after.Mallocs-before.Mallocs)/nodes, "allocs/node")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}
+
+// BenchmarkDominikbraunTopologicalSort is the library's sort on the same
+// shapes, for comparison: it is quadratic.
+func BenchmarkDominikbraunTopologicalSort(b *testing.B) {
+	for _, size := range []struct{ w, d int }{{100, 10}, {100, 100}} {
+		n := size.w * size.d
+		b.Run(fmt.Sprintf("layered/%dk", n/1000), func(b *testing.B) {
+			dg := graph.New(graph.IntHash, graph.Directed())
+			for i := 0; i < n; i++ {
+				_ = dg.AddVertex(i)
+			}
+			for _, e := range layeredEdges(size.w, size.d, 1) {
+				_ = dg.AddEdge(int(e[0]), int(e[1]))
+			}
+			b.ResetTimer()
+			for range b.N {
+				if _, err := graph.TopologicalSort(dg); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/node")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}

@@ -1,0 +1,109 @@
+package dag_test
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/iodag/iodag/dag"
+)
+
+// The diamond of DESIGN.md: a nop, two O_DIRECT reads after it, a nop after both.
+func Example() {
+	b := dag.NewBuilder("diamond")
+	b.AddFile(dag.FileSpec{Name: "data", Size: 1 << 20, Fill: 7, Direct: true})
+	a := b.Nop("a")
+	x := b.Read("b", dag.File("data"), 0, 4096).After(a)
+	y := b.Read("c", dag.File("data"), 4096, 4096).After(a)
+	b.Nop("d").After(x, y)
+
+	g, err := b.Build()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for l, level := range g.Levels() {
+		fmt.Print("level ", l, ":")
+		for _, i := range level {
+			fmt.Print(" ", g.Node(int(i)).ID)
+		}
+		fmt.Println()
+	}
+	fmt.Println("width", g.Width(), "critical path", len(g.CriticalPath()), "nodes")
+	// Output:
+	// level 0: a
+	// level 1: b c
+	// level 2: d
+	// width 2 critical path 3 nodes
+}
+
+// Build reports every problem, each naming the node and the field.
+func ExampleBuilder_Build_errors() {
+	b := dag.NewBuilder("broken")
+	a := b.Nop("a")
+	b.Nop("b").After(a).AfterID("zz")
+	b.Timeout("t", 0).After(a)
+	_, err := b.Build()
+	fmt.Println(err)
+	// Output:
+	// node "b": field "after": unknown node "zz"
+	// node "t": field "ns": ns must be > 0, got 0
+}
+
+// A handle from an open feeds a read whose length a statx found; the close
+// runs on a finally-edge, whatever the read's result.
+func ExampleTask_LenFrom() {
+	b := dag.NewBuilder("file")
+	o := b.Open("open", "mail/00000", 0, "h")
+	s := b.Statx("stat", "mail/00000")
+	r := b.Read("read", dag.Handle("h"), 0, 0).LenFrom(s).After(o, s)
+	b.Close("close", "h").Finally(r)
+	g, err := b.Build()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(g.Spec())
+	// Output:
+	// {
+	//   "name": "file",
+	//   "nodes": [
+	//     {"id":"open","op":"open","path":"mail/00000","flags":["rdonly"],"as":"h"},
+	//     {"id":"stat","op":"statx","path":"mail/00000"},
+	//     {"id":"read","op":"read","handle":"h","len_from":"stat","after":["open","stat"]},
+	//     {"id":"close","op":"close","handle":"h","finally":["read"]}
+	//   ]
+	// }
+}
+
+func ExampleGenerate() {
+	s, err := dag.Generate("fanout", []int{5}, dag.GenOptions{Seed: 1})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	g, err := s.Build()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(g.Name(), g.Len(), "nodes, width", g.Width())
+	// Output:
+	// fanout5 5 nodes, width 3
+}
+
+func ExampleGraph_WriteDOT() {
+	s, _ := dag.ParseSpec([]byte(`{"name": "pair", "nodes": [
+		{"id": "a", "op": "nop"},
+		{"id": "b", "op": "timeout", "ns": 1000, "finally": ["a"]}]}`))
+	g, _ := s.Build()
+	g.WriteDOT(os.Stdout)
+	// Output:
+	// strict digraph {
+	// 	label="pair";
+	// 	"a" [ label="a\nnop",  weight=0 ];
+	// 	"a" -> "b" [ style="dashed",  weight=0 ];
+	// 	"b" [ label="b\ntimeout",  weight=0 ];
+	// 	{rank=same; "a";}
+	// 	{rank=same; "b";}
+	// }
+}
