@@ -89,13 +89,10 @@ type Task struct {
 	i int32
 }
 
-// Add declares a node as given. n.LenFrom, if >= 0, is the declaration index
-// of a statx node. Prefer the typed methods (Nop, Read, ...).
+// Add declares a node as given, except for n.LenFrom, which is ignored (use
+// Task.LenFrom). Prefer the typed methods (Nop, Read, ...).
 func (b *Builder) Add(n Node) Task {
 	i := int32(len(b.nodes))
-	if n.LenFrom >= 0 {
-		b.bindings = append(b.bindings, binding{node: i, from: n.LenFrom})
-	}
 	n.LenFrom = -1
 	b.nodes = append(b.nodes, n)
 	return Task{b, i}

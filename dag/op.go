@@ -26,21 +26,40 @@ const (
 	numOps
 )
 
-var opNames = [numOps]string{"nop", "read", "write", "fsync", "open", "statx", "close", "timeout", "unlink", "mkdir", "rename"}
-
 // String returns the op's spec name ("nop", "read", ...).
 func (o Op) String() string {
-	if o < numOps {
-		return opNames[o]
+	switch o {
+	case OpNop:
+		return "nop"
+	case OpRead:
+		return "read"
+	case OpWrite:
+		return "write"
+	case OpFsync:
+		return "fsync"
+	case OpOpen:
+		return "open"
+	case OpStatx:
+		return "statx"
+	case OpClose:
+		return "close"
+	case OpTimeout:
+		return "timeout"
+	case OpUnlink:
+		return "unlink"
+	case OpMkdir:
+		return "mkdir"
+	case OpRename:
+		return "rename"
 	}
 	return "op(" + strconv.Itoa(int(o)) + ")"
 }
 
 // ParseOp returns the Op whose spec name is s.
 func ParseOp(s string) (Op, bool) {
-	for i, n := range opNames {
-		if n == s {
-			return Op(i), true
+	for o := OpNop; o < numOps; o++ {
+		if o.String() == s {
+			return o, true
 		}
 	}
 	return 0, false
@@ -71,22 +90,26 @@ type Edge struct {
 	Kind EdgeKind
 }
 
-// openFlagNames lists the spec's open flags in the order Graph.Spec writes them.
-// Access modes come first; sync before dsync because O_SYNC contains O_DSYNC's bit.
-var openFlagNames = [...]struct {
+type openFlag struct {
 	name string
 	bits int
-}{
-	{"rdonly", unix.O_RDONLY},
-	{"wronly", unix.O_WRONLY},
-	{"rdwr", unix.O_RDWR},
-	{"creat", unix.O_CREAT},
-	{"trunc", unix.O_TRUNC},
-	{"excl", unix.O_EXCL},
-	{"append", unix.O_APPEND},
-	{"direct", unix.O_DIRECT},
-	{"sync", unix.O_SYNC},
-	{"dsync", unix.O_DSYNC},
+}
+
+// openFlags lists the spec's open flags in the order Graph.Spec writes them.
+// Access modes come first; sync before dsync because O_SYNC contains O_DSYNC's bit.
+func openFlags() []openFlag {
+	return []openFlag{
+		{"rdonly", unix.O_RDONLY},
+		{"wronly", unix.O_WRONLY},
+		{"rdwr", unix.O_RDWR},
+		{"creat", unix.O_CREAT},
+		{"trunc", unix.O_TRUNC},
+		{"excl", unix.O_EXCL},
+		{"append", unix.O_APPEND},
+		{"direct", unix.O_DIRECT},
+		{"sync", unix.O_SYNC},
+		{"dsync", unix.O_DSYNC},
+	}
 }
 
 // ParseOpenFlags translates spec flag names (rdonly, wronly, rdwr, creat, trunc,
@@ -94,9 +117,10 @@ var openFlagNames = [...]struct {
 // may be given; none means rdonly.
 func ParseOpenFlags(names []string) (int, error) {
 	flags, modes := 0, 0
+	known := openFlags()
 	for _, n := range names {
 		found := false
-		for _, f := range openFlagNames {
+		for _, f := range known {
 			if f.name == n {
 				found = true
 				flags |= f.bits
@@ -128,7 +152,7 @@ func FormatOpenFlags(flags int) []string {
 		out = append(out, "rdonly")
 	}
 	rest := flags &^ unix.O_ACCMODE
-	for _, f := range openFlagNames[3:] {
+	for _, f := range openFlags()[3:] {
 		if f.bits != 0 && rest&f.bits == f.bits {
 			out = append(out, f.name)
 			rest &^= f.bits

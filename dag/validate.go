@@ -236,18 +236,29 @@ const (
 	fBuf
 )
 
-var opFields = [numOps]uint16{
-	OpNop:     0,
-	OpRead:    fFile | fHandle | fOffset | fLen | fAllowShort | fBuf,
-	OpWrite:   fFile | fHandle | fOffset | fLen | fFill | fAllowShort | fBuf,
-	OpFsync:   fFile | fHandle,
-	OpOpen:    fPath | fFlags | fMode | fAs,
-	OpStatx:   fPath,
-	OpClose:   fHandle,
-	OpTimeout: fNS,
-	OpUnlink:  fPath,
-	OpMkdir:   fPath | fMode,
-	OpRename:  fPath | fTo,
+// opFields returns the fields op may set.
+func opFields(op Op) uint16 {
+	switch op {
+	case OpRead:
+		return fFile | fHandle | fOffset | fLen | fAllowShort | fBuf
+	case OpWrite:
+		return fFile | fHandle | fOffset | fLen | fFill | fAllowShort | fBuf
+	case OpFsync:
+		return fFile | fHandle
+	case OpOpen:
+		return fPath | fFlags | fMode | fAs
+	case OpStatx, OpUnlink:
+		return fPath
+	case OpClose:
+		return fHandle
+	case OpTimeout:
+		return fNS
+	case OpMkdir:
+		return fPath | fMode
+	case OpRename:
+		return fPath | fTo
+	}
+	return 0
 }
 
 func (v *validator) checkNode(i int32) {
@@ -288,7 +299,7 @@ func (v *validator) checkNode(i int32) {
 		{fAllowShort, "allow_short", nd.AllowShort},
 		{fBuf, "buf", nd.Buf != nil},
 	}
-	allowed := opFields[nd.Op]
+	allowed := opFields(nd.Op)
 	for _, f := range set {
 		if f.on && allowed&f.bit == 0 {
 			v.nodeErr(i, f.name, wrap(ErrUnexpectedField, "not used by op %q", nd.Op))
