@@ -45,7 +45,7 @@ func BenchmarkBuild(b *testing.B) {
 			runtime.ReadMemStats(&before)
 			b.ResetTimer()
 			for range b.N {
-				bl := NewBuilder("layered")
+				bl := NewBuilder("layered", WithCapacity(n, len(edges)))
 				for i, id := range ids {
 					tasks[i] = bl.Nop(id)
 				}

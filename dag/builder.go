@@ -1,6 +1,9 @@
 package dag
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // DefaultMaxNodes is the largest graph Build accepts unless WithMaxNodes says otherwise.
 const DefaultMaxNodes = 10_000_000
@@ -50,6 +53,15 @@ func WithMaxNodes(n int) BuilderOption {
 		if n > 0 {
 			b.maxNodes = n
 		}
+	}
+}
+
+// WithCapacity makes room for nodes nodes and edges edges up front, sparing
+// large graphs the cost of growing the builder's arrays.
+func WithCapacity(nodes, edges int) BuilderOption {
+	return func(b *Builder) {
+		b.nodes = slices.Grow(b.nodes, nodes)
+		b.edges = slices.Grow(b.edges, edges)
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 )
@@ -261,7 +260,11 @@ func (p *specParser) element(raw []byte, off int64, v any) *NodeError {
 // Build turns the spec into a Graph: see Builder.Build. Errors of a parsed
 // spec carry the line:column of the node's JSON object.
 func (s *Spec) Build(opts ...BuilderOption) (*Graph, error) {
-	b := NewBuilder(s.Name, opts...)
+	edges := 0
+	for i := range s.Nodes {
+		edges += len(s.Nodes[i].After) + len(s.Nodes[i].Finally)
+	}
+	b := NewBuilder(s.Name, append([]BuilderOption{WithCapacity(len(s.Nodes), edges)}, opts...)...)
 	b.src = s.src
 	b.files = make([]FileSpec, len(s.Files))
 	for i, f := range s.Files {
@@ -271,7 +274,6 @@ func (s *Spec) Build(opts ...BuilderOption) (*Graph, error) {
 		}
 		b.files[i] = f
 	}
-	b.nodes = slices.Grow(b.nodes, len(s.Nodes))
 	for i := range s.Nodes {
 		ns := &s.Nodes[i]
 		nd := Node{

@@ -54,13 +54,31 @@ func (v *validator) build() *Graph {
 	}
 	g := &Graph{name: b.name, nodes: b.nodes, files: b.files, index: make(map[string]int32, n)}
 	v.g = g
+	// One map operation per node (a lookup first would double the cache
+	// misses); a duplicate overwrites, and is put right below.
+	var dups []int32
 	for i := range b.nodes {
-		id := b.nodes[i].ID
-		if first, dup := g.index[id]; dup {
-			v.nodeErr(int32(i), "id", wrap(ErrDuplicateID, "duplicate id %q (first declared as node %d)", id, first))
-			continue
+		before := len(g.index)
+		g.index[b.nodes[i].ID] = int32(i)
+		if len(g.index) == before {
+			dups = append(dups, int32(i))
 		}
-		g.index[id] = int32(i)
+	}
+	if len(dups) > 0 {
+		first := make(map[string]int32, len(dups))
+		for _, d := range dups {
+			first[b.nodes[d].ID] = -1
+		}
+		for i := range b.nodes {
+			if f, ok := first[b.nodes[i].ID]; ok && f < 0 {
+				first[b.nodes[i].ID] = int32(i)
+				g.index[b.nodes[i].ID] = int32(i)
+			}
+		}
+		for _, d := range dups {
+			id := b.nodes[d].ID
+			v.nodeErr(d, "id", wrap(ErrDuplicateID, "duplicate id %q (first declared as node %d)", id, first[id]))
+		}
 	}
 	v.opens = make(map[string]int32)
 	for i := range b.nodes {
@@ -266,7 +284,7 @@ func (v *validator) checkNode(i int32) {
 	switch {
 	case nd.ID == "":
 		v.nodeErr(i, "id", wrap(ErrMissingField, "missing id"))
-	case strings.ContainsAny(nd.ID, "\"\\") || strings.ContainsFunc(nd.ID, isControl):
+	case !goodID(nd.ID):
 		v.nodeErr(i, "id", wrap(ErrBadID, "id must not contain quotes, backslashes or control characters"))
 	}
 	if nd.Op >= numOps {
@@ -342,7 +360,16 @@ func article(o Op) string {
 	return "a " + o.String()
 }
 
-func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
+// goodID reports whether id has no quote, backslash or control character,
+// which DOT output and error messages would have to escape.
+func goodID(id string) bool {
+	for k := 0; k < len(id); k++ {
+		if c := id[k]; c < 0x20 || c == 0x7f || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
 
 func (v *validator) checkPathField(i int32, field, p string) {
 	if p == "" {
