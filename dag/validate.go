@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"path"
 	"slices"
 	"strings"
@@ -50,6 +51,10 @@ func (v *validator) build() *Graph {
 	}
 	if n > b.maxNodes {
 		v.errs = append(v.errs, fmt.Errorf("%w: %d nodes, limit %d", ErrTooLarge, n, b.maxNodes))
+		return nil
+	}
+	if len(b.edges) > math.MaxInt32 {
+		v.errs = append(v.errs, fmt.Errorf("%w: %d edges, limit %d", ErrTooLarge, len(b.edges), math.MaxInt32))
 		return nil
 	}
 	g := &Graph{name: b.name, nodes: b.nodes, files: b.files, index: make(map[string]int32, n)}
