@@ -40,8 +40,8 @@ type DirSpec struct {
 	Seed    int64 `json:"seed"`
 }
 
-// Graph is a validated and staged DAG of operations. It is immutable: every
-// slice it returns is shared and must not be modified. Nodes are numbered by
+// Graph is a validated and staged DAG of operations. It is immutable, so safe
+// for concurrent use: every slice it returns is shared and must not be modified. Nodes are numbered by
 // declaration order, 0 to Len()-1.
 type Graph struct {
 	name  string

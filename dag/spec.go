@@ -257,8 +257,8 @@ func (p *specParser) element(raw []byte, off int64, v any) *NodeError {
 	return p.jsonErr(off, err)
 }
 
-// Build turns the spec into a Graph: see Builder.Build. Errors of a parsed
-// spec carry the line:column of the node's JSON object.
+// Build turns the spec into a Graph: see Builder.Build. Errors of a spec as
+// ParseSpec returned it carry the line:column of the node's JSON object.
 func (s *Spec) Build(opts ...BuilderOption) (*Graph, error) {
 	edges := 0
 	for i := range s.Nodes {

@@ -133,6 +133,10 @@ func (v *validator) err() error {
 	if v.b.src != nil {
 		lines := newLineIndex(v.b.src)
 		nodePos, filePos := elementOffsets(v.b.src, "nodes"), elementOffsets(v.b.src, "files")
+		// A spec edited after ParseSpec no longer matches its source.
+		if len(nodePos) != len(v.b.nodes) || len(filePos) != len(v.b.files) {
+			nodePos, filePos = nil, nil
+		}
 		for _, e := range v.errs {
 			var ne *NodeError
 			var fe *FileError
