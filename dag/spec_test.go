@@ -3,6 +3,8 @@ package dag
 import (
 	"errors"
 	"flag"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -216,5 +218,27 @@ func TestOpenFlags(t *testing.T) {
 		if got := FormatOpenFlags(flags); !cmp.Equal(got, tc.want) {
 			t.Errorf("FormatOpenFlags(ParseOpenFlags(%q)) = %q, want %q", tc.in, got, tc.want)
 		}
+	}
+}
+
+func TestBuildPositions(t *testing.T) {
+	src := "{\"name\": \"p\", \"nodes\": [\n  {\"id\": \"a\", \"op\": \"nop\"},\n  {\"id\": \"b\", \"op\": \"nop\", \"after\": [\"zz\"]}]}"
+	s, err := ParseSpec([]byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Build()
+	var ne *NodeError
+	if !errors.As(err, &ne) || ne.Line != 3 || ne.Col != 3 {
+		t.Errorf("Build() = %v, want a *NodeError at 3:3", err)
+	}
+	// Once edited, the spec no longer matches its source: no positions.
+	s.Nodes = append([]NodeSpec{{ID: "c", Op: "nop"}}, s.Nodes...)
+	_, err = s.Build()
+	if got, want := fmt.Sprint(err), `node "b": field "after": unknown node "zz"`; got != want {
+		t.Errorf("Build(edited) = %q, want %q", got, want)
+	}
+	if _, err := LoadFile("../testdata/no-such-spec.json"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("LoadFile(missing) = %v, want fs.ErrNotExist", err)
 	}
 }
