@@ -47,7 +47,7 @@ type Graph struct {
 	name  string
 	nodes []Node
 	files []FileSpec
-	index map[string]int32
+	index *idIndex
 
 	// CSR adjacency: the edges of node i are edges[off[i]:off[i+1]].
 	predOff, succOff []int32
@@ -76,7 +76,7 @@ func (g *Graph) Node(i int) *Node { return &g.nodes[i] }
 
 // Index returns the index of the node with the given id.
 func (g *Graph) Index(id string) (int, bool) {
-	i, ok := g.index[id]
+	i, ok := g.index.lookup(id)
 	return int(i), ok
 }
 

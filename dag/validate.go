@@ -57,32 +57,11 @@ func (v *validator) build() *Graph {
 		v.errs = append(v.errs, fmt.Errorf("%w: %d edges, limit %d", ErrTooLarge, len(b.edges), math.MaxInt32))
 		return nil
 	}
-	g := &Graph{name: b.name, nodes: b.nodes, files: b.files, index: make(map[string]int32, n)}
+	g := &Graph{name: b.name, nodes: b.nodes, files: b.files, index: newIDIndex(b.nodes)}
 	v.g = g
-	// One map operation per node (a lookup first would double the cache
-	// misses); a duplicate overwrites, and is put right below.
-	var dups []int32
 	for i := range b.nodes {
-		before := len(g.index)
-		g.index[b.nodes[i].ID] = int32(i)
-		if len(g.index) == before {
-			dups = append(dups, int32(i))
-		}
-	}
-	if len(dups) > 0 {
-		first := make(map[string]int32, len(dups))
-		for _, d := range dups {
-			first[b.nodes[d].ID] = -1
-		}
-		for i := range b.nodes {
-			if f, ok := first[b.nodes[i].ID]; ok && f < 0 {
-				first[b.nodes[i].ID] = int32(i)
-				g.index[b.nodes[i].ID] = int32(i)
-			}
-		}
-		for _, d := range dups {
-			id := b.nodes[d].ID
-			v.nodeErr(d, "id", wrap(ErrDuplicateID, "duplicate id %q (first declared as node %d)", id, first[id]))
+		if first, dup := g.index.insert(int32(i)); dup {
+			v.nodeErr(int32(i), "id", wrap(ErrDuplicateID, "duplicate id %q (first declared as node %d)", b.nodes[i].ID, first))
 		}
 	}
 	v.opens = make(map[string]int32)
@@ -186,7 +165,7 @@ func (v *validator) resolveEdges() {
 	for k := range b.edges {
 		e := &b.edges[k]
 		if e.pred < 0 {
-			p, ok := g.index[e.name]
+			p, ok := g.index.lookup(e.name)
 			if !ok {
 				v.nodeErr(e.node, e.kind.String(), wrap(ErrUnknownNode, "unknown node %q", e.name))
 				continue
@@ -223,7 +202,7 @@ func (v *validator) resolveBindings() {
 		v.bound[bd.node] = true
 		from := bd.from
 		if from < 0 {
-			p, ok := g.index[bd.name]
+			p, ok := g.index.lookup(bd.name)
 			if !ok {
 				v.nodeErr(bd.node, "len_from", wrap(ErrUnknownNode, "unknown node %q", bd.name))
 				continue
