@@ -60,6 +60,9 @@ func (v *validator) build() *Graph {
 	g := &Graph{name: b.name, nodes: b.nodes, files: b.files, index: newIDIndex(b.nodes)}
 	v.g = g
 	for i := range b.nodes {
+		if b.nodes[i].ID == "" {
+			continue // reported by checkNode
+		}
 		if first, dup := g.index.insert(int32(i)); dup {
 			v.nodeErr(int32(i), "id", wrap(ErrDuplicateID, "duplicate id %q (first declared as node %d)", b.nodes[i].ID, first))
 		}
