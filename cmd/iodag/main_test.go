@@ -41,6 +41,8 @@ func TestRun(t *testing.T) {
 			"levels: 3\nwidth: 2\ncritical path: 3 nodes: a -> b -> d\ncomponents: 1 (largest 4 nodes)\nlevel 0: 1: a\nlevel 1: 2: b c\n", "", ""},
 		{"stage long level", []string{"stage", "../../testdata/fanout100.json"}, exitOK,
 			"level 1: 98: w00 w01 w02 w03 w04 w05 w06 w07 ... (90 more)\n", "", ""},
+		{"stage long path", []string{"stage", "../../testdata/chains8x16.json"}, exitOK,
+			"critical path: 16 nodes: c0_00 -> c0_01 -> c0_02 -> c0_03 -> c0_04 -> c0_05 -> c0_06 -> c0_07 -> c0_08 -> c0_09 -> c0_10 -> c0_11 -> c0_12 -> c0_13 -> c0_14 -> c0_15\n", "", ""},
 		{"stage json flag last", []string{"stage", "../../testdata/diamond.json", "--json"}, exitOK, `"critical_path": [`, "", ""},
 		{"stage bad flag", []string{"stage", "--frob", "x.json"}, exitUsage, "", "flag provided but not defined: -frob", ""},
 		{"stage bad spec", []string{"stage", bad}, exitUsage, "", "self-edge", ""},

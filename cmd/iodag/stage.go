@@ -69,7 +69,11 @@ func stageMain(args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	fmt.Fprintf(stdout, "name: %s\nnodes: %d\nedges: %d\nlevels: %d\nwidth: %d\n", r.Name, r.Nodes, r.Edges, r.Depth, r.Width)
-	fmt.Fprintf(stdout, "critical path: %d nodes: %s\n", len(r.CriticalPath), strings.Join(r.CriticalPath, " -> "))
+	cp := strings.Join(r.CriticalPath, " -> ")
+	if n := len(r.CriticalPath); n > 2*maxListed {
+		cp = fmt.Sprintf("%s -> ... -> %s", strings.Join(r.CriticalPath[:maxListed], " -> "), strings.Join(r.CriticalPath[n-2:], " -> "))
+	}
+	fmt.Fprintf(stdout, "critical path: %d nodes: %s\n", len(r.CriticalPath), cp)
 	largest := 0
 	for _, c := range r.Components {
 		largest = max(largest, len(c))
