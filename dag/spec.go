@@ -75,7 +75,9 @@ func ParseSpec(data []byte) (*Spec, error) {
 	d.DisallowUnknownFields()
 	if err := d.Decode(s); err == nil {
 		if _, err := d.Token(); err == io.EOF {
-			return s, nil
+			if _, _, ok := checkKeys(data); ok {
+				return s, nil
+			}
 		}
 	}
 	p := &specParser{data: data, dec: json.NewDecoder(bytes.NewReader(data)), lines: newLineIndex(data)}
@@ -233,7 +235,18 @@ func (p *specParser) element(raw []byte, off int64, v any) *NodeError {
 	d.DisallowUnknownFields()
 	err := d.Decode(v)
 	if err == nil {
-		return nil
+		// encoding/json matches keys case-insensitively and lets a
+		// repeated key win: a spec must spell each field once, exactly.
+		at, msg, ok := checkKeys(raw)
+		if ok {
+			return nil
+		}
+		key, _ := strconv.Unquote(string(raw[at:stringEnd(raw, at)]))
+		kind := ErrUnknownField
+		if msg == "duplicate field" {
+			kind = ErrSyntax
+		}
+		return p.fail(off+int64(at), -1, "", key, wrap(kind, "%s", msg))
 	}
 	// Point at the key of the field at fault.
 	keyAt := func(key string) int64 {
@@ -482,4 +495,63 @@ func skipSpace(src []byte, i int) int {
 		i++
 	}
 	return i
+}
+
+// specKeys returns every field name a spec may use, at any depth.
+func specKeys() map[string]bool {
+	keys := make(map[string]bool)
+	for _, k := range []string{
+		"name", "files", "nodes", // Spec
+		"size", "fill", "direct", "dir", // FileSpec
+		"count", "min_size", "max_size", "seed", // DirSpec
+		"id", "op", "file", "handle", "path", "to", "offset", "len", "len_from",
+		"flags", "mode", "as", "ns", "after", "finally", "allow_short", "async", // NodeSpec
+	} {
+		keys[`"`+k+`"`] = true
+	}
+	return keys
+}
+
+// checkKeys scans the valid JSON document src for an object key that is not
+// spelled exactly as a spec field, or that repeats within its object. It
+// returns the offset of the first such key and what is wrong, or ok.
+func checkKeys(src []byte) (at int, msg string, ok bool) {
+	known := specKeys()
+	// seen[d] holds the key offsets of the open object at depth d.
+	var seen [][]int
+	depth := 0
+	for i := 0; i < len(src); i++ {
+		switch src[i] {
+		case '{':
+			depth++
+			for len(seen) <= depth {
+				seen = append(seen, nil)
+			}
+			seen[depth] = seen[depth][:0]
+		case '[':
+			depth++
+			for len(seen) <= depth {
+				seen = append(seen, nil)
+			}
+			seen[depth] = seen[depth][:0]
+		case '}', ']':
+			depth--
+		case '"':
+			end := stringEnd(src, i)
+			if j := skipSpace(src, end); j < len(src) && src[j] == ':' {
+				key := src[i:end]
+				if !known[string(key)] {
+					return i, "unknown field", false
+				}
+				for _, k := range seen[depth] {
+					if string(src[k:stringEnd(src, k)]) == string(key) {
+						return i, "duplicate field", false
+					}
+				}
+				seen[depth] = append(seen[depth], i)
+			}
+			i = end - 1
+		}
+	}
+	return 0, "", true
 }

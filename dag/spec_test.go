@@ -161,6 +161,12 @@ func TestParseSpecErrors(t *testing.T) {
 			`2:27: node "a": field "x": unknown field`},
 		{"field type", "{\"name\": \"x\", \"nodes\": [\n {\"id\": \"a\", \"op\": \"nop\", \"ns\": \"1\"}]}", ErrBadValue,
 			`2:27: node "a": field "ns": JSON string where int64 expected`},
+		{"case variant", "{\"name\": \"x\", \"nodes\": [\n {\"id\": \"a\", \"Op\": \"nop\"}]}", ErrUnknownField,
+			`2:14: node "a": field "Op": unknown field`},
+		{"escaped key", "{\"name\": \"x\", \"nodes\": [\n {\"id\": \"a\", \"o\\u0070\": \"nop\"}]}", ErrUnknownField,
+			`2:14: node "a": field "op": unknown field`},
+		{"duplicate key", "{\"name\": \"x\", \"nodes\": [\n {\"id\": \"a\", \"op\": \"nop\", \"id\": \"b\"}]}", ErrSyntax,
+			`2:27: node "b": field "id": duplicate field`},
 		{"file field", `{"name": "x", "files": [{"name": "d", "sise": 1}], "nodes": []}`, ErrUnknownField,
 			`1:39: file "d": field "sise": unknown field`},
 	}
