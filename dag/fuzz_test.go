@@ -4,6 +4,9 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 // FuzzParseSpec feeds arbitrary bytes to ParseSpec and Build: no panic, and a
@@ -67,6 +70,33 @@ func FuzzStage(f *testing.F) {
 		}
 		if err := checkEdges(nodes, edges); err != nil {
 			t.Fatalf("%d nodes, edges %v: %v", nodes, edges, err)
+		}
+	})
+}
+
+// FuzzSpecDecoders checks that the fast spec decoder, whenever it accepts an
+// input, decodes it exactly as strict encoding/json does.
+func FuzzSpecDecoders(f *testing.F) {
+	files, _ := filepath.Glob("../testdata/*.json")
+	invalid, _ := filepath.Glob("../testdata/invalid/*.json")
+	for _, name := range append(files, invalid...) {
+		if data, err := os.ReadFile(name); err == nil && len(data) < 1<<16 {
+			f.Add(data)
+		}
+	}
+	f.Add([]byte(`{"name":"n","nodes":[{"id":"a","op":"nop","offset":-9223372036854775808,"mode":4294967295,"fill":255}]}`))
+	f.Add([]byte(`{"files":[],"nodes":[{"id":"a","after":[],"flags":[]}],"name":""}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fast, ok := decodeSpecFast(data)
+		slow, err := decodeSpecJSON(data)
+		if !ok {
+			return
+		}
+		if err != nil {
+			t.Fatalf("decodeSpecFast accepted what encoding/json rejects (%v):\n%s", err, data)
+		}
+		if diff := cmp.Diff(slow, fast, cmpopts.IgnoreUnexported(Spec{})); diff != "" {
+			t.Fatalf("decoders differ (-json +fast):\n%s\ninput:\n%s", diff, data)
 		}
 	})
 }

@@ -68,25 +68,42 @@ func LoadFile(path string, opts ...BuilderOption) (*Graph, error) {
 // carrying the JSON line:column; errors of separate nodes are joined. The
 // graph itself is checked by Build.
 func ParseSpec(data []byte) (*Spec, error) {
-	// Fast path: one strict decode. Only if it fails is the spec parsed again
-	// element by element, to report every bad element with its position.
-	s := &Spec{src: data}
-	d := json.NewDecoder(bytes.NewReader(data))
-	d.DisallowUnknownFields()
-	if err := d.Decode(s); err == nil {
-		if _, err := d.Token(); err == io.EOF {
-			if _, _, ok := checkKeys(data); ok {
-				return s, nil
-			}
-		}
+	// Fast paths: the plain form, then one strict encoding/json decode. Only
+	// if both fail is the spec parsed again element by element, to report
+	// every bad element with its position.
+	if s, ok := decodeSpecFast(data); ok {
+		s.src = data
+		return s, nil
+	}
+	if s, err := decodeSpecJSON(data); err == nil {
+		s.src = data
+		return s, nil
 	}
 	p := &specParser{data: data, dec: json.NewDecoder(bytes.NewReader(data)), lines: newLineIndex(data)}
-	s = &Spec{src: data}
+	s := &Spec{src: data}
 	if err := p.parse(s); err != nil {
 		return nil, err
 	}
 	if len(p.errs) > 0 {
 		return nil, errors.Join(p.errs...)
+	}
+	return s, nil
+}
+
+// decodeSpecJSON decodes a spec strictly with encoding/json, reporting only
+// whether it could.
+func decodeSpecJSON(data []byte) (*Spec, error) {
+	s := &Spec{}
+	d := json.NewDecoder(bytes.NewReader(data))
+	d.DisallowUnknownFields()
+	if err := d.Decode(s); err != nil {
+		return nil, err
+	}
+	if _, err := d.Token(); err != io.EOF {
+		return nil, errors.New("data after the spec")
+	}
+	if _, msg, ok := checkKeys(data); !ok {
+		return nil, errors.New(msg)
 	}
 	return s, nil
 }

@@ -248,3 +248,46 @@ func TestBuildPositions(t *testing.T) {
 		t.Errorf("LoadFile(missing) = %v, want fs.ErrNotExist", err)
 	}
 }
+
+func TestFastDecoder(t *testing.T) {
+	files, _ := filepath.Glob("../testdata/*.json")
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fast, ok := decodeSpecFast(data)
+		if !ok {
+			t.Errorf("decodeSpecFast(%s) gave up, want the fast path", f)
+			continue
+		}
+		slow, err := decodeSpecJSON(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(slow, fast, cmpopts.IgnoreUnexported(Spec{})); diff != "" {
+			t.Errorf("decodeSpecFast(%s) mismatch (-json +fast):\n%s", f, diff)
+		}
+	}
+	// Inputs outside the plain form: the fast decoder gives up on each.
+	for _, in := range []string{
+		`{"name": "a\u0062", "nodes": []}`,
+		`{"name": "é", "nodes": []}`,
+		`{"name": null, "nodes": []}`,
+		`{"name": "x", "nodes": [{"id": "a", "op": "nop", "len": 1.0}]}`,
+		`{"name": "x", "nodes": [{"id": "a", "op": "nop", "len": 1e3}]}`,
+		`{"name": "x", "nodes": [{"id": "a", "op": "nop", "len": 01}]}`,
+		`{"name": "x", "nodes": [{"id": "a", "op": "nop", "len": 9223372036854775808}]}`,
+		`{"name": "x", "nodes": [{"id": "a", "op": "nop", "fill": 256}]}`,
+		`{"name": "x", "nodes": [{"id": "a", "op": "nop", "mode": -1}]}`,
+		`{"name": "x", "nodes": [{"id": "a", "Op": "nop"}]}`,
+		`{"name": "x", "nodes": [{"id": "a", "op": "nop", "id": "b"}]}`,
+		`{"name": "x", "nodes": [{"id": "a", "op": "nop"},]}`,
+		`{"name": "x", "nodes": []} x`,
+		`{"name": "x", "name": "y"}`,
+	} {
+		if _, ok := decodeSpecFast([]byte(in)); ok {
+			t.Errorf("decodeSpecFast(%s) succeeded, want it to give up", in)
+		}
+	}
+}
