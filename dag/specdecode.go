@@ -103,7 +103,7 @@ func (d *fastDecoder) node(n *NodeSpec) bool {
 		case "id":
 			return d.once(&seen, 0) && d.str(&n.ID)
 		case "op":
-			return d.once(&seen, 1) && d.str(&n.Op)
+			return d.once(&seen, 1) && d.op(&n.Op)
 		case "file":
 			return d.once(&seen, 2) && d.str(&n.File)
 		case "handle":
@@ -255,6 +255,17 @@ func (d *fastDecoder) plain() ([]byte, bool) {
 func (d *fastDecoder) str(out *string) bool {
 	b, ok := d.plain()
 	*out = string(b)
+	return ok
+}
+
+// op decodes an op name without allocating when it is a known one.
+func (d *fastDecoder) op(out *string) bool {
+	b, ok := d.plain()
+	if o, known := ParseOp(string(b)); known {
+		*out = o.String()
+	} else {
+		*out = string(b)
+	}
 	return ok
 }
 
