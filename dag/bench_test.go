@@ -118,3 +118,28 @@ func BenchmarkDominikbraunTopologicalSort(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkParseSpec decodes the JSON of generated layered specs.
+func BenchmarkParseSpec(b *testing.B) {
+	for _, size := range []struct{ w, d int }{{1000, 100}, {1000, 1000}} {
+		n := size.w * size.d
+		b.Run(fmt.Sprintf("layered/%dk", n/1000), func(b *testing.B) {
+			s, err := Layered(size.w, size.d, GenOptions{Seed: 1})
+			if err != nil {
+				b.Fatal(err)
+			}
+			data, err := s.Marshal()
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(int64(len(data)))
+			b.ResetTimer()
+			for range b.N {
+				if _, err := ParseSpec(data); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/node")
+		})
+	}
+}
