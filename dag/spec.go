@@ -63,10 +63,12 @@ func LoadFile(path string, opts ...BuilderOption) (*Graph, error) {
 	return s.Build(opts...)
 }
 
-// ParseSpec decodes a spec strictly: unknown fields, values of the wrong type
-// and trailing data are errors. Every error is a *NodeError (or *FileError)
-// carrying the JSON line:column; errors of separate nodes are joined. The
-// graph itself is checked by Build.
+// ParseSpec decodes a spec strictly: unknown fields (keys must be spelled
+// exactly, once per object), values of the wrong type and trailing data are
+// errors. Every error is a *NodeError (or *FileError) carrying the JSON
+// line:column; errors of separate nodes are joined. The graph itself is
+// checked by Build. The Spec keeps data, to give Build's errors positions:
+// do not modify data afterwards.
 func ParseSpec(data []byte) (*Spec, error) {
 	// Fast paths: the plain form, then one strict encoding/json decode. Only
 	// if both fail is the spec parsed again element by element, to report
