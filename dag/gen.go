@@ -272,8 +272,9 @@ func Stagger(k, l int, o GenOptions) (*Spec, error) {
 	return g.s, nil
 }
 
-// Maildir is n small files in directory "mail"; per file i, in parallel an
-// open of mail/<i> as handle h<i> (o<i>) and a statx of it (s<i>), then a read
+// Maildir is n small files in directory "mail", named by index zero-padded to
+// five digits (fmt's %05d); per file i, in parallel an open of mail/<i> as
+// handle h<i> (o<i>) and a statx of it (s<i>), then a read
 // of the size the statx found (r<i>), then on a finally-edge a close (c<i>).
 // It takes no read4k.
 func Maildir(n int, o GenOptions) (*Spec, error) {
@@ -288,12 +289,8 @@ func Maildir(n int, o GenOptions) (*Spec, error) {
 		return nil, err
 	}
 	g.s.Files = []FileSpec{{Name: "mail", Dir: &DirSpec{Count: n, MinSize: MaildirMinSize, MaxSize: MaildirMaxSize, Seed: o.Seed}}}
-	w := max(5, len(strconv.Itoa(n-1)))
 	for i := 0; i < n; i++ {
-		num := strconv.Itoa(i)
-		for len(num) < w {
-			num = "0" + num
-		}
+		num := fmt.Sprintf("%05d", i) // the runner's file names
 		path := "mail/" + num
 		g.add(NodeSpec{ID: "o" + num, Op: "open", Path: path, Flags: []string{"rdonly"}, As: "h" + num})
 		g.add(NodeSpec{ID: "s" + num, Op: "statx", Path: path})
