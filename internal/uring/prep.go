@@ -8,16 +8,38 @@ import (
 
 // Prep functions fill one SQE each, named after liburing's io_uring_prep_*
 // so that its man pages document them. They overwrite every field but
-// UserData and Flags' link bits, which callers set afterwards
-// (sqe.UserData = ..., sqe.Flags |= SQEIOLink). Pointers they store must
-// follow the package's memory rule.
+// UserData, and clear Flags: set UserData and Flags after the prep
+// (sqe.UserData = ...; sqe.Flags |= SQEIOLink). Pointers they store must
+// follow the package's memory rule; they make what the pointers point
+// into escape to the heap, so that a caller's local variable can never be
+// on the goroutine stack, which moves when it grows.
 
-func ptr[T any](p *T) uint64 { return uint64(uintptr(unsafe.Pointer(p))) }
+// escapeSink is never written (on stays false), but the compiler cannot
+// know that: storing a pointer in it makes the pointed-to memory escape.
+var escapeSink struct {
+	on bool
+	p  unsafe.Pointer
+}
+
+// escape forces p's referent onto the heap at the cost of one load and a
+// branch never taken. The kernel's copy of a pointer is invisible to the
+// compiler's escape analysis; this makes it visible.
+func escape(p unsafe.Pointer) {
+	if escapeSink.on {
+		escapeSink.p = p
+	}
+}
+
+func ptr[T any](p *T) uint64 {
+	escape(unsafe.Pointer(p))
+	return uint64(uintptr(unsafe.Pointer(p)))
+}
 
 func bufAddr(b []byte) uint64 {
 	if len(b) == 0 {
 		return 0
 	}
+	escape(unsafe.Pointer(&b[0]))
 	return uint64(uintptr(unsafe.Pointer(&b[0])))
 }
 
