@@ -381,3 +381,17 @@ func TestRegisteredRingClose(t *testing.T) {
 		}
 	}
 }
+
+// TestBlockingWaitIsASyscall: a wait that may block must go through the
+// scheduler's syscall path. Made as a raw syscall it would keep its P as
+// if it were running Go code, and the runtime would interrupt it with a
+// preemption signal every 10 ms (each an EINTR and another enter).
+func TestBlockingWaitIsASyscall(t *testing.T) {
+	r := newRing(t, 4, Options{})
+	if _, err := r.WaitTimeout(1, 100*time.Millisecond); !errors.Is(err, unix.ETIME) {
+		t.Fatalf("WaitTimeout(1, 100ms) on an idle ring = %v, want ETIME", err)
+	}
+	if r.interrupts > 2 {
+		t.Errorf("a 100 ms wait was interrupted %d times (%d enters)", r.interrupts, r.Enters())
+	}
+}

@@ -67,7 +67,8 @@ func (r *Ring) GetEvents() error {
 
 // submit publishes the local tail and enters as needed. The kernel ends a
 // wait early and still reports success when a signal cuts it after some
-// SQEs were submitted, when an IORING_OP_TIMEOUT completes, or when it
+// SQEs were submitted or while the CQ holds CQEs, when an IORING_OP_TIMEOUT
+// completes, when its timeout expires with CQEs in the CQ, or when it
 // could not submit everything; so the CQ itself is checked and the enter
 // repeated until want CQEs are there (or, with EXT_ARG, the deadline
 // passes). want is capped at the CQ size: the kernel never makes more CQEs
@@ -109,6 +110,11 @@ func (r *Ring) submit(want, flags uint32) (int, error) {
 		if flags&enterGetEvents == 0 || r.CQReady() >= want {
 			return submitted, nil
 		}
+		// A timed wait ends at its deadline even when it returned 0
+		// (the kernel reports ETIME only if the CQ is empty).
+		if flags&enterExtArg != 0 && !time.Now().Before(r.deadline) {
+			return submitted, unix.ETIME
+		}
 	}
 }
 
@@ -132,8 +138,19 @@ func (r *Ring) enter(toSubmit, minComplete, flags uint32) (int, error) {
 			r.ts = unix.NsecToTimespec(int64(left))
 		}
 		r.enters++
-		n, _, errno := unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(r.enterFd), uintptr(toSubmit),
-			uintptr(minComplete), uintptr(flags), uintptr(arg), argSz)
+		var n uintptr
+		var errno syscall.Errno
+		if flags&enterGetEvents != 0 && minComplete > 0 {
+			// May block: tell the scheduler, so that it hands this
+			// thread's P to other goroutines and a GC stop-the-world
+			// does not wait for the wait to end.
+			n, _, errno = unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(r.enterFd), uintptr(toSubmit),
+				uintptr(minComplete), uintptr(flags), uintptr(arg), argSz)
+		} else {
+			// Cannot block: skip the scheduler's bookkeeping.
+			n, _, errno = unix.RawSyscall6(unix.SYS_IO_URING_ENTER, uintptr(r.enterFd), uintptr(toSubmit),
+				uintptr(minComplete), uintptr(flags), uintptr(arg), argSz)
+		}
 		switch errno {
 		case 0:
 			return int(n), nil
