@@ -34,8 +34,10 @@ func (r *Ring) CQReady() uint32 {
 	return atomic.LoadUint32(r.cqTail) - *r.cqHead
 }
 
-// Submit hands every prepared SQE to the kernel without waiting. It
-// returns how many the kernel took.
+// Submit hands every prepared SQE to the kernel without waiting for
+// completions. It returns how many the kernel took. With SQPoll the kernel
+// thread takes them, and a Submit with a full SQ waits until it has made
+// room (IORING_ENTER_SQ_WAIT).
 func (r *Ring) Submit() (int, error) { return r.submit(0, 0) }
 
 // SubmitAndWait submits every prepared SQE and waits until at least want
@@ -86,12 +88,17 @@ func (r *Ring) submit(want, flags uint32) (int, error) {
 		// and this load are both sequentially consistent, the full
 		// barrier liburing places between them.
 		submitted = int(pending)
+		if pending == r.sqEntries {
+			// Full: wait for the thread to make room, so that a
+			// caller looping on GetSQE and Submit does not spin.
+			flags |= enterSQWait
+		}
 		pending = 0
 		if atomic.LoadUint32(r.sqFlags)&sqNeedWakeup != 0 {
 			flags |= enterSQWakeup
 		}
 	}
-	if flags&(enterGetEvents|enterSQWakeup) == 0 && pending == 0 {
+	if flags&(enterGetEvents|enterSQWakeup|enterSQWait) == 0 && pending == 0 {
 		return submitted, nil
 	}
 	if flags&enterGetEvents != 0 && pending == 0 && want > 0 && r.CQReady() >= want {
@@ -106,7 +113,7 @@ func (r *Ring) submit(want, flags uint32) (int, error) {
 			submitted += n
 			pending = r.tail - atomic.LoadUint32(r.sqHead)
 		}
-		flags &^= enterSQWakeup
+		flags &^= enterSQWakeup | enterSQWait
 		if flags&enterGetEvents == 0 || r.CQReady() >= want {
 			return submitted, nil
 		}

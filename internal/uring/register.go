@@ -39,8 +39,11 @@ func (r *Ring) probe() error {
 func (r *Ring) Supports(op uint8) bool { return r.ops[op] }
 
 // UnsupportedOpError reports an opcode the running kernel lacks.
-type UnsupportedOpError struct{ Op uint8 }
+type UnsupportedOpError struct {
+	Op uint8 // the IORING_OP_* the kernel lacks
+}
 
+// Error names the opcode and the fix.
 func (e *UnsupportedOpError) Error() string {
 	return fmt.Sprintf("io_uring: this kernel does not support opcode %s (%d); upgrade the kernel or avoid the operation", OpName(e.Op), e.Op)
 }

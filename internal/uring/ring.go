@@ -24,9 +24,10 @@ type Options struct {
 	DeferTaskrun bool
 	// CoopTaskrun avoids IPIs for task work (IORING_SETUP_COOP_TASKRUN).
 	CoopTaskrun bool
-	// SQPoll starts a kernel thread polling the SQ (IORING_SETUP_SQPOLL);
-	// it sleeps after SQPollIdle without work.
-	SQPoll     bool
+	// SQPoll starts a kernel thread polling the SQ (IORING_SETUP_SQPOLL).
+	SQPoll bool
+	// SQPollIdle is how long the SQPOLL thread spins without work before
+	// it sleeps (millisecond resolution; 0 means the kernel's 1 s).
 	SQPollIdle time.Duration
 	// Clamp clamps too-large sizes instead of failing (IORING_SETUP_CLAMP).
 	Clamp bool
@@ -201,13 +202,13 @@ func (r *Ring) Close() error {
 // Fd returns the ring's file descriptor (the target of a MSG_RING).
 func (r *Ring) Fd() int { return r.fd }
 
-// SQEntries and CQEntries return the ring sizes the kernel chose.
+// SQEntries returns the SQ size the kernel chose.
 func (r *Ring) SQEntries() uint32 { return r.sqEntries }
 
 // CQEntries returns the CQ size the kernel chose.
 func (r *Ring) CQEntries() uint32 { return r.cqEntries }
 
-// Flags returns the setup flags in force; Features the kernel's features.
+// Flags returns the IORING_SETUP_* flags in force.
 func (r *Ring) Flags() uint32 { return r.flags }
 
 // Features returns the IORING_FEAT_* bits the kernel reported.
@@ -219,11 +220,12 @@ func (r *Ring) Enters() uint64 { return r.enters }
 // SetupError reports that io_uring could not be set up, with the likely
 // cause and fix.
 type SetupError struct {
-	Errno syscall.Errno
-	Flags uint32
-	Hint  string
+	Errno syscall.Errno // what io_uring_setup returned
+	Flags uint32        // the IORING_SETUP_* flags asked for
+	Hint  string        // the likely cause and fix
 }
 
+// Error says what failed, with the hint.
 func (e *SetupError) Error() string {
 	return fmt.Sprintf("io_uring_setup (flags %#x): %v: %s", e.Flags, e.Errno, e.Hint)
 }

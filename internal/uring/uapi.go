@@ -17,28 +17,28 @@ import "unsafe"
 // SQE is a submission queue entry, laid out exactly like the kernel's
 // struct io_uring_sqe (64 bytes).
 type SQE struct {
-	Opcode      uint8
-	Flags       uint8
-	Ioprio      uint16
-	Fd          int32
-	Off         uint64 // also addr2
-	Addr        uint64 // also splice_off_in
-	Len         uint32
+	Opcode      uint8  // IORING_OP_*
+	Flags       uint8  // IOSQE_*: SQEIOLink, SQEFixedFile, ...
+	Ioprio      uint16 // I/O priority, or op-specific flags (send/recv)
+	Fd          int32  // file descriptor, or fixed-file index with SQEFixedFile
+	Off         uint64 // file offset; also addr2
+	Addr        uint64 // buffer or path address; also splice_off_in
+	Len         uint32 // buffer length, or op-specific count or mode
 	OpFlags     uint32 // rw_flags, fsync_flags, open_flags, cancel_flags, ...
-	UserData    uint64
-	BufIndex    uint16 // also buf_group
-	Personality uint16
-	FileIndex   uint32 // also splice_fd_in, addr_len
-	Addr3       uint64
+	UserData    uint64 // copied to the CQE untouched
+	BufIndex    uint16 // registered buffer index; also buf_group
+	Personality uint16 // registered credentials, 0 for the submitter's
+	FileIndex   uint32 // direct-descriptor slot + 1; also splice_fd_in, addr_len
+	Addr3       uint64 // third address (op-specific)
 	_           uint64
 }
 
 // CQE is a completion queue entry, laid out exactly like the kernel's
 // struct io_uring_cqe (16 bytes; rings here never use CQE32).
 type CQE struct {
-	UserData uint64
-	Res      int32
-	Flags    uint32
+	UserData uint64 // the SQE's UserData
+	Res      int32  // the result: >= 0 on success, -errno on failure
+	Flags    uint32 // IORING_CQE_F_*
 }
 
 // sqringOffsets is struct io_sqring_offsets.
@@ -100,9 +100,9 @@ type filesUpdate struct {
 
 // OpenHow is struct open_how, the argument of openat2.
 type OpenHow struct {
-	Flags   uint64
-	Mode    uint64
-	Resolve uint64
+	Flags   uint64 // open(2) flags: unix.O_RDONLY, ...
+	Mode    uint64 // permission bits for a created file
+	Resolve uint64 // RESOLVE_*: ResolveBeneath, ResolveNoSymlinks
 }
 
 // probeOp is struct io_uring_probe_op.
