@@ -554,48 +554,64 @@ func (r *reach) seen(i int32) bool { return r.stamp[i] == r.gen }
 // checkHandles checks that every node using a handle descends from the open
 // producing it and from none of its closes (other than itself).
 func (v *validator) checkHandles() {
-	g := v.g
-	users := make(map[string][]int32)
-	var names []string
-	for i := range g.nodes {
-		nd := &g.nodes[i]
-		if nd.Handle == "" {
-			continue
-		}
-		if _, ok := v.opens[nd.Handle]; !ok {
-			continue // reported by checkNode
-		}
-		if _, ok := users[nd.Handle]; !ok {
-			names = append(names, nd.Handle)
-		}
-		users[nd.Handle] = append(users[nd.Handle], int32(i))
-	}
-	if len(names) == 0 {
+	if len(v.opens) == 0 {
 		return
 	}
+	g := v.g
+	n := len(g.nodes)
+	// Users grouped by their open, in index order: a counting sort.
+	type use struct{ user, open int32 }
+	var uses []use
+	for i := range g.nodes {
+		if h := g.nodes[i].Handle; h != "" {
+			if o, ok := v.opens[h]; ok { // else reported by checkNode
+				uses = append(uses, use{int32(i), o})
+			}
+		}
+	}
+	if len(uses) == 0 {
+		return
+	}
+	off := make([]int32, n+1)
+	for _, u := range uses {
+		off[u.open+1]++
+	}
+	for i := 0; i < n; i++ {
+		off[i+1] += off[i]
+	}
+	users := make([]int32, len(uses))
+	next := make([]int32, n)
+	copy(next, off[:n])
+	for _, u := range uses {
+		users[next[u.open]] = u.user
+		next[u.open]++
+	}
+	reported := make([]bool, n)
 	r := newReach(g)
-	for _, h := range names {
-		us := users[h]
+	for open := int32(0); int(open) < n; open++ {
+		us := users[off[open]:off[open+1]]
+		if len(us) == 0 {
+			continue
+		}
+		h := g.nodes[open].As
 		limit := int32(0)
 		for _, u := range us {
 			limit = max(limit, r.pos[u])
 		}
-		open := v.opens[h]
 		r.forward(open, limit)
 		for _, u := range us {
 			if !r.seen(u) {
 				v.nodeErr(u, "handle", wrap(ErrNotAncestor, "open %q of handle %q is not an ancestor", g.nodes[open].ID, h))
 			}
 		}
-		closed := make(map[int32]bool)
 		for _, c := range us {
 			if g.nodes[c].Op != OpClose {
 				continue
 			}
 			r.forward(c, limit)
 			for _, u := range us {
-				if u != c && r.seen(u) && !closed[u] {
-					closed[u] = true
+				if u != c && r.seen(u) && !reported[u] {
+					reported[u] = true
 					v.nodeErr(u, "handle", wrap(ErrHandleClosed, "handle %q used after close %q", h, g.nodes[c].ID))
 				}
 			}
