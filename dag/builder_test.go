@@ -219,6 +219,14 @@ func TestBuildErrors(t *testing.T) {
 			c := b.Close("c", "h").After(o)
 			b.Fsync("s", Handle("h")).After(c)
 		}, []problem{{"s", "handle", ErrHandleClosed.Error()}}},
+		{"two handles", nil, func(b *Builder) {
+			o1 := b.Open("o1", "f", 0, "h1")
+			o2 := b.Open("o2", "g", 0, "h2")
+			r1 := b.Read("r1", Handle("h1"), 0, 1).After(o2) // wrong open
+			r2 := b.Read("r2", Handle("h2"), 0, 1).After(o2)
+			b.Close("c1", "h1").Finally(r1, o1)
+			b.Close("c2", "h2").Finally(r2)
+		}, []problem{{"r1", "handle", ErrNotAncestor.Error()}}},
 		{"closed twice", nil, func(b *Builder) {
 			o := b.Open("o", "f", 0, "h")
 			c := b.Close("c", "h").After(o)
