@@ -147,7 +147,7 @@ func (r *Ring) enter(toSubmit, minComplete, flags uint32) (int, error) {
 		r.enters++
 		var n uintptr
 		var errno syscall.Errno
-		if flags&enterGetEvents != 0 && minComplete > 0 {
+		if flags&enterGetEvents != 0 && minComplete > 0 || flags&enterSQWait != 0 {
 			// May block: tell the scheduler, so that it hands this
 			// thread's P to other goroutines and a GC stop-the-world
 			// does not wait for the wait to end.
