@@ -1,0 +1,69 @@
+package submit
+
+import (
+	"math/bits"
+
+	"github.com/iodag/iodag/internal/uring"
+)
+
+const (
+	minClassShift = 6 // 64-byte smallest class
+	numClasses    = 32 - minClassShift
+	arenaChunk    = 1 << 20
+)
+
+// bufPool hands out kernel-safe buffers (package uring's memory rule:
+// arena memory, outside the Go heap) in power-of-two classes, 4 KiB
+// aligned from 4 KiB up so O_DIRECT accepts them. A buffer goes back to
+// its class's free stack when its CQE is reaped, so memory stays bounded
+// by what is in flight, and a rerun allocates nothing.
+type bufPool struct {
+	arenas []*uring.Arena
+	free   [numClasses][][]byte
+}
+
+func classOf(n int) int {
+	c := bits.Len(uint(n - 1))
+	if c < minClassShift {
+		c = minClassShift
+	}
+	return c - minClassShift
+}
+
+// get returns a buffer of n bytes (n > 0), or nil if memory ran out.
+func (p *bufPool) get(n int) []byte {
+	c := classOf(n)
+	if s := p.free[c]; len(s) > 0 {
+		b := s[len(s)-1]
+		p.free[c] = s[:len(s)-1]
+		return b[:n]
+	}
+	size := 1 << (c + minClassShift)
+	align := min(size, 4096)
+	if k := len(p.arenas); k > 0 {
+		if b := p.arenas[k-1].Alloc(size, align); b != nil {
+			return b[:n]
+		}
+	}
+	a, err := uring.NewArena(max(arenaChunk, size))
+	if err != nil {
+		return nil
+	}
+	p.arenas = append(p.arenas, a)
+	return a.Alloc(size, align)[:n]
+}
+
+// put returns a buffer from get.
+func (p *bufPool) put(b []byte) {
+	b = b[:cap(b)]
+	c := classOf(len(b))
+	p.free[c] = append(p.free[c], b)
+}
+
+// release unmaps every arena.
+func (p *bufPool) release() {
+	for _, a := range p.arenas {
+		a.Free()
+	}
+	*p = bufPool{}
+}

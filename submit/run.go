@@ -1,0 +1,283 @@
+// Package submit runs a built dag.Graph on a workers.Pool in one of three
+// modes, so that they can be compared on the same work:
+//
+//   - Graph: dataflow; each node is submitted the moment its last
+//     predecessor completes, linear runs go down as kernel links, and
+//     results (an open's file, a statx's size) feed later nodes.
+//   - Link: what plain io_uring offers; each weakly connected component is
+//     one IOSQE_IO_LINK chain in topological order.
+//   - Waves: level by level; submit a level, wait for all of it.
+//
+// Every mode gives every node exactly one final status (ok, failed or
+// canceled, with a cause) under the semantics of DESIGN.md, and the
+// Report says what ran when.
+package submit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+
+	"github.com/iodag/iodag/dag"
+	"github.com/iodag/iodag/internal/uring"
+	"github.com/iodag/iodag/workers"
+	"golang.org/x/sys/unix"
+)
+
+// Mode is a submission strategy.
+type Mode int
+
+const (
+	// Graph is native dataflow (the default).
+	Graph Mode = iota
+	// Link serializes each component into one IOSQE_IO_LINK chain.
+	Link
+	// Waves submits level by level, waiting for each level.
+	Waves
+)
+
+// Modes lists every mode, in the order reports show them.
+var Modes = [...]Mode{Link, Waves, Graph}
+
+func (m Mode) String() string {
+	switch m {
+	case Graph:
+		return "graph"
+	case Link:
+		return "link"
+	case Waves:
+		return "waves"
+	}
+	return fmt.Sprintf("mode(%d)", int(m))
+}
+
+// ParseMode returns the mode named s ("graph", "link" or "waves").
+func ParseMode(s string) (Mode, error) {
+	for _, m := range Modes {
+		if m.String() == s {
+			return m, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown mode %q (want graph, link or waves)", s)
+}
+
+// Options tune a run. The zero value runs once, with no root directory.
+type Options struct {
+	// Root is the directory every path and spec file of the graph
+	// resolves in; opens cannot leave it (openat2 RESOLVE_BENEATH).
+	// Required when the graph has files or paths; see CreateFiles.
+	Root string
+	// Repeat runs the graph this many times back to back (default 1);
+	// the report's nodes show the last run, its counters all of them.
+	Repeat int
+}
+
+// Run runs g once on pool in the given mode and reports every node. The
+// error is non-nil if the run could not start (an op the kernel lacks, a
+// missing root) or if ctx ended it early, in which case in-flight
+// requests were canceled, unstarted nodes are canceled with cause
+// "context", and the report is still complete.
+func Run(ctx context.Context, pool *workers.Pool, g *dag.Graph, mode Mode, o Options) (*Report, error) {
+	r := NewRunner(pool, g)
+	defer r.Close()
+	return r.Run(ctx, mode, o)
+}
+
+// Runner runs one graph repeatedly on one pool, reusing everything it
+// allocated: a rerun allocates nothing per node. A Runner is not safe
+// for concurrent use; use one per goroutine (a pool serves many).
+type Runner struct {
+	pool   *workers.Pool
+	p      *plan
+	st     *state
+	tasks  []*task
+	rootFd int32
+	pinner runtime.Pinner
+	t0     int64
+	report Report
+}
+
+// NewRunner prepares g to run on pool: flattens it and splits its
+// components round-robin into one task per worker.
+func NewRunner(pool *workers.Pool, g *dag.Graph) *Runner {
+	p := newPlan(g)
+	r := &Runner{pool: pool, p: p, st: newState(p), rootFd: -1}
+	k := min(pool.Size(), len(p.comps))
+	local := make([]int32, len(p.comps))
+	for j := 0; j < k; j++ {
+		r.tasks = append(r.tasks, &task{r: r, p: p, st: r.st, fileSlot: make([]uint32, len(p.files)), fileFds: make([]int, len(p.files))})
+	}
+	for c, nodes := range p.comps {
+		t := r.tasks[c%k]
+		local[c] = int32(len(t.comps))
+		t.comps = append(t.comps, int32(c))
+		t.nodes = append(t.nodes, nodes...)
+	}
+	for _, t := range r.tasks {
+		t.links.local = local
+		t.ready = make([]int32, 0, len(t.nodes))
+		t.wavesInit()
+	}
+	return r
+}
+
+// Close releases the Runner's buffers.
+func (r *Runner) Close() error {
+	for _, t := range r.tasks {
+		t.bufs.release()
+	}
+	return nil
+}
+
+// Run runs the graph in mode; see the package function Run. The returned
+// Report is reused by the Runner's next Run.
+func (r *Runner) Run(ctx context.Context, mode Mode, o Options) (*Report, error) {
+	if o.Repeat <= 0 {
+		o.Repeat = 1
+	}
+	if mode < Graph || mode > Waves {
+		return nil, fmt.Errorf("submit: unknown mode %d", mode)
+	}
+	if err := r.checkOps(); err != nil {
+		return nil, err
+	}
+	files, err := r.open(o.Root)
+	if err != nil {
+		return nil, err
+	}
+	defer r.closeFiles(files)
+	if len(r.p.paths) > 0 {
+		r.pinner.Pin(&r.p.paths[0])
+	}
+	for i := 0; i < r.p.n; i++ {
+		if b := r.p.g.Node(i).Buf; len(b) > 0 {
+			r.pinner.Pin(&b[0])
+		}
+	}
+	defer r.pinner.Unpin()
+
+	r.t0 = r.pool.Now()
+	for _, t := range r.tasks {
+		t.mode, t.repeat, t.iter = mode, o.Repeat, 0
+		t.sqes, t.maxInflight, t.splits, t.enters = 0, 0, 0, 0
+		t.cancelReq.Store(false)
+		t.canceled, t.err = false, nil
+		t.worker.Store(nil)
+		copy(t.fileFds, files)
+		t.done = make(chan struct{})
+	}
+	stop := context.AfterFunc(ctx, func() {
+		for _, t := range r.tasks {
+			t.cancelReq.Store(true)
+			if w := t.worker.Load(); w != nil {
+				w.Wake()
+			}
+		}
+	})
+	var started []*task
+	var goErr error
+	for _, t := range r.tasks {
+		if goErr = r.pool.Go(t); goErr != nil {
+			break
+		}
+		started = append(started, t)
+	}
+	for _, t := range started {
+		<-t.done
+	}
+	stop()
+	wall := r.pool.Now() - r.t0
+	if goErr != nil {
+		return nil, goErr
+	}
+	rep := r.buildReport(mode, o.Repeat, wall)
+	var errs []error
+	for _, t := range r.tasks {
+		if t.err != nil {
+			errs = append(errs, t.err)
+		}
+		if t.canceled {
+			errs = append(errs, context.Cause(ctx))
+		}
+	}
+	return rep, errors.Join(dedupe(errs)...)
+}
+
+func dedupe(errs []error) []error {
+	out := errs[:0]
+	for _, e := range errs {
+		dup := false
+		for _, o := range out {
+			dup = dup || o == e
+		}
+		if !dup {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// checkOps fails before anything is submitted if the kernel lacks an
+// opcode the graph needs.
+func (r *Runner) checkOps() error {
+	for op, used := range r.p.opsUsed {
+		if used && !r.pool.Supports(uringOp[op]) {
+			return fmt.Errorf("submit: graph %q needs %s: %w", r.p.g.Name(), dag.Op(op), &uring.UnsupportedOpError{Op: uringOp[op]})
+		}
+	}
+	return nil
+}
+
+// open opens the run root and the spec files nodes read and write (fds,
+// -1 for files no node uses), confined to the root.
+func (r *Runner) open(root string) ([]int, error) {
+	needRoot := len(r.p.paths) > 0
+	for _, u := range r.p.useFile {
+		needRoot = needRoot || u
+	}
+	files := make([]int, len(r.p.files))
+	for i := range files {
+		files[i] = -1
+	}
+	if !needRoot {
+		return files, nil
+	}
+	if root == "" {
+		return nil, fmt.Errorf("submit: graph %q uses files or paths: Options.Root must name its directory", r.p.g.Name())
+	}
+	fd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("submit: open root %s: %w", root, err)
+	}
+	r.rootFd = int32(fd)
+	for i, f := range r.p.files {
+		if !r.p.useFile[i] {
+			continue
+		}
+		flags := unix.O_RDWR | unix.O_CLOEXEC
+		if f.Direct {
+			flags |= unix.O_DIRECT
+		}
+		fd, err := unix.Openat2(int(r.rootFd), f.Name, &unix.OpenHow{Flags: uint64(flags), Resolve: unix.RESOLVE_BENEATH})
+		if err != nil {
+			r.closeFiles(files)
+			return nil, fmt.Errorf("submit: open spec file %q in %s: %w (run CreateFiles first)", f.Name, root, err)
+		}
+		files[i] = fd
+	}
+	return files, nil
+}
+
+func (r *Runner) closeFiles(files []int) {
+	for i, fd := range files {
+		if fd >= 0 {
+			unix.Close(fd)
+			files[i] = -1
+		}
+	}
+	if r.rootFd >= 0 {
+		unix.Close(int(r.rootFd))
+		r.rootFd = -1
+	}
+}

@@ -1,0 +1,378 @@
+package workers
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"runtime"
+
+	"github.com/iodag/iodag/internal/uring"
+	"golang.org/x/sys/unix"
+)
+
+// A Task is work a worker drives on its ring until Done: a state machine
+// whose methods the worker calls, always on the worker's own thread, so a
+// task needs no locks for state only it touches.
+//
+// User data: a task stores only the low 48 bits of an SQE's user_data;
+// Worker.SQE sets the rest to route the CQE back to the task.
+type Task interface {
+	// Start runs once before any other call; an error ends the task
+	// (Finish is still called, with that error).
+	Start(w *Worker) error
+	// Prep fills SQEs (from Worker.SQE) for work that is ready.
+	Prep(w *Worker)
+	// Complete handles one CQE of this task; UserData holds the low 48
+	// bits the task set.
+	Complete(w *Worker, c uring.CQE)
+	// Want returns how many of its in-flight completions the task needs
+	// before it can submit more (1 for dataflow; a whole level for
+	// waves). The worker waits for the fewest any task wants.
+	Want() int
+	// Done reports whether the task has nothing in flight and nothing
+	// left to submit.
+	Done() bool
+	// Finish runs once, last, with the error that ended the task early.
+	Finish(w *Worker, err error)
+}
+
+const (
+	tagShift     = 48
+	userDataMask = 1<<tagShift - 1
+	doorbellTag  = 1<<16 - 1
+	maxTasks     = doorbellTag
+	// maxWait bounds a wait for more than one completion.
+	maxWait = 2 * time.Millisecond
+)
+
+// Worker is one fixed worker: a goroutine locked to its OS thread that
+// owns one ring. Only Wake and ID may be called from other goroutines;
+// everything else is for Tasks, on the worker's thread.
+type Worker struct {
+	pool  *Pool
+	id    int
+	queue *queue
+	ring  *uring.Ring
+
+	efd      int
+	bell     []byte
+	bellArmd bool
+	arena    *uring.Arena
+	sleeping atomic.Bool
+	poked    atomic.Bool
+
+	tasks       []Task // by tag; nil = free
+	freeTags    []int
+	active      []int
+	incoming    []Task
+	cur         uint64 // tag of the task being called, pre-shifted
+	inflight    int
+	inflightCap int
+	slots       []uint32 // free fixed-file slots (a stack)
+	now         int64
+
+	tasksDone atomic.Uint64
+	enters    atomic.Uint64
+	wakes     atomic.Uint64
+	closeErr  error
+}
+
+// ID returns the worker's index in its pool.
+func (w *Worker) ID() int { return w.id }
+
+// Ring returns the worker's ring (for registration and feature checks;
+// SQEs must come from SQE so the in-flight bound holds).
+func (w *Worker) Ring() *uring.Ring { return w.ring }
+
+// Room returns how many SQEs SQE will still hand out in this Prep: the
+// smaller of the free SQ space and the in-flight budget.
+func (w *Worker) Room() int {
+	room := w.inflightCap - w.inflight
+	if sq := int(w.ring.SQSpace()); sq < room {
+		room = sq
+	}
+	return room
+}
+
+// SQE returns a free SQE with user_data set to ud (48 bits) plus the
+// task's routing tag, or nil when Room is 0. Each SQE must produce exactly
+// one CQE (do not set CQE_SKIP_SUCCESS).
+func (w *Worker) SQE(ud uint64) *uring.SQE {
+	if w.inflight >= w.inflightCap {
+		return nil
+	}
+	s := w.ring.GetSQE()
+	if s == nil {
+		return nil
+	}
+	s.UserData = ud&userDataMask | w.cur
+	w.inflight++
+	return s
+}
+
+// UserData returns the full user_data the kernel sees for the task's
+// 48-bit ud, the key an ASYNC_CANCEL of that request needs.
+func (w *Worker) UserData(ud uint64) uint64 { return ud&userDataMask | w.cur }
+
+// Now returns the time of the current batch, in nanoseconds since the
+// pool started: read once per Prep round and once per completion batch,
+// never per operation.
+func (w *Worker) Now() int64 { return w.now }
+
+// Since converts a wall-clock time to the pool's Now scale.
+func (p *Pool) Since(t time.Time) int64 { return int64(t.Sub(p.epoch)) }
+
+// Now returns the current time on the workers' Now scale.
+func (p *Pool) Now() int64 { return int64(time.Since(p.epoch)) }
+
+// AllocSlot takes a free fixed-file slot of this worker's table.
+func (w *Worker) AllocSlot() (uint32, bool) {
+	n := len(w.slots)
+	if n == 0 {
+		return 0, false
+	}
+	s := w.slots[n-1]
+	w.slots = w.slots[:n-1]
+	return s, true
+}
+
+// FreeSlot returns a slot to the table; the caller has emptied it.
+func (w *Worker) FreeSlot(s uint32) { w.slots = append(w.slots, s) }
+
+// FreeSlots returns how many fixed-file slots are free.
+func (w *Worker) FreeSlots() int { return len(w.slots) }
+
+// Wake makes the worker run its loop soon (for example to notice a
+// cancellation); safe from any goroutine.
+func (w *Worker) Wake() { w.wake() }
+
+func (w *Worker) wake() {
+	w.poked.Store(true)
+	if w.sleeping.CompareAndSwap(true, false) {
+		w.wakes.Add(1)
+		one := [8]byte{1}
+		unix.Write(w.efd, one[:])
+	}
+}
+
+func (w *Worker) setup() error {
+	cfg := &w.pool.cfg
+	o := uring.Options{CQEntries: 2 * cfg.Entries, SQPoll: cfg.SQPoll}
+	if !cfg.Plain {
+		o.SingleIssuer, o.DeferTaskrun, o.RegisterRing = true, true, true
+	}
+	r, err := uring.New(cfg.Entries, o)
+	if err != nil && !cfg.Plain && errors.Is(err, unix.EINVAL) {
+		// Older kernels lack SINGLE_ISSUER/DEFER_TASKRUN: fall back.
+		o.SingleIssuer, o.DeferTaskrun, o.RegisterRing = false, false, false
+		r, err = uring.New(cfg.Entries, o)
+	}
+	if err != nil {
+		return fmt.Errorf("worker %d: %w", w.id, err)
+	}
+	w.ring = r
+	if err := r.RegisterFilesSparse(cfg.Files); err != nil {
+		return fmt.Errorf("worker %d: %w (lower Files or raise RLIMIT_NOFILE)", w.id, err)
+	}
+	w.slots = make([]uint32, cfg.Files)
+	for i := range w.slots {
+		w.slots[i] = cfg.Files - 1 - uint32(i)
+	}
+	if cfg.IOWQBounded > 0 || cfg.IOWQUnbounded > 0 {
+		if _, err := r.SetIOWQMaxWorkers(cfg.IOWQBounded, cfg.IOWQUnbounded); err != nil {
+			return fmt.Errorf("worker %d: %w", w.id, err)
+		}
+	}
+	if len(cfg.CPUs) > 0 {
+		var set unix.CPUSet
+		set.Set(cfg.CPUs[w.id%len(cfg.CPUs)])
+		if err := unix.SchedSetaffinity(0, &set); err != nil {
+			return fmt.Errorf("worker %d: pin to CPU %d: %w", w.id, cfg.CPUs[w.id%len(cfg.CPUs)], err)
+		}
+		if err := r.SetIOWQAffinity(&set); err != nil {
+			return fmt.Errorf("worker %d: %w", w.id, err)
+		}
+	}
+	w.inflightCap = int(r.CQEntries()) - 1 // one CQE is the doorbell's
+	if cfg.InFlight > 0 && cfg.InFlight < w.inflightCap {
+		w.inflightCap = cfg.InFlight
+	}
+	if w.efd, err = unix.Eventfd(0, unix.EFD_CLOEXEC); err != nil {
+		return fmt.Errorf("worker %d: eventfd: %w", w.id, err)
+	}
+	if w.arena, err = uring.NewArena(8); err != nil {
+		return fmt.Errorf("worker %d: %w", w.id, err)
+	}
+	w.bell = w.arena.Alloc(8, 8)
+	return nil
+}
+
+func (w *Worker) teardown() {
+	if w.ring != nil {
+		w.closeErr = w.ring.Close() // cancels the doorbell read
+	}
+	if w.efd > 0 {
+		unix.Close(w.efd)
+	}
+	if w.arena != nil {
+		w.arena.Free()
+	}
+}
+
+// loop is the worker's life: take tasks, let them prep SQEs, submit and
+// wait in one enter, route completions, retire finished tasks.
+func (w *Worker) loop(errp *error, started func()) {
+	defer w.pool.wg.Done()
+	// The thread is never unlocked: it exits with the goroutine, taking
+	// the ring's per-thread registration with it.
+	runtime.LockOSThread()
+	if err := w.setup(); err != nil {
+		*errp = err
+		w.teardown()
+		started()
+		return
+	}
+	started()
+	defer w.teardown()
+	cqes := make([]uring.CQE, w.ring.CQEntries())
+	take := 0
+	if w.pool.shared != nil {
+		take = 1
+	}
+	for {
+		w.admit(take)
+		if !w.bellArmd {
+			s := w.ring.GetSQE()
+			s.UserData = doorbellTag << tagShift
+			s.PrepRead(int32(w.efd), w.bell, 0)
+			w.bellArmd = true
+		}
+		w.now = w.pool.Now()
+		for _, tag := range w.active {
+			w.cur = uint64(tag) << tagShift
+			w.tasks[tag].Prep(w)
+		}
+		w.retire()
+		if len(w.active) == 0 && w.pool.closing.Load() && w.queue.n.Load() == 0 {
+			return
+		}
+		want := w.want()
+		w.sleeping.Store(true)
+		if w.poked.Swap(false) || (w.queue.n.Load() > 0 && len(w.tasks)-len(w.freeTags) < maxTasks) {
+			want = 0
+		}
+		before := w.ring.Enters()
+		var err error
+		if want > 1 {
+			// Wake up now and then all the same, to notice new tasks
+			// and cancellations while a long wait is under way.
+			_, err = w.ring.WaitTimeout(want, maxWait)
+			if errors.Is(err, unix.ETIME) {
+				err = nil
+			}
+		} else {
+			_, err = w.ring.SubmitAndWait(want)
+		}
+		w.sleeping.Store(false)
+		w.enters.Add(w.ring.Enters() - before)
+		if err != nil {
+			w.failAll(fmt.Errorf("worker %d: io_uring_enter: %w", w.id, err))
+			continue
+		}
+		for {
+			n := w.ring.PeekBatch(cqes)
+			if n == 0 {
+				break
+			}
+			w.now = w.pool.Now()
+			for _, c := range cqes[:n] {
+				tag := c.UserData >> tagShift
+				if tag == doorbellTag {
+					w.bellArmd = false
+					continue
+				}
+				w.inflight--
+				c.UserData &= userDataMask
+				w.cur = tag << tagShift
+				w.tasks[tag].Complete(w, c)
+			}
+		}
+		w.retire()
+	}
+}
+
+// want returns how many CQEs to wait for: the fewest any task needs to
+// make progress, at least 1 (the doorbell is always in flight).
+func (w *Worker) want() uint32 {
+	want := 0
+	for _, tag := range w.active {
+		if n := w.tasks[tag].Want(); n >= 1 && (want == 0 || n < want) {
+			want = n
+		}
+	}
+	if want < 1 || w.inflight == 0 {
+		want = 1
+	}
+	return uint32(want)
+}
+
+// admit takes queued tasks (all of them, or max with a shared queue) and
+// starts them.
+func (w *Worker) admit(max int) {
+	if w.queue.n.Load() == 0 {
+		return
+	}
+	if room := maxTasks - (len(w.tasks) - len(w.freeTags)); max == 0 || max > room {
+		max = room
+	}
+	w.incoming = w.queue.takeAll(w.incoming[:0], max)
+	for i, t := range w.incoming {
+		w.incoming[i] = nil
+		var tag int
+		if n := len(w.freeTags); n > 0 {
+			tag, w.freeTags = w.freeTags[n-1], w.freeTags[:n-1]
+			w.tasks[tag] = t
+		} else {
+			tag = len(w.tasks)
+			w.tasks = append(w.tasks, t)
+		}
+		w.cur = uint64(tag) << tagShift
+		if err := t.Start(w); err != nil {
+			w.finish(tag, err)
+			continue
+		}
+		w.active = append(w.active, tag)
+	}
+}
+
+// retire finishes the tasks that are done.
+func (w *Worker) retire() {
+	kept := w.active[:0]
+	for _, tag := range w.active {
+		if w.tasks[tag].Done() {
+			w.finish(tag, nil)
+		} else {
+			kept = append(kept, tag)
+		}
+	}
+	w.active = kept
+}
+
+func (w *Worker) finish(tag int, err error) {
+	w.cur = uint64(tag) << tagShift
+	w.tasks[tag].Finish(w, err)
+	w.tasks[tag] = nil
+	w.freeTags = append(w.freeTags, tag)
+	w.tasksDone.Add(1)
+}
+
+// failAll ends every task after a ring error the worker cannot recover
+// from; their in-flight requests are abandoned to the kernel.
+func (w *Worker) failAll(err error) {
+	for _, tag := range w.active {
+		w.finish(tag, err)
+	}
+	w.active = w.active[:0]
+}
