@@ -1,0 +1,49 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func TestRun(t *testing.T) {
+	var buf bytes.Buffer
+	if err := run(&buf); err != nil {
+		t.Fatalf("run: %v\n%s", err, &buf)
+	}
+	out := buf.String()
+	for _, want := range []string{"level 1: b c", "critical path: a -> b -> d (3 nodes)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	// The summary table has one line per mode: mode, wall, enters, SQEs,
+	// max in-flight, ok, failed, canceled.
+	summary := map[string][]string{}
+	nodes := map[string][]string{}
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		switch {
+		case len(f) == 8 && (f[0] == "link" || f[0] == "waves" || f[0] == "graph"):
+			summary[f[0]] = f
+		case len(f) > 2 && len(f[0]) == 1 && strings.Contains("abcd", f[0]):
+			nodes[f[0]] = f
+		}
+	}
+	for _, m := range []string{"link", "waves", "graph"} {
+		f, ok := summary[m]
+		if !ok {
+			t.Errorf("no summary line for mode %s:\n%s", m, out)
+			continue
+		}
+		if got := f[5] + "/" + f[6] + "/" + f[7]; got != "4/0/0" {
+			t.Errorf("mode %s: ok/failed/canceled = %s, want 4/0/0", m, got)
+		}
+	}
+	for _, id := range []string{"a", "b", "c", "d"} {
+		f := nodes[id]
+		if got := strings.Count(strings.Join(f, " "), " ok "); got != 3 {
+			t.Errorf("node %s: ok in %d modes, want 3: %q", id, got, f)
+		}
+	}
+}
