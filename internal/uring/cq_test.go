@@ -395,3 +395,40 @@ func TestBlockingWaitIsASyscall(t *testing.T) {
 		t.Errorf("a 100 ms wait was interrupted %d times (%d enters)", r.interrupts, r.Enters())
 	}
 }
+
+// TestDeferTaskrunNeedsGetEvents pins DEFER_TASKRUN: a completion that
+// needs task work (a pipe read retried once data arrives) is posted only
+// by an enter with GETEVENTS on the ring's thread.
+func TestDeferTaskrunNeedsGetEvents(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	r := newRing(t, 4, Options{SingleIssuer: true, DeferTaskrun: true})
+	a := newArena(t, 4096)
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(p[0])
+	defer unix.Close(p[1])
+	s := getSQE(t, r)
+	s.PrepRead(int32(p[0]), a.Alloc(1, 1), 0)
+	s.UserData = 1
+	if _, err := r.Submit(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := unix.Write(p[1], []byte{1}); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.CQReady(); got != 0 {
+		t.Errorf("CQReady() before GetEvents = %d, want 0", got)
+	}
+	if err := r.GetEvents(); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.CQReady(); got != 1 {
+		t.Errorf("CQReady() after GetEvents = %d, want 1", got)
+	}
+	if diff := cmp.Diff([]CQE{{UserData: 1, Res: 1}}, reap(t, r, 1)); diff != "" {
+		t.Errorf("CQEs after GetEvents (-want +got):\n%s", diff)
+	}
+}
