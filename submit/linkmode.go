@@ -96,6 +96,7 @@ func (t *task) linkSegment(w *workers.Worker, k int32, seq []int32) {
 		}
 		seg = append(seg, x)
 		if t.endsChain(x, t.nextPending(seq, j+1)) {
+			t.splits++
 			break
 		}
 	}

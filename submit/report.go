@@ -27,8 +27,12 @@ type Report struct {
 	// MaxInflight is the peak of SQEs in flight, summed over workers.
 	MaxInflight int    `json:"max_inflight"`
 	Counts      Counts `json:"counts"`
-	// Splits counts link-mode chains split where a node needs a result
-	// of its own chain (a read sized by a statx).
+	// Splits counts where link mode ended a kernel chain early because
+	// the kernel's rule would differ from the graph's semantics: before a
+	// node that needs a result of its own chain (a read sized by a
+	// statx), after an op whose failure does not break a kernel link
+	// (statx, unlink, rename, mkdir), after an allow_short transfer, and
+	// before a hardlink from a node with after-dependents.
 	Splits int `json:"splits,omitempty"`
 	// Nodes has one entry per node, in declaration order (last repeat).
 	Nodes []NodeResult `json:"nodes"`

@@ -1,0 +1,473 @@
+package submit
+
+import (
+	"context"
+	"errors"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/iodag/iodag/dag"
+	"github.com/iodag/iodag/workers"
+	"go.uber.org/goleak"
+	"golang.org/x/sys/unix"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// newPool returns a pool closed at the end of the test.
+func newPool(t testing.TB, cfg workers.Config) *workers.Pool {
+	t.Helper()
+	pool, err := workers.New(cfg)
+	if err != nil {
+		t.Fatalf("workers.New(%+v): %v", cfg, err)
+	}
+	t.Cleanup(func() {
+		if err := pool.Close(); err != nil {
+			t.Errorf("pool.Close: %v", err)
+		}
+	})
+	return pool
+}
+
+// runIn runs g in mode in a fresh root holding g's files (after setup).
+func runIn(t testing.TB, pool *workers.Pool, g *dag.Graph, mode Mode, setup func(root string)) *Report {
+	t.Helper()
+	root := t.TempDir()
+	if err := CreateFiles(root, g); err != nil {
+		t.Fatal(err)
+	}
+	if setup != nil {
+		setup(root)
+	}
+	rep, err := Run(context.Background(), pool, g, mode, Options{Root: root})
+	if err != nil {
+		t.Fatalf("Run(%s, %s): %v", g.Name(), mode, err)
+	}
+	checkFinal(t, g, rep)
+	return rep
+}
+
+// checkFinal checks the invariants every report keeps: one final status
+// per node, counts that add up, causes only on canceled nodes.
+func checkFinal(t testing.TB, g *dag.Graph, rep *Report) {
+	t.Helper()
+	if len(rep.Nodes) != g.Len() {
+		t.Fatalf("%s %s: %d node results, want %d", g.Name(), rep.Mode, len(rep.Nodes), g.Len())
+	}
+	var c Counts
+	for _, n := range rep.Nodes {
+		switch n.Status {
+		case StatusOK:
+			c.OK++
+		case StatusFailed:
+			c.Failed++
+		case StatusCanceled:
+			c.Canceled++
+			if n.Cause == "" {
+				t.Errorf("%s %s: canceled node %s has no cause", g.Name(), rep.Mode, n.ID)
+			}
+		default:
+			t.Errorf("%s %s: node %s has status %q", g.Name(), rep.Mode, n.ID, n.Status)
+		}
+		if n.Status != StatusCanceled && n.Cause != "" {
+			t.Errorf("%s %s: %s node %s has cause %q", g.Name(), rep.Mode, n.Status, n.ID, n.Cause)
+		}
+	}
+	if c != rep.Counts {
+		t.Errorf("%s %s: counts %+v, nodes say %+v", g.Name(), rep.Mode, rep.Counts, c)
+	}
+}
+
+// outcome is what the semantics fix about a node: not its timing.
+type outcome struct {
+	Status Status
+	Res    int32
+	Cause  string
+	Digest Digest
+}
+
+func outcomes(rep *Report) map[string]outcome {
+	m := make(map[string]outcome, len(rep.Nodes))
+	for _, n := range rep.Nodes {
+		m[n.ID] = outcome{n.Status, n.Res, n.Cause, n.Digest}
+	}
+	return m
+}
+
+// TestSpecs runs every valid spec of testdata in the three modes: all
+// nodes succeed, the modes agree on every result and digest, and the
+// enter counts differ as the strategies say.
+func TestSpecs(t *testing.T) {
+	specs, err := filepath.Glob("../testdata/*.json")
+	if err != nil || len(specs) == 0 {
+		t.Fatalf("no specs: %v", err)
+	}
+	pool := newPool(t, workers.Config{Workers: 2, Entries: 32})
+	for _, path := range specs {
+		name := strings.TrimSuffix(filepath.Base(path), ".json")
+		t.Run(name, func(t *testing.T) {
+			g, err := dag.LoadFile(path)
+			if err != nil {
+				t.Skipf("not a valid spec: %v", err)
+			}
+			reps := map[Mode]*Report{}
+			for _, m := range Modes {
+				reps[m] = runIn(t, pool, g, m, nil)
+				if reps[m].Counts.OK != g.Len() {
+					t.Errorf("%s %s: counts %+v, want all %d ok", name, m, reps[m].Counts, g.Len())
+				}
+			}
+			want := outcomes(reps[Graph])
+			for _, m := range []Mode{Link, Waves} {
+				if diff := cmp.Diff(want, outcomes(reps[m])); diff != "" {
+					t.Errorf("%s: %s differs from graph (-graph +%s):\n%s", name, m, m, diff)
+				}
+			}
+			if w := reps[Waves]; w.Enters < uint64(len(g.Levels())) {
+				t.Errorf("%s: waves made %d enters for %d levels", name, w.Enters, len(g.Levels()))
+			}
+		})
+	}
+}
+
+// TestFailures injects failures and checks, per mode, every node's
+// outcome: what is canceled and why, what still runs.
+func TestFailures(t *testing.T) {
+	const page = 4096
+	fillDigest := func(v byte, n int) Digest {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = v
+		}
+		return Digest(crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli)))
+	}
+	ok := outcome{Status: StatusOK}
+	enoent := outcome{Status: StatusFailed, Res: -int32(unix.ENOENT)}
+	canceled := func(cause string) outcome {
+		return outcome{Status: StatusCanceled, Res: -int32(unix.ECANCELED), Cause: cause}
+	}
+	type modeWant map[string]outcome
+	cases := []struct {
+		name  string
+		build func(b *dag.Builder)
+		setup func(root string)
+		want  modeWant // every mode
+		link  modeWant // link's differences from want
+	}{{
+		name: "open of a missing file",
+		build: func(b *dag.Builder) {
+			b.AddFile(dag.FileSpec{Name: "data", Size: page, Fill: 1})
+			s := b.Nop("start")
+			o := b.Open("o", "missing", unix.O_RDONLY, "h").After(s)
+			r := b.Read("r", dag.Handle("h"), 0, page).After(o)
+			b.Close("c", "h").Finally(r)
+			b.Read("other", dag.File("data"), 0, page).After(s)
+		},
+		want: modeWant{"start": ok, "o": enoent, "r": canceled("o"), "c": canceled("o"),
+			"other": {Status: StatusOK, Res: page, Digest: fillDigest(1, page)}},
+		// One chain start -> o -> other -> r -> c: o's failure cancels
+		// "other" too.
+		link: modeWant{"other": canceled("o")},
+	}, {
+		name: "short read fails its dependents",
+		build: func(b *dag.Builder) {
+			b.AddFile(dag.FileSpec{Name: "data", Size: 100, Fill: 2})
+			r := b.Read("r", dag.File("data"), 0, page)
+			b.Nop("n").After(r)
+		},
+		want: modeWant{"r": {Status: StatusFailed, Res: 100}, "n": canceled("r")},
+	}, {
+		name: "allow_short lets dependents run",
+		build: func(b *dag.Builder) {
+			b.AddFile(dag.FileSpec{Name: "data", Size: 100, Fill: 2})
+			r := b.Read("r", dag.File("data"), 0, page).AllowShort()
+			b.Nop("n").After(r)
+		},
+		want: modeWant{"r": {Status: StatusOK, Res: 100, Digest: fillDigest(2, 100)}, "n": ok},
+	}, {
+		name: "finally-edge closes after a failed read",
+		build: func(b *dag.Builder) {
+			b.AddFile(dag.FileSpec{Name: "data", Size: 100, Fill: 3})
+			o := b.Open("o", "data", unix.O_RDONLY, "h")
+			r := b.Read("r", dag.Handle("h"), 0, page).After(o)
+			b.Close("c", "h").Finally(r)
+			b.Nop("after-r").After(r)
+		},
+		want: modeWant{"o": ok, "r": {Status: StatusFailed, Res: 100}, "c": ok, "after-r": canceled("r")},
+	}, {
+		name: "read after write sees the write",
+		build: func(b *dag.Builder) {
+			b.AddFile(dag.FileSpec{Name: "data", Size: 2 * page, Fill: 1})
+			w := b.Write("w", dag.File("data"), 0, page, 9)
+			b.Read("r", dag.File("data"), 0, page).After(w)
+			b.Read("r2", dag.File("data"), page, page).After(w)
+		},
+		want: modeWant{"w": {Status: StatusOK, Res: page},
+			"r":  {Status: StatusOK, Res: page, Digest: fillDigest(9, page)},
+			"r2": {Status: StatusOK, Res: page, Digest: fillDigest(1, page)}},
+	}, {
+		// A failed mkdirat does not break a kernel link (Linux 6.18):
+		// the runner must cancel the dependent itself.
+		name: "mkdir of an existing directory",
+		build: func(b *dag.Builder) {
+			m := b.Mkdir("m", "d", 0o755)
+			b.Mkdir("n", "d/sub", 0o755).After(m)
+		},
+		setup: func(root string) { os.Mkdir(filepath.Join(root, "d"), 0o755) },
+		want:  modeWant{"m": {Status: StatusFailed, Res: -int32(unix.EEXIST)}, "n": canceled("m")},
+	}, {
+		name: "statx of a missing path cancels the sized read",
+		build: func(b *dag.Builder) {
+			b.AddFile(dag.FileSpec{Name: "data", Size: 100, Fill: 4})
+			s := b.Statx("s", "missing")
+			o := b.Open("o", "data", unix.O_RDONLY, "h")
+			r := b.Read("r", dag.Handle("h"), 0, 0).LenFrom(s).After(s, o)
+			b.Close("c", "h").Finally(r)
+			s2 := b.Statx("s2", "data")
+			o2 := b.Open("o2", "data", unix.O_RDONLY, "h2")
+			r2 := b.Read("r2", dag.Handle("h2"), 0, 0).LenFrom(s2).After(s2, o2)
+			b.Close("c2", "h2").Finally(r2)
+		},
+		want: modeWant{"s": enoent, "o": ok, "r": canceled("s"), "c": canceled("s"),
+			"s2": ok, "o2": ok, "r2": {Status: StatusOK, Res: 100, Digest: fillDigest(4, 100)}, "c2": ok},
+		// The chain s -> o -> r -> c ends at s's failure.
+		link: modeWant{"o": canceled("s")},
+	}, {
+		name: "finally runs after a failure, after-dependents do not",
+		build: func(b *dag.Builder) {
+			u := b.Unlink("u", "missing")
+			b.Nop("cleanup").Finally(u)
+			b.Nop("next").After(u)
+		},
+		want: modeWant{"u": enoent, "cleanup": ok, "next": canceled("u")},
+	}}
+	pool := newPool(t, workers.Config{Workers: 2, Entries: 16})
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b := dag.NewBuilder(tc.name)
+			tc.build(b)
+			g, err := b.Build()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range Modes {
+				want := modeWant{}
+				for id, o := range tc.want {
+					want[id] = o
+				}
+				if m == Link {
+					for id, o := range tc.link {
+						want[id] = o
+					}
+				}
+				got := modeWant(outcomes(runIn(t, pool, g, m, tc.setup)))
+				// Results of ok opens, closes and nops are 0; compare
+				// them through the table, which leaves Res 0.
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Errorf("%s: outcomes differ (-want +got):\n%s", m, diff)
+				}
+			}
+		})
+	}
+}
+
+// TestCancel cancels runs whose nodes would take minutes: every node
+// ends canceled or ok, the error is the context's, nothing leaks.
+func TestCancel(t *testing.T) {
+	b := dag.NewBuilder("slow")
+	s := b.Nop("start")
+	for i := 0; i < 20; i++ {
+		id := string(rune('a' + i))
+		tm := b.Timeout("t"+id, 1e12).After(s)
+		b.Nop("n" + id).After(tm)
+	}
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := newPool(t, workers.Config{Workers: 2, Entries: 8})
+	for _, m := range Modes {
+		for _, early := range []bool{true, false} {
+			ctx, cancel := context.WithCancel(context.Background())
+			if early {
+				cancel()
+			} else {
+				go cancel()
+			}
+			rep, err := Run(ctx, pool, g, m, Options{})
+			cancel()
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("%s: Run = %v, want context.Canceled", m, err)
+			}
+			checkFinal(t, g, rep)
+			for _, n := range rep.Nodes {
+				if n.Op == "timeout" && n.Status != StatusCanceled {
+					t.Errorf("%s: %s is %s, want canceled", m, n.ID, n.Status)
+				}
+				if n.Status == StatusCanceled && n.Cause != CauseContext {
+					t.Errorf("%s: %s canceled by %q, want %q", m, n.ID, n.Cause, CauseContext)
+				}
+			}
+		}
+	}
+}
+
+// TestMillionNodes runs 1,000,000 NOPs on a 64-entry ring in every mode.
+func TestMillionNodes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short")
+	}
+	spec, err := dag.Fanout(1_000_000, dag.GenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := spec.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := newPool(t, workers.Config{Workers: 2, Entries: 64})
+	for _, m := range Modes {
+		rep, err := Run(context.Background(), pool, g, m, Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", m, err)
+		}
+		if rep.Counts.OK != g.Len() {
+			t.Errorf("%s: counts %+v", m, rep.Counts)
+		}
+		if rep.MaxInflight > 2*64 {
+			t.Errorf("%s: %d in flight on a 64-entry ring", m, rep.MaxInflight)
+		}
+	}
+}
+
+// TestConcurrentRuns runs many graphs at once on one pool from many
+// goroutines, with both dispatch policies.
+func TestConcurrentRuns(t *testing.T) {
+	for _, d := range []workers.Dispatch{workers.RoundRobin, workers.Shared} {
+		pool := newPool(t, workers.Config{Workers: 2, Entries: 32, Dispatch: d})
+		var specs []*dag.Spec
+		for _, gen := range []func() (*dag.Spec, error){
+			func() (*dag.Spec, error) { return dag.Fanout(100, dag.GenOptions{Op: "read4k"}) },
+			func() (*dag.Spec, error) { return dag.Chains(8, 16, dag.GenOptions{}) },
+			func() (*dag.Spec, error) { return dag.Layered(16, 8, dag.GenOptions{Seed: 3}) },
+			func() (*dag.Spec, error) { return dag.Maildir(50, dag.GenOptions{}) },
+		} {
+			s, err := gen()
+			if err != nil {
+				t.Fatal(err)
+			}
+			specs = append(specs, s)
+		}
+		var wg sync.WaitGroup
+		for i := 0; i < 12; i++ {
+			spec := specs[i%len(specs)]
+			mode := Modes[i%len(Modes)]
+			g, err := spec.Build()
+			if err != nil {
+				t.Fatal(err)
+			}
+			root := t.TempDir()
+			if err := CreateFiles(root, g); err != nil {
+				t.Fatal(err)
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				rep, err := Run(context.Background(), pool, g, mode, Options{Root: root, Repeat: 3})
+				if err != nil {
+					t.Errorf("%s %s %s: %v", d, g.Name(), mode, err)
+					return
+				}
+				if rep.Counts.OK != g.Len() {
+					t.Errorf("%s %s %s: counts %+v", d, g.Name(), mode, rep.Counts)
+				}
+			}()
+		}
+		wg.Wait()
+	}
+}
+
+func openFds(t *testing.T) int {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}
+
+// TestNoLeaks checks that runs, failed ones included, leave no fd, slot
+// or goroutine behind (goleak checks goroutines for the whole package).
+func TestNoLeaks(t *testing.T) {
+	spec, err := dag.Maildir(100, dag.GenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := spec.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	if err := CreateFiles(root, g); err != nil {
+		t.Fatal(err)
+	}
+	// Remove some files so that opens fail and closes are canceled.
+	for _, f := range []string{"00003", "00050"} {
+		os.Remove(filepath.Join(root, "mail", f))
+	}
+	before := openFds(t)
+	pool, err := workers.New(workers.Config{Workers: 2, Entries: 16, Files: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		for _, m := range Modes {
+			rep, err := Run(context.Background(), pool, g, m, Options{Root: root})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Counts.Failed == 0 {
+				t.Errorf("%s: no failure, want the missing files' opens to fail", m)
+			}
+		}
+	}
+	if err := pool.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if after := openFds(t); after != before {
+		t.Errorf("open fds: %d before, %d after", before, after)
+	}
+}
+
+// TestRerunAllocs checks that a rerun of a built graph allocates nothing
+// per node.
+func TestRerunAllocs(t *testing.T) {
+	spec, err := dag.Layered(100, 100, dag.GenOptions{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := spec.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := newPool(t, workers.Config{Workers: 2})
+	for _, m := range Modes {
+		r := NewRunner(pool, g)
+		if _, err := r.Run(context.Background(), m, Options{}); err != nil {
+			t.Fatal(err)
+		}
+		allocs := testing.AllocsPerRun(5, func() {
+			if _, err := r.Run(context.Background(), m, Options{}); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if perNode := allocs / float64(g.Len()); perNode > 0.01 {
+			t.Errorf("%s: %.0f allocations per rerun of %d nodes", m, allocs, g.Len())
+		}
+		r.Close()
+	}
+}
