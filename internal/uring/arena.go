@@ -72,7 +72,19 @@ func (a *Arena) Timespec(ns int64) *unix.Timespec {
 	return ts
 }
 
-// Len returns the arena's capacity; Used how much is allocated.
+// OpenHow returns a copy of how in the arena, for PrepOpenat2, or nil
+// when the arena is full.
+func (a *Arena) OpenHow(how OpenHow) *OpenHow {
+	b := a.Alloc(int(unsafe.Sizeof(how)), 8)
+	if b == nil {
+		return nil
+	}
+	h := (*OpenHow)(unsafe.Pointer(&b[0]))
+	*h = how
+	return h
+}
+
+// Len returns the arena's capacity.
 func (a *Arena) Len() int { return len(a.mem) }
 
 // Used returns how many bytes are allocated.

@@ -207,8 +207,7 @@ func TestPrep(t *testing.T) {
 			if err := os.Symlink("f", filepath.Join(e.dir, "in")); err != nil {
 				e.t.Fatal(err)
 			}
-			how := (*OpenHow)(unsafe.Pointer(&e.a.Alloc(int(unsafe.Sizeof(OpenHow{})), 8)[0]))
-			*how = OpenHow{Flags: unix.O_RDONLY | unix.O_CLOEXEC, Resolve: ResolveBeneath}
+			how := e.a.OpenHow(OpenHow{Flags: unix.O_RDONLY | unix.O_CLOEXEC, Resolve: ResolveBeneath})
 			paths := []string{"f", "../x", "/etc/passwd", "out/etc", "in", "missing"}
 			want := map[uint64]int32{1: anyRes, 2: eXDEV, 3: eXDEV, 4: eXDEV, 5: anyRes, 6: eNOENT}
 			for i, p := range paths {
@@ -223,8 +222,7 @@ func TestPrep(t *testing.T) {
 			if err := e.r.RegisterFilesSparse(4); err != nil {
 				e.t.Fatal(err)
 			}
-			how := (*OpenHow)(unsafe.Pointer(&e.a.Alloc(int(unsafe.Sizeof(OpenHow{})), 8)[0]))
-			*how = OpenHow{Flags: unix.O_RDONLY, Resolve: ResolveBeneath}
+			how := e.a.OpenHow(OpenHow{Flags: unix.O_RDONLY, Resolve: ResolveBeneath})
 			s := e.sqe()
 			s.PrepOpenat2Direct(e.dfd, e.path("f"), how, 3)
 			s.UserData = 1
