@@ -1,0 +1,66 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestRun(t *testing.T) {
+	out := runFor(t, 100*time.Millisecond)
+	if strings.Contains(out, "O_DIRECT refused") {
+		t.Logf("no O_DIRECT in %s: the buffered fallback ran", os.TempDir())
+	}
+	for _, re := range []string{
+		`(?m)^link:  IOPS=[0-9.]+[kM]? `,
+		`(?m)^waves: IOPS=[0-9.]+[kM]? `,
+		`(?m)^graph: IOPS=[0-9.]+[kM]? `,
+		`(?m)^graph/link:  [0-9.]+x$`,
+		`(?m)^graph/waves: [0-9.]+x$`,
+		`(?m)^graph: read clat \(usec\): min=`,
+		`(?m)^     \| 50.00th=\[ *[0-9]+\], 90.00th=\[ *[0-9]+\], 99.00th=\[ *[0-9]+\], 99.90th=\[ *[0-9]+\]$`,
+	} {
+		if !regexp.MustCompile(re).MatchString(out) {
+			t.Errorf("output does not match %s:\n%s", re, out)
+		}
+	}
+}
+
+// Where O_DIRECT is refused, the reads go through the page cache.
+func TestBufferedFallback(t *testing.T) {
+	defer func(f func(string) bool) { directWorks = f }(directWorks)
+	directWorks = func(string) bool { return false }
+	out := runFor(t, 20*time.Millisecond)
+	for _, want := range []string{"O_DIRECT refused (EINVAL)", "parallel buffered 4 KiB reads", "graph: IOPS="} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func runFor(t *testing.T, d time.Duration) string {
+	t.Helper()
+	var buf bytes.Buffer
+	c := config{workers: 2, ring: 128, duration: d, dir: t.TempDir()}
+	if err := run(context.Background(), &buf, c); err != nil {
+		t.Fatalf("run: %v\n%s", err, &buf)
+	}
+	return buf.String()
+}
+
+func TestSI(t *testing.T) {
+	for _, tc := range []struct {
+		n    float64
+		want string
+	}{
+		{950, "950"}, {1234, "1.2k"}, {18_200, "18k"}, {83_400, "83k"}, {3_600_000, "3.60M"}, {12_560_000, "12.6M"},
+	} {
+		if got := si(tc.n); got != tc.want {
+			t.Errorf("si(%v) = %q, want %q", tc.n, got, tc.want)
+		}
+	}
+}
