@@ -1,0 +1,280 @@
+package submit
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/iodag/iodag/dag"
+	"github.com/iodag/iodag/workers"
+)
+
+// compareSummary is what TestCompare checks of a Comparison: everything
+// but the timing.
+type compareSummary struct {
+	Counts        map[string]Counts
+	Repeat        map[string]int
+	Checked, OK   bool
+	Disagreements []Disagreement
+	Expected      []OverCancel
+}
+
+func summarize(c *Comparison) compareSummary {
+	s := compareSummary{Counts: map[string]Counts{}, Repeat: map[string]int{}, Checked: c.Checked, OK: c.OK(),
+		Disagreements: c.Disagreements, Expected: c.Expected}
+	for _, m := range c.Modes {
+		s.Counts[m.Mode] = m.Counts
+		s.Repeat[m.Mode] = m.Repeat
+	}
+	return s
+}
+
+func every[T any](v T) map[string]T {
+	return map[string]T{"link": v, "waves": v, "graph": v}
+}
+
+func TestCompare(t *testing.T) {
+	pool, err := workers.New(workers.Config{Workers: 2, Entries: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	fanout, err := dag.Fanout(100, dag.GenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		spec   string    // testdata spec, or
+		gen    *dag.Spec // a generated one
+		repeat int
+		want   compareSummary
+	}{
+		{
+			// mkdir, open(creat), rename, unlink: each mode needs a
+			// fresh root or the second would fail its mkdir.
+			name: "allops", spec: "allops", repeat: 1,
+			want: compareSummary{Counts: every(Counts{OK: 15}), Repeat: every(1), Checked: true, OK: true},
+		},
+		{
+			// No files: no root needed, none made.
+			name: "stagger", spec: "stagger4x8", repeat: 3,
+			want: compareSummary{Counts: every(Counts{OK: 32}), Repeat: every(3), Checked: true, OK: true},
+		},
+		{
+			name: "fanout100 nop", gen: fanout, repeat: 40,
+			want: compareSummary{Counts: every(Counts{OK: 100}), Repeat: every(40), Checked: true, OK: true},
+		},
+		{
+			// The open of a missing path fails; graph and waves cancel
+			// only its read and close, link also r1, r2 and end.
+			name: "missing path", spec: "fail_missing", repeat: 2,
+			want: compareSummary{
+				Counts: map[string]Counts{
+					"link":  {OK: 1, Failed: 1, Canceled: 5},
+					"waves": {OK: 4, Failed: 1, Canceled: 2},
+					"graph": {OK: 4, Failed: 1, Canceled: 2},
+				},
+				Repeat: every(2), Checked: true, OK: true,
+				Expected: []OverCancel{
+					{Node: "r1", Cause: "open", Graph: StatusOK},
+					{Node: "r2", Cause: "open", Graph: StatusOK},
+					{Node: "end", Cause: "open", Graph: StatusOK},
+				},
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := tc.gen
+			if spec == nil {
+				var err error
+				if spec, err = dag.LoadSpec("../testdata/" + tc.spec + ".json"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			g, err := spec.Build()
+			if err != nil {
+				t.Fatal(err)
+			}
+			root := t.TempDir()
+			var calls, last int
+			c, err := Compare(context.Background(), pool, g, CompareOptions{Root: root, Repeat: tc.repeat,
+				Progress: func(done, total int) {
+					if total != 3*tc.repeat || done <= last || done > total {
+						t.Errorf("Progress(%d, %d) after %d, want a rise to %d", done, total, last, 3*tc.repeat)
+					}
+					calls++
+					last = done
+				}})
+			if err != nil {
+				t.Fatalf("Compare: %v", err)
+			}
+			if diff := cmp.Diff(tc.want, summarize(c)); diff != "" {
+				t.Errorf("Compare(%s) mismatch (-want +got):\n%s", tc.name, diff)
+			}
+			if last != 3*tc.repeat {
+				t.Errorf("Progress reached %d after %d calls, want %d", last, calls, 3*tc.repeat)
+			}
+			if link := c.Mode(Link); link.RatioToLink != 1 {
+				t.Errorf("link RatioToLink = %v, want 1", link.RatioToLink)
+			}
+			for _, m := range c.Modes {
+				if m.OpsPerSec <= 0 || m.RatioToLink <= 0 || len(m.Nodes) != g.Len() {
+					t.Errorf("%s: ops/s %v, ratio %v, %d nodes", m.Mode, m.OpsPerSec, m.RatioToLink, len(m.Nodes))
+				}
+			}
+			if ents, err := os.ReadDir(root); err != nil || len(ents) != 0 {
+				t.Errorf("root holds %v (%v), want the per-mode directories removed", ents, err)
+			}
+			data, err := json.Marshal(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var back Comparison
+			if err := json.Unmarshal(data, &back); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(c, &back); diff != "" {
+				t.Errorf("JSON round trip mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestCompareErrors(t *testing.T) {
+	pool, err := workers.New(workers.Config{Workers: 1, Entries: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	g, err := dag.LoadFile("../testdata/fail_missing.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err := Compare(context.Background(), pool, g, CompareOptions{}); err == nil {
+		t.Errorf("Compare without a root = %+v, want an error", c)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	c, err := Compare(ctx, pool, g, CompareOptions{Root: t.TempDir()})
+	if err == nil || c == nil || c.Checked || c.OK() || len(c.Modes) != 1 {
+		t.Fatalf("Compare(canceled) = %+v, %v; want the link report, unchecked, and an error", c, err)
+	}
+	if got := c.Modes[0].Counts.Canceled; got != g.Len() {
+		t.Errorf("Compare(canceled): %d nodes canceled, want %d", got, g.Len())
+	}
+}
+
+// nodes makes hand-made node results from id:status pairs.
+func nodes(rs ...NodeResult) []NodeResult { return rs }
+
+func TestCompareReports(t *testing.T) {
+	ok := func(id string, res int32, d Digest) NodeResult {
+		return NodeResult{ID: id, Op: "read", Status: StatusOK, Res: res, Digest: d}
+	}
+	failed := func(id string, res int32, errno string) NodeResult {
+		return NodeResult{ID: id, Op: "open", Status: StatusFailed, Res: res, Errno: errno}
+	}
+	canceled := func(id, cause string) NodeResult {
+		return NodeResult{ID: id, Op: "nop", Status: StatusCanceled, Res: -125, Errno: "ECANCELED", Cause: cause}
+	}
+	report := func(mode string, ops float64, ns ...NodeResult) *Report {
+		return &Report{Name: "g", Mode: mode, OpsPerSec: ops, Nodes: ns}
+	}
+	base := nodes(ok("a", 4096, 0xaa), failed("b", -2, "ENOENT"), canceled("c", "b"), ok("d", 4096, 0xdd))
+	with := func(i int, n NodeResult) []NodeResult {
+		ns := append([]NodeResult(nil), base...)
+		ns[i] = n
+		return ns
+	}
+	tests := []struct {
+		name              string
+		link, waves, grph []NodeResult
+		dis               []Disagreement
+		exp               []OverCancel
+	}{
+		{name: "agree", link: base, waves: base, grph: base},
+		{name: "timing ignored", link: base, grph: base,
+			waves: with(0, NodeResult{ID: "a", Op: "read", Status: StatusOK, Res: 4096, Digest: 0xaa, StartNS: 5, EndNS: 9, Worker: 1})},
+		{name: "cause of canceled ignored", link: base, grph: base, waves: with(2, canceled("c", "x"))},
+		{name: "digest graph vs waves", link: base, grph: base, waves: with(0, ok("a", 4096, 0xab)),
+			dis: []Disagreement{{Node: "a", Modes: [2]string{"graph", "waves"}, Field: "digest", Values: [2]string{"000000aa", "000000ab"}}}},
+		{name: "digest link vs graph", waves: base, grph: base, link: with(3, ok("d", 4096, 0x11)),
+			dis: []Disagreement{{Node: "d", Modes: [2]string{"link", "graph"}, Field: "digest", Values: [2]string{"00000011", "000000dd"}}}},
+		{name: "res graph vs waves", link: base, grph: base, waves: with(3, ok("d", 512, 0xdd)),
+			dis: []Disagreement{{Node: "d", Modes: [2]string{"graph", "waves"}, Field: "res", Values: [2]string{"4096", "512"}}}},
+		{name: "status graph vs waves", link: base, grph: base, waves: with(2, ok("c", 0, 0)),
+			dis: []Disagreement{{Node: "c", Modes: [2]string{"graph", "waves"}, Field: "status", Values: [2]string{"canceled", "ok"}}}},
+		{name: "errno link vs graph", waves: base, grph: base, link: with(1, failed("b", -13, "EACCES")),
+			dis: []Disagreement{{Node: "b", Modes: [2]string{"link", "graph"}, Field: "errno", Values: [2]string{"EACCES", "ENOENT"}}}},
+		{name: "short transfer link vs graph", waves: with(1, failed("b", 100, "")), grph: with(1, failed("b", 100, "")), link: with(1, failed("b", 200, "")),
+			dis: []Disagreement{{Node: "b", Modes: [2]string{"link", "graph"}, Field: "res", Values: [2]string{"200", "100"}}}},
+		{name: "ok in link, failed in graph", waves: base, grph: base, link: with(1, ok("b", 0, 0)),
+			dis: []Disagreement{{Node: "b", Modes: [2]string{"link", "graph"}, Field: "status", Values: [2]string{"ok", "failed"}}}},
+		{name: "ran in link, canceled in graph", waves: base, grph: base, link: with(2, ok("c", 0, 0)),
+			dis: []Disagreement{{Node: "c", Modes: [2]string{"link", "graph"}, Field: "status", Values: [2]string{"ok", "canceled"}}}},
+		{name: "over-cancellation", waves: base, grph: base, link: with(3, canceled("d", "b")),
+			exp: []OverCancel{{Node: "d", Cause: "b", Graph: StatusOK}}},
+		{name: "canceled by the context is no over-cancellation", waves: base, grph: base, link: with(3, canceled("d", CauseContext)),
+			dis: []Disagreement{{Node: "d", Modes: [2]string{"link", "graph"}, Field: "status", Values: [2]string{"canceled", "ok"}}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := CompareReports(report("graph", 300, tc.grph...), report("link", 100, tc.link...), report("waves", 250, tc.waves...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.dis, c.Disagreements); diff != "" {
+				t.Errorf("Disagreements mismatch (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.exp, c.Expected); diff != "" {
+				t.Errorf("Expected mismatch (-want +got):\n%s", diff)
+			}
+			if got, want := c.OK(), len(tc.dis) == 0; got != want {
+				t.Errorf("OK() = %v, want %v", got, want)
+			}
+			var modes []string
+			var ratios []float64
+			for _, m := range c.Modes {
+				modes = append(modes, m.Mode)
+				ratios = append(ratios, m.RatioToLink)
+			}
+			if diff := cmp.Diff([]string{"link", "waves", "graph"}, modes); diff != "" {
+				t.Errorf("modes mismatch (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff([]float64{1, 2.5, 3}, ratios); diff != "" {
+				t.Errorf("ratios mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestCompareReportsErrors(t *testing.T) {
+	r := func(mode, name string, ids ...string) *Report {
+		rep := &Report{Name: name, Mode: mode}
+		for _, id := range ids {
+			rep.Nodes = append(rep.Nodes, NodeResult{ID: id, Status: StatusOK})
+		}
+		return rep
+	}
+	tests := []struct {
+		name    string
+		reports []*Report
+	}{
+		{"missing mode", []*Report{r("link", "g", "a"), r("graph", "g", "a")}},
+		{"repeated mode", []*Report{r("link", "g", "a"), r("graph", "g", "a"), r("waves", "g", "a"), r("graph", "g", "a")}},
+		{"other graph", []*Report{r("link", "g", "a"), r("graph", "g", "a"), r("waves", "h", "a")}},
+		{"other node count", []*Report{r("link", "g", "a", "b"), r("graph", "g", "a"), r("waves", "g", "a")}},
+		{"other node", []*Report{r("link", "g", "a"), r("graph", "g", "b"), r("waves", "g", "b")}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if c, err := CompareReports(tc.reports...); err == nil {
+				t.Errorf("CompareReports = %+v, want an error", c)
+			}
+		})
+	}
+}
