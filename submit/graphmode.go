@@ -14,6 +14,7 @@ import (
 
 func (t *task) graphBegin() {
 	t.ready, t.rhead = t.ready[:0], 0
+	t.graph.tails, t.graph.singles = t.graph.tails[:0], 0
 	for _, i := range t.nodes {
 		if t.p.npred[i] == 0 {
 			t.st.status[i] = stReady
@@ -46,12 +47,13 @@ func (t *task) graphPrep(w *workers.Worker) {
 // dispatchChain preps u and, while room allows, the linear run after it,
 // each linked to the one before.
 func (t *task) dispatchChain(w *workers.Worker, u int32) {
-	p, st := t.p, t.st
+	p, st, gs := t.p, t.st, &t.graph
+	head := u
 	for {
 		v := p.chainNext[u]
 		if v < 0 || w.Room() < 2 || !t.canPrep(w, v) || !t.bound(v) {
 			t.prep(w, u, 0)
-			return
+			break
 		}
 		link := uring.SQEIOLink
 		if p.hardlink[u] {
@@ -61,6 +63,66 @@ func (t *task) dispatchChain(w *workers.Worker, u int32) {
 		st.linkedFrom[v] = u
 		u = v
 	}
+	if u == head {
+		gs.chainOf[u] = -1
+		gs.singles++
+		return
+	}
+	// A chain completes as a whole before anything after it is ready:
+	// the worker may wait for all of its CQEs at once.
+	n := int32(0)
+	for x := u; ; x = st.linkedFrom[x] {
+		gs.chainOf[x] = u
+		n++
+		if x == head {
+			break
+		}
+	}
+	gs.left[u] = n
+	gs.tails = append(gs.tails, u)
+}
+
+// graphState tracks graph mode's kernel chains in flight, so that the
+// worker waits for a whole chain rather than wake at each link.
+type graphState struct {
+	chainOf []int32 // in-flight node -> its chain's tail, or -1 alone
+	left    []int32 // chain tail -> CQEs still to come
+	tails   []int32 // tails of the chains in flight
+	singles int     // nodes in flight alone
+}
+
+// graphDone accounts for node i's CQE.
+func (gs *graphState) done(i int32) {
+	tail := gs.chainOf[i]
+	if tail < 0 {
+		gs.singles--
+		return
+	}
+	gs.left[tail]--
+	if gs.left[tail] > 0 {
+		return
+	}
+	for k, x := range gs.tails {
+		if x == tail {
+			last := len(gs.tails) - 1
+			gs.tails[k] = gs.tails[last]
+			gs.tails = gs.tails[:last]
+			return
+		}
+	}
+}
+
+// want returns 1 while a lone node is in flight (its completion may make
+// others ready), else the CQEs left of the shortest chain in flight.
+func (gs *graphState) want() int {
+	if gs.singles > 0 || len(gs.tails) == 0 {
+		return 1
+	}
+	want := gs.left[gs.tails[0]]
+	for _, x := range gs.tails[1:] {
+		want = min(want, gs.left[x])
+	}
+	return int(want)
 }
 
 // bound reports whether node v's result binding, if any, is known.

@@ -87,6 +87,7 @@ type task struct {
 
 	ready  []int32 // graph: FIFO of ready nodes
 	rhead  int
+	graph  graphState
 	waves  waveState
 	links  linkState
 	splits int // link: chains split at a result binding
@@ -189,7 +190,7 @@ func (t *task) Want() int {
 	case t.mode == Link:
 		return t.links.want()
 	}
-	return 1
+	return t.graph.want()
 }
 
 // Done reports whether every iteration has ended and nothing is in flight.
@@ -258,6 +259,7 @@ func (t *task) Complete(w *workers.Worker, c uring.CQE) {
 	t.remaining--
 	switch t.mode {
 	case Graph:
+		t.graph.done(i)
 		t.propagate(w, i)
 	case Waves:
 		t.waves.out--

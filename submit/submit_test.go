@@ -115,20 +115,31 @@ func TestSpecs(t *testing.T) {
 			if err != nil {
 				t.Skipf("not a valid spec: %v", err)
 			}
+			// Specs named fail_* inject failures; all others must succeed.
+			allOK := !strings.HasPrefix(name, "fail_")
 			reps := map[Mode]*Report{}
 			for _, m := range Modes {
 				reps[m] = runIn(t, pool, g, m, nil)
-				if reps[m].Counts.OK != g.Len() {
+				if allOK && reps[m].Counts.OK != g.Len() {
 					t.Errorf("%s %s: counts %+v, want all %d ok", name, m, reps[m].Counts, g.Len())
 				}
 			}
 			want := outcomes(reps[Graph])
-			for _, m := range []Mode{Link, Waves} {
-				if diff := cmp.Diff(want, outcomes(reps[m])); diff != "" {
-					t.Errorf("%s: %s differs from graph (-graph +%s):\n%s", name, m, m, diff)
+			if diff := cmp.Diff(want, outcomes(reps[Waves])); diff != "" {
+				t.Errorf("%s: waves differs from graph (-graph +waves):\n%s", name, diff)
+			}
+			// Link may cancel more (its chains over-cancel), never
+			// differently: where it ran a node, the outcome is graph's.
+			link := outcomes(reps[Link])
+			for id, o := range link {
+				if o.Status == StatusCanceled && !allOK {
+					continue
+				}
+				if diff := cmp.Diff(want[id], o); diff != "" {
+					t.Errorf("%s: link's %s differs from graph's (-graph +link):\n%s", name, id, diff)
 				}
 			}
-			if w := reps[Waves]; w.Enters < uint64(len(g.Levels())) {
+			if w := reps[Waves]; allOK && w.Enters < uint64(len(g.Levels())) {
 				t.Errorf("%s: waves made %d enters for %d levels", name, w.Enters, len(g.Levels()))
 			}
 		})
