@@ -4,6 +4,8 @@
 //	iodag stage SPEC [--json]
 //	iodag dot SPEC
 //	iodag gen SHAPE ARGS [--op nop|read4k] [--seed N]
+//	iodag run SPEC --mode graph|link|waves [--workers N] [--ring N] [--repeat R] [--root DIR] [--json]
+//	iodag compare [SPEC] [--repeat R] [--workers N] [--ring N] [--json] [--svg FILE]
 //
 // Exit status: 0 ok, 1 some node not ok, 2 bad spec or usage; errors go to
 // stderr.
@@ -40,6 +42,8 @@ func verbs() map[string]verb {
 		"stage":    {stageMain, "stage SPEC [--json]"},
 		"dot":      {dotMain, "dot SPEC"},
 		"gen":      {genMain, "gen SHAPE ARGS [--op nop|read4k] [--seed N]"},
+		"run":      {runMain, "run SPEC --mode graph|link|waves [--workers N] [--ring N] [--repeat R] [--root DIR] [--json]"},
+		"compare":  {compareMain, "compare [SPEC] [--repeat R] [--workers N] [--ring N] [--json] [--svg FILE]"},
 	}
 }
 

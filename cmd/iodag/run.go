@@ -1,0 +1,258 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/iodag/iodag/dag"
+	"github.com/iodag/iodag/submit"
+	"github.com/iodag/iodag/workers"
+)
+
+// maxNotOK is how many non-ok nodes the text output of run lists.
+const maxNotOK = 20
+
+// runMain runs a spec in one mode and prints its report.
+func runMain(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signalContext(context.Background())
+	defer stop()
+	return runSpec(ctx, args, stdout, stderr)
+}
+
+// runSpec is iodag run under ctx, whose end (a signal) interrupts the run.
+func runSpec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	const use = "run SPEC --mode graph|link|waves [--workers N] [--ring N] [--repeat R] [--root DIR] [--json]"
+	fs := newFlags("run", use, stderr)
+	modeName := fs.String("mode", "graph", "submission mode: graph, link or waves")
+	pf := addPoolFlags(fs)
+	repeat := fs.Int("repeat", 1, "run the graph `R` times back to back")
+	rootDir := fs.String("root", "", "run in `DIR` (the spec's files are created there and kept) instead of a scratch directory removed at exit")
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return exitUsage
+	}
+	if len(pos) != 1 {
+		fs.Usage()
+		return exitUsage
+	}
+	mode, err := submit.ParseMode(*modeName)
+	if err != nil {
+		fmt.Fprintf(stderr, "iodag run: --mode: %v\n", err)
+		return exitUsage
+	}
+	if *repeat < 1 {
+		fmt.Fprintf(stderr, "iodag run: --repeat %d: want at least 1\n", *repeat)
+		return exitUsage
+	}
+	if err := pf.check(); err != nil {
+		fmt.Fprintf(stderr, "iodag run: %v\n", err)
+		return exitUsage
+	}
+	if *rootDir != "" {
+		if fi, err := os.Stat(*rootDir); err != nil || !fi.IsDir() {
+			fmt.Fprintf(stderr, "iodag run: --root %s: not a directory\n", *rootDir)
+			return exitUsage
+		}
+	}
+	g, err := dag.LoadFile(pos[0])
+	if err != nil {
+		specError(stderr, pos[0], err)
+		return exitUsage
+	}
+
+	root := *rootDir
+	if root == "" {
+		dir, remove, err := scratchDir()
+		if err != nil {
+			fmt.Fprintf(stderr, "iodag run: %v\n", err)
+			return exitFailed
+		}
+		defer remove()
+		root = dir
+	}
+	if err := submit.CreateFiles(root, g); err != nil {
+		fmt.Fprintf(stderr, "iodag run: %v\n", err)
+		return exitFailed
+	}
+	pool, err := pf.newPool()
+	if err != nil {
+		fmt.Fprintf(stderr, "iodag run: %v\n", err)
+		return exitFailed
+	}
+	defer pool.Close()
+
+	fmt.Fprintf(stderr, "iodag run: running %q (%d nodes) in %s mode, repeat %d, in %s\n", g.Name(), g.Len(), mode, *repeat, root)
+	rep, err := submit.Run(ctx, pool, g, mode, submit.Options{Root: root, Repeat: *repeat})
+	if rep == nil {
+		fmt.Fprintf(stderr, "iodag run: %v\n", err)
+		return exitFailed
+	}
+	if *asJSON {
+		if err := writeJSON(stdout, rep); err != nil {
+			fmt.Fprintf(stderr, "iodag run: %v\n", err)
+			return exitFailed
+		}
+	} else {
+		printReport(stdout, rep)
+	}
+	if code, ok := interrupted(ctx); ok {
+		fmt.Fprintf(stderr, "iodag run: %v: the report is partial\n", context.Cause(ctx))
+		return code
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "iodag run: %v\n", err)
+		return exitFailed
+	}
+	if rep.Counts.OK != len(rep.Nodes) {
+		return exitFailed
+	}
+	return exitOK
+}
+
+// printReport prints a report's summary line and its non-ok nodes.
+func printReport(w io.Writer, rep *submit.Report) {
+	fmt.Fprintf(w, "%s: %s mode, %d nodes: %d ok, %d failed, %d canceled; repeat %d, wall %s, %s ops/s, %d enters, max in-flight %d\n",
+		rep.Name, rep.Mode, len(rep.Nodes), rep.Counts.OK, rep.Counts.Failed, rep.Counts.Canceled,
+		rep.Repeat, fmtDuration(rep.WallNS), fmtRate(rep.OpsPerSec), rep.Enters, rep.MaxInflight)
+	listed := 0
+	for _, n := range rep.Nodes {
+		if n.Status == submit.StatusOK {
+			continue
+		}
+		if listed == maxNotOK {
+			fmt.Fprintf(w, "  ... (%d more not ok)\n", rep.Counts.Failed+rep.Counts.Canceled-listed)
+			break
+		}
+		listed++
+		fmt.Fprintf(w, "  %s (%s): %s, res %d", n.ID, n.Op, n.Status, n.Res)
+		if n.Errno != "" {
+			fmt.Fprintf(w, " %s", n.Errno)
+		}
+		if n.Cause != "" {
+			fmt.Fprintf(w, ", cause %s", n.Cause)
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+// poolFlags are the pool options run and compare share.
+type poolFlags struct{ workers, ring *int }
+
+func addPoolFlags(fs *flag.FlagSet) poolFlags {
+	return poolFlags{
+		workers: fs.Int("workers", 1, "fixed workers, one ring each; a graph's components spread over them"),
+		ring:    fs.Int("ring", 256, "SQ entries of each worker's ring (the CQ is twice that)"),
+	}
+}
+
+func (f poolFlags) check() error {
+	if *f.workers < 1 || *f.workers > 1024 {
+		return fmt.Errorf("--workers %d: want 1 to 1024", *f.workers)
+	}
+	if *f.ring < 1 || *f.ring > 32768 {
+		return fmt.Errorf("--ring %d: want 1 to 32768", *f.ring)
+	}
+	return nil
+}
+
+func (f poolFlags) newPool() (*workers.Pool, error) {
+	return workers.New(workers.Config{Workers: *f.workers, Entries: uint32(*f.ring)})
+}
+
+// scratchDir makes a fresh scratch directory (under $TMPDIR) and returns
+// it with the function that removes it.
+func scratchDir() (string, func(), error) {
+	dir, err := os.MkdirTemp("", "iodag-")
+	if err != nil {
+		return "", nil, fmt.Errorf("scratch directory: %w", err)
+	}
+	return dir, func() { os.RemoveAll(dir) }, nil
+}
+
+// signalError is the cause of a context a signal ended.
+type signalError struct{ sig syscall.Signal }
+
+func (e *signalError) Error() string { return "interrupted by " + e.sig.String() }
+
+// signalContext returns a context that SIGINT or SIGTERM cancels, with a
+// *signalError as its cause. After the first signal the default action
+// is restored, so a second one stops a run that does not end.
+func signalContext(parent context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(parent)
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case s := <-ch:
+			signal.Stop(ch)
+			cancel(&signalError{s.(syscall.Signal)})
+		case <-done:
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(ch)
+		close(done)
+		cancel(nil)
+	}
+}
+
+// interrupted returns the exit status a signal that ended ctx asks for:
+// 128 + its number (130 for SIGINT, 143 for SIGTERM), or 130 if ctx ended
+// otherwise.
+func interrupted(ctx context.Context) (int, bool) {
+	if ctx.Err() == nil {
+		return 0, false
+	}
+	var se *signalError
+	if errors.As(context.Cause(ctx), &se) {
+		return 128 + int(se.sig), true
+	}
+	return 128 + int(syscall.SIGINT), true
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// fmtDuration formats nanoseconds with three significant digits.
+func fmtDuration(ns int64) string {
+	d := time.Duration(ns)
+	for r := time.Duration(1); r < time.Hour; r *= 10 {
+		if d < 1000*r {
+			return d.Round(r).String()
+		}
+	}
+	return d.Round(time.Second).String()
+}
+
+// fmtRate formats a rate with three significant digits and a k or M
+// suffix.
+func fmtRate(v float64) string {
+	switch {
+	case v >= 100e6:
+		return fmt.Sprintf("%.0fM", v/1e6)
+	case v >= 10e6:
+		return fmt.Sprintf("%.1fM", v/1e6)
+	case v >= 1e6:
+		return fmt.Sprintf("%.2fM", v/1e6)
+	case v >= 100e3:
+		return fmt.Sprintf("%.0fk", v/1e3)
+	case v >= 10e3:
+		return fmt.Sprintf("%.1fk", v/1e3)
+	case v >= 1e3:
+		return fmt.Sprintf("%.2fk", v/1e3)
+	}
+	return fmt.Sprintf("%.0f", v)
+}
