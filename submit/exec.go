@@ -74,9 +74,14 @@ func (t *task) prep(w *workers.Worker, i int32, link uint8) {
 		*how = uring.OpenHow{Flags: uint64(nd.OpenFlags), Mode: uint64(nd.Mode), Resolve: uring.ResolveBeneath}
 		s.PrepOpenat2Direct(t.r.rootFd, t.path(p.pathOff[i]), how, slot)
 	case dag.OpStatx:
+		dfd, errno := t.dir(p.dirOf[i])
+		if errno != 0 {
+			s.PrepNopInject(-int32(errno))
+			break
+		}
 		b := t.bufs.get(int(unsafe.Sizeof(unix.Statx_t{})))
 		st.buf[i] = b
-		s.PrepStatx(t.r.rootFd, t.path(p.pathOff[i]), 0, unix.STATX_SIZE, (*unix.Statx_t)(unsafe.Pointer(&b[0])))
+		s.PrepStatx(dfd, t.path(p.baseOff[i]), unix.AT_SYMLINK_NOFOLLOW, unix.STATX_SIZE, (*unix.Statx_t)(unsafe.Pointer(&b[0])))
 	case dag.OpClose:
 		s.PrepCloseDirect(st.slot[p.handle[i]])
 	case dag.OpTimeout:
@@ -85,16 +90,78 @@ func (t *task) prep(w *workers.Worker, i int32, link uint8) {
 		ts := (*unix.Timespec)(unsafe.Pointer(&b[0]))
 		*ts = unix.NsecToTimespec(p.g.Node(int(i)).NS)
 		s.PrepTimeout(ts, 0, uring.TimeoutETimeSuccess)
-	case dag.OpUnlink:
-		s.PrepUnlinkat(t.r.rootFd, t.path(p.pathOff[i]), 0)
-	case dag.OpMkdir:
-		s.PrepMkdirat(t.r.rootFd, t.path(p.pathOff[i]), p.g.Node(int(i)).Mode)
-	case dag.OpRename:
-		s.PrepRenameat(t.r.rootFd, t.path(p.pathOff[i]), t.r.rootFd, t.path(p.toOff[i]), 0)
+	case dag.OpUnlink, dag.OpMkdir, dag.OpRename:
+		dfd, errno := t.dir(p.dirOf[i])
+		tfd := dfd
+		if errno == 0 && p.op[i] == dag.OpRename {
+			tfd, errno = t.dir(p.toDirOf[i])
+		}
+		switch {
+		case errno != 0:
+			s.PrepNopInject(-int32(errno))
+		case p.op[i] == dag.OpUnlink:
+			s.PrepUnlinkat(dfd, t.path(p.baseOff[i]), 0)
+		case p.op[i] == dag.OpMkdir:
+			s.PrepMkdirat(dfd, t.path(p.baseOff[i]), p.g.Node(int(i)).Mode)
+		default:
+			s.PrepRenameat(dfd, t.path(p.baseOff[i]), tfd, t.path(p.toBaseOff[i]), 0)
+		}
 	}
 	s.Flags |= link
 	if p.g.Node(int(i)).Async {
 		s.Flags |= uring.SQEAsync
+	}
+}
+
+// dir returns an fd of plan directory d opened beneath the run root
+// (cached for the run), or the errno that kept it from opening: ENOENT
+// if it does not exist (yet), EXDEV if it would lead out of the root.
+func (t *task) dir(d int32) (int32, unix.Errno) {
+	if t.p.dirs[d] == "" {
+		return t.r.rootFd, 0
+	}
+	if fd := t.dirFds[d]; fd >= 0 {
+		return fd, 0
+	}
+	fd, err := unix.Openat2(int(t.r.rootFd), t.p.dirs[d], &unix.OpenHow{
+		Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS,
+	})
+	if err != nil {
+		errno, ok := err.(unix.Errno)
+		if !ok {
+			errno = unix.EIO
+		}
+		return -1, errno
+	}
+	t.dirFds[d] = int32(fd)
+	return int32(fd), 0
+}
+
+// dirsReady reports whether node i's directories can be opened now, so
+// that it may go down in a kernel chain behind nodes that have not run.
+func (t *task) dirsReady(i int32) bool {
+	p := t.p
+	if p.dirOf[i] < 0 {
+		return true
+	}
+	if _, errno := t.dir(p.dirOf[i]); errno != 0 {
+		return false
+	}
+	if p.toDirOf[i] >= 0 {
+		_, errno := t.dir(p.toDirOf[i])
+		return errno == 0
+	}
+	return true
+}
+
+// closeDirs closes the directories opened during the run.
+func (t *task) closeDirs() {
+	for d, fd := range t.dirFds {
+		if fd >= 0 {
+			unix.Close(int(fd))
+			t.dirFds[d] = -1
+		}
 	}
 }
 

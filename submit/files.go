@@ -5,25 +5,36 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/iodag/iodag/dag"
+	"golang.org/x/sys/unix"
 )
+
+// beneath confines every lookup to the root: no "..", absolute path or
+// symlink may lead out of it (the kernel enforces this in openat2).
+const beneath = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS
 
 // CreateFiles creates g's files (its spec "files" section) in root:
 // regular files of Size bytes of Fill, and directories of Count small
 // files named by zero-padded index with sizes drawn from Seed. Existing
-// files of the right size are kept, so a cache directory can be reused.
+// regular files of the right size are kept, so a cache directory can be
+// reused. Nothing is created outside root, whatever symlinks it holds.
 func CreateFiles(root string, g *dag.Graph) error {
+	rootFd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("submit: open root %s: %w", root, err)
+	}
+	defer unix.Close(rootFd)
 	for _, f := range g.Files() {
-		path := filepath.Join(root, f.Name)
 		if f.Dir == nil {
-			if err := createFile(path, f.Size, f.Fill); err != nil {
-				return err
+			if err := createFile(rootFd, f.Name, f.Size, f.Fill); err != nil {
+				return fmt.Errorf("submit: create %s in %s: %w", f.Name, root, err)
 			}
 			continue
 		}
-		if err := os.MkdirAll(path, 0o755); err != nil {
-			return fmt.Errorf("submit: create %s: %w", path, err)
+		if err := mkdirBeneath(rootFd, f.Name); err != nil {
+			return fmt.Errorf("submit: create %s in %s: %w", f.Name, root, err)
 		}
 		rng := rand.New(rand.NewPCG(uint64(f.Dir.Seed), 0x10da9))
 		for i := 0; i < f.Dir.Count; i++ {
@@ -31,32 +42,61 @@ func CreateFiles(root string, g *dag.Graph) error {
 			if span := f.Dir.MaxSize - f.Dir.MinSize; span > 0 {
 				size += rng.Int64N(span + 1)
 			}
-			name := filepath.Join(path, fmt.Sprintf("%05d", i))
-			if err := createFile(name, size, byte(i)); err != nil {
-				return err
+			name := fmt.Sprintf("%s/%05d", f.Name, i)
+			if err := createFile(rootFd, name, size, byte(i)); err != nil {
+				return fmt.Errorf("submit: create %s in %s: %w", name, root, err)
 			}
 		}
 	}
 	return nil
 }
 
-func createFile(path string, size int64, fill byte) error {
-	if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() && fi.Size() == size {
+// mkdirBeneath creates dir and its parents under rootFd.
+func mkdirBeneath(rootFd int, dir string) error {
+	parts := strings.Split(filepath.Clean(dir), "/")
+	for k := range parts {
+		parent := "."
+		if k > 0 {
+			parent = strings.Join(parts[:k], "/")
+		}
+		pfd, err := unix.Openat2(rootFd, parent, &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: beneath})
+		if err != nil {
+			return err
+		}
+		err = unix.Mkdirat(pfd, parts[k], 0o755)
+		unix.Close(pfd)
+		if err != nil && err != unix.EEXIST {
+			return err
+		}
+	}
+	return nil
+}
+
+func createFile(rootFd int, name string, size int64, fill byte) error {
+	if dir := filepath.Dir(name); dir != "." {
+		if err := mkdirBeneath(rootFd, dir); err != nil {
+			return err
+		}
+	}
+	fd, err := unix.Openat2(rootFd, name, &unix.OpenHow{Flags: unix.O_RDWR | unix.O_CREAT | unix.O_CLOEXEC | unix.O_NOFOLLOW, Mode: 0o644, Resolve: beneath})
+	if err != nil {
+		return err
+	}
+	f := os.NewFile(uintptr(fd), name)
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.Size() == size {
 		return nil
 	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return fmt.Errorf("submit: create %s: %w", path, err)
+	if err := f.Truncate(0); err != nil {
+		return err
 	}
 	chunk := make([]byte, min(size, 1<<20))
 	for i := range chunk {
 		chunk[i] = fill
 	}
 	for off := int64(0); off < size; off += int64(len(chunk)) {
-		n := min(int64(len(chunk)), size-off)
-		if _, err := f.Write(chunk[:n]); err != nil {
-			f.Close()
-			return fmt.Errorf("submit: write %s: %w", path, err)
+		if _, err := f.Write(chunk[:min(int64(len(chunk)), size-off)]); err != nil {
+			return err
 		}
 	}
 	return f.Close()

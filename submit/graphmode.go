@@ -51,7 +51,7 @@ func (t *task) dispatchChain(w *workers.Worker, u int32) {
 	head := u
 	for {
 		v := p.chainNext[u]
-		if v < 0 || w.Room() < 2 || !t.canPrep(w, v) || !t.bound(v) {
+		if v < 0 || w.Room() < 2 || !t.canPrep(w, v) || !t.bound(v) || !t.dirsReady(v) {
 			t.prep(w, u, 0)
 			break
 		}

@@ -90,7 +90,7 @@ func (t *task) linkSegment(w *workers.Worker, k int32, seq []int32) {
 			}
 			slots--
 		}
-		if len(seg) > 0 && !t.bound(x) {
+		if len(seg) > 0 && (!t.bound(x) || !t.dirsReady(x)) {
 			t.splits++
 			break
 		}

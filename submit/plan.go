@@ -1,6 +1,9 @@
 package submit
 
 import (
+	"path/filepath"
+	"strings"
+
 	"github.com/iodag/iodag/dag"
 )
 
@@ -31,7 +34,15 @@ type plan struct {
 
 	paths   []byte  // NUL-terminated paths, Go heap, pinned during runs
 	pathOff []int32 // node's path in paths, or -1
-	toOff   []int32 // rename target in paths, or -1
+	// Path ops other than open (which resolves its whole path with
+	// openat2 RESOLVE_BENEATH) work on the last component of their path,
+	// relative to its parent directory, itself opened beneath the root:
+	// so no symlink can lead them out of the root.
+	dirs      []string // distinct parent directories ("" is the root)
+	dirOf     []int32  // path op's parent in dirs
+	baseOff   []int32  // its last component in paths
+	toDirOf   []int32  // rename target's parent in dirs
+	toBaseOff []int32
 
 	comps   [][]int32
 	compOf  []int32
@@ -56,7 +67,10 @@ func newPlan(g *dag.Graph) *plan {
 		handle:    make([]int32, n),
 		lenFrom:   make([]int32, n),
 		pathOff:   make([]int32, n),
-		toOff:     make([]int32, n),
+		dirOf:     make([]int32, n),
+		baseOff:   make([]int32, n),
+		toDirOf:   make([]int32, n),
+		toBaseOff: make([]int32, n),
 		compOf:    make([]int32, n),
 		level:     make([]int32, n),
 		files:     g.Files(),
@@ -79,11 +93,6 @@ func newPlan(g *dag.Graph) *plan {
 		}
 		return h
 	}
-	edges := 0
-	for i := 0; i < n; i++ {
-		edges += len(g.Succs(i))
-	}
-	p.succ = make([]int32, 0, edges)
 	addPath := func(s string) int32 {
 		if s == "" {
 			return -1
@@ -93,6 +102,26 @@ func newPlan(g *dag.Graph) *plan {
 		p.paths = append(p.paths, 0)
 		return off
 	}
+	dirIdx := map[string]int32{}
+	split := func(path string) (int32, int32) {
+		path = filepath.Clean(path)
+		dir, base := "", path
+		if k := strings.LastIndexByte(path, '/'); k >= 0 {
+			dir, base = path[:k], path[k+1:]
+		}
+		d, ok := dirIdx[dir]
+		if !ok {
+			d = int32(len(p.dirs))
+			dirIdx[dir] = d
+			p.dirs = append(p.dirs, dir)
+		}
+		return d, addPath(base)
+	}
+	edges := 0
+	for i := 0; i < n; i++ {
+		edges += len(g.Succs(i))
+	}
+	p.succ = make([]int32, 0, edges)
 	for i := 0; i < n; i++ {
 		nd := g.Node(i)
 		p.op[i] = nd.Op
@@ -107,8 +136,17 @@ func newPlan(g *dag.Graph) *plan {
 			p.handle[i] = handleOf(nd.As)
 		}
 		p.lenFrom[i] = nd.LenFrom
-		p.pathOff[i] = addPath(nd.Path)
-		p.toOff[i] = addPath(nd.To)
+		p.pathOff[i] = -1
+		p.dirOf[i], p.baseOff[i], p.toDirOf[i], p.toBaseOff[i] = -1, -1, -1, -1
+		switch nd.Op {
+		case dag.OpOpen:
+			p.pathOff[i] = addPath(nd.Path)
+		case dag.OpStatx, dag.OpUnlink, dag.OpMkdir, dag.OpRename:
+			p.dirOf[i], p.baseOff[i] = split(nd.Path)
+			if nd.Op == dag.OpRename {
+				p.toDirOf[i], p.toBaseOff[i] = split(nd.To)
+			}
+		}
 		if (nd.Op == dag.OpRead || nd.Op == dag.OpWrite) && nd.Buf == nil && nd.Len > p.bufMax {
 			p.bufMax = nd.Len
 		}

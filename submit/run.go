@@ -117,6 +117,10 @@ func NewRunner(pool *workers.Pool, g *dag.Graph) *Runner {
 	for _, t := range r.tasks {
 		t.links.local = local
 		t.ready = make([]int32, 0, len(t.nodes))
+		t.dirFds = make([]int32, len(p.dirs))
+		for d := range t.dirFds {
+			t.dirFds[d] = -1
+		}
 		t.graph.chainOf = make([]int32, p.n)
 		t.graph.left = make([]int32, p.n)
 		t.wavesInit()

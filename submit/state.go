@@ -95,6 +95,7 @@ type task struct {
 
 	fileSlot  []uint32 // per spec file: its slot on this worker, if used
 	fileFds   []int    // per spec file: fd opened by the runner
+	dirFds    []int32  // per plan directory: fd opened beneath the root, or -1
 	ownSlots  []uint32 // handle slots taken this iteration
 	bufs      bufPool
 	worker    atomic.Pointer[workers.Worker]
@@ -201,6 +202,7 @@ func (t *task) Done() bool {
 // Finish empties the slots this task used and tells the runner.
 func (t *task) Finish(w *workers.Worker, err error) {
 	t.enters = w.Ring().Enters() - t.enters0
+	t.closeDirs()
 	if len(t.ownSlots) > 0 {
 		minus := [1]int32{-1}
 		for _, s := range t.ownSlots {
@@ -284,7 +286,7 @@ func (t *task) settle(w *workers.Worker, i int32, status uint8, res int32) uint8
 			st.digest[i] = crc32.Update(0, castagnoli, b[:res])
 		}
 	case dag.OpStatx:
-		if status == stOK {
+		if status == stOK && b != nil {
 			st.size[i] = int64((*unix.Statx_t)(unsafe.Pointer(&b[0])).Size)
 		}
 	case dag.OpClose:

@@ -50,6 +50,14 @@ func (s *SQE) rw(op uint8, fd int32, addr uint64, n uint32, off uint64) {
 // PrepNop prepares a no-op.
 func (s *SQE) PrepNop() { *s = SQE{Opcode: OpNop, UserData: s.UserData} }
 
+// PrepNopInject prepares a no-op that completes with res
+// (IORING_NOP_INJECT_RESULT, Linux 6.10); a negative res fails it like
+// any failed request, breaking its link chain. Older kernels fail it
+// with -EINVAL.
+func (s *SQE) PrepNopInject(res int32) {
+	*s = SQE{Opcode: OpNop, UserData: s.UserData, OpFlags: nopInjectResult, Len: uint32(res)}
+}
+
 // PrepRead reads len(buf) bytes at off (io_uring_prep_read).
 func (s *SQE) PrepRead(fd int32, buf []byte, off uint64) {
 	s.rw(OpRead, fd, bufAddr(buf), uint32(len(buf)), off)

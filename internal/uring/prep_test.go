@@ -88,6 +88,15 @@ func TestPrep(t *testing.T) {
 			s.UserData = 1
 			return map[uint64]int32{1: 0}, nil
 		}},
+		{"nop inject", func(e *env) (map[uint64]int32, func()) {
+			s := e.sqe()
+			s.PrepNopInject(-int32(unix.ENOENT))
+			s.UserData = 1
+			s = e.sqe()
+			s.PrepNopInject(7)
+			s.UserData = 2
+			return map[uint64]int32{1: -int32(unix.ENOENT), 2: 7}, nil
+		}},
 		{"read", func(e *env) (map[uint64]int32, func()) {
 			fd := openFile(e.t, e.file("f", "hello world"), unix.O_RDONLY)
 			b := e.buf(5)

@@ -215,6 +215,7 @@ const (
 	registerRingFds        = 20
 	unregisterRingFds      = 21
 	rsrcRegisterSparse     = 1 << 0
+	nopInjectResult        = 1 << 0 // IORING_NOP_INJECT_RESULT
 	probeOpSupported       = 1 << 0
 	sizeofSQE              = unsafe.Sizeof(SQE{})
 	sizeofCQE              = unsafe.Sizeof(CQE{})

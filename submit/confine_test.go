@@ -1,0 +1,81 @@
+package submit
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/iodag/iodag/dag"
+	"github.com/iodag/iodag/workers"
+	"golang.org/x/sys/unix"
+)
+
+// TestConfinement tries to leave the run root through a symlink with
+// every path op, in every mode: each is refused with EXDEV and nothing
+// outside is created, read or removed.
+func TestConfinement(t *testing.T) {
+	b := dag.NewBuilder("escape")
+	b.Statx("statx", "esc/victim")
+	b.Unlink("unlink", "esc/victim")
+	b.Mkdir("mkdir", "esc/new", 0o755)
+	b.Rename("rename", "esc/victim", "moved")
+	b.Rename("rename-to", "inside", "esc/planted")
+	o := b.Open("open", "esc/victim", unix.O_RDONLY, "h")
+	r := b.Read("read", dag.Handle("h"), 0, 6).After(o)
+	b.Close("close", "h").Finally(r)
+	b.Open("create", "esc/created", unix.O_WRONLY|unix.O_CREAT, "c")
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	exdev := outcome{Status: StatusFailed, Res: -int32(unix.EXDEV)}
+	want := map[string]outcome{
+		"statx": exdev, "unlink": exdev, "mkdir": exdev, "rename": exdev, "rename-to": exdev,
+		"open": exdev, "create": exdev,
+		"read":  {Status: StatusCanceled, Res: -int32(unix.ECANCELED), Cause: "open"},
+		"close": {Status: StatusCanceled, Res: -int32(unix.ECANCELED), Cause: "open"},
+	}
+	pool := newPool(t, workers.Config{Workers: 1, Entries: 16})
+	for _, m := range Modes {
+		outside := t.TempDir()
+		if err := os.WriteFile(filepath.Join(outside, "victim"), []byte("secret"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		rep := runIn(t, pool, g, m, func(root string) {
+			os.Symlink(outside, filepath.Join(root, "esc"))
+			os.WriteFile(filepath.Join(root, "inside"), nil, 0o644)
+		})
+		if diff := cmp.Diff(want, outcomes(rep)); diff != "" {
+			t.Errorf("%s: outcomes differ (-want +got):\n%s", m, diff)
+		}
+		ents, _ := os.ReadDir(outside)
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		if diff := cmp.Diff([]string{"victim"}, names); diff != "" {
+			t.Errorf("%s: outside dir changed (-want +got):\n%s", m, diff)
+		}
+	}
+}
+
+// TestCreateFilesConfined checks that CreateFiles does not follow a
+// symlink out of the root.
+func TestCreateFilesConfined(t *testing.T) {
+	outside, root := t.TempDir(), t.TempDir()
+	os.Symlink(outside, filepath.Join(root, "data"))
+	b := dag.NewBuilder("f")
+	b.AddFile(dag.FileSpec{Name: "data", Size: 10})
+	b.Nop("n")
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := CreateFiles(root, g); err == nil {
+		t.Errorf("CreateFiles over a symlink out of the root = nil, want an error")
+	}
+	if ents, _ := os.ReadDir(outside); len(ents) != 0 {
+		t.Errorf("CreateFiles wrote %d entries outside the root", len(ents))
+	}
+}
