@@ -2,25 +2,39 @@ package submit
 
 import (
 	"context"
-	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/iodag/iodag/dag"
 	"github.com/iodag/iodag/workers"
+	"golang.org/x/sys/unix"
 )
 
-// benchShape runs a generated shape b.N times (as Repeat, so the pool's
-// handoff is paid once) and reports nodes/s.
-func benchShape(b *testing.B, spec *dag.Spec, workersN int) {
-	g, err := spec.Build()
-	if err != nil {
-		b.Fatal(err)
+// Benchmarks of the three modes on the shapes of DESIGN.md's targets:
+//
+//	go test -run '^$' -bench . -benchtime 2000x ./submit
+//
+// Each runs the graph b.N times as one Run with Repeat (the pool's
+// handoff is paid once) and reports nodes/s; compare ratios within one
+// run, the machines are noisy.
+
+// graphOf builds a generated spec; generators of fixed shapes do not fail.
+func graphOf(s *dag.Spec, err error) *dag.Graph {
+	if err == nil {
+		var g *dag.Graph
+		if g, err = s.Build(); err == nil {
+			return g
+		}
 	}
+	panic(err)
+}
+
+func benchModes(b *testing.B, g *dag.Graph, cfg workers.Config) {
 	root := b.TempDir()
 	if err := CreateFiles(root, g); err != nil {
 		b.Fatal(err)
 	}
-	pool, err := workers.New(workers.Config{Workers: workersN})
+	pool, err := workers.New(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -47,27 +61,112 @@ func benchShape(b *testing.B, spec *dag.Spec, workersN int) {
 	}
 }
 
-func BenchmarkShapes(b *testing.B) {
-	must := func(s *dag.Spec, err error) *dag.Spec {
-		if err != nil {
-			b.Fatal(err)
-		}
-		return s
-	}
-	shapes := []struct {
-		name string
-		spec *dag.Spec
-	}{
-		{"fanout100-nop", must(dag.Fanout(100, dag.GenOptions{}))},
-		{"fanout100-read4k", must(dag.Fanout(100, dag.GenOptions{Op: "read4k"}))},
-		{"layered16x8-nop", must(dag.Layered(16, 8, dag.GenOptions{}))},
-		{"chains8x16-nop", must(dag.Chains(8, 16, dag.GenOptions{}))},
-		{"chains8x16-read4k", must(dag.Chains(8, 16, dag.GenOptions{Op: "read4k"}))},
-		{"stagger4x8", must(dag.Stagger(4, 8, dag.GenOptions{}))},
-	}
-	for _, s := range shapes {
-		b.Run(s.name, func(b *testing.B) { benchShape(b, s.spec, 1) })
+func BenchmarkFanout100NOP(b *testing.B) {
+	benchModes(b, graphOf(dag.Fanout(100, dag.GenOptions{})), workers.Config{Workers: 1})
+}
+
+func BenchmarkFanout100Read4k(b *testing.B) {
+	benchModes(b, graphOf(dag.Fanout(100, dag.GenOptions{Op: "read4k"})), workers.Config{Workers: 1})
+}
+
+func BenchmarkLayered16x8(b *testing.B) {
+	benchModes(b, graphOf(dag.Layered(16, 8, dag.GenOptions{})), workers.Config{Workers: 1})
+}
+
+func BenchmarkChains8x16(b *testing.B) {
+	benchModes(b, graphOf(dag.Chains(8, 16, dag.GenOptions{Op: "read4k"})), workers.Config{Workers: 2})
+}
+
+func BenchmarkStagger8x16(b *testing.B) {
+	benchModes(b, graphOf(dag.Stagger(8, 16, dag.GenOptions{})), workers.Config{Workers: 2})
+}
+
+func BenchmarkMaildir1000(b *testing.B) {
+	benchModes(b, graphOf(dag.Maildir(1000, dag.GenOptions{})), workers.Config{Workers: 2})
+}
+
+// BenchmarkDispatch compares the fixed workers' private round-robin
+// queues with one shared locked queue: 8 goroutines each run small
+// graphs on a 2-worker pool.
+func BenchmarkDispatch(b *testing.B) {
+	g := graphOf(dag.Fanout(100, dag.GenOptions{}))
+	for _, d := range []workers.Dispatch{workers.RoundRobin, workers.Shared} {
+		b.Run(d.String(), func(b *testing.B) {
+			pool, err := workers.New(workers.Config{Workers: 2, Dispatch: d})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer pool.Close()
+			const clients = 8
+			var wg sync.WaitGroup
+			b.ResetTimer()
+			for c := 0; c < clients; c++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					r := NewRunner(pool, g)
+					defer r.Close()
+					for i := c; i < b.N; i += clients {
+						if _, err := r.Run(context.Background(), Graph, Options{Repeat: 10}); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			b.ReportMetric(float64(b.N)*10*float64(g.Len())/b.Elapsed().Seconds(), "nodes/s")
+		})
 	}
 }
 
-var _ = fmt.Sprint
+// BenchmarkGoroutineDAG is the baseline of DESIGN.md's targets: a
+// goroutine per node that waits for its predecessors' channels, then
+// does its op with a plain syscall (nothing for a NOP, pread for a read).
+func BenchmarkGoroutineDAG(b *testing.B) {
+	for _, op := range []string{"nop", "read4k"} {
+		b.Run("fanout100-"+op, func(b *testing.B) {
+			g := graphOf(dag.Fanout(100, dag.GenOptions{Op: op}))
+			root := b.TempDir()
+			if err := CreateFiles(root, g); err != nil {
+				b.Fatal(err)
+			}
+			fd := -1
+			if op == "read4k" {
+				var err error
+				if fd, err = unix.Open(root+"/data", unix.O_RDONLY|unix.O_DIRECT, 0); err != nil {
+					b.Fatal(err)
+				}
+				defer unix.Close(fd)
+			}
+			n := g.Len()
+			bufs := make([][]byte, n)
+			for i := range bufs {
+				bufs[i] = dag.AlignedBuffer(4096)
+			}
+			done := make([]chan struct{}, n)
+			b.ResetTimer()
+			for it := 0; it < b.N; it++ {
+				for i := range done {
+					done[i] = make(chan struct{})
+				}
+				var wg sync.WaitGroup
+				for i := 0; i < n; i++ {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						for _, e := range g.Preds(i) {
+							<-done[e.Node]
+						}
+						if nd := g.Node(i); nd.Op == dag.OpRead {
+							unix.Pread(fd, bufs[i], nd.Offset)
+						}
+						close(done[i])
+					}()
+				}
+				wg.Wait()
+			}
+			b.ReportMetric(float64(b.N)*float64(n)/b.Elapsed().Seconds(), "nodes/s")
+		})
+	}
+}
