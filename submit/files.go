@@ -99,5 +99,10 @@ func createFile(rootFd int, name string, size int64, fill byte) error {
 			return err
 		}
 	}
+	// On disk before the run, so that writeback does not compete with
+	// the reads being measured.
+	if err := f.Sync(); err != nil {
+		return err
+	}
 	return f.Close()
 }
