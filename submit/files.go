@@ -26,6 +26,9 @@ func CreateFiles(root string, g *dag.Graph) error {
 		return fmt.Errorf("submit: open root %s: %w", root, err)
 	}
 	defer unix.Close(rootFd)
+	if err := checkSpace(rootFd, root, g.Files()); err != nil {
+		return err
+	}
 	for _, f := range g.Files() {
 		if f.Dir == nil {
 			if err := createFile(rootFd, f.Name, f.Size, f.Fill); err != nil {
@@ -47,6 +50,28 @@ func CreateFiles(root string, g *dag.Graph) error {
 				return fmt.Errorf("submit: create %s in %s: %w", name, root, err)
 			}
 		}
+	}
+	return nil
+}
+
+// checkSpace refuses files that would not fit the file system: a spec
+// may claim any size, and filling the disk is no way to find out.
+func checkSpace(rootFd int, root string, files []dag.FileSpec) error {
+	var need uint64
+	for _, f := range files {
+		switch {
+		case f.Dir != nil && f.Dir.Count > 0 && f.Dir.MaxSize > 0:
+			need += uint64(f.Dir.Count) * uint64(f.Dir.MaxSize)
+		case f.Size > 0:
+			need += uint64(f.Size)
+		}
+	}
+	var fs unix.Statfs_t
+	if err := unix.Fstatfs(rootFd, &fs); err != nil {
+		return fmt.Errorf("submit: statfs %s: %w", root, err)
+	}
+	if avail := fs.Bavail * uint64(fs.Bsize); need > avail {
+		return fmt.Errorf("submit: the spec's files need up to %d bytes, %s has %d available", need, root, avail)
 	}
 	return nil
 }
