@@ -2,6 +2,8 @@ package submit
 
 import (
 	"fmt"
+	"math"
+	"math/bits"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -58,12 +60,20 @@ func CreateFiles(root string, g *dag.Graph) error {
 // may claim any size, and filling the disk is no way to find out.
 func checkSpace(rootFd int, root string, files []dag.FileSpec) error {
 	var need uint64
+	add := func(n, size uint64) {
+		hi, lo := bits.Mul64(n, size)
+		if sum := need + lo; hi != 0 || sum < need {
+			need = math.MaxUint64
+		} else {
+			need = sum
+		}
+	}
 	for _, f := range files {
 		switch {
 		case f.Dir != nil && f.Dir.Count > 0 && f.Dir.MaxSize > 0:
-			need += uint64(f.Dir.Count) * uint64(f.Dir.MaxSize)
+			add(uint64(f.Dir.Count), uint64(f.Dir.MaxSize))
 		case f.Size > 0:
-			need += uint64(f.Size)
+			add(1, uint64(f.Size))
 		}
 	}
 	var fs unix.Statfs_t
