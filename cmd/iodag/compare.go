@@ -185,7 +185,7 @@ func printComparison(w io.Writer, c *submit.Comparison, workers, repeat int) {
 	case len(c.Disagreements) == 0:
 		fmt.Fprintln(w, "agree: graph and waves on every node; link and graph wherever both ran")
 	default:
-		fmt.Fprintf(w, "DISAGREE: %d differences where the modes must agree\n", len(c.Disagreements))
+		fmt.Fprintf(w, "DISAGREE: %d %s where the modes must agree\n", len(c.Disagreements), plural(len(c.Disagreements), "difference"))
 		for _, d := range c.Disagreements {
 			fmt.Fprintf(w, "  %s\n", d)
 		}
@@ -201,6 +201,13 @@ func printComparison(w io.Writer, c *submit.Comparison, workers, repeat int) {
 		count[e.Cause]++
 	}
 	for _, cause := range causes {
-		fmt.Fprintf(w, "expected: link over-cancels %d nodes after %s\n", count[cause], cause)
+		fmt.Fprintf(w, "expected: link over-cancels %d %s after %s\n", count[cause], plural(count[cause], "node"), cause)
 	}
+}
+
+func plural(n int, s string) string {
+	if n == 1 {
+		return s
+	}
+	return s + "s"
 }

@@ -149,8 +149,8 @@ type poolFlags struct{ workers, ring *int }
 
 func addPoolFlags(fs *flag.FlagSet) poolFlags {
 	return poolFlags{
-		workers: fs.Int("workers", 1, "fixed workers, one ring each; a graph's components spread over them"),
-		ring:    fs.Int("ring", 256, "SQ entries of each worker's ring (the CQ is twice that)"),
+		workers: fs.Int("workers", 1, "`N` fixed workers, one ring each; a graph's components spread over them"),
+		ring:    fs.Int("ring", 256, "`N` SQ entries in each worker's ring (the CQ has twice as many)"),
 	}
 }
 

@@ -169,8 +169,8 @@ func laneHeight(rows int) float64 {
 	return math.Min(float64(max(rows, 1)*svgRowHeight), svgMaxLane)
 }
 
-// tickStep returns a 1, 2 or 5 times a power of ten step giving 5 to 10
-// ticks over span.
+// tickStep returns the smallest step of 1, 2 or 5 times a power of ten
+// that cuts span in at most 10 whole intervals.
 func tickStep(span int64) int64 {
 	step := int64(1)
 	for {

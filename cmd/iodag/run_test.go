@@ -1,0 +1,238 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/iodag/iodag/submit"
+)
+
+// emptyTMPDIR points TMPDIR at a fresh directory and, at the end of the
+// test, checks that whatever the test made there was removed.
+func emptyTMPDIR(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	t.Setenv("TMPDIR", dir)
+	t.Cleanup(func() {
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range ents {
+			t.Errorf("scratch left behind in $TMPDIR: %s", e.Name())
+		}
+	})
+	return dir
+}
+
+// runSummary is what TestRunJSON checks of a report: everything but the
+// timing and the per-node details.
+type runSummary struct {
+	Name, Mode string
+	Repeat     int
+	Counts     submit.Counts
+	Nodes      int
+}
+
+func TestRunJSON(t *testing.T) {
+	emptyTMPDIR(t)
+	tests := []struct {
+		spec   string
+		args   []string
+		repeat int      // the --repeat among args
+		modes  []string // the modes whose counts are want
+		want   submit.Counts
+		code   int
+	}{
+		{"allops", nil, 0, []string{"graph", "link", "waves"}, submit.Counts{OK: 15}, exitOK},
+		{"fanout100-read4k", nil, 0, []string{"graph", "link", "waves"}, submit.Counts{OK: 100}, exitOK},
+		{"maildir10", []string{"--workers", "2", "--ring", "8"}, 0, []string{"graph", "link", "waves"}, submit.Counts{OK: 40}, exitOK},
+		{"stagger4x8", []string{"--repeat", "3"}, 3, []string{"graph", "link", "waves"}, submit.Counts{OK: 32}, exitOK},
+		{"layered16x8", []string{"--ring", "16"}, 0, []string{"graph", "link", "waves"}, submit.Counts{OK: 128}, exitOK},
+		// The open of a missing path fails: graph and waves cancel its
+		// read and close; link also the rest of the chain.
+		{"fail_missing", nil, 0, []string{"graph", "waves"}, submit.Counts{OK: 4, Failed: 1, Canceled: 2}, exitFailed},
+		{"fail_missing", nil, 0, []string{"link"}, submit.Counts{OK: 1, Failed: 1, Canceled: 5}, exitFailed},
+		// The second run's mkdir finds the first run's directory.
+		{"allops", []string{"--repeat", "2"}, 2, []string{"graph", "waves"}, submit.Counts{OK: 4, Failed: 1, Canceled: 10}, exitFailed},
+	}
+	for _, tc := range tests {
+		for _, mode := range tc.modes {
+			args := append([]string{"run", "../../testdata/" + tc.spec + ".json", "--json", "--mode", mode}, tc.args...)
+			t.Run(strings.Join(args[1:], " "), func(t *testing.T) {
+				var stdout, stderr bytes.Buffer
+				code := run(args, &stdout, &stderr)
+				if code != tc.code {
+					t.Errorf("run(%q) = %d, want %d; stderr:\n%s", args, code, tc.code, stderr.String())
+				}
+				var rep submit.Report
+				if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+					t.Fatalf("run(%q) output is not a JSON report: %v\n%s", args, err, stdout.String())
+				}
+				want := runSummary{Name: tc.spec, Mode: mode, Repeat: max(tc.repeat, 1), Counts: tc.want,
+					Nodes: tc.want.OK + tc.want.Failed + tc.want.Canceled}
+				got := runSummary{Name: rep.Name, Mode: rep.Mode, Repeat: rep.Repeat, Counts: rep.Counts, Nodes: len(rep.Nodes)}
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Errorf("run(%q) report mismatch (-want +got):\n%s", args, diff)
+				}
+				if rep.WallNS <= 0 || rep.OpsPerSec <= 0 || rep.Enters == 0 || rep.SQEs == 0 {
+					t.Errorf("run(%q): wall %d, ops/s %v, enters %d, sqes %d; want them positive", args, rep.WallNS, rep.OpsPerSec, rep.Enters, rep.SQEs)
+				}
+			})
+		}
+	}
+}
+
+func TestRunText(t *testing.T) {
+	emptyTMPDIR(t)
+	tests := []struct {
+		name   string
+		args   []string
+		code   int
+		stdout []string // lines expected in stdout, in order
+		stderr string   // substring of stderr
+	}{
+		{"all ok", []string{"run", "../../testdata/stagger4x8.json", "--mode", "waves"}, exitOK,
+			[]string{"stagger4x8: waves mode, 32 nodes: 32 ok, 0 failed, 0 canceled; repeat 1, wall "}, `running "stagger4x8" (32 nodes) in waves mode`},
+		{"failures", []string{"run", "--mode=graph", "../../testdata/fail_missing.json"}, exitFailed,
+			[]string{
+				"fail_missing: graph mode, 7 nodes: 4 ok, 1 failed, 2 canceled; repeat 1, wall ",
+				"  open (open): failed, res -2 ENOENT",
+				"  r (read): canceled, res -125 ECANCELED, cause open",
+				"  close (close): canceled, res -125 ECANCELED, cause open",
+			}, ""},
+		{"link over-cancels", []string{"run", "../../testdata/fail_missing.json", "--mode", "link"}, exitFailed,
+			[]string{"  r1 (read): canceled, res -125 ECANCELED, cause open", "  end (nop): canceled, res -125 ECANCELED, cause open"}, ""},
+		{"mode defaults to graph", []string{"run", "../../testdata/allops.json"}, exitOK, []string{"allops: graph mode, 15 nodes: 15 ok"}, ""},
+		{"no spec", []string{"run", "--mode", "graph"}, exitUsage, nil, "usage: iodag run SPEC"},
+		{"two specs", []string{"run", "a.json", "b.json"}, exitUsage, nil, "usage: iodag run SPEC"},
+		{"bad flag", []string{"run", "../../testdata/allops.json", "--frob"}, exitUsage, nil, "flag provided but not defined: -frob"},
+		{"bad mode", []string{"run", "../../testdata/allops.json", "--mode", "chain"}, exitUsage, nil, `unknown mode "chain"`},
+		{"bad repeat", []string{"run", "../../testdata/allops.json", "--repeat", "0"}, exitUsage, nil, "--repeat 0: want at least 1"},
+		{"bad workers", []string{"run", "../../testdata/allops.json", "--workers", "-1"}, exitUsage, nil, "--workers -1"},
+		{"bad ring", []string{"run", "../../testdata/allops.json", "--ring", "x"}, exitUsage, nil, `invalid value "x" for flag -ring`},
+		{"bad root", []string{"run", "../../testdata/allops.json", "--root", "/nonexistent/iodag"}, exitUsage, nil, "--root /nonexistent/iodag: not a directory"},
+		{"bad spec", []string{"run", "../../testdata/invalid/many_errors.json"}, exitUsage, nil, `many_errors.json:6:4: node "b": field "after": unknown node "zz"`},
+		{"missing spec", []string{"run", "nope.json"}, exitUsage, nil, "no such file"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(tc.args, &stdout, &stderr)
+			if code != tc.code {
+				t.Errorf("run(%q) = %d, want %d; stderr:\n%s", tc.args, code, tc.code, stderr.String())
+			}
+			out := stdout.String()
+			for _, line := range tc.stdout {
+				i := strings.Index(out, line)
+				if i < 0 {
+					t.Errorf("run(%q) stdout = %q, want it to contain %q (in order)", tc.args, stdout.String(), line)
+					break
+				}
+				out = out[i+len(line):]
+			}
+			if !strings.Contains(stderr.String(), tc.stderr) {
+				t.Errorf("run(%q) stderr = %q, want it to contain %q", tc.args, stderr.String(), tc.stderr)
+			}
+			if tc.code == exitUsage && stdout.Len() != 0 {
+				t.Errorf("run(%q) stdout = %q, want nothing on a usage error", tc.args, stdout.String())
+			}
+		})
+	}
+}
+
+// TestRunRoot checks that --root runs in the named directory and keeps
+// what the run made there.
+func TestRunRoot(t *testing.T) {
+	emptyTMPDIR(t)
+	root := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"run", "--root", root, "--mode", "link", "../../testdata/allops.json"}, &stdout, &stderr); code != exitOK {
+		t.Fatalf("run --root = %d; stderr:\n%s", code, stderr.String())
+	}
+	var got []string
+	filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		rel, _ := filepath.Rel(root, path)
+		got = append(got, rel)
+		return err
+	})
+	// allops makes out/, writes out/f, renames it to out/g, unlinks it.
+	if diff := cmp.Diff([]string{".", "data", "out"}, got); diff != "" {
+		t.Errorf("root after run mismatch (-want +got):\n%s", diff)
+	}
+	// A second run finds out/ there: its mkdir fails.
+	stdout.Reset()
+	if code := run([]string{"run", "--root", root, "../../testdata/allops.json"}, &stdout, &stderr); code != exitFailed {
+		t.Errorf("second run --root = %d, want %d", code, exitFailed)
+	}
+	if want := "  mk (mkdir): failed, res -17 EEXIST"; !strings.Contains(stdout.String(), want) {
+		t.Errorf("second run --root stdout = %q, want it to contain %q", stdout.String(), want)
+	}
+}
+
+// TestRunInterrupted ends the run's context as a signal would: the
+// partial report is printed, the scratch directory removed, and the exit
+// status is the signal's. (TestSignal sends real signals to the binary.)
+func TestRunInterrupted(t *testing.T) {
+	emptyTMPDIR(t)
+	tests := []struct {
+		sig  syscall.Signal
+		code int
+	}{
+		{syscall.SIGINT, 130},
+		{syscall.SIGTERM, 143},
+	}
+	for _, tc := range tests {
+		t.Run(tc.sig.String(), func(t *testing.T) {
+			ctx, cancel := context.WithCancelCause(context.Background())
+			cancel(&signalError{tc.sig})
+			var stdout, stderr bytes.Buffer
+			args := []string{"../../testdata/fail_missing.json", "--json"}
+			if code := runSpec(ctx, args, &stdout, &stderr); code != tc.code {
+				t.Errorf("runSpec(%q) interrupted by %v = %d, want %d; stderr:\n%s", args, tc.sig, code, tc.code, stderr.String())
+			}
+			var rep submit.Report
+			if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+				t.Fatalf("partial report is not JSON: %v\n%s", err, stdout.String())
+			}
+			if rep.Counts.Canceled != len(rep.Nodes) || len(rep.Nodes) != 7 || rep.Nodes[0].Cause != submit.CauseContext {
+				t.Errorf("partial report counts %+v, node 0 %+v; want all 7 canceled by the context", rep.Counts, rep.Nodes[0])
+			}
+			if want := "interrupted by " + tc.sig.String(); !strings.Contains(stderr.String(), want) {
+				t.Errorf("stderr = %q, want it to contain %q", stderr.String(), want)
+			}
+		})
+	}
+}
+
+func TestFormat(t *testing.T) {
+	durations := []struct {
+		ns   int64
+		want string
+	}{
+		{0, "0s"}, {999, "999ns"}, {1234, "1.23µs"}, {12_345_678, "12.3ms"}, {1_375_000_000, "1.38s"}, {4_000_000_000_000, "1h6m40s"},
+	}
+	for _, tc := range durations {
+		if got := fmtDuration(tc.ns); got != tc.want {
+			t.Errorf("fmtDuration(%d) = %q, want %q", tc.ns, got, tc.want)
+		}
+	}
+	rates := []struct {
+		v    float64
+		want string
+	}{
+		{0, "0"}, {999.4, "999"}, {1234, "1.23k"}, {18_150, "18.1k"}, {83_000, "83.0k"}, {101_000, "101k"}, {2_400_000, "2.40M"}, {12_560_000, "12.6M"}, {150e6, "150M"},
+	}
+	for _, tc := range rates {
+		if got := fmtRate(tc.v); got != tc.want {
+			t.Errorf("fmtRate(%v) = %q, want %q", tc.v, got, tc.want)
+		}
+	}
+}
