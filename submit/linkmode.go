@@ -91,12 +91,12 @@ func (t *task) linkSegment(w *workers.Worker, k int32, seq []int32) {
 			slots--
 		}
 		if len(seg) > 0 && (!t.bound(x) || !t.dirsReady(x)) {
-			t.splits++
+			t.split()
 			break
 		}
 		seg = append(seg, x)
 		if t.endsChain(x, t.nextPending(seq, j+1)) {
-			t.splits++
+			t.split()
 			break
 		}
 	}
@@ -134,6 +134,13 @@ func (ls *linkState) want() int {
 		}
 	}
 	return want
+}
+
+// split counts a chain ended early, once per run however many repeats.
+func (t *task) split() {
+	if t.iter == 0 {
+		t.splits++
+	}
 }
 
 // nextPending returns the first pending node of seq from j, or -1.

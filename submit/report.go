@@ -32,7 +32,8 @@ type Report struct {
 	// node that needs a result of its own chain (a read sized by a
 	// statx), after an op whose failure does not break a kernel link
 	// (statx, unlink, rename, mkdir), after an allow_short transfer, and
-	// before a hardlink from a node with after-dependents.
+	// before a hardlink from a node with after-dependents. Counted once per
+	// run, not per repeat.
 	Splits int `json:"splits,omitempty"`
 	// Nodes has one entry per node, in declaration order (last repeat).
 	Nodes []NodeResult `json:"nodes"`
