@@ -1,0 +1,195 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/iodag/iodag/submit"
+)
+
+// buildIodag builds the command into a temporary directory.
+func buildIodag(t *testing.T) string {
+	t.Helper()
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command to build iodag with")
+	}
+	bin := filepath.Join(t.TempDir(), "iodag")
+	out, err := exec.Command(goBin, "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// longSpec writes a spec that takes 10 s unless interrupted: a mkdir and
+// a read of a spec file (so the scratch directory has contents), then a
+// chain of 50 timeouts of 200 ms.
+func longSpec(t *testing.T) (path string, nodes int) {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString(`{"name": "long", "files": [{"name": "data", "size": 8192, "fill": 1}], "nodes": [` + "\n")
+	b.WriteString(`{"id": "mk", "op": "mkdir", "path": "made", "mode": 493},` + "\n")
+	b.WriteString(`{"id": "rd", "op": "read", "file": "data", "offset": 0, "len": 4096},` + "\n")
+	const steps = 50
+	for i := 0; i < steps; i++ {
+		after := ""
+		if i > 0 {
+			after = fmt.Sprintf(`, "after": ["t%02d"]`, i-1)
+		}
+		sep := ","
+		if i == steps-1 {
+			sep = ""
+		}
+		fmt.Fprintf(&b, `{"id": "t%02d", "op": "timeout", "ns": 200000000%s}%s`+"\n", i, after, sep)
+	}
+	b.WriteString("]}\n")
+	path = filepath.Join(t.TempDir(), "long.json")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path, steps + 2
+}
+
+// TestSignal sends SIGINT and SIGTERM to the real binary during a run and
+// a comparison of a long spec: the partial report is printed, the exit
+// status is 128 + the signal, and the scratch directory (in a TMPDIR of
+// the test's) is removed.
+func TestSignal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := buildIodag(t)
+	spec, nodes := longSpec(t)
+	tests := []struct {
+		verb string
+		sig  syscall.Signal
+		code int
+	}{
+		{"run", syscall.SIGINT, 130},
+		{"run", syscall.SIGTERM, 143},
+		{"compare", syscall.SIGINT, 130},
+	}
+	for _, tc := range tests {
+		t.Run(tc.verb+" "+tc.sig.String(), func(t *testing.T) {
+			tmp := t.TempDir()
+			args := []string{tc.verb, spec}
+			if tc.verb == "run" {
+				args = append(args, "--json")
+			}
+			cmd := exec.Command(bin, args...)
+			cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+			var stdout bytes.Buffer
+			cmd.Stdout = &stdout
+			stderrPipe, err := cmd.StderrPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			lines := make(chan string)
+			go func() {
+				defer close(lines)
+				sc := bufio.NewScanner(stderrPipe)
+				for sc.Scan() {
+					lines <- sc.Text()
+				}
+			}()
+			var stderr []string
+			deadline := time.After(30 * time.Second)
+
+			// Wait until the run is under way: run says so on stderr;
+			// compare is quiet off a terminal, but its scratch
+			// directory appears after its signal handler is in place.
+			if tc.verb == "run" {
+				for started := false; !started; {
+					select {
+					case l, ok := <-lines:
+						if !ok {
+							t.Fatalf("iodag %s ended before running; stderr:\n%s", tc.verb, strings.Join(stderr, "\n"))
+						}
+						stderr = append(stderr, l)
+						started = strings.Contains(l, "iodag run: running")
+					case <-deadline:
+						cmd.Process.Kill()
+						t.Fatal("iodag run did not start within 30 s")
+					}
+				}
+			} else {
+				poll := time.NewTicker(2 * time.Millisecond)
+				for started := false; !started; {
+					select {
+					case <-poll.C:
+						ents, _ := os.ReadDir(tmp)
+						started = len(ents) > 0
+					case <-deadline:
+						cmd.Process.Kill()
+						t.Fatal("iodag compare made no scratch directory within 30 s")
+					}
+				}
+				poll.Stop()
+			}
+			if err := cmd.Process.Signal(tc.sig); err != nil {
+				t.Fatal(err)
+			}
+			for open := true; open; {
+				select {
+				case l, ok := <-lines:
+					if ok {
+						stderr = append(stderr, l)
+					}
+					open = ok
+				case <-deadline:
+					cmd.Process.Kill()
+					t.Fatalf("iodag %s did not end within 30 s of %v", tc.verb, tc.sig)
+				}
+			}
+			err = cmd.Wait()
+			if code := cmd.ProcessState.ExitCode(); code != tc.code {
+				t.Errorf("iodag %s after %v: exit %d (%v), want %d; stderr:\n%s", tc.verb, tc.sig, code, err, tc.code, strings.Join(stderr, "\n"))
+			}
+			if want := "interrupted by " + tc.sig.String(); !strings.Contains(strings.Join(stderr, "\n"), want) {
+				t.Errorf("stderr = %q, want it to contain %q", stderr, want)
+			}
+			if tc.verb == "run" {
+				var rep submit.Report
+				if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+					t.Fatalf("partial report is not JSON: %v\n%s", err, stdout.String())
+				}
+				byContext := 0
+				for _, n := range rep.Nodes {
+					if n.Status == submit.StatusCanceled && n.Cause == submit.CauseContext {
+						byContext++
+					}
+				}
+				if len(rep.Nodes) != nodes || rep.Counts.OK+rep.Counts.Failed+rep.Counts.Canceled != nodes || byContext == 0 {
+					t.Errorf("partial report: %d nodes, counts %+v, %d canceled by the signal; want %d nodes, some canceled by it",
+						len(rep.Nodes), rep.Counts, byContext, nodes)
+				}
+			} else {
+				for _, want := range []string{"long: 52 nodes, repeat 1", "  link ", "not checked: the comparison was interrupted"} {
+					if !strings.Contains(stdout.String(), want) {
+						t.Errorf("stdout =\n%s\nwant it to contain %q", stdout.String(), want)
+					}
+				}
+			}
+			ents, err := os.ReadDir(tmp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range ents {
+				t.Errorf("scratch left behind in $TMPDIR: %s", e.Name())
+			}
+		})
+	}
+}
