@@ -63,6 +63,7 @@ type Disagreement struct {
 	Values [2]string `json:"values"`
 }
 
+// String describes the disagreement as `node "ID": FIELD MODE VALUE, MODE VALUE`.
 func (d Disagreement) String() string {
 	return fmt.Sprintf("node %q: %s %s %s, %s %s", d.Node, d.Field, d.Modes[0], d.Values[0], d.Modes[1], d.Values[1])
 }
