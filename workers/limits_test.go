@@ -1,0 +1,150 @@
+package workers_test
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/iodag/iodag/workers"
+	"go.uber.org/goleak"
+	"golang.org/x/sys/unix"
+)
+
+// childEnv makes the test binary, re-executed, run TestLimitsChild with a
+// resource limit set before it creates a pool.
+const childEnv = "IODAG_WORKERS_LIMITS_CHILD"
+
+// openFDs counts the process's open descriptors.
+func openFDs(t testing.TB) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents) - 1 // ReadDir's own descriptor, closed by now
+}
+
+// TestLimitsChild is the re-executed half of TestRlimitNofile: with
+// RLIMIT_NOFILE at the descriptors already open plus $childEnv, it creates
+// a pool of two workers and prints the outcome on one line.
+func TestLimitsChild(t *testing.T) {
+	v := os.Getenv(childEnv)
+	if v == "" {
+		t.Skip("run by TestRlimitNofile in a subprocess")
+	}
+	extra, err := strconv.Atoi(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	limit := uint64(openFDs(t) + extra)
+	if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &unix.Rlimit{Cur: limit, Max: limit}); err != nil {
+		t.Fatal(err)
+	}
+	pool, err := workers.New(workers.Config{Workers: 2})
+	if err != nil {
+		fmt.Printf("RESULT limit=%d emfile=%v err=%v\n", limit, errors.Is(err, unix.EMFILE), err)
+		return
+	}
+	files := pool.Config().Files
+	if err := pool.Close(); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Printf("RESULT limit=%d files=%d\n", limit, files)
+}
+
+// TestRlimitNofile runs pools under small RLIMIT_NOFILE values, each in a
+// subprocess: the fixed-file table shrinks to the limit, or, when not even
+// the rings' descriptors fit, New fails with EMFILE naming the worker and
+// the fix. Never a panic or a hang.
+func TestRlimitNofile(t *testing.T) {
+	cases := []struct {
+		extra int
+		want  string // "pool", "emfile" or "either"
+	}{
+		{0, "emfile"}, // no room for a ring
+		{1, "emfile"}, // room for one ring, not for two rings and two eventfds
+		{2, "either"},
+		{64, "pool"},
+	}
+	for _, tc := range cases {
+		t.Run(strconv.Itoa(tc.extra), func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], "-test.run=^TestLimitsChild$", "-test.v")
+			cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d", childEnv, tc.extra))
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("child: %v\n%s", err, out)
+			}
+			line := ""
+			for _, l := range strings.Split(string(out), "\n") {
+				if strings.HasPrefix(l, "RESULT ") {
+					line = l
+				}
+			}
+			if line == "" {
+				t.Fatalf("child printed no RESULT:\n%s", out)
+			}
+			t.Log(line)
+			var limit, files uint64
+			if _, err := fmt.Sscanf(line, "RESULT limit=%d files=%d", &limit, &files); err == nil {
+				if tc.want == "emfile" {
+					t.Fatalf("want EMFILE, got a pool: %q", line)
+				}
+				if files != limit {
+					t.Errorf("Files = %d under RLIMIT_NOFILE %d, want the limit", files, limit)
+				}
+				return
+			}
+			if tc.want == "pool" {
+				t.Fatalf("want a pool, got %q", line)
+			}
+			if !strings.Contains(line, "emfile=true") || !strings.Contains(line, "err=worker ") ||
+				!strings.Contains(line, "too many open files") {
+				t.Errorf("want EMFILE naming the worker, got %q", line)
+			}
+		})
+	}
+}
+
+// TestSetupRefused gives New configurations the kernel refuses: New fails
+// with an error naming the worker and the cause, leaving nothing running.
+func TestSetupRefused(t *testing.T) {
+	cases := []struct {
+		name  string
+		cfg   workers.Config
+		errno error
+		text  string
+	}{
+		{"entries over 32768", workers.Config{Entries: 1 << 16}, unix.EINVAL, "worker 0: io_uring_setup"},
+		{"entries 1<<31 (CQ size overflows)", workers.Config{Entries: 1 << 31}, unix.EINVAL, "worker 0: io_uring_setup"},
+		{"entries max uint32", workers.Config{Workers: 2, Entries: 1<<32 - 1}, unix.EINVAL, "io_uring_setup"},
+		{"absent CPU", workers.Config{CPUs: []int{1 << 20}}, unix.EINVAL, "worker 0: pin to CPU 1048576"},
+		{"files over the kernel's table limit", workers.Config{Files: 1 << 31}, nil, "worker 0"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			defer goleak.VerifyNone(t)
+			pool, err := workers.New(tc.cfg)
+			if err == nil {
+				cfg := pool.Config()
+				pool.Close()
+				if tc.errno == nil {
+					// Files is capped by RLIMIT_NOFILE before the kernel sees it.
+					t.Logf("New(%+v) = pool with Files %d", tc.cfg, cfg.Files)
+					return
+				}
+				t.Fatalf("New(%+v) = pool (%+v), want an error", tc.cfg, cfg)
+			}
+			t.Logf("New: %v", err)
+			if tc.errno != nil && !errors.Is(err, tc.errno) {
+				t.Errorf("New(%+v) = %v, want %v", tc.cfg, err, tc.errno)
+			}
+			if !strings.Contains(err.Error(), tc.text) {
+				t.Errorf("New(%+v) = %q, want it to contain %q", tc.cfg, err, tc.text)
+			}
+		})
+	}
+}
