@@ -59,10 +59,14 @@ type NodeResult struct {
 	// "context" when the run's context ended.
 	Cause string `json:"cause,omitempty"`
 	// Digest is the CRC-32C (Castagnoli) of the bytes an ok read returned.
-	Digest  Digest `json:"digest,omitempty"`
-	StartNS int64  `json:"start_ns"`
-	EndNS   int64  `json:"end_ns"`
-	Worker  int    `json:"worker"`
+	Digest Digest `json:"digest,omitempty"`
+	// StartNS and EndNS are when the node was submitted and completed,
+	// in ns since the last repeat began; the clock is read once per
+	// batch of submissions or completions, so the nodes of one batch
+	// share a time.
+	StartNS int64 `json:"start_ns"`
+	EndNS   int64 `json:"end_ns"`
+	Worker  int   `json:"worker"`
 }
 
 // Status is a node's final status.
@@ -113,6 +117,14 @@ func (r *Runner) buildReport(mode Mode, repeat int, wall int64) *Report {
 			worker[c] = t.wid
 		}
 	}
+	// Node times count from the start of the last repeat, whose nodes the
+	// report shows.
+	base := r.t0
+	for k, t := range r.tasks {
+		if k == 0 || t.iterStart < base {
+			base = t.iterStart
+		}
+	}
 	if wall > 0 {
 		rep.OpsPerSec = float64(p.n) * float64(repeat) / (float64(wall) / 1e9)
 	}
@@ -140,10 +152,10 @@ func (r *Runner) buildReport(mode Mode, repeat int, wall int64) *Report {
 		if n.Status == StatusOK && nd.Op.String() == "read" {
 			n.Digest = Digest(st.digest[i])
 		}
-		n.EndNS = st.end[i] - r.t0
+		n.EndNS = max(st.end[i]-base, 0)
 		n.StartNS = n.EndNS
 		if st.start[i] != 0 {
-			n.StartNS = st.start[i] - r.t0
+			n.StartNS = max(st.start[i]-base, 0)
 		}
 		nodes = append(nodes, n)
 	}

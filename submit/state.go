@@ -83,6 +83,7 @@ type task struct {
 	maxInflight  int
 	sqes         uint64
 	enters0      uint64
+	iterStart    int64 // pool clock when the current iteration began
 	enters       uint64
 
 	ready  []int32 // graph: FIFO of ready nodes
@@ -143,6 +144,7 @@ func (t *task) begin(w *workers.Worker) {
 		st.digest[i] = 0
 	}
 	t.remaining = len(t.nodes)
+	t.iterStart = w.Now()
 	switch t.mode {
 	case Graph:
 		t.graphBegin()

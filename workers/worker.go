@@ -44,7 +44,7 @@ const (
 	doorbellTag  = 1<<16 - 1
 	maxTasks     = doorbellTag
 	// maxWait bounds a wait for more than one completion.
-	maxWait = 2 * time.Millisecond
+	maxWait = 10 * time.Millisecond
 )
 
 // Worker is one fixed worker: a goroutine locked to its OS thread that
