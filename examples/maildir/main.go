@@ -1,0 +1,283 @@
+// Command maildir reads a maildir-like directory of small files (10 to
+// 4096 bytes each) the io_uring way, per file an open and a statx in
+// parallel, a read sized by the statx, a close on a finally-edge, in the
+// three modes, and the plain Go way: an errgroup of goroutines calling
+// os.Open, File.Stat, io.ReadFull and Close. It prints the time of each
+// variant and checks that every variant read the same bytes (per file, the
+// CRC-32C the Report gives for each read).
+//
+// The files are created once in a cache directory and reused by later
+// runs, so that what is timed is reading them, from the page cache.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/iodag/iodag/dag"
+	"github.com/iodag/iodag/submit"
+	"github.com/iodag/iodag/workers"
+	"golang.org/x/sync/errgroup"
+)
+
+type config struct {
+	n       int
+	workers int
+	ring    uint
+	cache   string
+	repeat  int
+	limit   int // errgroup SetLimit
+}
+
+// defaultLimit is the errgroup limit that was fastest on 2 cores, kernel
+// 6.18, 50,000 cached files (see the package's measurements in README).
+const defaultLimit = 64
+
+func main() {
+	var c config
+	flag.IntVar(&c.n, "n", 50_000, "number of files")
+	flag.IntVar(&c.workers, "workers", runtime.GOMAXPROCS(0), "fixed workers")
+	flag.UintVar(&c.ring, "ring", 256, "SQ entries of each worker's ring")
+	flag.StringVar(&c.cache, "cache", "", "directory the files are created in once and reused from (default: the user cache dir, else the temp dir)")
+	flag.IntVar(&c.repeat, "repeat", 3, "timed runs of each variant, after one warm-up run; the best is shown")
+	flag.IntVar(&c.limit, "limit", defaultLimit, "goroutines the errgroup variant runs at once (errgroup SetLimit; <= 0: no limit)")
+	flag.Parse()
+	if flag.NArg() > 0 {
+		fmt.Fprintln(os.Stderr, "maildir: no arguments expected")
+		flag.Usage()
+		os.Exit(2)
+	}
+	if c.cache == "" {
+		c.cache = defaultCache(c.n)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Stdout, c); err != nil {
+		fmt.Fprintln(os.Stderr, "maildir:", err)
+		os.Exit(1)
+	}
+}
+
+func defaultCache(n int) string {
+	name := "maildir-" + strconv.Itoa(n)
+	if dir, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(dir, "iodag", name)
+	}
+	return filepath.Join(os.TempDir(), "iodag-"+name)
+}
+
+// variant is one way of reading every file.
+type variant struct {
+	name  string
+	run   func(ctx context.Context) error
+	times []time.Duration
+	bytes int64    // of the last run
+	crc   []uint32 // per file, of the last run
+}
+
+func run(ctx context.Context, w io.Writer, c config) error {
+	if c.repeat < 1 {
+		return fmt.Errorf("-repeat must be >= 1, got %d", c.repeat)
+	}
+	s, err := dag.Maildir(c.n, dag.GenOptions{Seed: 1})
+	if err != nil {
+		return err
+	}
+	g, err := s.Build()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(c.cache, 0o755); err != nil {
+		return err
+	}
+	t0 := time.Now()
+	if err := submit.CreateFiles(c.cache, g); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "%s: %d files of %d..%d bytes in %s (made or checked in %.2fs)\n", g.Name(), c.n,
+		dag.MaildirMinSize, dag.MaildirMaxSize, c.cache, time.Since(t0).Seconds())
+
+	reads := make([]int, c.n) // node index of each file's read
+	for i := range reads {
+		var ok bool
+		if reads[i], ok = g.Index(fmt.Sprintf("r%05d", i)); !ok {
+			return fmt.Errorf("graph has no read r%05d", i)
+		}
+	}
+
+	// Each worker gets every workers-th file, and waves opens all of them
+	// at once (the opens are one level): it needs that many fixed-file
+	// slots. Graph and link mode hold a few handles at a time.
+	slots := (c.n + c.workers - 1) / max(c.workers, 1)
+	pool, err := workers.New(workers.Config{Workers: c.workers, Entries: uint32(c.ring), Files: uint32(min(slots, 1<<20))})
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	modes := submit.Modes[:]
+	if have := int(pool.Config().Files); have < slots {
+		fmt.Fprintf(w, "note: waves skipped: it opens all %d files at once (they are one level), %d per worker,\n"+
+			"but a ring's fixed-file table holds at most %d (RLIMIT_NOFILE); -workers %d would fit\n",
+			c.n, slots, have, (c.n+have-1)/have)
+		modes = slices.DeleteFunc(slices.Clone(modes), func(m submit.Mode) bool { return m == submit.Waves })
+	}
+	r := submit.NewRunner(pool, g)
+	defer r.Close()
+
+	var variants []*variant
+	for _, m := range modes {
+		v := &variant{name: m.String(), crc: make([]uint32, c.n)}
+		v.run = func(ctx context.Context) error {
+			rep, err := r.Run(ctx, m, submit.Options{Root: c.cache})
+			if err != nil {
+				return err
+			}
+			if rep.Counts.OK != g.Len() {
+				return fmt.Errorf("%d of %d nodes ok: %s", rep.Counts.OK, g.Len(), firstNotOK(rep))
+			}
+			v.bytes = 0
+			for f, i := range reads {
+				v.bytes += int64(rep.Nodes[i].Res)
+				v.crc[f] = uint32(rep.Nodes[i].Digest)
+			}
+			return nil
+		}
+		variants = append(variants, v)
+	}
+	eg := &variant{name: "errgroup+os", crc: make([]uint32, c.n)}
+	if c.limit > 0 {
+		eg.name += " (limit " + strconv.Itoa(c.limit) + ")"
+	}
+	eg.run = func(ctx context.Context) (err error) {
+		eg.bytes, err = readAll(ctx, filepath.Join(c.cache, "mail"), eg.crc, c.limit)
+		return err
+	}
+	variants = append(variants, eg)
+
+	// Interleaved, so that drift (other load, page cache) spreads over all.
+	for k := 0; k <= c.repeat; k++ {
+		for _, v := range variants {
+			t := time.Now()
+			if err := v.run(ctx); err != nil {
+				return fmt.Errorf("%s: %w", v.name, err)
+			}
+			if k > 0 { // the first round warms up
+				v.times = append(v.times, time.Since(t))
+			}
+		}
+	}
+
+	fmt.Fprintf(w, "%d nodes (open, statx, read, close per file); %d workers, ring %d; best of %d runs after a warm-up\n\n",
+		g.Len(), pool.Size(), pool.Config().Entries, c.repeat)
+	const row = "%-24s %8s %8s %8s %11s %12s\n"
+	fmt.Fprintf(w, row, "variant", "best", "median", "files/s", "bytes read", "vs errgroup")
+	base := slices.Min(eg.times)
+	for _, v := range variants {
+		best := slices.Min(v.times)
+		fmt.Fprintf(w, row, v.name, fmt.Sprintf("%.3fs", best.Seconds()), fmt.Sprintf("%.3fs", median(v.times).Seconds()),
+			si(float64(c.n)/best.Seconds()), strconv.FormatInt(v.bytes, 10), fmt.Sprintf("%.2fx", base.Seconds()/best.Seconds()))
+	}
+	for _, v := range variants[1:] {
+		if v.bytes != variants[0].bytes {
+			return fmt.Errorf("%s read %d bytes, %s %d", v.name, v.bytes, variants[0].name, variants[0].bytes)
+		}
+		if i := mismatch(v.crc, variants[0].crc); i >= 0 {
+			return fmt.Errorf("file %05d: %s read CRC-32C %08x, %s %08x", i, v.name, v.crc[i], variants[0].name, variants[0].crc[i])
+		}
+	}
+	fmt.Fprintf(w, "\nbytes checked: every variant read %d bytes, with the same CRC-32C for each of the %d files\n", eg.bytes, c.n)
+	return nil
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// bufs holds read buffers of the largest file size.
+var bufs = sync.Pool{New: func() any { return new([dag.MaildirMaxSize]byte) }}
+
+// readAll is the plain Go way: per file a goroutine (at most limit at
+// once) that opens, stats, reads and closes it. It returns the bytes read
+// and fills crc with each file's CRC-32C.
+func readAll(ctx context.Context, dir string, crc []uint32, limit int) (int64, error) {
+	g, ctx := errgroup.WithContext(ctx)
+	if limit <= 0 {
+		limit = -1 // no limit (errgroup's 0 would admit no goroutine)
+	}
+	g.SetLimit(limit)
+	sizes := make([]int64, len(crc))
+	for i := range crc {
+		g.Go(func() error {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			f, err := os.Open(filepath.Join(dir, fmt.Sprintf("%05d", i)))
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			fi, err := f.Stat()
+			if err != nil {
+				return err
+			}
+			buf := bufs.Get().(*[dag.MaildirMaxSize]byte)
+			defer bufs.Put(buf)
+			n, err := io.ReadFull(f, buf[:min(fi.Size(), int64(len(buf)))])
+			if err != nil {
+				return err
+			}
+			sizes[i], crc[i] = int64(n), crc32.Checksum(buf[:n], castagnoli)
+			return f.Close()
+		})
+	}
+	err := g.Wait()
+	var total int64
+	for _, s := range sizes {
+		total += s
+	}
+	return total, err
+}
+
+func firstNotOK(rep *submit.Report) string {
+	for _, n := range rep.Nodes {
+		if n.Status != submit.StatusOK {
+			return fmt.Sprintf("node %s: %s res=%d %s %s", n.ID, n.Status, n.Res, n.Errno, n.Cause)
+		}
+	}
+	return ""
+}
+
+func mismatch(a, b []uint32) int {
+	for i := range a {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return -1
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// si formats n as 18k, 1.2M.
+func si(n float64) string {
+	switch {
+	case n >= 1e6:
+		return fmt.Sprintf("%.2fM", n/1e6)
+	case n >= 1e3:
+		return fmt.Sprintf("%.0fk", n/1e3)
+	}
+	return fmt.Sprintf("%.0f", n)
+}
