@@ -1,0 +1,108 @@
+package submit_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/iodag/iodag/dag"
+	"github.com/iodag/iodag/submit"
+	"github.com/iodag/iodag/workers"
+)
+
+// Run the diamond a -> {b, c} -> d of NOPs in graph mode.
+func Example() {
+	b := dag.NewBuilder("diamond")
+	a := b.Nop("a")
+	x := b.Nop("b").After(a)
+	y := b.Nop("c").After(a)
+	b.Nop("d").After(x, y)
+	g, err := b.Build()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	pool, err := workers.New(workers.Config{Workers: 2})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer pool.Close()
+
+	rep, err := submit.Run(context.Background(), pool, g, submit.Graph, submit.Options{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Printf("%s %s: %+v\n", rep.Name, rep.Mode, rep.Counts)
+	for _, n := range rep.Nodes {
+		fmt.Println(n.ID, n.Op, n.Status, n.Res)
+	}
+	// Output:
+	// diamond graph: {OK:4 Failed:0 Canceled:0}
+	// a nop ok 0
+	// b nop ok 0
+	// c nop ok 0
+	// d nop ok 0
+}
+
+// A failed open cancels the read that needs its handle, and the close
+// that was to run after the read whatever its result: the read never ran.
+// Every mode agrees.
+func ExampleRunner() {
+	root, err := os.MkdirTemp("", "iodag-example-")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer os.RemoveAll(root)
+
+	b := dag.NewBuilder("missing")
+	o := b.Open("open", "no-such-file", 0, "h")
+	r := b.Read("read", dag.Handle("h"), 0, 512).After(o)
+	b.Close("close", "h").Finally(r)
+	g, err := b.Build()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	pool, err := workers.New(workers.Config{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer pool.Close()
+	runner := submit.NewRunner(pool, g)
+	defer runner.Close()
+
+	for _, m := range submit.Modes {
+		rep, err := runner.Run(context.Background(), m, submit.Options{Root: root})
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		fmt.Printf("%s: %+v\n", m, rep.Counts)
+		for _, n := range rep.Nodes {
+			fmt.Printf("  %s %s %s", n.ID, n.Status, n.Errno)
+			if n.Cause != "" {
+				fmt.Printf(" (cause %s)", n.Cause)
+			}
+			fmt.Println()
+		}
+	}
+	// Output:
+	// link: {OK:0 Failed:1 Canceled:2}
+	//   open failed ENOENT
+	//   read canceled ECANCELED (cause open)
+	//   close canceled ECANCELED (cause open)
+	// waves: {OK:0 Failed:1 Canceled:2}
+	//   open failed ENOENT
+	//   read canceled ECANCELED (cause open)
+	//   close canceled ECANCELED (cause open)
+	// graph: {OK:0 Failed:1 Canceled:2}
+	//   open failed ENOENT
+	//   read canceled ECANCELED (cause open)
+	//   close canceled ECANCELED (cause open)
+}
