@@ -14,7 +14,7 @@ import (
 
 func (t *task) graphBegin() {
 	t.ready, t.rhead = t.ready[:0], 0
-	t.graph.tails, t.graph.singles = t.graph.tails[:0], 0
+	t.graph.inflight = t.graph.inflight[:0]
 	for _, i := range t.nodes {
 		if t.p.npred[i] == 0 {
 			t.st.status[i] = stReady
@@ -47,13 +47,13 @@ func (t *task) graphPrep(w *workers.Worker) {
 // dispatchChain preps u and, while room allows, the linear run after it,
 // each linked to the one before.
 func (t *task) dispatchChain(w *workers.Worker, u int32) {
-	p, st, gs := t.p, t.st, &t.graph
-	head := u
+	p, st := t.p, t.st
 	for {
+		t.graph.add(u)
 		v := p.chainNext[u]
 		if v < 0 || w.Room() < 2 || !t.canPrep(w, v) || !t.bound(v) || !t.dirsReady(v) {
 			t.prep(w, u, 0)
-			break
+			return
 		}
 		link := uring.SQEIOLink
 		if p.hardlink[u] {
@@ -63,66 +63,54 @@ func (t *task) dispatchChain(w *workers.Worker, u int32) {
 		st.linkedFrom[v] = u
 		u = v
 	}
-	if u == head {
-		gs.chainOf[u] = -1
-		gs.singles++
-		return
-	}
-	// A chain completes as a whole before anything after it is ready:
-	// the worker may wait for all of its CQEs at once.
-	n := int32(0)
-	for x := u; ; x = st.linkedFrom[x] {
-		gs.chainOf[x] = u
-		n++
-		if x == head {
-			break
-		}
-	}
-	gs.left[u] = n
-	gs.tails = append(gs.tails, u)
 }
 
-// graphState tracks graph mode's kernel chains in flight, so that the
-// worker waits for a whole chain rather than wake at each link.
+// graphState is the set of graph mode's nodes in flight, from which it
+// tells the worker how many completions to wait for.
 type graphState struct {
-	chainOf []int32 // in-flight node -> its chain's tail, or -1 alone
-	left    []int32 // chain tail -> CQEs still to come
-	tails   []int32 // tails of the chains in flight
-	singles int     // nodes in flight alone
+	inflight []int32 // nodes in flight
+	pos      []int32 // node -> its index in inflight
 }
 
-// graphDone accounts for node i's CQE.
-func (gs *graphState) done(i int32) {
-	tail := gs.chainOf[i]
-	if tail < 0 {
-		gs.singles--
-		return
-	}
-	gs.left[tail]--
-	if gs.left[tail] > 0 {
-		return
-	}
-	for k, x := range gs.tails {
-		if x == tail {
-			last := len(gs.tails) - 1
-			gs.tails[k] = gs.tails[last]
-			gs.tails = gs.tails[:last]
-			return
-		}
-	}
+func (gs *graphState) add(i int32) {
+	gs.pos[i] = int32(len(gs.inflight))
+	gs.inflight = append(gs.inflight, i)
 }
 
-// want returns 1 while a lone node is in flight (its completion may make
-// others ready), else the CQEs left of the shortest chain in flight.
-func (gs *graphState) want() int {
-	if gs.singles > 0 || len(gs.tails) == 0 {
+func (gs *graphState) remove(i int32) {
+	k, last := gs.pos[i], len(gs.inflight)-1
+	x := gs.inflight[last]
+	gs.inflight[k], gs.pos[x] = x, k
+	gs.inflight = gs.inflight[:last]
+}
+
+// wantScan bounds the edges graphWant looks at per round.
+const wantScan = 1024
+
+// graphWant returns how many completions the worker may wait for before
+// anything new can become ready: no successor v of an in-flight node can
+// be ready before its pending[v] unresolved predecessors complete, so the
+// fewest of those is a safe wait (a fanout's 98 reads: all of them, as
+// waves would, yet the sink goes down the moment they are done). Nodes
+// still waiting for room want 1; a graph too wide to scan, 1.
+func (t *task) graphWant() int {
+	gs, st, p := &t.graph, t.st, t.p
+	if t.rhead < len(t.ready) {
 		return 1
 	}
-	want := gs.left[gs.tails[0]]
-	for _, x := range gs.tails[1:] {
-		want = min(want, gs.left[x])
+	want, scanned := int32(len(gs.inflight)), 0
+	for _, u := range gs.inflight {
+		succ := p.succs(u)
+		if scanned += len(succ); scanned > wantScan {
+			return 1
+		}
+		for _, e := range succ {
+			if v := e >> 1; st.status[v] == stPending && st.pending[v] < want {
+				want = st.pending[v]
+			}
+		}
 	}
-	return int(want)
+	return int(max(want, 1))
 }
 
 // bound reports whether node v's result binding, if any, is known.

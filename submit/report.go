@@ -107,7 +107,7 @@ func (r *Runner) buildReport(mode Mode, repeat int, wall int64) *Report {
 	}
 	*rep = Report{Name: p.g.Name(), Mode: mode.String(), Workers: r.pool.Size(), Ring: int(cfg.Entries),
 		Repeat: repeat, WallNS: wall}
-	worker := make([]int, len(p.comps))
+	worker := r.compWorker
 	for _, t := range r.tasks {
 		rep.Enters += t.enters
 		rep.SQEs += t.sqes

@@ -96,13 +96,15 @@ type Runner struct {
 	pinner runtime.Pinner
 	t0     int64
 	report Report
+	// compWorker is, per component, the worker that ran it.
+	compWorker []int
 }
 
 // NewRunner prepares g to run on pool: flattens it and splits its
 // components round-robin into one task per worker.
 func NewRunner(pool *workers.Pool, g *dag.Graph) *Runner {
 	p := newPlan(g)
-	r := &Runner{pool: pool, p: p, st: newState(p), rootFd: -1}
+	r := &Runner{pool: pool, p: p, st: newState(p), rootFd: -1, compWorker: make([]int, len(p.comps))}
 	k := min(pool.Size(), len(p.comps))
 	local := make([]int32, len(p.comps))
 	for j := 0; j < k; j++ {
@@ -121,8 +123,7 @@ func NewRunner(pool *workers.Pool, g *dag.Graph) *Runner {
 		for d := range t.dirFds {
 			t.dirFds[d] = -1
 		}
-		t.graph.chainOf = make([]int32, p.n)
-		t.graph.left = make([]int32, p.n)
+		t.graph.pos = make([]int32, p.n)
 		t.wavesInit()
 	}
 	return r

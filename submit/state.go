@@ -193,7 +193,7 @@ func (t *task) Want() int {
 	case t.mode == Link:
 		return t.links.want()
 	}
-	return t.graph.want()
+	return t.graphWant()
 }
 
 // Done reports whether every iteration has ended and nothing is in flight.
@@ -263,7 +263,7 @@ func (t *task) Complete(w *workers.Worker, c uring.CQE) {
 	t.remaining--
 	switch t.mode {
 	case Graph:
-		t.graph.done(i)
+		t.graph.remove(i)
 		t.propagate(w, i)
 	case Waves:
 		t.waves.out--

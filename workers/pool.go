@@ -44,10 +44,13 @@ type Config struct {
 	// Entries is each ring's SQ size (default 256); the CQ is twice that.
 	Entries uint32
 	// InFlight bounds the SQEs one worker keeps in flight (default and
-	// maximum: the CQ size, so the CQ never overflows).
+	// maximum: the CQ size less one CQE kept for the worker's doorbell,
+	// so the CQ never overflows).
 	InFlight int
-	// Files is the size of each worker's fixed-file table (default 4096,
-	// capped by RLIMIT_NOFILE).
+	// Files is the size of each worker's fixed-file table: the most
+	// handles its tasks can hold open at once (default and maximum:
+	// RLIMIT_NOFILE, which the kernel applies to each table, capped at
+	// 65536).
 	Files uint32
 	// IOWQBounded and IOWQUnbounded cap each ring's io-wq workers (0: the
 	// kernel's default).
@@ -85,7 +88,7 @@ func New(cfg Config) (*Pool, error) {
 		cfg.Entries = 256
 	}
 	if cfg.Files == 0 {
-		cfg.Files = 4096
+		cfg.Files = 1 << 16
 	}
 	var lim unix.Rlimit
 	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err == nil && uint64(cfg.Files) > lim.Cur {
