@@ -6,6 +6,8 @@ import (
 	"hash/crc32"
 	"math/bits"
 	"math/rand/v2"
+	"os"
+	"runtime/debug"
 	"testing"
 	"time"
 
@@ -401,8 +403,20 @@ func TestFaults(t *testing.T) {
 }
 
 // FuzzFaults draws a fault graph from (seed, size, percentage) and checks
-// it in every mode.
+// it in every mode. go test discards the output of fuzzing processes: with
+// IODAG_CRASH_OUTPUT=FILE, a crashing one appends its panic and stacks to
+// FILE (each process its own FILE.PID).
 func FuzzFaults(f *testing.F) {
+	if path := os.Getenv("IODAG_CRASH_OUTPUT"); path != "" {
+		out, err := os.OpenFile(fmt.Sprintf("%s.%d", path, os.Getpid()), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+		if err != nil {
+			f.Fatal(err)
+		}
+		if err := debug.SetCrashOutput(out, debug.CrashOptions{}); err != nil {
+			f.Fatal(err)
+		}
+		out.Close()
+	}
 	f.Add(uint64(1), uint16(10), uint8(20))
 	f.Add(uint64(42), uint16(200), uint8(10))
 	f.Add(uint64(7), uint16(1000), uint8(3))

@@ -98,6 +98,7 @@ type Runner struct {
 	report Report
 	// compWorker is, per component, the worker that ran it.
 	compWorker []int
+	barrier    barrier
 }
 
 // NewRunner prepares g to run on pool: flattens it and splits its
@@ -165,7 +166,11 @@ func (r *Runner) Run(ctx context.Context, mode Mode, o Options) (*Report, error)
 	defer r.pinner.Unpin()
 
 	r.t0 = r.pool.Now()
+	r.barrier.arrived.Store(0)
+	r.barrier.abort.Store(false)
+	r.barrier.tasks = int64(len(r.tasks))
 	for _, t := range r.tasks {
+		t.waves.step = 0
 		t.mode, t.repeat, t.iter = mode, o.Repeat, 0
 		t.sqes, t.maxInflight, t.splits, t.enters = 0, 0, 0, 0
 		t.cancelReq.Store(false)
@@ -209,6 +214,15 @@ func (r *Runner) Run(ctx context.Context, mode Mode, o Options) (*Report, error)
 		}
 	}
 	return rep, errors.Join(dedupe(errs)...)
+}
+
+// wakeOthers wakes the workers of the run's other tasks.
+func (r *Runner) wakeOthers(self *task) {
+	for _, t := range r.tasks {
+		if w := t.worker.Load(); t != self && w != nil {
+			w.Wake()
+		}
+	}
 }
 
 func dedupe(errs []error) []error {

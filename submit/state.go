@@ -164,17 +164,22 @@ func (t *task) Prep(w *workers.Worker) {
 		t.sendCancels(w)
 		return
 	}
-	if t.remaining == 0 && t.inflight == 0 && t.iter+1 < t.repeat {
+	for {
+		switch t.mode {
+		case Graph:
+			t.graphPrep(w)
+		case Link:
+			t.linkPrep(w)
+		case Waves:
+			t.wavesPrep(w)
+		}
+		// An iteration can end here (waves passes its last barrier in
+		// Prep) or in Complete; either way the next one starts now.
+		if !t.iterDone() || t.iter+1 >= t.repeat {
+			break
+		}
 		t.iter++
 		t.begin(w)
-	}
-	switch t.mode {
-	case Graph:
-		t.graphPrep(w)
-	case Link:
-		t.linkPrep(w)
-	case Waves:
-		t.wavesPrep(w)
 	}
 	if t.inflight > t.maxInflight {
 		t.maxInflight = t.inflight
@@ -198,7 +203,13 @@ func (t *task) Want() int {
 
 // Done reports whether every iteration has ended and nothing is in flight.
 func (t *task) Done() bool {
-	return t.inflight == 0 && t.remaining == 0 && (t.iter+1 >= t.repeat || t.canceled)
+	return t.canceled && t.inflight == 0 && t.remaining == 0 || t.iterDone() && t.iter+1 >= t.repeat
+}
+
+// iterDone reports whether the current iteration has ended: every node
+// final, nothing in flight, and in waves mode every level's barrier passed.
+func (t *task) iterDone() bool {
+	return t.remaining == 0 && t.inflight == 0 && (t.mode != Waves || t.wavesDone())
 }
 
 // Finish empties the slots this task used and tells the runner.
@@ -215,6 +226,8 @@ func (t *task) Finish(w *workers.Worker, err error) {
 	}
 	if err != nil {
 		t.err = err
+		t.r.barrier.abort.Store(true)
+		t.r.wakeOthers(t)
 		// Nodes a failed worker never finished are canceled.
 		for _, i := range t.nodes {
 			if t.st.status[i] < stOK {

@@ -1,20 +1,33 @@
 package submit
 
 import (
+	"sync/atomic"
+
 	"github.com/iodag/iodag/workers"
 	"golang.org/x/sys/unix"
 )
 
 // Waves mode is the baseline a kernel reviewer asked the graph RFC to
 // beat: submit a whole level, wait for all of it, then the next level.
-// Each worker runs the levels of its own components.
+// Each worker submits the level's nodes of its own components; a barrier
+// across the run's workers makes every level wait for all of the level
+// before any worker starts the next.
 
 type waveState struct {
-	order []int32 // the task's nodes, level by level
-	off   []int32 // order[off[l]:off[l+1]] is level l
-	level int
-	pos   int
-	out   int // dispatched nodes of the level not yet complete
+	order   []int32 // the task's nodes, level by level
+	off     []int32 // order[off[l]:off[l+1]] is level l
+	level   int
+	pos     int
+	out     int   // dispatched nodes of the level not yet complete
+	step    int64 // barriers this task passed in this run
+	waiting bool  // arrived at the barrier of the current level
+}
+
+// barrier is where a run's tasks meet at the end of each level.
+type barrier struct {
+	arrived atomic.Int64 // arrivals in this run, all levels and repeats
+	tasks   int64
+	abort   atomic.Bool // a task ended early: stop waiting
 }
 
 // wavesInit groups the task's nodes by level (once per Runner).
@@ -36,11 +49,25 @@ func (t *task) wavesInit() {
 	ws.off = ws.off[:p.levels+1]
 }
 
-func (t *task) wavesBegin() { t.waves.level, t.waves.pos, t.waves.out = 0, 0, 0 }
+func (t *task) wavesBegin() {
+	t.waves.level, t.waves.pos, t.waves.out, t.waves.waiting = 0, 0, 0, false
+}
+
+// wavesDone reports whether the task passed every level's barrier.
+func (t *task) wavesDone() bool { return t.waves.level >= len(t.waves.off)-1 }
 
 func (t *task) wavesPrep(w *workers.Worker) {
-	ws, st := &t.waves, t.st
+	ws, st, b := &t.waves, t.st, &t.r.barrier
 	for ws.level < len(ws.off)-1 {
+		if ws.waiting {
+			if b.arrived.Load() < (ws.step+1)*b.tasks && !b.abort.Load() {
+				return
+			}
+			ws.waiting = false
+			ws.step++
+			ws.level++
+			continue
+		}
 		end := int(ws.off[ws.level+1])
 		if ws.pos < int(ws.off[ws.level]) {
 			ws.pos = int(ws.off[ws.level])
@@ -66,6 +93,9 @@ func (t *task) wavesPrep(w *workers.Worker) {
 		if ws.pos < end || ws.out > 0 {
 			return
 		}
-		ws.level++
+		ws.waiting = true
+		if b.arrived.Add(1) == (ws.step+1)*b.tasks {
+			t.r.wakeOthers(t)
+		}
 	}
 }
