@@ -415,6 +415,7 @@ var knownFaultBugs = map[[3]uint64]string{
 	{8, 138, 13}:   "link mode hangs now and then (see TestLinkHang)",
 	{134, 462, 34}: "link mode hangs now and then (see TestLinkHang)",
 	{8, 135, 13}:   "link mode hangs now and then (see TestLinkHang)",
+	{91, 1072, 54}: "link mode hangs now and then (see TestLinkHang)",
 }
 
 // TestLinkHang runs the fault graph of seed 8 (chains(21,6), 168 nodes) in
