@@ -45,22 +45,20 @@ func (t *task) linkBegin() {
 
 func (t *task) linkPrep(w *workers.Worker) {
 	ls := &t.links
-	for scanned := 0; scanned < len(ls.active) && w.Room() > 0; scanned++ {
-		if ls.cursor >= len(ls.active) {
-			ls.cursor = 0
+	kept := ls.active[:0]
+	for _, k := range ls.active {
+		if int(ls.pos[k]) < len(t.p.comps[t.comps[k]]) || ls.out[k] > 0 {
+			kept = append(kept, k)
 		}
-		k := ls.active[ls.cursor]
-		seq := t.p.comps[t.comps[k]]
-		if int(ls.pos[k]) >= len(seq) && ls.out[k] == 0 {
-			last := len(ls.active) - 1
-			ls.active[ls.cursor] = ls.active[last]
-			ls.active = ls.active[:last]
-			scanned--
-			continue
-		}
-		ls.cursor++
-		if ls.out[k] == 0 {
-			t.linkSegment(w, k, seq)
+	}
+	ls.active = kept
+	// Visit every component once, from where the last round stopped, so
+	// that chains share the ring fairly.
+	n := len(ls.active)
+	for i := 0; i < n && w.Room() > 0; i++ {
+		ls.cursor = (ls.cursor + 1) % n
+		if k := ls.active[ls.cursor]; ls.out[k] == 0 {
+			t.linkSegment(w, k, t.p.comps[t.comps[k]])
 		}
 	}
 }
