@@ -19,7 +19,6 @@ import (
 // before Run's stop() but run late, can hit the next run; -race widens it
 // more (it fails within a second there).
 func TestRerunAfterCancel(t *testing.T) {
-	t.Skip("BUG: Runner.Run's context.AfterFunc callback can still be running after stop() returned false; it then sets cancelReq on the next Run's tasks, which ends with every node canceled (cause \"context\") and a nil error")
 	pool := newPool(t, workers.Config{Workers: 2, Entries: 16})
 	spec, err := dag.Fanout(3, dag.GenOptions{})
 	if err != nil {

@@ -179,7 +179,9 @@ func (r *Runner) Run(ctx context.Context, mode Mode, o Options) (*Report, error)
 		copy(t.fileFds, files)
 		t.done = make(chan struct{})
 	}
+	canceled := make(chan struct{})
 	stop := context.AfterFunc(ctx, func() {
+		defer close(canceled)
 		for _, t := range r.tasks {
 			t.cancelReq.Store(true)
 			if w := t.worker.Load(); w != nil {
@@ -198,7 +200,11 @@ func (r *Runner) Run(ctx context.Context, mode Mode, o Options) (*Report, error)
 	for _, t := range started {
 		<-t.done
 	}
-	stop()
+	if !stop() {
+		// The callback ran or is running: let it finish before the
+		// next Run resets what it writes.
+		<-canceled
+	}
 	wall := r.pool.Now() - r.t0
 	if goErr != nil {
 		return nil, goErr
