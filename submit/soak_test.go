@@ -156,4 +156,3 @@ func measure(t testing.TB) memFigures {
 	}
 	return memFigures{heap: ms.HeapAlloc, fds: len(ents) - 1, goroutines: runtime.NumGoroutine()}
 }
-
