@@ -5,6 +5,20 @@ import "unsafe"
 // DirectAlign is the alignment O_DIRECT needs of offsets, lengths and buffers.
 const DirectAlign = 4096
 
+// Limits that Build enforces, so that a spec cannot ask for what no run
+// could do (or for filling the disk).
+const (
+	// MaxTransfer is the longest read or write: Linux moves at most
+	// MAX_RW_COUNT bytes in one call.
+	MaxTransfer = 0x7ffff000
+	// MaxFileSize is the largest spec file (1 TiB).
+	MaxFileSize = 1 << 40
+	// MaxDirFiles is the most files a spec directory may hold.
+	MaxDirFiles = 1_000_000
+	// MaxIDLen is the longest node id, in bytes.
+	MaxIDLen = 1024
+)
+
 // AlignedBuffer returns a zeroed buffer of n bytes whose first byte is
 // DirectAlign-aligned, for O_DIRECT reads and writes.
 func AlignedBuffer(n int) []byte {

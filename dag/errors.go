@@ -57,6 +57,9 @@ func (e *NodeError) Error() string {
 	var sb strings.Builder
 	writePos(&sb, e.Line, e.Col)
 	switch {
+	case len(e.Node) > 64:
+		// A hostile id may be any length: quote its start.
+		fmt.Fprintf(&sb, "node %q...: ", strings.ToValidUTF8(e.Node[:64], ""))
 	case e.Node != "":
 		fmt.Fprintf(&sb, "node %q: ", e.Node)
 	case e.idx >= 0:

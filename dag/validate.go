@@ -8,6 +8,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
 )
@@ -146,18 +147,18 @@ func (v *validator) checkFiles() {
 		} else {
 			v.files[f.Name] = i
 		}
-		if f.Size < 0 {
-			fail("size", wrap(ErrBadValue, "size must be >= 0, got %d", f.Size))
+		if f.Size < 0 || f.Size > MaxFileSize {
+			fail("size", wrap(ErrBadValue, "size must be in [0, %d], got %d", int64(MaxFileSize), f.Size))
 		}
 		if d := f.Dir; d != nil {
 			if f.Size != 0 || f.Fill != 0 || f.Direct {
 				fail("dir", wrap(ErrConflict, "a dir takes no size, fill or direct"))
 			}
-			if d.Count <= 0 {
-				fail("dir", wrap(ErrBadValue, "count must be > 0, got %d", d.Count))
+			if d.Count <= 0 || d.Count > MaxDirFiles {
+				fail("dir", wrap(ErrBadValue, "count must be in [1, %d], got %d", MaxDirFiles, d.Count))
 			}
-			if d.MinSize < 0 || d.MaxSize < d.MinSize {
-				fail("dir", wrap(ErrBadValue, "sizes must satisfy 0 <= min_size <= max_size, got %d, %d", d.MinSize, d.MaxSize))
+			if d.MinSize < 0 || d.MaxSize < d.MinSize || d.MaxSize > MaxTransfer {
+				fail("dir", wrap(ErrBadValue, "sizes must satisfy 0 <= min_size <= max_size <= %d, got %d, %d", MaxTransfer, d.MinSize, d.MaxSize))
 			}
 		}
 	}
@@ -276,7 +277,7 @@ func (v *validator) checkNode(i int32) {
 	case nd.ID == "":
 		v.nodeErr(i, "id", wrap(ErrMissingField, "missing id"))
 	case !goodID(nd.ID):
-		v.nodeErr(i, "id", wrap(ErrBadID, "id must not contain quotes, backslashes or control characters"))
+		v.nodeErr(i, "id", wrap(ErrBadID, "id must be valid UTF-8 of at most %d bytes, without quotes, backslashes or control characters", MaxIDLen))
 	}
 	if nd.Op >= numOps {
 		switch name, ok := v.b.badOps[i]; {
@@ -359,7 +360,9 @@ func goodID(id string) bool {
 			return false
 		}
 	}
-	return true
+	// U+FFFD is what a JSON decoder makes of invalid UTF-8 or a lone
+	// surrogate: an id holding it was not what its author wrote.
+	return len(id) <= MaxIDLen && utf8.ValidString(id) && !strings.ContainsRune(id, utf8.RuneError)
 }
 
 func (v *validator) checkPathField(i int32, field, p string) {
@@ -382,8 +385,11 @@ func checkPath(p string) error {
 	case path.IsAbs(p):
 		return wrap(ErrBadPath, "path %q is absolute", p)
 	}
-	if c := path.Clean(p); c == ".." || strings.HasPrefix(c, "../") {
+	switch c := path.Clean(p); {
+	case c == ".." || strings.HasPrefix(c, "../"):
 		return wrap(ErrBadPath, "path %q escapes the root", p)
+	case c == ".":
+		return wrap(ErrBadPath, "path %q names the root itself", p)
 	}
 	return nil
 }
@@ -432,6 +438,10 @@ func (v *validator) checkTransfer(i int32) {
 		v.nodeErr(i, "len", wrap(ErrBadLength, "len (a cap with len_from) must be >= 0, got %d", nd.Len))
 	case !lenFrom && nd.Len <= 0:
 		v.nodeErr(i, "len", wrap(ErrBadLength, "len must be > 0, got %d", nd.Len))
+	case nd.Len > MaxTransfer:
+		v.nodeErr(i, "len", wrap(ErrBadLength, "len must be <= %d (the kernel's largest transfer), got %d", MaxTransfer, nd.Len))
+	case nd.Offset > math.MaxInt64-nd.Len:
+		v.nodeErr(i, "offset", wrap(ErrBadValue, "offset %d + len %d overflows", nd.Offset, nd.Len))
 	}
 	if nd.Buf != nil && int64(len(nd.Buf)) < nd.Len {
 		v.nodeErr(i, "buf", wrap(ErrBadLength, "buffer of %d bytes is shorter than len %d", len(nd.Buf), nd.Len))

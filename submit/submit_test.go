@@ -457,6 +457,9 @@ func TestNoLeaks(t *testing.T) {
 // TestRerunAllocs checks that a rerun of a built graph allocates nothing
 // per node.
 func TestRerunAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates on its own")
+	}
 	spec, err := dag.Layered(100, 100, dag.GenOptions{Seed: 1})
 	if err != nil {
 		t.Fatal(err)

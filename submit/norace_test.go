@@ -1,0 +1,5 @@
+//go:build !race
+
+package submit
+
+const raceEnabled = false
