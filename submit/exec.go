@@ -107,10 +107,7 @@ func (t *task) prep(w *workers.Worker, i int32, link uint8) {
 			s.PrepRenameat(dfd, t.path(p.baseOff[i]), tfd, t.path(p.toBaseOff[i]), 0)
 		}
 	}
-	s.Flags |= link
-	if p.g.Node(int(i)).Async {
-		s.Flags |= uring.SQEAsync
-	}
+	s.Flags |= link | p.flags[i]
 }
 
 // dir returns an fd of plan directory d opened beneath the run root

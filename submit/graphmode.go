@@ -1,6 +1,8 @@
 package submit
 
 import (
+	"math"
+
 	"github.com/iodag/iodag/internal/uring"
 	"github.com/iodag/iodag/workers"
 	"golang.org/x/sys/unix"
@@ -14,26 +16,32 @@ import (
 
 func (t *task) graphBegin() {
 	t.ready, t.rhead = t.ready[:0], 0
-	t.graph.inflight = t.graph.inflight[:0]
-	for _, i := range t.nodes {
-		if t.p.npred[i] == 0 {
-			t.st.status[i] = stReady
-			t.ready = append(t.ready, i)
-		}
+	t.graph.minPending = math.MaxInt32
+	for _, i := range t.roots {
+		t.st.status[i] = stReady
+		t.ready = append(t.ready, i)
 	}
 }
 
 func (t *task) graphPrep(w *workers.Worker) {
 	// One pass over what is ready; an open waiting for a slot goes to the
 	// back of the queue so that it does not hold up the others.
-	for n := len(t.ready) - t.rhead; n > 0 && w.Room() > 0; n-- {
+	room := w.Room()
+	for n := len(t.ready) - t.rhead; n > 0 && room > 0; n-- {
 		u := t.ready[t.rhead]
 		t.rhead++
 		if !t.canPrep(w, u) {
 			t.ready = append(t.ready, u)
 			continue
 		}
+		if t.p.chainNext[u] < 0 {
+			t.prep(w, u, 0)
+			t.noteSuccs(u)
+			room--
+			continue
+		}
 		t.dispatchChain(w, u)
+		room = w.Room()
 	}
 	if t.rhead == len(t.ready) {
 		t.ready, t.rhead = t.ready[:0], 0
@@ -48,12 +56,12 @@ func (t *task) graphPrep(w *workers.Worker) {
 // each linked to the one before.
 func (t *task) dispatchChain(w *workers.Worker, u int32) {
 	p, st := t.p, t.st
+	head := u
 	for {
-		t.graph.add(u)
 		v := p.chainNext[u]
 		if v < 0 || w.Room() < 2 || !t.canPrep(w, v) || !t.bound(v) || !t.dirsReady(v) {
 			t.prep(w, u, 0)
-			return
+			break
 		}
 		link := uring.SQEIOLink
 		if p.hardlink[u] {
@@ -63,54 +71,47 @@ func (t *task) dispatchChain(w *workers.Worker, u int32) {
 		st.linkedFrom[v] = u
 		u = v
 	}
+	for x := u; ; x = st.linkedFrom[x] {
+		t.noteSuccs(x)
+		if x == head {
+			return
+		}
+	}
 }
 
-// graphState is the set of graph mode's nodes in flight, from which it
-// tells the worker how many completions to wait for.
+// noteSuccs lowers the wait bound to the pending count of node x's
+// successors: none can be ready before that many more completions.
+func (t *task) noteSuccs(x int32) {
+	gs, st := &t.graph, t.st
+	if gs.minPending <= 1 {
+		return
+	}
+	for _, e := range t.p.succs(x) {
+		if v := e >> 1; st.status[v] == stPending && st.pending[v] < gs.minPending {
+			gs.minPending = st.pending[v]
+		}
+	}
+}
+
+// graphState bounds how many in-flight nodes must complete before any
+// other node can be ready: the fewest pending predecessors of a successor
+// of an in-flight node, kept as nodes are dispatched and completed (O(1)
+// per edge, never rescanned; it can only be low, which wakes the worker
+// early, never late). It resets when nothing is in flight.
 type graphState struct {
-	inflight []int32 // nodes in flight
-	pos      []int32 // node -> its index in inflight
+	minPending int32
 }
 
-func (gs *graphState) add(i int32) {
-	gs.pos[i] = int32(len(gs.inflight))
-	gs.inflight = append(gs.inflight, i)
-}
-
-func (gs *graphState) remove(i int32) {
-	k, last := gs.pos[i], len(gs.inflight)-1
-	x := gs.inflight[last]
-	gs.inflight[k], gs.pos[x] = x, k
-	gs.inflight = gs.inflight[:last]
-}
-
-// wantScan bounds the edges graphWant looks at per round.
-const wantScan = 1024
-
-// graphWant returns how many completions the worker may wait for before
-// anything new can become ready: no successor v of an in-flight node can
-// be ready before its pending[v] unresolved predecessors complete, so the
-// fewest of those is a safe wait (a fanout's 98 reads: all of them, as
-// waves would, yet the sink goes down the moment they are done). Nodes
-// still waiting for room want 1; a graph too wide to scan, 1.
+// graphWant returns how many completions the worker may wait for: all in
+// flight if no successor waits on them (a fanout's 98 reads complete as
+// one batch, as in waves, yet the sink goes down the moment they are
+// done), else the bound above; 1 while nodes wait for room.
 func (t *task) graphWant() int {
-	gs, st, p := &t.graph, t.st, t.p
+	gs := &t.graph
 	if t.rhead < len(t.ready) {
 		return 1
 	}
-	want, scanned := int32(len(gs.inflight)), 0
-	for _, u := range gs.inflight {
-		succ := p.succs(u)
-		if scanned += len(succ); scanned > wantScan {
-			return 1
-		}
-		for _, e := range succ {
-			if v := e >> 1; st.status[v] == stPending && st.pending[v] < want {
-				want = st.pending[v]
-			}
-		}
-	}
-	return int(max(want, 1))
+	return int(max(min(int32(t.inflight), gs.minPending), 1))
 }
 
 // bound reports whether node v's result binding, if any, is known.

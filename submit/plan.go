@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/iodag/iodag/dag"
+	"github.com/iodag/iodag/internal/uring"
 )
 
 // plan is what every mode needs of a graph, flattened once per Runner
@@ -27,6 +28,7 @@ type plan struct {
 	hardlink []bool
 
 	op      []dag.Op
+	flags   []uint8 // SQE flags of the node itself (IOSQE_ASYNC)
 	file    []int32 // spec file index of a file target, or -1
 	handle  []int32 // handle index used (read/write/fsync/close) or produced (open), or -1
 	handles int
@@ -63,6 +65,7 @@ func newPlan(g *dag.Graph) *plan {
 		chainNext: make([]int32, n),
 		hardlink:  make([]bool, n),
 		op:        make([]dag.Op, n),
+		flags:     make([]uint8, n),
 		file:      make([]int32, n),
 		handle:    make([]int32, n),
 		lenFrom:   make([]int32, n),
@@ -125,6 +128,9 @@ func newPlan(g *dag.Graph) *plan {
 	for i := 0; i < n; i++ {
 		nd := g.Node(i)
 		p.op[i] = nd.Op
+		if nd.Async {
+			p.flags[i] = uring.SQEAsync
+		}
 		p.opsUsed[nd.Op] = true
 		p.file[i] = -1
 		if nd.File != "" {

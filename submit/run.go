@@ -120,11 +120,15 @@ func NewRunner(pool *workers.Pool, g *dag.Graph) *Runner {
 	for _, t := range r.tasks {
 		t.links.local = local
 		t.ready = make([]int32, 0, len(t.nodes))
+		for _, i := range t.nodes {
+			if p.npred[i] == 0 {
+				t.roots = append(t.roots, i)
+			}
+		}
 		t.dirFds = make([]int32, len(p.dirs))
 		for d := range t.dirFds {
 			t.dirFds[d] = -1
 		}
-		t.graph.pos = make([]int32, p.n)
 		t.wavesInit()
 	}
 	return r

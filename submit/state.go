@@ -2,6 +2,7 @@ package submit
 
 import (
 	"hash/crc32"
+	"math"
 	"sync/atomic"
 	"unsafe"
 
@@ -86,6 +87,7 @@ type task struct {
 	iterStart    int64 // pool clock when the current iteration began
 	enters       uint64
 
+	roots  []int32 // nodes without predecessors
 	ready  []int32 // graph: FIFO of ready nodes
 	rhead  int
 	graph  graphState
@@ -276,7 +278,9 @@ func (t *task) Complete(w *workers.Worker, c uring.CQE) {
 	t.remaining--
 	switch t.mode {
 	case Graph:
-		t.graph.remove(i)
+		if t.inflight == 0 {
+			t.graph.minPending = math.MaxInt32
+		}
 		t.propagate(w, i)
 	case Waves:
 		t.waves.out--
@@ -354,9 +358,13 @@ func (t *task) propagate(w *workers.Worker, i int32) {
 		}
 		if s == stOK || (e&1 == 1 && s == stFailed) {
 			st.pending[v]--
-			if st.pending[v] == 0 && t.mode == Graph {
-				st.status[v] = stReady
-				t.ready = append(t.ready, v)
+			if t.mode == Graph {
+				if st.pending[v] == 0 {
+					st.status[v] = stReady
+					t.ready = append(t.ready, v)
+				} else if st.pending[v] < t.graph.minPending {
+					t.graph.minPending = st.pending[v]
+				}
 			}
 			continue
 		}
