@@ -66,8 +66,7 @@ func (t *task) prep(w *workers.Worker, i int32, link uint8) {
 	case dag.OpOpen:
 		nd := p.g.Node(int(i))
 		slot, _ := w.AllocSlot()
-		t.ownSlots = append(t.ownSlots, slot)
-		st.slot[p.handle[i]] = slot
+		st.slot[p.handle[i]], st.alive[p.handle[i]] = slot, true
 		b := t.bufs.get(int(unsafe.Sizeof(uring.OpenHow{})))
 		st.buf[i] = b
 		how := (*uring.OpenHow)(unsafe.Pointer(&b[0]))

@@ -124,6 +124,9 @@ func NewRunner(pool *workers.Pool, g *dag.Graph) *Runner {
 			if p.npred[i] == 0 {
 				t.roots = append(t.roots, i)
 			}
+			if p.op[i] == dag.OpOpen {
+				t.opens = append(t.opens, i)
+			}
 		}
 		t.dirFds = make([]int32, len(p.dirs))
 		for d := range t.dirFds {

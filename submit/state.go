@@ -48,6 +48,7 @@ type state struct {
 	digest     []uint32
 	buf        [][]byte // buffer of an in-flight node
 	slot       []uint32 // fixed-file slot of each handle
+	alive      []bool   // the handle holds its slot (opened, not yet closed)
 }
 
 func newState(p *plan) *state {
@@ -64,6 +65,7 @@ func newState(p *plan) *state {
 		digest:     make([]uint32, n),
 		buf:        make([][]byte, n),
 		slot:       make([]uint32, p.handles),
+		alive:      make([]bool, p.handles),
 	}
 }
 
@@ -99,7 +101,8 @@ type task struct {
 	fileSlot  []uint32 // per spec file: its slot on this worker, if used
 	fileFds   []int    // per spec file: fd opened by the runner
 	dirFds    []int32  // per plan directory: fd opened beneath the root, or -1
-	ownSlots  []uint32 // handle slots taken this iteration
+	ownSlots  []uint32 // spec files' slots
+	opens     []int32  // the task's open nodes
 	bufs      bufPool
 	worker    atomic.Pointer[workers.Worker]
 	cancelReq atomic.Bool
@@ -136,6 +139,7 @@ func (t *task) Start(w *workers.Worker) error {
 // begin resets this task's nodes and starts an iteration.
 func (t *task) begin(w *workers.Worker) {
 	st, p := t.st, t.p
+	t.releaseHandles(w)
 	for _, i := range t.nodes {
 		st.status[i] = stPending
 		st.res[i] = 0
@@ -218,14 +222,13 @@ func (t *task) iterDone() bool {
 func (t *task) Finish(w *workers.Worker, err error) {
 	t.enters = w.Ring().Enters() - t.enters0
 	t.closeDirs()
-	if len(t.ownSlots) > 0 {
-		minus := [1]int32{-1}
-		for _, s := range t.ownSlots {
-			w.Ring().UpdateFiles(s, minus[:])
-			w.FreeSlot(s)
-		}
-		t.ownSlots = t.ownSlots[:0]
+	t.releaseHandles(w)
+	minus := [1]int32{-1}
+	for _, s := range t.ownSlots {
+		w.Ring().UpdateFiles(s, minus[:])
+		w.FreeSlot(s)
 	}
+	t.ownSlots = t.ownSlots[:0]
 	if err != nil {
 		t.err = err
 		t.r.barrier.abort.Store(true)
@@ -309,8 +312,10 @@ func (t *task) settle(w *workers.Worker, i int32, status uint8, res int32) uint8
 			st.size[i] = int64((*unix.Statx_t)(unsafe.Pointer(&b[0])).Size)
 		}
 	case dag.OpClose:
-		if status != stCanceled {
-			t.dropSlot(w, st.slot[p.handle[i]])
+		// A close that ran emptied its slot, whatever its result.
+		if h := p.handle[i]; status != stCanceled && st.alive[h] {
+			w.FreeSlot(st.slot[h])
+			st.alive[h] = false
 		}
 	}
 	if b != nil {
@@ -322,15 +327,16 @@ func (t *task) settle(w *workers.Worker, i int32, status uint8, res int32) uint8
 	return status
 }
 
-// dropSlot frees a handle slot the kernel has emptied.
-func (t *task) dropSlot(w *workers.Worker, s uint32) {
-	for k, o := range t.ownSlots {
-		if o == s {
-			last := len(t.ownSlots) - 1
-			t.ownSlots[k] = t.ownSlots[last]
-			t.ownSlots = t.ownSlots[:last]
-			w.FreeSlot(s)
-			return
+// releaseHandles empties the slots of handles no close emptied (their
+// open failed, or their close never ran) and frees them.
+func (t *task) releaseHandles(w *workers.Worker) {
+	st, p := t.st, t.p
+	minus := [1]int32{-1}
+	for _, o := range t.opens {
+		if h := p.handle[o]; st.alive[h] {
+			w.Ring().UpdateFiles(st.slot[h], minus[:])
+			w.FreeSlot(st.slot[h])
+			st.alive[h] = false
 		}
 	}
 }
