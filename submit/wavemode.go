@@ -2,6 +2,7 @@ package submit
 
 import (
 	"sync/atomic"
+	"time"
 
 	"github.com/iodag/iodag/workers"
 	"golang.org/x/sys/unix"
@@ -28,6 +29,31 @@ type barrier struct {
 	arrived atomic.Int64 // arrivals in this run, all levels and repeats
 	tasks   int64
 	abort   atomic.Bool // a task ended early: stop waiting
+}
+
+// barrierSpin is how long a task that has finished its part of a level
+// spins for the others before its worker goes to sleep: they usually
+// arrive within microseconds, while a sleep and an eventfd wakeup cost
+// tens of them (measured: 27 µs a level on 2 vCPUs).
+const barrierSpin = 20 * time.Microsecond
+
+// wait reports whether target arrivals have been reached (or the run
+// aborted), spinning up to barrierSpin for them.
+func (b *barrier) wait(target int64) bool {
+	var deadline time.Time
+	for i := 0; ; i++ {
+		if b.arrived.Load() >= target || b.abort.Load() {
+			return true
+		}
+		if i%64 == 0 {
+			now := time.Now()
+			if deadline.IsZero() {
+				deadline = now.Add(barrierSpin)
+			} else if now.After(deadline) {
+				return false
+			}
+		}
+	}
 }
 
 // wavesInit groups the task's nodes by level (once per Runner).
@@ -60,7 +86,7 @@ func (t *task) wavesPrep(w *workers.Worker) {
 	ws, st, b := &t.waves, t.st, &t.r.barrier
 	for ws.level < len(ws.off)-1 {
 		if ws.waiting {
-			if b.arrived.Load() < (ws.step+1)*b.tasks && !b.abort.Load() {
+			if !b.wait((ws.step + 1) * b.tasks) {
 				return
 			}
 			ws.waiting = false
