@@ -15,6 +15,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/iodag/iodag/dag"
 	"io"
 	"os"
 	"slices"
@@ -82,6 +83,25 @@ func usage(w io.Writer) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  iodag %s\n", vs[n].usage)
 	}
+}
+
+// specArg parses args, which must hold exactly one SPEC besides flags, and
+// loads it. When it returns !ok it has told stderr why: exit with
+// exitUsage.
+func specArg(fs *flag.FlagSet, args []string, stderr io.Writer) (path string, g *dag.Graph, ok bool) {
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return "", nil, false
+	}
+	if len(pos) != 1 {
+		fs.Usage()
+		return "", nil, false
+	}
+	if g, err = dag.LoadFile(pos[0]); err != nil {
+		specError(stderr, pos[0], err)
+		return "", nil, false
+	}
+	return pos[0], g, true
 }
 
 // parseArgs parses flags wherever they appear among args and returns the

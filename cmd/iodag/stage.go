@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-
-	"github.com/iodag/iodag/dag"
 )
 
 // stageReport is the JSON output of iodag stage --json.
@@ -29,17 +27,8 @@ func stageMain(args []string, stdout, stderr io.Writer) int {
 	const use = "stage SPEC [--json]"
 	fs := newFlags("stage", use, stderr)
 	asJSON := fs.Bool("json", false, "print JSON")
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return exitUsage
-	}
-	if len(pos) != 1 {
-		fs.Usage()
-		return exitUsage
-	}
-	g, err := dag.LoadFile(pos[0])
-	if err != nil {
-		specError(stderr, pos[0], err)
+	_, g, ok := specArg(fs, args, stderr)
+	if !ok {
 		return exitUsage
 	}
 	ids := func(is []int32) []string {
