@@ -1,6 +1,6 @@
 package dag
 
-// The API docs/dag-api.md promises the engine, checked at compile time.
+// The API the engine (submit) relies on, checked at compile time.
 var (
 	_ func(Op) string                  = Op.String
 	_ func(*Graph) string              = (*Graph).Name
