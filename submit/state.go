@@ -95,7 +95,7 @@ type task struct {
 	graph  graphState
 	waves  waveState
 	links  linkState
-	splits int // link: chains split at a result binding
+	splits int // link: chains ended early (Report.Splits)
 	stack  []int32
 
 	fileSlot  []uint32 // per spec file: its slot on this worker, if used
