@@ -41,28 +41,7 @@ func TestInvalidSpecs(t *testing.T) {
 	for _, f := range files {
 		name := strings.TrimSuffix(filepath.Base(f), ".json")
 		t.Run(name, func(t *testing.T) {
-			data, err := os.ReadFile(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := loadErr(data)
-			if got == "" {
-				t.Fatalf("ParseSpec+Build(%s) succeeded, want an error", f)
-			}
-			golden := strings.TrimSuffix(f, ".json") + ".err"
-			if *update {
-				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test -update)", err)
-			}
-			if diff := cmp.Diff(string(want), got); diff != "" {
-				t.Errorf("ParseSpec+Build(%s) error mismatch (-want +got):\n%s", f, diff)
-			}
+			checkErrGolden(t, f)
 		})
 	}
 }
@@ -289,5 +268,34 @@ func TestFastDecoder(t *testing.T) {
 		if _, ok := decodeSpecFast([]byte(in)); ok {
 			t.Errorf("decodeSpecFast(%s) succeeded, want it to give up", in)
 		}
+	}
+}
+
+// checkErrGolden checks that the spec file f fails ParseSpec+Build with
+// exactly the error text of the golden file beside it (f with .err for
+// .json); -update rewrites the golden.
+func checkErrGolden(t *testing.T, f string) {
+	t.Helper()
+	data, err := os.ReadFile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := loadErr(data)
+	if got == "" {
+		t.Fatalf("ParseSpec+Build(%s) succeeded, want an error", f)
+	}
+	golden := strings.TrimSuffix(f, ".json") + ".err"
+	if *update {
+		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run go test -update)", err)
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		t.Errorf("ParseSpec+Build(%s) error mismatch (-want +got):\n%s", f, diff)
 	}
 }

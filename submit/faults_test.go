@@ -260,7 +260,7 @@ func checkFaults(t testing.TB, pool *workers.Pool, fg *faultGraph) faultStats {
 	want := fg.expected()
 	reps := map[Mode]*Report{}
 	for _, m := range Modes {
-		reps[m] = runFaultMode(t, pool, g, m)
+		reps[m] = runBounded(t, pool, g, m)
 	}
 	var fs faultStats
 	dataCRC := fillCRC(faultDataFill, faultIO)
@@ -354,28 +354,6 @@ func checkFaults(t testing.TB, pool *workers.Pool, fg *faultGraph) faultStats {
 		}
 	}
 	return fs
-}
-
-// runFaultMode runs g in a fresh root and checks the report's basics.
-func runFaultMode(t testing.TB, pool *workers.Pool, g *dag.Graph, m Mode) *Report {
-	t.Helper()
-	root := t.TempDir()
-	if err := CreateFiles(root, g); err != nil {
-		t.Fatal(err)
-	}
-	// A hang is a failure, reported before the fuzzing process's own
-	// 10-second watchdog kills it without a word.
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
-	defer cancel()
-	rep, err := Run(ctx, pool, g, m, Options{Root: root})
-	if ctx.Err() != nil {
-		t.Fatalf("Run(%s, %s) hung: %v", g.Name(), m, err)
-	}
-	if err != nil {
-		t.Fatalf("Run(%s, %s): %v", g.Name(), m, err)
-	}
-	checkFinal(t, g, rep)
-	return rep
 }
 
 // TestFaults is the fault matrix over fixed seeds and sizes.

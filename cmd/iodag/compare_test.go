@@ -15,13 +15,7 @@ import (
 
 func TestCompareText(t *testing.T) {
 	emptyTMPDIR(t)
-	tests := []struct {
-		name   string
-		args   []string
-		code   int
-		stdout []string // expected in stdout, in order
-		stderr string   // substring of stderr
-	}{
+	tests := []cliCase{
 		{"injected failure", []string{"compare", "../../testdata/fail_missing.json", "--repeat", "3"}, exitOK,
 			[]string{
 				"fail_missing: 7 nodes, repeat 3, 1 worker(s), ring 256\n\n",
@@ -43,28 +37,7 @@ func TestCompareText(t *testing.T) {
 		{"bad spec", []string{"compare", "../../testdata/invalid/many_errors.json"}, exitUsage, nil, `unknown node "zz"`},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			var stdout, stderr bytes.Buffer
-			code := run(tc.args, &stdout, &stderr)
-			if code != tc.code {
-				t.Errorf("run(%q) = %d, want %d; stderr:\n%s", tc.args, code, tc.code, stderr.String())
-			}
-			out := stdout.String()
-			for _, s := range tc.stdout {
-				i := strings.Index(out, s)
-				if i < 0 {
-					t.Errorf("run(%q) stdout =\n%s\nwant it to contain %q (in order)", tc.args, stdout.String(), s)
-					break
-				}
-				out = out[i+len(s):]
-			}
-			if !strings.Contains(stderr.String(), tc.stderr) {
-				t.Errorf("run(%q) stderr = %q, want it to contain %q", tc.args, stderr.String(), tc.stderr)
-			}
-			if tc.code == exitUsage && stdout.Len() != 0 {
-				t.Errorf("run(%q) stdout = %q, want nothing on a usage error", tc.args, stdout.String())
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { tc.check(t) })
 	}
 }
 

@@ -12,11 +12,9 @@ import (
 )
 
 // TestHostileSpecs runs every testdata/hostile/NAME.json through the CLI,
-// in process: validate, and run --mode graph once that verb exists. Each must
-// exit 2 with exactly the one-line error of NAME.err, prefixed by the spec's
-// path, print nothing on stdout, not panic and leave nothing in TMPDIR.
-// A spec without a NAME.err is one the dag package wrongly accepts
-// (dag/hostile_test.go lists them): skipped as a known bug.
+// in process: validate and run --mode graph. Each must exit 2 with exactly
+// the one-line error of NAME.err, prefixed by the spec's path, print
+// nothing on stdout, not panic and leave nothing in TMPDIR.
 func TestHostileSpecs(t *testing.T) {
 	files, err := filepath.Glob("../../testdata/hostile/*.json")
 	if err != nil {
@@ -34,9 +32,6 @@ func TestHostileSpecs(t *testing.T) {
 		for _, v := range verbsToTry {
 			t.Run(name+"/"+v[0], func(t *testing.T) {
 				golden, err := os.ReadFile(strings.TrimSuffix(f, ".json") + ".err")
-				if os.IsNotExist(err) {
-					t.Skip("BUG: accepted by the dag package, see dag/hostile_test.go")
-				}
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -150,3 +150,37 @@ func TestParseArgs(t *testing.T) {
 		}
 	}
 }
+
+// cliCase is one in-process run of the CLI: its exit code, what stdout
+// must contain (in order) and what stderr must contain.
+type cliCase struct {
+	name   string
+	args   []string
+	code   int
+	stdout []string // expected in stdout, in order
+	stderr string   // substring of stderr
+}
+
+func (tc cliCase) check(t *testing.T) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := run(tc.args, &stdout, &stderr)
+	if code != tc.code {
+		t.Errorf("run(%q) = %d, want %d; stderr:\n%s", tc.args, code, tc.code, stderr.String())
+	}
+	out := stdout.String()
+	for _, s := range tc.stdout {
+		i := strings.Index(out, s)
+		if i < 0 {
+			t.Errorf("run(%q) stdout =\n%s\nwant it to contain %q (in order)", tc.args, stdout.String(), s)
+			break
+		}
+		out = out[i+len(s):]
+	}
+	if !strings.Contains(stderr.String(), tc.stderr) {
+		t.Errorf("run(%q) stderr = %q, want it to contain %q", tc.args, stderr.String(), tc.stderr)
+	}
+	if tc.code == exitUsage && stdout.Len() != 0 {
+		t.Errorf("run(%q) stdout = %q, want nothing on a usage error", tc.args, stdout.String())
+	}
+}

@@ -92,13 +92,7 @@ func TestRunJSON(t *testing.T) {
 
 func TestRunText(t *testing.T) {
 	emptyTMPDIR(t)
-	tests := []struct {
-		name   string
-		args   []string
-		code   int
-		stdout []string // lines expected in stdout, in order
-		stderr string   // substring of stderr
-	}{
+	tests := []cliCase{
 		{"all ok", []string{"run", "../../testdata/stagger4x8.json", "--mode", "waves"}, exitOK,
 			[]string{"stagger4x8: waves mode, 32 nodes: 32 ok, 0 failed, 0 canceled; repeat 1, wall "}, `running "stagger4x8" (32 nodes) in waves mode`},
 		{"failures", []string{"run", "--mode=graph", "../../testdata/fail_missing.json"}, exitFailed,
@@ -123,28 +117,7 @@ func TestRunText(t *testing.T) {
 		{"missing spec", []string{"run", "nope.json"}, exitUsage, nil, "no such file"},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			var stdout, stderr bytes.Buffer
-			code := run(tc.args, &stdout, &stderr)
-			if code != tc.code {
-				t.Errorf("run(%q) = %d, want %d; stderr:\n%s", tc.args, code, tc.code, stderr.String())
-			}
-			out := stdout.String()
-			for _, line := range tc.stdout {
-				i := strings.Index(out, line)
-				if i < 0 {
-					t.Errorf("run(%q) stdout = %q, want it to contain %q (in order)", tc.args, stdout.String(), line)
-					break
-				}
-				out = out[i+len(line):]
-			}
-			if !strings.Contains(stderr.String(), tc.stderr) {
-				t.Errorf("run(%q) stderr = %q, want it to contain %q", tc.args, stderr.String(), tc.stderr)
-			}
-			if tc.code == exitUsage && stdout.Len() != 0 {
-				t.Errorf("run(%q) stdout = %q, want nothing on a usage error", tc.args, stdout.String())
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { tc.check(t) })
 	}
 }
 
