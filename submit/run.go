@@ -180,11 +180,13 @@ func (r *Runner) Run(ctx context.Context, mode Mode, o Options) (*Report, error)
 		t.waves.step = 0
 		t.mode, t.repeat, t.iter = mode, o.Repeat, 0
 		t.sqes, t.maxInflight, t.splits, t.enters = 0, 0, 0, 0
-		t.cancelReq.Store(false)
 		t.canceled, t.err = false, nil
 		t.worker.Store(nil)
 		copy(t.fileFds, files)
 		t.done = make(chan struct{})
+		// A context already ended cancels every node before anything
+		// is submitted; AfterFunc's goroutine would race the workers.
+		t.cancelReq.Store(ctx.Err() != nil)
 	}
 	canceled := make(chan struct{})
 	stop := context.AfterFunc(ctx, func() {

@@ -288,7 +288,8 @@ func TestFailures(t *testing.T) {
 }
 
 // TestCancel cancels runs whose nodes would take minutes: every node
-// ends canceled or ok, the error is the context's, nothing leaks.
+// ends canceled or ok (all canceled when the context ended before Run),
+// the error is the context's, nothing leaks.
 func TestCancel(t *testing.T) {
 	b := dag.NewBuilder("slow")
 	s := b.Nop("start")
@@ -322,6 +323,10 @@ func TestCancel(t *testing.T) {
 				}
 				if n.Status == StatusCanceled && n.Cause != CauseContext {
 					t.Errorf("%s: %s canceled by %q, want %q", m, n.ID, n.Cause, CauseContext)
+				}
+				// A context that ended before Run lets nothing start.
+				if early && n.Status != StatusCanceled {
+					t.Errorf("%s: context ended before Run, yet %s is %s", m, n.ID, n.Status)
 				}
 			}
 		}
