@@ -403,7 +403,7 @@ func TestLinkHang(t *testing.T) {
 		if err := CreateFiles(root, fg.g); err != nil {
 			t.Fatal(err)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		rep, err := Run(ctx, pool, fg.g, Link, Options{Root: root})
 		hung := ctx.Err() != nil
 		cancel()

@@ -18,18 +18,40 @@ import (
 // resource limit set before it creates a pool.
 const childEnv = "IODAG_WORKERS_LIMITS_CHILD"
 
-// openFDs counts the process's open descriptors.
-func openFDs(t testing.TB) int {
+// limitWithFree returns the RLIMIT_NOFILE under which exactly free
+// descriptor numbers are unused: the number of the free+1'th hole in
+// the process's descriptor table. Counting open descriptors would not do:
+// one inherited at a high number leaves holes below it.
+func limitWithFree(t testing.TB, free int) uint64 {
 	t.Helper()
 	ents, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return len(ents) - 1 // ReadDir's own descriptor, closed by now
+	open := make(map[int]bool, len(ents))
+	for _, e := range ents {
+		fd, err := strconv.Atoi(e.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		// ReadDir's own descriptor is listed but closed by now.
+		_, err = unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0)
+		open[fd] = err == nil
+	}
+	fd := 0
+	for ; ; fd++ {
+		if open[fd] {
+			continue
+		}
+		if free == 0 {
+			return uint64(fd)
+		}
+		free--
+	}
 }
 
 // TestLimitsChild is the re-executed half of TestRlimitNofile: with
-// RLIMIT_NOFILE at the descriptors already open plus $childEnv, it creates
+// RLIMIT_NOFILE leaving $childEnv descriptor numbers free, it creates
 // a pool of two workers and prints the outcome on one line.
 func TestLimitsChild(t *testing.T) {
 	v := os.Getenv(childEnv)
@@ -40,7 +62,7 @@ func TestLimitsChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	limit := uint64(openFDs(t) + extra)
+	limit := limitWithFree(t, extra)
 	if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &unix.Rlimit{Cur: limit, Max: limit}); err != nil {
 		t.Fatal(err)
 	}

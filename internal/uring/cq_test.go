@@ -114,7 +114,15 @@ func TestSetupOptions(t *testing.T) {
 
 // TestSetupClampLarge: CLAMP turns an oversized ring into the largest one.
 func TestSetupClampLarge(t *testing.T) {
-	r := newRing(t, 1<<20, Options{Clamp: true})
+	r, err := New(1<<20, Options{Clamp: true})
+	if errors.Is(err, unix.ENOMEM) {
+		// Kernels before 6.5 want the ~3 MiB of rings contiguous.
+		t.Skipf("New(1<<20, Clamp): %v", err)
+	}
+	if err != nil {
+		t.Fatalf("New(1<<20, Clamp): %v", err)
+	}
+	defer r.Close()
 	if r.SQEntries() != 32768 {
 		t.Errorf("New(1<<20, Clamp).SQEntries() = %d, want 32768", r.SQEntries())
 	}

@@ -1,7 +1,6 @@
 package uring
 
 import (
-	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -498,13 +497,21 @@ func TestPrep(t *testing.T) {
 			}
 		}},
 		{"connect refused", func(e *env) (map[uint64]int32, func()) {
-			// Bind a port and close it so that nothing listens there.
-			l, err := net.Listen("tcp4", "127.0.0.1:0")
+			// A port held by a bound socket that does not listen: no
+			// other process can take it and listen there meanwhile.
+			bound, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 			if err != nil {
 				e.t.Fatal(err)
 			}
-			port := l.Addr().(*net.TCPAddr).Port
-			l.Close()
+			e.t.Cleanup(func() { unix.Close(bound) })
+			if err := unix.Bind(bound, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+				e.t.Fatal(err)
+			}
+			sa, err := unix.Getsockname(bound)
+			if err != nil {
+				e.t.Fatal(err)
+			}
+			port := sa.(*unix.SockaddrInet4).Port
 			cl, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 			if err != nil {
 				e.t.Fatal(err)

@@ -2,6 +2,7 @@ package uring
 
 import (
 	"errors"
+	"runtime"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -10,6 +11,9 @@ import (
 
 // TestRegister covers the registrations the prep tests do not.
 func TestRegister(t *testing.T) {
+	// The io-wq registrations act on the calling thread's io-wq.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	r := newRing(t, 4, Options{})
 	a := newArena(t, 3*4096)
 
@@ -24,10 +28,18 @@ func TestRegister(t *testing.T) {
 		t.Errorf("SetIOWQMaxWorkers(0, 0) previous limits (-want +got):\n%s", diff)
 	}
 
-	var set unix.CPUSet
-	set.Set(0)
+	// One CPU this process may run on (its cpuset may exclude CPU 0).
+	var allowed, set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &allowed); err != nil {
+		t.Fatal(err)
+	}
+	cpu := 0
+	for !allowed.IsSet(cpu) {
+		cpu++
+	}
+	set.Set(cpu)
 	if err := r.SetIOWQAffinity(&set); err != nil {
-		t.Errorf("SetIOWQAffinity(cpu 0) = %v", err)
+		t.Errorf("SetIOWQAffinity(cpu %d) = %v", cpu, err)
 	}
 
 	if err := r.RegisterBuffers(nil); !errors.Is(err, unix.EINVAL) {

@@ -254,7 +254,7 @@ func setupError(errno syscall.Errno, flags uint32) error {
 	case unix.EINVAL:
 		hint = "the kernel refused these setup flags or sizes (entries must be 1..32768 unless Clamp, CQEntries at least entries, SQPoll excludes DeferTaskrun, SINGLE_ISSUER needs Linux 6.0, DEFER_TASKRUN 6.1); retry without them"
 	case unix.EMFILE, unix.ENFILE:
-		hint = "too many open files: raise RLIMIT_NOFILE (ulimit -n)"
+		hint = "raise RLIMIT_NOFILE (ulimit -n)"
 	}
 	return &SetupError{Errno: errno, Flags: flags, Hint: hint}
 }
