@@ -56,6 +56,28 @@ func CreateFiles(root string, g *dag.Graph) error {
 	return nil
 }
 
+// DirectIO reports whether the file system holding dir lets files be
+// opened with O_DIRECT, which a spec file with "direct" needs: tmpfs
+// before Linux 6.6 and some other file systems refuse it (EINVAL). It
+// creates and removes a probe file in dir.
+func DirectIO(dir string) (bool, error) {
+	f, err := os.CreateTemp(dir, ".iodag-direct-")
+	if err != nil {
+		return false, fmt.Errorf("submit: probe O_DIRECT in %s: %w", dir, err)
+	}
+	defer os.Remove(f.Name())
+	f.Close()
+	fd, err := unix.Open(f.Name(), unix.O_RDONLY|unix.O_DIRECT|unix.O_CLOEXEC, 0)
+	if err == unix.EINVAL {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("submit: probe O_DIRECT in %s: %w", dir, err)
+	}
+	unix.Close(fd)
+	return true, nil
+}
+
 // checkSpace refuses files that would not fit the file system: a spec
 // may claim any size, and filling the disk is no way to find out.
 func checkSpace(rootFd int, root string, files []dag.FileSpec) error {
@@ -79,6 +101,9 @@ func checkSpace(rootFd int, root string, files []dag.FileSpec) error {
 	var fs unix.Statfs_t
 	if err := unix.Fstatfs(rootFd, &fs); err != nil {
 		return fmt.Errorf("submit: statfs %s: %w", root, err)
+	}
+	if fs.Blocks == 0 {
+		return nil // no size to check against (ramfs)
 	}
 	if avail := fs.Bavail * uint64(fs.Bsize); need > avail {
 		return fmt.Errorf("submit: the spec's files need up to %d bytes, %s has %d available", need, root, avail)

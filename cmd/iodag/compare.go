@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"text/tabwriter"
 
 	"github.com/iodag/iodag/dag"
@@ -62,8 +63,15 @@ func compareSpec(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		if *repeat == 0 {
 			*repeat = 1
 		}
-	} else {
-		if g, err = defaultGraph(); err != nil {
+	}
+	root, remove, err := scratchDir()
+	if err != nil {
+		fmt.Fprintf(stderr, "iodag compare: %v\n", err)
+		return exitFailed
+	}
+	defer remove()
+	if g == nil {
+		if g, err = defaultGraph(root, stderr); err != nil {
 			fmt.Fprintf(stderr, "iodag compare: built-in spec: %v\n", err)
 			return exitFailed
 		}
@@ -71,13 +79,6 @@ func compareSpec(ctx context.Context, args []string, stdout, stderr io.Writer) i
 			*repeat = defaultRepeat
 		}
 	}
-
-	root, remove, err := scratchDir()
-	if err != nil {
-		fmt.Fprintf(stderr, "iodag compare: %v\n", err)
-		return exitFailed
-	}
-	defer remove()
 	pool, err := pf.newPool()
 	if err != nil {
 		fmt.Fprintf(stderr, "iodag compare: %v\n", err)
@@ -129,11 +130,22 @@ func compareSpec(ctx context.Context, args []string, stdout, stderr io.Writer) i
 
 // defaultGraph is the built-in spec: the graph-SQE RFC's test, a root,
 // 98 parallel O_DIRECT 4 KiB reads at distinct offsets of a 64 MiB file,
-// and a sink.
-func defaultGraph() (*dag.Graph, error) {
+// and a sink. Where root's file system refuses O_DIRECT, the reads are
+// buffered and a note on stderr says so.
+func defaultGraph(root string, stderr io.Writer) (*dag.Graph, error) {
 	s, err := dag.Fanout(100, dag.GenOptions{Op: "read4k"})
 	if err != nil {
 		return nil, err
+	}
+	direct, err := submit.DirectIO(root)
+	if err != nil {
+		return nil, err
+	}
+	if !direct {
+		fmt.Fprintf(stderr, "iodag compare: note: %s refuses O_DIRECT (tmpfs before Linux 6.6?): the reads are buffered and measure the page cache; set TMPDIR to a disk file system to measure the device\n", filepath.Dir(root))
+		for i := range s.Files {
+			s.Files[i].Direct = false
+		}
 	}
 	return s.Build()
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/iodag/iodag/internal/ramfstest"
 	"github.com/iodag/iodag/submit"
 )
 
@@ -18,7 +19,12 @@ import (
 // test, checks that whatever the test made there was removed.
 func emptyTMPDIR(t *testing.T) string {
 	t.Helper()
-	dir := t.TempDir()
+	return useTMPDIR(t, t.TempDir())
+}
+
+// useTMPDIR is emptyTMPDIR with an empty directory of the caller's.
+func useTMPDIR(t *testing.T, dir string) string {
+	t.Helper()
 	t.Setenv("TMPDIR", dir)
 	t.Cleanup(func() {
 		ents, err := os.ReadDir(dir)
@@ -42,7 +48,10 @@ type runSummary struct {
 }
 
 func TestRunJSON(t *testing.T) {
-	emptyTMPDIR(t)
+	direct, err := submit.DirectIO(emptyTMPDIR(t))
+	if err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		spec   string
 		args   []string
@@ -67,6 +76,9 @@ func TestRunJSON(t *testing.T) {
 		for _, mode := range tc.modes {
 			args := append([]string{"run", "../../testdata/" + tc.spec + ".json", "--json", "--mode", mode}, tc.args...)
 			t.Run(strings.Join(args[1:], " "), func(t *testing.T) {
+				if tc.spec == "fanout100-read4k" && !direct {
+					t.Skip("$TMPDIR refuses O_DIRECT (TestNoDirectIO covers that)")
+				}
 				var stdout, stderr bytes.Buffer
 				code := run(args, &stdout, &stderr)
 				if code != tc.code {
@@ -147,6 +159,26 @@ func TestRunRoot(t *testing.T) {
 	}
 	if want := "  mk (mkdir): failed, res -17 EEXIST"; !strings.Contains(stdout.String(), want) {
 		t.Errorf("second run --root stdout = %q, want it to contain %q", stdout.String(), want)
+	}
+}
+
+// TestNoDirectIO runs where O_DIRECT is refused (a ramfs $TMPDIR): the
+// built-in comparison falls back to buffered reads and says so; a spec
+// that asks for O_DIRECT fails with the file and the fix named. Both
+// leave nothing behind.
+func TestNoDirectIO(t *testing.T) {
+	useTMPDIR(t, ramfstest.Dir(t))
+	tests := []cliCase{
+		{"default compare", []string{"compare", "--repeat", "2"}, exitOK,
+			[]string{"fanout100-read4k: 100 nodes", "  graph", " 100       0         0 ", "\nagree: "},
+			"refuses O_DIRECT (tmpfs before Linux 6.6?): the reads are buffered"},
+		{"direct spec", []string{"run", "../../testdata/fanout100-read4k.json"}, exitFailed, nil,
+			`spec file "data" in `},
+		{"direct spec names the fix", []string{"compare", "../../testdata/diamond.json"}, exitFailed, nil,
+			`the file system refuses O_DIRECT (tmpfs before Linux 6.6?): run on a disk file system, or drop "direct" from the file`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) { tc.check(t) })
 	}
 }
 

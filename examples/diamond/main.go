@@ -10,7 +10,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -20,7 +19,6 @@ import (
 	"github.com/iodag/iodag/dag"
 	"github.com/iodag/iodag/submit"
 	"github.com/iodag/iodag/workers"
-	"golang.org/x/sys/unix"
 )
 
 func main() {
@@ -56,7 +54,11 @@ func run(w io.Writer) error {
 	if err := submit.CreateFiles(root, g); err != nil {
 		return err
 	}
-	if !directWorks(root + "/data") {
+	direct, err := submit.DirectIO(root)
+	if err != nil {
+		return err
+	}
+	if !direct {
 		fmt.Fprintf(w, "O_DIRECT refused in %s (tmpfs?): reading through the page cache\n", root)
 		if g, err = build(false); err != nil {
 			return err
@@ -136,14 +138,4 @@ func printStages(w io.Writer, g *dag.Graph) {
 		ids[j] = g.Node(int(i)).ID
 	}
 	fmt.Fprintf(w, "  critical path: %s (%d nodes)\n", strings.Join(ids, " -> "), len(cp))
-}
-
-// directWorks reports whether path can be opened with O_DIRECT; tmpfs and
-// some other file systems refuse it with EINVAL.
-func directWorks(path string) bool {
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECT|unix.O_CLOEXEC, 0)
-	if err == nil {
-		unix.Close(fd)
-	}
-	return !errors.Is(err, unix.EINVAL)
 }

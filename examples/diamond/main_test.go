@@ -4,14 +4,38 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/iodag/iodag/internal/ramfstest"
 )
 
 func TestRun(t *testing.T) {
+	out := runIn(t, t.TempDir())
+	check(t, out)
+}
+
+// Where O_DIRECT is refused (ramfs), the reads go through the page cache.
+func TestBufferedFallback(t *testing.T) {
+	out := runIn(t, ramfstest.Dir(t))
+	if want := "O_DIRECT refused in "; !strings.Contains(out, want) {
+		t.Errorf("output lacks %q:\n%s", want, out)
+	}
+	check(t, out)
+}
+
+// runIn runs the example with $TMPDIR at dir.
+func runIn(t *testing.T, dir string) string {
+	t.Helper()
+	t.Setenv("TMPDIR", dir)
 	var buf bytes.Buffer
 	if err := run(&buf); err != nil {
 		t.Fatalf("run: %v\n%s", err, &buf)
 	}
-	out := buf.String()
+	return buf.String()
+}
+
+// check checks the stages, the summary and the node table.
+func check(t *testing.T, out string) {
+	t.Helper()
 	for _, want := range []string{"level 1: b c", "critical path: a -> b -> d (3 nodes)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)

@@ -12,14 +12,12 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"math"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
@@ -94,10 +92,14 @@ func run(ctx context.Context, w io.Writer, c config) error {
 		return err
 	}
 	how := "O_DIRECT"
-	if isTmpfs(root) {
+	direct, err := submit.DirectIO(root)
+	if err != nil {
+		return err
+	}
+	if direct && isTmpfs(root) {
 		fmt.Fprintf(w, "note: %s is a tmpfs: O_DIRECT reads there copy memory, they do not reach a device\n\n", c.dir)
 	}
-	if !directWorks(filepath.Join(root, "data")) {
+	if !direct {
 		fmt.Fprintf(w, "O_DIRECT refused (EINVAL) in %s, a tmpfs or similar: falling back to buffered reads,\n"+
 			"which measure the page cache, not the device (use -dir on a disk file system)\n\n", c.dir)
 		how = "buffered"
@@ -210,17 +212,6 @@ func si(n float64) string {
 		return fmt.Sprintf("%.1fk", n/1e3)
 	}
 	return fmt.Sprintf("%.0f", n)
-}
-
-// directWorks reports whether path can be opened with O_DIRECT; tmpfs
-// before Linux 6.6 and some other file systems refuse it with EINVAL.
-// A variable so that a test can take the fallback.
-var directWorks = func(path string) bool {
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECT|unix.O_CLOEXEC, 0)
-	if err == nil {
-		unix.Close(fd)
-	}
-	return !errors.Is(err, unix.EINVAL)
 }
 
 func isTmpfs(dir string) bool {

@@ -8,10 +8,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/iodag/iodag/internal/ramfstest"
 )
 
 func TestRun(t *testing.T) {
-	out := runFor(t, 100*time.Millisecond)
+	out := runFor(t, t.TempDir(), 100*time.Millisecond)
 	if strings.Contains(out, "O_DIRECT refused") {
 		t.Logf("no O_DIRECT in %s: the buffered fallback ran", os.TempDir())
 	}
@@ -30,11 +32,9 @@ func TestRun(t *testing.T) {
 	}
 }
 
-// Where O_DIRECT is refused, the reads go through the page cache.
+// Where O_DIRECT is refused (ramfs), the reads go through the page cache.
 func TestBufferedFallback(t *testing.T) {
-	defer func(f func(string) bool) { directWorks = f }(directWorks)
-	directWorks = func(string) bool { return false }
-	out := runFor(t, 20*time.Millisecond)
+	out := runFor(t, ramfstest.Dir(t), 20*time.Millisecond)
 	for _, want := range []string{"O_DIRECT refused (EINVAL)", "parallel buffered 4 KiB reads", "graph: IOPS="} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
@@ -42,10 +42,10 @@ func TestBufferedFallback(t *testing.T) {
 	}
 }
 
-func runFor(t *testing.T, d time.Duration) string {
+func runFor(t *testing.T, dir string, d time.Duration) string {
 	t.Helper()
 	var buf bytes.Buffer
-	c := config{workers: 2, ring: 128, duration: d, dir: t.TempDir()}
+	c := config{workers: 2, ring: 128, duration: d, dir: dir}
 	if err := run(context.Background(), &buf, c); err != nil {
 		t.Fatalf("run: %v\n%s", err, &buf)
 	}
