@@ -1,6 +1,7 @@
 package submit
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/bits"
@@ -68,7 +69,7 @@ func DirectIO(dir string) (bool, error) {
 	defer os.Remove(f.Name())
 	f.Close()
 	fd, err := unix.Open(f.Name(), unix.O_RDONLY|unix.O_DIRECT|unix.O_CLOEXEC, 0)
-	if err == unix.EINVAL {
+	if errors.Is(err, unix.EINVAL) {
 		return false, nil
 	}
 	if err != nil {
