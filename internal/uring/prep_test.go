@@ -23,6 +23,38 @@ type env struct {
 // sqe returns a free SQE; the case preps it and sets UserData.
 func (e *env) sqe() *SQE { return getSQE(e.t, e.r) }
 
+// loopback binds a TCP socket to a free port of 127.0.0.1, listening if
+// listen, and opens a client socket: both close at the end of the test.
+// to is the server's address in the arena, for a connect SQE.
+func (e *env) loopback(listen bool) (srv, cl int, to *unix.RawSockaddrInet4) {
+	socket := func() int {
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		e.t.Cleanup(func() { unix.Close(fd) })
+		return fd
+	}
+	srv, cl = socket(), socket()
+	if err := unix.Bind(srv, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		e.t.Fatal(err)
+	}
+	if listen {
+		if err := unix.Listen(srv, 4); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	sa, err := unix.Getsockname(srv)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	port := sa.(*unix.SockaddrInet4).Port
+	to = (*unix.RawSockaddrInet4)(unsafe.Pointer(&e.a.Alloc(int(unsafe.Sizeof(unix.RawSockaddrAny{})), 8)[0]))
+	*to = unix.RawSockaddrInet4{Family: unix.AF_INET, Addr: [4]byte{127, 0, 0, 1}}
+	to.Port = uint16(port>>8 | port<<8&0xff00) // network byte order
+	return srv, cl, to
+}
+
 // path puts a NUL-terminated path in the arena.
 func (e *env) path(p string) *byte { return e.a.CString(p) }
 
@@ -451,30 +483,7 @@ func TestPrep(t *testing.T) {
 			}
 		}},
 		{"accept and connect", func(e *env) (map[uint64]int32, func()) {
-			ln, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-			if err != nil {
-				e.t.Fatal(err)
-			}
-			e.t.Cleanup(func() { unix.Close(ln) })
-			if err := unix.Bind(ln, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
-				e.t.Fatal(err)
-			}
-			if err := unix.Listen(ln, 4); err != nil {
-				e.t.Fatal(err)
-			}
-			sa, err := unix.Getsockname(ln)
-			if err != nil {
-				e.t.Fatal(err)
-			}
-			port := sa.(*unix.SockaddrInet4).Port
-			cl, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-			if err != nil {
-				e.t.Fatal(err)
-			}
-			e.t.Cleanup(func() { unix.Close(cl) })
-			to := (*unix.RawSockaddrInet4)(unsafe.Pointer(&e.a.Alloc(int(unsafe.Sizeof(unix.RawSockaddrAny{})), 8)[0]))
-			*to = unix.RawSockaddrInet4{Family: unix.AF_INET, Addr: [4]byte{127, 0, 0, 1}}
-			to.Port = uint16(port>>8 | port<<8&0xff00) // network byte order
+			ln, cl, to := e.loopback(true)
 			from := (*unix.RawSockaddrAny)(unsafe.Pointer(&e.a.Alloc(int(unsafe.Sizeof(unix.RawSockaddrAny{})), 8)[0]))
 			fromLen := (*uint32)(unsafe.Pointer(&e.a.Alloc(4, 4)[0]))
 			*fromLen = uint32(unsafe.Sizeof(*from))
@@ -497,29 +506,9 @@ func TestPrep(t *testing.T) {
 			}
 		}},
 		{"connect refused", func(e *env) (map[uint64]int32, func()) {
-			// A port held by a bound socket that does not listen: no
+			// The server socket holds its port without listening: no
 			// other process can take it and listen there meanwhile.
-			bound, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-			if err != nil {
-				e.t.Fatal(err)
-			}
-			e.t.Cleanup(func() { unix.Close(bound) })
-			if err := unix.Bind(bound, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
-				e.t.Fatal(err)
-			}
-			sa, err := unix.Getsockname(bound)
-			if err != nil {
-				e.t.Fatal(err)
-			}
-			port := sa.(*unix.SockaddrInet4).Port
-			cl, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-			if err != nil {
-				e.t.Fatal(err)
-			}
-			e.t.Cleanup(func() { unix.Close(cl) })
-			to := (*unix.RawSockaddrInet4)(unsafe.Pointer(&e.a.Alloc(int(unsafe.Sizeof(unix.RawSockaddrAny{})), 8)[0]))
-			*to = unix.RawSockaddrInet4{Family: unix.AF_INET, Addr: [4]byte{127, 0, 0, 1}}
-			to.Port = uint16(port>>8 | port<<8&0xff00)
+			_, cl, to := e.loopback(false)
 			s := e.sqe()
 			s.PrepConnect(int32(cl), (*unix.RawSockaddrAny)(unsafe.Pointer(to)), uint32(unsafe.Sizeof(*to)))
 			s.UserData = 1
