@@ -41,6 +41,27 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// measurePerNode starts timing b's loop over graphs of n nodes; the
+// function it returns stops the timer and reports CPU ns, wall ns and
+// allocations per node (per node is what matters, not per op).
+func measurePerNode(b *testing.B, n int) (done func()) {
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	cpu0 := cpuTime()
+	b.ResetTimer()
+	return func() {
+		b.StopTimer()
+		cpu := cpuTime() - cpu0
+		var after runtime.MemStats
+		runtime.ReadMemStats(&after)
+		nodes := float64(b.N) * float64(n)
+		b.ReportMetric(float64(cpu.Nanoseconds())/nodes, "cpu-ns/node")
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/nodes, "ns/node")
+		b.ReportMetric(float64(after.Mallocs-before.Mallocs)/nodes, "allocs/node")
+		b.ReportMetric(0, "ns/op")
+	}
+}
+
 // BenchmarkBuild declares, validates and stages layered graphs through the
 // Builder (ids made beforehand), reporting ns and allocations per node.
 func BenchmarkBuild(b *testing.B) {
@@ -53,10 +74,7 @@ func BenchmarkBuild(b *testing.B) {
 			}
 			edges := layeredEdges(size.w, size.d, 1)
 			tasks := make([]Task, n)
-			var before, after runtime.MemStats
-			runtime.ReadMemStats(&before)
-			cpu0 := cpuTime()
-			b.ResetTimer()
+			done := measurePerNode(b, n)
 			for range b.N {
 				bl := NewBuilder("layered", WithCapacity(n, len(edges)))
 				for i, id := range ids {
@@ -69,14 +87,7 @@ func BenchmarkBuild(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			b.StopTimer()
-			cpu := cpuTime() - cpu0
-			runtime.ReadMemStats(&after)
-			nodes := float64(b.N) * float64(n)
-			b.ReportMetric(float64(cpu.Nanoseconds())/nodes, "cpu-ns/node")
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/nodes, "ns/node")
-			b.ReportMetric(float64(after.Mallocs-before.Mallocs)/nodes, "allocs/node")
-			b.ReportMetric(0, "ns/op") // per node is what matters
+			done()
 		})
 	}
 }
@@ -91,23 +102,13 @@ func BenchmarkSpecBuild(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			var before, after runtime.MemStats
-			runtime.ReadMemStats(&before)
-			cpu0 := cpuTime()
-			b.ResetTimer()
+			done := measurePerNode(b, n)
 			for range b.N {
 				if _, err := s.Build(); err != nil {
 					b.Fatal(err)
 				}
 			}
-			b.StopTimer()
-			cpu := cpuTime() - cpu0
-			runtime.ReadMemStats(&after)
-			nodes := float64(b.N) * float64(n)
-			b.ReportMetric(float64(cpu.Nanoseconds())/nodes, "cpu-ns/node")
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/nodes, "ns/node")
-			b.ReportMetric(float64(after.Mallocs-before.Mallocs)/nodes, "allocs/node")
-			b.ReportMetric(0, "ns/op")
+			done()
 		})
 	}
 }

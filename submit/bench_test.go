@@ -18,17 +18,6 @@ import (
 // handoff is paid once) and reports nodes/s; compare ratios within one
 // run, the machines are noisy.
 
-// graphOf builds a generated spec; generators of fixed shapes do not fail.
-func graphOf(s *dag.Spec, err error) *dag.Graph {
-	if err == nil {
-		var g *dag.Graph
-		if g, err = s.Build(); err == nil {
-			return g
-		}
-	}
-	panic(err)
-}
-
 func benchModes(b *testing.B, g *dag.Graph, cfg workers.Config) {
 	root := b.TempDir()
 	if err := CreateFiles(root, g); err != nil {

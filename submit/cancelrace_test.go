@@ -20,14 +20,7 @@ import (
 // more (it fails within a second there).
 func TestRerunAfterCancel(t *testing.T) {
 	pool := newPool(t, workers.Config{Workers: 2, Entries: 16})
-	spec, err := dag.Fanout(3, dag.GenOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := spec.Build()
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := graphOf(dag.Fanout(3, dag.GenOptions{}))
 	r := NewRunner(pool, g)
 	defer r.Close()
 	var done atomic.Bool

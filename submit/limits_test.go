@@ -164,14 +164,7 @@ func TestLimitsChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec, err := dag.Maildir(20, dag.GenOptions{Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := spec.Build()
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := graphOf(dag.Maildir(20, dag.GenOptions{Seed: 1}))
 	root := t.TempDir()
 	if err := CreateFiles(root, g); err != nil {
 		t.Fatal(err)

@@ -34,14 +34,7 @@ func TestSoak(t *testing.T) {
 		func() (*dag.Spec, error) { return dag.Fanout(1_000, dag.GenOptions{}) },
 		func() (*dag.Spec, error) { return dag.Chains(8, 125, dag.GenOptions{}) },
 	} {
-		spec, err := mk()
-		if err != nil {
-			t.Fatal(err)
-		}
-		g, err := spec.Build()
-		if err != nil {
-			t.Fatal(err)
-		}
+		g := graphOf(mk())
 		graphs = append(graphs, g)
 		r := NewRunner(pool, g)
 		t.Cleanup(func() { r.Close() })

@@ -34,6 +34,18 @@ func newPool(t testing.TB, cfg workers.Config) *workers.Pool {
 	return pool
 }
 
+// graphOf builds a generated spec; generators of fixed shapes do not
+// fail, and a panic fails the test or benchmark if one does.
+func graphOf(s *dag.Spec, err error) *dag.Graph {
+	if err == nil {
+		var g *dag.Graph
+		if g, err = s.Build(); err == nil {
+			return g
+		}
+	}
+	panic(err)
+}
+
 // runIn runs g in mode in a fresh root holding g's files (after setup).
 func runIn(t testing.TB, pool *workers.Pool, g *dag.Graph, mode Mode, setup func(root string)) *Report {
 	t.Helper()
@@ -352,14 +364,7 @@ func TestMillionNodes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short")
 	}
-	spec, err := dag.Fanout(1_000_000, dag.GenOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := spec.Build()
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := graphOf(dag.Fanout(1_000_000, dag.GenOptions{}))
 	pool := newPool(t, workers.Config{Workers: 2, Entries: 64})
 	for _, m := range Modes {
 		rep, err := Run(context.Background(), pool, g, m, Options{})
@@ -433,14 +438,7 @@ func openFds(t *testing.T) int {
 // TestNoLeaks checks that runs, failed ones included, leave no fd, slot
 // or goroutine behind (goleak checks goroutines for the whole package).
 func TestNoLeaks(t *testing.T) {
-	spec, err := dag.Maildir(100, dag.GenOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := spec.Build()
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := graphOf(dag.Maildir(100, dag.GenOptions{}))
 	root := t.TempDir()
 	if err := CreateFiles(root, g); err != nil {
 		t.Fatal(err)
