@@ -1,6 +1,7 @@
 package dag
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -53,6 +54,19 @@ func (o Op) String() string {
 		return "rename"
 	}
 	return "op(" + strconv.Itoa(int(o)) + ")"
+}
+
+// MarshalText writes the op's spec name.
+func (o Op) MarshalText() ([]byte, error) { return []byte(o.String()), nil }
+
+// UnmarshalText reads an op's spec name.
+func (o *Op) UnmarshalText(b []byte) error {
+	v, ok := ParseOp(string(b))
+	if !ok {
+		return fmt.Errorf("unknown op %q", b)
+	}
+	*o = v
+	return nil
 }
 
 // ParseOp returns the Op whose spec name is s.

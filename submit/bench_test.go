@@ -28,7 +28,7 @@ func benchModes(b *testing.B, g *dag.Graph, cfg workers.Config) {
 		b.Fatal(err)
 	}
 	defer pool.Close()
-	for _, m := range Modes {
+	for _, m := range Modes() {
 		b.Run(m.String(), func(b *testing.B) {
 			r := NewRunner(pool, g)
 			defer r.Close()

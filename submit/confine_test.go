@@ -37,7 +37,7 @@ func TestConfinement(t *testing.T) {
 		"close": {Status: StatusCanceled, Res: -int32(unix.ECANCELED), Cause: "open"},
 	}
 	pool := newPool(t, workers.Config{Workers: 1, Entries: 16})
-	for _, m := range Modes {
+	for _, m := range Modes() {
 		outside := t.TempDir()
 		if err := os.WriteFile(filepath.Join(outside, "victim"), []byte("secret"), 0o644); err != nil {
 			t.Fatal(err)

@@ -77,7 +77,7 @@ func ExampleRunner() {
 	runner := submit.NewRunner(pool, g)
 	defer runner.Close()
 
-	for _, m := range submit.Modes {
+	for _, m := range submit.Modes() {
 		rep, err := runner.Run(context.Background(), m, submit.Options{Root: root})
 		if err != nil {
 			fmt.Println(err)
@@ -85,7 +85,7 @@ func ExampleRunner() {
 		}
 		fmt.Printf("%s: %+v\n", m, rep.Counts)
 		for _, n := range rep.Nodes {
-			fmt.Printf("  %s %s %s", n.ID, n.Status, n.Errno)
+			fmt.Printf("  %s %s %s", n.ID, n.Status, n.Errno.String())
 			if n.Cause != "" {
 				fmt.Printf(" (cause %s)", n.Cause)
 			}

@@ -259,7 +259,7 @@ func checkFaults(t testing.TB, pool *workers.Pool, fg *faultGraph) faultStats {
 	g := fg.g
 	want := fg.expected()
 	reps := map[Mode]*Report{}
-	for _, m := range Modes {
+	for _, m := range Modes() {
 		reps[m] = runBounded(t, pool, g, m)
 	}
 	var fs faultStats
@@ -288,7 +288,7 @@ func checkFaults(t testing.TB, pool *workers.Pool, fg *faultGraph) faultStats {
 					if d := fillCRC(fill, faultIO); n.Digest != d {
 						t.Errorf("%s %s: read-after-write %s digest %v, want %v", g.Name(), m, n.ID, n.Digest, d)
 					}
-				} else if n.Op == "read" && n.Digest != dataCRC {
+				} else if n.Op == dag.OpRead && n.Digest != dataCRC {
 					t.Errorf("%s %s: read %s digest %v, want %v", g.Name(), m, n.ID, n.Digest, dataCRC)
 				}
 			}

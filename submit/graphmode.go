@@ -3,132 +3,185 @@ package submit
 import (
 	"math"
 
-	"github.com/iodag/iodag/internal/uring"
-	"github.com/iodag/iodag/workers"
+	"github.com/iodag/iodag/internal/worker"
 	"golang.org/x/sys/unix"
 )
 
 // Graph mode is dataflow: a node is dispatched as soon as its last
 // predecessor completes, into the same io_uring_enter that waits for the
 // next completions. A linear run (a node whose only successor has it as
-// only predecessor, with no result binding between them) goes down as a
-// kernel link chain, so it costs one enter instead of one per node.
+// only predecessor, with no result binding between them, where the
+// kernel's link rule gives the graph's semantics) goes down as one
+// kernel link chain, so it costs what link mode pays for it.
+type graphMode struct {
+	t     *task
+	roots []int32 // the task's nodes without predecessors
+	rhead int     // next node of task.ready to dispatch
+	// chains[c] counts the nodes of in-flight kernel chain c not yet
+	// complete (0: a free entry). A successor of a chain's last node can
+	// be ready no sooner than that many completions.
+	chains []int32
+	free   []int32
+}
 
-func (t *task) graphBegin() {
-	t.ready, t.rhead = t.ready[:0], 0
-	t.graph.minPending = math.MaxInt32
-	for _, i := range t.roots {
+func (g *graphMode) begin() {
+	t := g.t
+	g.rhead = 0
+	g.chains, g.free = g.chains[:0], g.free[:0]
+	for _, i := range g.roots {
 		t.st.status[i] = stReady
 		t.ready = append(t.ready, i)
 	}
 }
 
-func (t *task) graphPrep(w *workers.Worker) {
-	// One pass over what is ready; an open waiting for a slot goes to the
-	// back of the queue so that it does not hold up the others.
-	room := w.Room()
-	for n := len(t.ready) - t.rhead; n > 0 && room > 0; n-- {
-		u := t.ready[t.rhead]
-		t.rhead++
-		if !t.canPrep(w, u) {
-			t.ready = append(t.ready, u)
-			continue
+func (g *graphMode) prep(w *worker.Worker) {
+	for {
+		g.dispatch(w)
+		if !g.starved(w) {
+			return
 		}
-		if t.p.chainNext[u] < 0 {
-			t.prep(w, u, 0)
-			t.noteSuccs(u)
-			room--
-			continue
-		}
-		t.dispatchChain(w, u)
-		room = w.Room()
 	}
-	if t.rhead == len(t.ready) {
-		t.ready, t.rhead = t.ready[:0], 0
-	} else if t.rhead > len(t.ready)/2 {
-		t.ready = t.ready[:copy(t.ready, t.ready[t.rhead:])]
-		t.rhead = 0
-	}
-	t.starved(w)
 }
 
-// dispatchChain preps u and, while room allows, the linear run after it,
-// each linked to the one before.
-func (t *task) dispatchChain(w *workers.Worker, u int32) {
-	p, st := t.p, t.st
-	head := u
+// dispatch sends ready nodes while there is room, again as long as
+// nodes it ended without running released others. An open waiting for a
+// slot goes to the back of the queue so that it holds up no other node.
+func (g *graphMode) dispatch(w *worker.Worker) {
+	t, p := g.t, g.t.p
+	room := w.Room()
+	for room > 0 && g.rhead < len(t.ready) {
+		parked := 0
+		for n := len(t.ready) - g.rhead; n > 0 && room > 0; n-- {
+			u := t.ready[g.rhead]
+			g.rhead++
+			switch v := t.take(w, u); v {
+			case taken:
+			case noSlot:
+				t.ready = append(t.ready, u)
+				parked++
+				continue
+			default:
+				t.refuse(w, u, v)
+				continue
+			}
+			if p.chainNext[u] < 0 {
+				t.prep(w, u, 0)
+				g.noteSuccs(u)
+				room--
+				continue
+			}
+			g.dispatchChain(w, u)
+			room = w.Room()
+		}
+		if parked == len(t.ready)-g.rhead {
+			break // all that is left waits for a slot
+		}
+	}
+	if g.rhead == len(t.ready) {
+		t.ready, g.rhead = t.ready[:0], 0
+	} else if g.rhead > len(t.ready)/2 {
+		t.ready = t.ready[:copy(t.ready, t.ready[g.rhead:])]
+		g.rhead = 0
+	}
+}
+
+// dispatchChain preps u, whose resources are taken, and, while room
+// allows, the linear run after it, each linked to the one before.
+func (g *graphMode) dispatchChain(w *worker.Worker, u int32) {
+	t, p, st := g.t, g.t.p, g.t.st
+	head, n := u, int32(1)
 	for {
 		v := p.chainNext[u]
-		if v < 0 || w.Room() < 2 || !t.canPrep(w, v) || !t.bound(v) || !t.dirsReady(v) {
+		if v < 0 || w.Room() < 2 || !t.canFollow(v) || t.take(w, v) != taken {
 			t.prep(w, u, 0)
 			break
 		}
-		link := uring.SQEIOLink
-		if p.hardlink[u] {
-			link = uring.SQEIOHardlink
-		}
-		t.prep(w, u, link)
+		t.prep(w, u, p.chainLink[u])
 		st.linkedFrom[v] = u
 		u = v
+		n++
 	}
+	if n == 1 {
+		g.noteSuccs(u)
+		return
+	}
+	c := g.newChain(n)
 	for x := u; ; x = st.linkedFrom[x] {
-		t.noteSuccs(x)
+		st.chain[x] = c
 		if x == head {
 			return
 		}
 	}
 }
 
+func (g *graphMode) newChain(n int32) int32 {
+	if k := len(g.free); k > 0 {
+		c := g.free[k-1]
+		g.free = g.free[:k-1]
+		g.chains[c] = n
+		return c
+	}
+	g.chains = append(g.chains, n)
+	return int32(len(g.chains) - 1)
+}
+
 // noteSuccs lowers the wait bound to the pending count of node x's
 // successors: none can be ready before that many more completions.
-func (t *task) noteSuccs(x int32) {
-	gs, st := &t.graph, t.st
-	if gs.minPending <= 1 {
+func (g *graphMode) noteSuccs(x int32) {
+	t := g.t
+	if t.minPending <= 1 {
 		return
 	}
-	for _, e := range t.p.succs(x) {
-		if v := e >> 1; st.status[v] == stPending && st.pending[v] < gs.minPending {
-			gs.minPending = st.pending[v]
+	for _, e := range t.p.g.Succs(int(x)) {
+		if v := e.Node; t.st.status[v] == stPending && t.st.pending[v] < t.minPending {
+			t.minPending = t.st.pending[v]
 		}
 	}
 }
 
-// graphState bounds how many in-flight nodes must complete before any
-// other node can be ready: the fewest pending predecessors of a successor
-// of an in-flight node, kept as nodes are dispatched and completed (O(1)
-// per edge, never rescanned; it can only be low, which wakes the worker
-// early, never late). It resets when nothing is in flight.
-type graphState struct {
-	minPending int32
+func (g *graphMode) settled(w *worker.Worker, i int32) {
+	t := g.t
+	if c := t.st.chain[i]; c >= 0 {
+		if g.chains[c]--; g.chains[c] == 0 {
+			g.free = append(g.free, c)
+		}
+	}
+	if t.inflight == 0 {
+		t.minPending = math.MaxInt32
+	}
+	t.release(w, i)
 }
 
-// graphWant returns how many completions the worker may wait for: all in
+// want returns how many completions the worker may wait for: all in
 // flight if no successor waits on them (a fanout's 98 reads complete as
 // one batch, as in waves, yet the sink goes down the moment they are
-// done), else the bound above; 1 while nodes wait for room.
-func (t *task) graphWant() int {
-	gs := &t.graph
-	if t.rhead < len(t.ready) {
+// done), else the fewest that can make a node ready; 1 while nodes wait
+// for room.
+func (g *graphMode) want() int {
+	t := g.t
+	if g.rhead < len(t.ready) {
 		return 1
 	}
-	return int(max(min(int32(t.inflight), gs.minPending), 1))
+	want := min(int32(t.inflight), t.minPending)
+	for _, left := range g.chains {
+		if left > 0 && left < want {
+			want = left
+		}
+	}
+	return int(max(want, 1))
 }
 
-// bound reports whether node v's result binding, if any, is known.
-func (t *task) bound(v int32) bool {
-	f := t.p.lenFrom[v]
-	return f < 0 || t.st.status[f] >= stOK
-}
+func (g *graphMode) done() bool { return true }
 
-// starved fails ready opens that can never get a slot: nothing of this
-// task is in flight to free one.
-func (t *task) starved(w *workers.Worker) {
-	if t.inflight > 0 || t.rhead == len(t.ready) || w.FreeSlots() > 0 {
-		return
+// starved fails the opens that wait for a slot when none can free up:
+// nothing of this task is in flight. It reports whether it failed any.
+func (g *graphMode) starved(w *worker.Worker) bool {
+	t := g.t
+	if t.inflight > 0 || g.rhead == len(t.ready) || w.FreeSlots() > 0 {
+		return false
 	}
-	for t.rhead < len(t.ready) {
-		u := t.ready[t.rhead]
-		t.rhead++
-		t.failNow(w, u, -int32(unix.EMFILE))
+	for end := len(t.ready); g.rhead < end; g.rhead++ {
+		t.fail(w, t.ready[g.rhead], -int32(unix.EMFILE))
 	}
+	return true
 }

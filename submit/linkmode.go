@@ -2,8 +2,7 @@ package submit
 
 import (
 	"github.com/iodag/iodag/dag"
-	"github.com/iodag/iodag/internal/uring"
-	"github.com/iodag/iodag/workers"
+	"github.com/iodag/iodag/internal/worker"
 	"golang.org/x/sys/unix"
 )
 
@@ -14,124 +13,108 @@ import (
 // cancels the rest of its chain, dependents or not: that is link mode's
 // real cost. A chain cannot span two io_uring_enter calls, so it goes
 // down in segments: when it is longer than the room in the ring, where a
-// node needs a result of its own chain (a read sized by a statx), and
-// after a node that may end short (allow_short). Between segments the
-// runner applies the kernel's rule itself.
-
-type linkState struct {
+// node needs a result of its own chain (a read sized by a statx) or a
+// resource it cannot have yet, and wherever plan.kernelLink says the
+// kernel's rule would differ from the graph's. Between segments the
+// runner applies the chain rule itself (after).
+type linkMode struct {
+	t      *task
 	local  []int32 // per component of the graph: its index in task.comps
 	pos    []int32 // per own component: next node of its sequence
 	out    []int32 // CQEs of the segment in flight
 	last   []int32 // last node of the segment
-	hard   []bool  // the segment's last link was a hardlink
 	active []int32 // own components with work left
 	cursor int
 }
 
-func (t *task) linkBegin() {
-	ls := &t.links
-	k := len(t.comps)
-	if len(ls.pos) != k {
-		ls.pos, ls.out, ls.last, ls.hard = make([]int32, k), make([]int32, k), make([]int32, k), make([]bool, k)
-		ls.active = make([]int32, 0, k)
+func (l *linkMode) begin() {
+	k := len(l.t.comps)
+	if len(l.pos) != k {
+		l.pos, l.out, l.last = make([]int32, k), make([]int32, k), make([]int32, k)
+		l.active = make([]int32, 0, k)
 	}
-	ls.active = ls.active[:0]
-	for j := range t.comps {
-		ls.pos[j], ls.out[j], ls.last[j], ls.hard[j] = 0, 0, -1, false
-		ls.active = append(ls.active, int32(j))
+	l.active = l.active[:0]
+	for j := range l.t.comps {
+		l.pos[j], l.out[j], l.last[j] = 0, 0, -1
+		l.active = append(l.active, int32(j))
 	}
-	ls.cursor = 0
+	l.cursor = 0
 }
 
-func (t *task) linkPrep(w *workers.Worker) {
-	ls := &t.links
-	kept := ls.active[:0]
-	for _, k := range ls.active {
-		if int(ls.pos[k]) < len(t.p.comps[t.comps[k]]) || ls.out[k] > 0 {
+// seq returns own component k's nodes in topological order.
+func (l *linkMode) seq(k int32) []int32 { return l.t.p.g.Components()[l.t.comps[k]] }
+
+func (l *linkMode) prep(w *worker.Worker) {
+	kept := l.active[:0]
+	for _, k := range l.active {
+		if int(l.pos[k]) < len(l.seq(k)) || l.out[k] > 0 {
 			kept = append(kept, k)
 		}
 	}
-	ls.active = kept
+	l.active = kept
 	// Visit every component once, from where the last round stopped, so
 	// that chains share the ring fairly.
-	n := len(ls.active)
+	n := len(l.active)
 	for i := 0; i < n && w.Room() > 0; i++ {
-		ls.cursor = (ls.cursor + 1) % n
-		if k := ls.active[ls.cursor]; ls.out[k] == 0 {
-			t.linkSegment(w, k, t.p.comps[t.comps[k]])
+		l.cursor = (l.cursor + 1) % n
+		if k := l.active[l.cursor]; l.out[k] == 0 {
+			l.segment(w, k)
 		}
 	}
 }
 
-// linkSegment sends the next segment of component k's chain.
-func (t *task) linkSegment(w *workers.Worker, k int32, seq []int32) {
-	ls, st, p := &t.links, t.st, t.p
-	pos := int(ls.pos[k])
+// segment sends the next segment of component k's chain.
+func (l *linkMode) segment(w *worker.Worker, k int32) {
+	t, st, p := l.t, l.t.st, l.t.p
+	seq := l.seq(k)
+	pos := int(l.pos[k])
 	for pos < len(seq) && st.status[seq[pos]] != stPending {
 		pos++ // canceled at a hardlink boundary
 	}
-	ls.pos[k] = int32(pos)
+	l.pos[k] = int32(pos)
 	if pos == len(seq) {
 		return
 	}
-	// Collect the segment: the nodes still pending, up to the room.
-	room, slots := w.Room(), w.FreeSlots()
-	seg := t.stack[:0]
-	for j := pos; j < len(seq) && len(seg) < room; j++ {
+	// The first node's resources decide whether anything goes down.
+	first := seq[pos]
+	switch v := t.take(w, first); v {
+	case taken:
+	case noSlot:
+		if t.inflight == 0 {
+			l.refuse(w, k, first, -int32(unix.EMFILE))
+		}
+		return
+	default:
+		l.refuse(w, k, first, v)
+		return
+	}
+	// The rest: nodes still pending, up to the room, while the kernel's
+	// rule holds and they can go down before the nodes ahead of them ran.
+	seg := append(t.stack[:0], first)
+	room := w.Room()
+	for j := pos + 1; j < len(seq) && len(seg) < room; j++ {
 		x := seq[j]
 		if st.status[x] != stPending {
 			continue
 		}
-		if p.op[x] == dag.OpOpen {
-			if slots == 0 {
-				break
-			}
-			slots--
-		}
-		if len(seg) > 0 && (!t.bound(x) || !t.dirsReady(x)) {
+		if p.kernelLink(seg[len(seg)-1], x) == 0 || !t.canFollow(x) || t.take(w, x) != taken {
 			t.split()
 			break
 		}
 		seg = append(seg, x)
-		if t.endsChain(x, t.nextPending(seq, j+1)) {
-			t.split()
-			break
-		}
 	}
 	t.stack = seg
-	if len(seg) == 0 {
-		if t.inflight == 0 {
-			t.linkFail(w, k, seq[pos], -int32(unix.EMFILE))
-		}
-		return
-	}
 	for j, x := range seg {
 		var link uint8
 		if j+1 < len(seg) {
-			link = uring.SQEIOLink
-			if p.finallyEdge(x, seg[j+1]) {
-				link = uring.SQEIOHardlink
-			}
+			link = p.kernelLink(x, seg[j+1])
 			st.linkedFrom[seg[j+1]] = x
 		}
 		t.prep(w, x, link)
 	}
 	last := seg[len(seg)-1]
-	ls.out[k], ls.last[k] = int32(len(seg)), last
-	next := t.nextPending(seq, indexAfter(seq, pos, last))
-	ls.hard[k] = next >= 0 && p.finallyEdge(last, next)
-	ls.pos[k] = int32(indexAfter(seq, pos, last))
-}
-
-// want returns the fewest CQEs a segment in flight still needs.
-func (ls *linkState) want() int {
-	want := 0
-	for _, k := range ls.active {
-		if n := int(ls.out[k]); n > 0 && (want == 0 || n < want) {
-			want = n
-		}
-	}
-	return want
+	l.out[k], l.last[k] = int32(len(seg)), last
+	l.pos[k] = int32(indexAfter(seq, pos, last))
 }
 
 // split counts a chain ended early, once per run however many repeats.
@@ -139,16 +122,6 @@ func (t *task) split() {
 	if t.iter == 0 {
 		t.splits++
 	}
-}
-
-// nextPending returns the first pending node of seq from j, or -1.
-func (t *task) nextPending(seq []int32, j int) int32 {
-	for ; j < len(seq); j++ {
-		if t.st.status[seq[j]] == stPending {
-			return seq[j]
-		}
-	}
-	return -1
 }
 
 func indexAfter(seq []int32, from int, x int32) int {
@@ -160,71 +133,76 @@ func indexAfter(seq []int32, from int, x int32) int {
 	return len(seq)
 }
 
-// endsChain reports whether the kernel chain must end after x: before a
-// hardlink from a node that has after-dependents (the kernel would run
-// them after its failure), after an allow_short node whose next link is
-// not a hardlink (the kernel would cancel the rest on a short transfer
-// that we count as success), and after an op whose failure the kernel
-// does not treat as breaking a link.
-func (t *task) endsChain(x, next int32) bool {
-	if next < 0 {
-		return false
+// refuse ends node x, the first of component k's next segment, which
+// take would not let run, and applies the chain rule after it.
+func (l *linkMode) refuse(w *worker.Worker, k int32, x int32, verdict int32) {
+	t := l.t
+	if verdict == unbound {
+		t.end(w, x, stCanceled, 0, t.p.nodes[x].LenFrom)
+	} else {
+		t.end(w, x, stFailed, verdict, causeNone)
 	}
-	p := t.p
-	if p.finallyEdge(x, next) {
-		for _, e := range p.succs(x) {
-			if e&1 == 0 {
-				return true
-			}
-		}
-		return false
-	}
-	nd := p.g.Node(int(x))
-	return !breaksLink(nd.Op) || nd.AllowShort && (nd.Op == dag.OpRead || nd.Op == dag.OpWrite)
+	l.pos[k] = int32(indexAfter(l.seq(k), int(l.pos[k]), x))
+	l.after(w, k, x)
 }
 
-// linkComplete applies the chain rule at the end of a segment: the chain
-// goes on if its last node succeeded, or ran and was hardlinked (then its
-// own after-dependents are canceled); otherwise the rest of the chain is
-// canceled.
-func (t *task) linkComplete(w *workers.Worker, i int32) {
-	ls, st, p := &t.links, t.st, t.p
-	k := ls.local[p.compOf[i]]
-	ls.out[k]--
-	if ls.out[k] > 0 {
+func (l *linkMode) settled(w *worker.Worker, i int32) {
+	k := l.local[l.t.p.compOf[i]]
+	if l.out[k]--; l.out[k] == 0 {
+		l.after(w, k, l.last[k])
+	}
+}
+
+// after applies the chain rule once node x, the last of a segment of
+// component k, is final: the chain goes on if x succeeded, or ran and is
+// hardlinked to the next node (then x's own after-dependents are
+// canceled); otherwise the rest of the chain is canceled.
+func (l *linkMode) after(w *worker.Worker, k int32, x int32) {
+	t, st := l.t, l.t.st
+	seq := l.seq(k)
+	switch st.status[x] {
+	case stOK:
 		return
-	}
-	x := ls.last[k]
-	switch {
-	case st.status[x] == stOK:
-	case st.status[x] == stFailed && ls.hard[k]:
-		for _, e := range p.succs(x) {
-			if v := e >> 1; e&1 == 0 && st.status[v] == stPending {
-				t.cancelFrom(w, v, x)
+	case stFailed:
+		if next := l.nextPending(k); next >= 0 {
+			if kind, ok := t.p.edge(x, next); ok && kind == dag.Finally {
+				for _, e := range t.p.g.Succs(int(x)) {
+					if v := e.Node; e.Kind == dag.After && st.status[v] == stPending {
+						t.cancelFrom(w, v, x)
+					}
+				}
+				return
 			}
 		}
-	default:
-		t.linkDoom(w, k, x)
 	}
-}
-
-// linkDoom cancels what is left of component k's chain after node why.
-func (t *task) linkDoom(w *workers.Worker, k int32, why int32) {
-	ls, st := &t.links, t.st
-	seq := t.p.comps[t.comps[k]]
-	for _, v := range seq[ls.pos[k]:] {
+	for _, v := range seq[l.pos[k]:] {
 		if st.status[v] == stPending {
-			st.status[v], st.cause[v], st.end[v] = stCanceled, why, w.Now()
-			t.remaining--
+			t.end(w, v, stCanceled, 0, x)
 		}
 	}
-	ls.pos[k] = int32(len(seq))
+	l.pos[k] = int32(len(seq))
 }
 
-// linkFail fails node x, which could not be sent, and what follows it.
-func (t *task) linkFail(w *workers.Worker, k int32, x int32, res int32) {
-	st := t.st
-	st.status[x], st.res[x], st.start[x], st.end[x] = stFailed, res, w.Now(), w.Now()
-	t.remaining--
-	t.linkDoom(w, k, x)
+// nextPending returns the first pending node of component k's chain
+// from its position, or -1.
+func (l *linkMode) nextPending(k int32) int32 {
+	for _, x := range l.seq(k)[l.pos[k]:] {
+		if l.t.st.status[x] == stPending {
+			return x
+		}
+	}
+	return -1
 }
+
+// want returns the fewest CQEs a segment in flight still needs.
+func (l *linkMode) want() int {
+	want := 0
+	for _, k := range l.active {
+		if n := int(l.out[k]); n > 0 && (want == 0 || n < want) {
+			want = n
+		}
+	}
+	return want
+}
+
+func (l *linkMode) done() bool { return true }

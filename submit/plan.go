@@ -1,41 +1,34 @@
 package submit
 
 import (
-	"path/filepath"
 	"strings"
 
 	"github.com/iodag/iodag/dag"
 	"github.com/iodag/iodag/internal/uring"
 )
 
-// plan is what every mode needs of a graph, flattened once per Runner
-// into int32-indexed arrays so that the run loops touch no maps, strings
-// or pointers per node.
+// plan is what every mode needs of a graph beyond the graph itself,
+// flattened once per Runner into slices indexed by node, so that the run
+// loops touch no maps or strings. Edges, levels and components are the
+// graph's own.
 type plan struct {
-	g *dag.Graph
-	n int
-
-	// succ[succOff[i]:succOff[i+1]] are node i's successors, each
-	// encoded as index<<1 | 1 for a finally-edge.
-	succOff []int32
-	succ    []int32
-	npred   []int32
-	// chainNext is the successor node i may pass to the kernel as a
-	// link (its only successor, whose only predecessor is i, not bound
-	// to i's result), or -1.
+	g     *dag.Graph
+	n     int
+	nodes []dag.Node // the graph's nodes, copied once
+	op    []dag.Op
+	flags []uint8 // SQE flags of the node itself (IOSQE_ASYNC)
+	npred []int32
+	// chainNext is the successor graph mode passes to the kernel as a
+	// link (see kernelLink), or -1; chainLink is the SQE flag for it.
 	chainNext []int32
-	// hardlink[i] is set when the edge i -> chainNext[i] is a finally-edge.
-	hardlink []bool
+	chainLink []uint8
 
-	op      []dag.Op
-	flags   []uint8 // SQE flags of the node itself (IOSQE_ASYNC)
 	file    []int32 // spec file index of a file target, or -1
-	handle  []int32 // handle index used (read/write/fsync/close) or produced (open), or -1
+	handle  []int32 // handle used (read/write/fsync/close) or produced (open), or -1
 	handles int
-	lenFrom []int32
 
 	paths   []byte  // NUL-terminated paths, Go heap, pinned during runs
-	pathOff []int32 // node's path in paths, or -1
+	pathOff []int32 // an open's path in paths, or -1
 	// Path ops other than open (which resolves its whole path with
 	// openat2 RESOLVE_BENEATH) work on the last component of their path,
 	// relative to its parent directory, itself opened beneath the root:
@@ -46,13 +39,10 @@ type plan struct {
 	toDirOf   []int32  // rename target's parent in dirs
 	toBaseOff []int32
 
-	comps   [][]int32
 	compOf  []int32
-	level   []int32
-	levels  int
 	files   []dag.FileSpec
-	useFile []bool // spec files some node reads or writes
-	bufMax  int64  // largest fixed-length buffer a node needs
+	useFile []bool  // spec files some node reads or writes
+	userBuf []int32 // nodes with a caller's buffer (pinned during runs)
 	opsUsed [dag.OpRename + 1]bool
 }
 
@@ -60,24 +50,21 @@ func newPlan(g *dag.Graph) *plan {
 	n := g.Len()
 	p := &plan{
 		g: g, n: n,
-		succOff:   make([]int32, n+1),
-		npred:     make([]int32, n),
-		chainNext: make([]int32, n),
-		hardlink:  make([]bool, n),
+		nodes:     make([]dag.Node, n),
 		op:        make([]dag.Op, n),
 		flags:     make([]uint8, n),
+		npred:     make([]int32, n),
+		chainNext: make([]int32, n),
+		chainLink: make([]uint8, n),
 		file:      make([]int32, n),
 		handle:    make([]int32, n),
-		lenFrom:   make([]int32, n),
 		pathOff:   make([]int32, n),
 		dirOf:     make([]int32, n),
 		baseOff:   make([]int32, n),
 		toDirOf:   make([]int32, n),
 		toBaseOff: make([]int32, n),
 		compOf:    make([]int32, n),
-		level:     make([]int32, n),
 		files:     g.Files(),
-		comps:     g.Components(),
 	}
 	p.useFile = make([]bool, len(p.files))
 	fileIdx := make(map[string]int32, len(p.files))
@@ -97,17 +84,15 @@ func newPlan(g *dag.Graph) *plan {
 		return h
 	}
 	addPath := func(s string) int32 {
-		if s == "" {
-			return -1
-		}
 		off := int32(len(p.paths))
 		p.paths = append(p.paths, s...)
 		p.paths = append(p.paths, 0)
 		return off
 	}
 	dirIdx := map[string]int32{}
+	// Paths are clean and relative (dag refuses the rest), so the
+	// parent is everything before the last slash.
 	split := func(path string) (int32, int32) {
-		path = filepath.Clean(path)
 		dir, base := "", path
 		if k := strings.LastIndexByte(path, '/'); k >= 0 {
 			dir, base = path[:k], path[k+1:]
@@ -120,18 +105,16 @@ func newPlan(g *dag.Graph) *plan {
 		}
 		return d, addPath(base)
 	}
-	edges := 0
 	for i := 0; i < n; i++ {
-		edges += len(g.Succs(i))
-	}
-	p.succ = make([]int32, 0, edges)
-	for i := 0; i < n; i++ {
-		nd := g.Node(i)
+		nd := *g.Node(i)
+		p.nodes[i] = nd
 		p.op[i] = nd.Op
 		if nd.Async {
 			p.flags[i] = uring.SQEAsync
 		}
 		p.opsUsed[nd.Op] = true
+		p.npred[i] = int32(len(g.Preds(i)))
+		p.compOf[i] = int32(g.Component(i))
 		p.file[i] = -1
 		if nd.File != "" {
 			p.file[i] = fileIdx[nd.File]
@@ -141,9 +124,10 @@ func newPlan(g *dag.Graph) *plan {
 		if nd.Op == dag.OpOpen {
 			p.handle[i] = handleOf(nd.As)
 		}
-		p.lenFrom[i] = nd.LenFrom
-		p.pathOff[i] = -1
-		p.dirOf[i], p.baseOff[i], p.toDirOf[i], p.toBaseOff[i] = -1, -1, -1, -1
+		if nd.Buf != nil {
+			p.userBuf = append(p.userBuf, int32(i))
+		}
+		p.pathOff[i], p.dirOf[i], p.baseOff[i], p.toDirOf[i], p.toBaseOff[i] = -1, -1, -1, -1, -1
 		switch nd.Op {
 		case dag.OpOpen:
 			p.pathOff[i] = addPath(nd.Path)
@@ -153,29 +137,8 @@ func newPlan(g *dag.Graph) *plan {
 				p.toDirOf[i], p.toBaseOff[i] = split(nd.To)
 			}
 		}
-		if (nd.Op == dag.OpRead || nd.Op == dag.OpWrite) && nd.Buf == nil && nd.Len > p.bufMax {
-			p.bufMax = nd.Len
-		}
-		p.level[i] = int32(g.Level(i))
-		if int(p.level[i]) >= p.levels {
-			p.levels = int(p.level[i]) + 1
-		}
-		p.npred[i] = int32(len(g.Preds(i)))
-		for _, e := range g.Succs(i) {
-			v := e.Node << 1
-			if e.Kind == dag.Finally {
-				v |= 1
-			}
-			p.succ = append(p.succ, v)
-		}
-		p.succOff[i+1] = int32(len(p.succ))
 	}
 	p.handles = len(handleIdx)
-	for c, nodes := range p.comps {
-		for _, i := range nodes {
-			p.compOf[i] = int32(c)
-		}
-	}
 	for i := 0; i < n; i++ {
 		p.chainNext[i] = -1
 		s := g.Succs(i)
@@ -183,42 +146,59 @@ func newPlan(g *dag.Graph) *plan {
 			continue
 		}
 		v := s[0].Node
-		if p.npred[v] != 1 || p.lenFrom[v] == int32(i) {
+		if p.npred[v] != 1 || p.nodes[v].LenFrom == int32(i) {
 			continue
 		}
-		// A short transfer allowed by allow_short would still break an
-		// IO_LINK in the kernel: only a hardlink may follow it.
-		nd := g.Node(i)
-		if nd.AllowShort && s[0].Kind == dag.After {
-			continue
+		if link := p.kernelLink(int32(i), v); link != 0 {
+			p.chainNext[i], p.chainLink[i] = v, link
 		}
-		if !breaksLink(nd.Op) && s[0].Kind == dag.After {
-			continue
-		}
-		p.chainNext[i] = v
-		p.hardlink[i] = s[0].Kind == dag.Finally
 	}
 	return p
 }
 
-// succs returns node i's encoded successors.
-func (p *plan) succs(i int32) []int32 { return p.succ[p.succOff[i]:p.succOff[i+1]] }
+// kernelLink returns the SQE flag that chains node x to next in the
+// kernel so that the kernel's rule gives the graph's semantics:
+// IOSQE_IO_HARDLINK over a finally-edge, IOSQE_IO_LINK otherwise (next
+// may not depend on x at all, as in link mode's serialized components).
+// It returns 0 where the chain must end after x instead:
+//   - a finally-edge from a node that also has after-dependents: the
+//     kernel would run the rest of the chain after x failed;
+//   - after statx, unlink, mkdir or rename: on Linux 6.18 their failure
+//     does not break a link (pinned by internal/uring's link tests);
+//   - after an allow_short transfer: a short one breaks IO_LINK although
+//     the graph counts it a success;
+//   - after a rename: the parent directories of later path ops are
+//     resolved when they are submitted, which must be after the rename.
+func (p *plan) kernelLink(x, next int32) uint8 {
+	if p.op[x] == dag.OpRename {
+		return 0
+	}
+	if k, ok := p.edge(x, next); ok && k == dag.Finally {
+		for _, e := range p.g.Succs(int(x)) {
+			if e.Kind == dag.After {
+				return 0
+			}
+		}
+		return uring.SQEIOHardlink
+	}
+	if !breaksLink(p.op[x]) || p.nodes[x].AllowShort && (p.op[x] == dag.OpRead || p.op[x] == dag.OpWrite) {
+		return 0
+	}
+	return uring.SQEIOLink
+}
 
-// finallyEdge reports whether there is a finally-edge a -> b.
-func (p *plan) finallyEdge(a, b int32) bool {
-	for _, s := range p.succs(a) {
-		if s>>1 == b {
-			return s&1 == 1
+// edge returns the kind of the edge x -> y, if there is one.
+func (p *plan) edge(x, y int32) (dag.EdgeKind, bool) {
+	for _, e := range p.g.Succs(int(x)) {
+		if e.Node == y {
+			return e.Kind, true
 		}
 	}
-	return false
+	return 0, false
 }
 
 // breaksLink reports whether the kernel cancels the rest of a link chain
-// when this op fails. On Linux 6.18 a failed statx, unlinkat, renameat or
-// mkdirat completes with its error but does not break the chain (pinned
-// by internal/uring's link tests), so no after-edge from them may become
-// a kernel link.
+// when this op fails.
 func breaksLink(op dag.Op) bool {
 	switch op {
 	case dag.OpStatx, dag.OpUnlink, dag.OpRename, dag.OpMkdir:

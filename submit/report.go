@@ -1,7 +1,10 @@
 package submit
 
 import (
+	"syscall"
+
 	"fmt"
+	"github.com/iodag/iodag/dag"
 	"strconv"
 
 	"golang.org/x/sys/unix"
@@ -11,7 +14,7 @@ import (
 // Its JSON form is the report format of DESIGN.md.
 type Report struct {
 	Name    string `json:"name"`
-	Mode    string `json:"mode"`
+	Mode    Mode   `json:"mode"`
 	Workers int    `json:"workers"`
 	Ring    int    `json:"ring"`
 	Repeat  int    `json:"repeat"`
@@ -49,11 +52,13 @@ type Counts struct {
 // NodeResult is one node's outcome.
 type NodeResult struct {
 	ID     string `json:"id"`
-	Op     string `json:"op"`
+	Op     dag.Op `json:"op"`
 	Status Status `json:"status"`
 	// Res is the kernel's result, a negative errno on failure.
-	Res   int32  `json:"res"`
-	Errno string `json:"errno,omitempty"`
+	Res int32 `json:"res"`
+	// Errno is -Res when Res is negative: why the node failed, or
+	// ECANCELED for a canceled node.
+	Errno Errno `json:"errno,omitempty"`
 	// Cause names, for a canceled node, the node whose failure canceled
 	// it (following chains of cancellations back to the failure), or
 	// "context" when the run's context ended.
@@ -94,8 +99,42 @@ func (d *Digest) UnmarshalText(b []byte) error {
 
 func (d Digest) String() string { return fmt.Sprintf("%08x", uint32(d)) }
 
-// CauseContext is the Cause of nodes canceled because the context ended.
+// CauseContext is the Cause of nodes canceled because the context ended
+// (or the pool closed during the run).
 const CauseContext = "context"
+
+// Errno is a kernel error number. It is an error (errors.Is(e,
+// fs.ErrNotExist) works as for syscall.Errno) whose message is its name
+// and text, "ENOENT (no such file or directory)"; its String and JSON
+// form is the name alone; 0 means none.
+type Errno syscall.Errno
+
+func (e Errno) Error() string { return e.String() + " (" + syscall.Errno(e).Error() + ")" }
+
+// Is reports whether e matches target as syscall.Errno does.
+func (e Errno) Is(target error) bool { return syscall.Errno(e).Is(target) }
+
+// String returns the errno's name ("ENOENT"), or its number if it has none.
+func (e Errno) String() string {
+	if name := unix.ErrnoName(syscall.Errno(e)); name != "" {
+		return name
+	}
+	return "errno " + strconv.Itoa(int(e))
+}
+
+// MarshalText writes the errno's name.
+func (e Errno) MarshalText() ([]byte, error) { return []byte(e.String()), nil }
+
+// UnmarshalText reads an errno's name.
+func (e *Errno) UnmarshalText(b []byte) error {
+	for n := syscall.Errno(1); n < 4096; n++ {
+		if unix.ErrnoName(n) == string(b) {
+			*e = Errno(n)
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown errno %q", b)
+}
 
 func (r *Runner) buildReport(mode Mode, repeat int, wall int64) *Report {
 	p, st := r.p, r.st
@@ -105,17 +144,13 @@ func (r *Runner) buildReport(mode Mode, repeat int, wall int64) *Report {
 	if cap(nodes) < p.n {
 		nodes = make([]NodeResult, 0, p.n)
 	}
-	*rep = Report{Name: p.g.Name(), Mode: mode.String(), Workers: r.pool.Size(), Ring: int(cfg.Entries),
+	*rep = Report{Name: p.g.Name(), Mode: mode, Workers: r.pool.Size(), Ring: int(cfg.Entries),
 		Repeat: repeat, WallNS: wall}
-	worker := r.compWorker
 	for _, t := range r.tasks {
 		rep.Enters += t.enters
 		rep.SQEs += t.sqes
 		rep.MaxInflight += t.maxInflight
 		rep.Splits += t.splits
-		for _, c := range t.comps {
-			worker[c] = t.wid
-		}
 	}
 	// Node times count from the start of the last repeat, whose nodes the
 	// report shows.
@@ -128,9 +163,10 @@ func (r *Runner) buildReport(mode Mode, repeat int, wall int64) *Report {
 	if wall > 0 {
 		rep.OpsPerSec = float64(p.n) * float64(repeat) / (float64(wall) / 1e9)
 	}
+	r.rootCauses()
 	for i := 0; i < p.n; i++ {
-		nd := p.g.Node(i)
-		n := NodeResult{ID: nd.ID, Op: nd.Op.String(), Res: st.res[i], Worker: worker[p.compOf[i]]}
+		nd := &p.nodes[i]
+		n := NodeResult{ID: nd.ID, Op: nd.Op, Res: st.res[i], Worker: r.worker(i)}
 		switch st.status[i] {
 		case stOK:
 			n.Status = StatusOK
@@ -141,15 +177,20 @@ func (r *Runner) buildReport(mode Mode, repeat int, wall int64) *Report {
 		default:
 			n.Status = StatusCanceled
 			rep.Counts.Canceled++
-			n.Cause = r.rootCause(int32(i))
+			switch c := r.rootCause[i]; {
+			case c == causeContext, c >= 0 && st.status[c] == stOK:
+				n.Cause = CauseContext
+			case c >= 0:
+				n.Cause = p.nodes[c].ID
+			}
 			if n.Res == 0 {
 				n.Res = -int32(unix.ECANCELED)
 			}
 		}
 		if n.Res < 0 {
-			n.Errno = unix.ErrnoName(unix.Errno(-n.Res))
+			n.Errno = Errno(-n.Res)
 		}
-		if n.Status == StatusOK && nd.Op.String() == "read" {
+		if n.Status == StatusOK && nd.Op == dag.OpRead {
 			n.Digest = Digest(st.digest[i])
 		}
 		n.EndNS = max(st.end[i]-base, 0)
@@ -163,19 +204,23 @@ func (r *Runner) buildReport(mode Mode, repeat int, wall int64) *Report {
 	return rep
 }
 
-// rootCause follows a canceled node's causes back to the failure (or
-// the context) that started them.
-func (r *Runner) rootCause(i int32) string {
-	st := r.st
-	c := st.cause[i]
-	for c >= 0 && st.status[c] == stCanceled {
-		c = st.cause[c]
+// worker returns the worker that ran node i.
+func (r *Runner) worker(i int) int {
+	return r.tasks[int(r.p.compOf[i])%len(r.tasks)].wid
+}
+
+// rootCauses follows each canceled node's cause back to the failure (or
+// the context) that started the cancellations, in O(V): a cause always
+// comes before the node in topological order (a predecessor, an earlier
+// node of the same link chain, or a length source, which is an ancestor),
+// so walking that order resolves each node from its cause's answer.
+func (r *Runner) rootCauses() {
+	st, root := r.st, r.rootCause
+	for _, i := range r.p.g.Order() {
+		c := st.cause[i]
+		if c >= 0 && st.status[c] == stCanceled {
+			c = root[c]
+		}
+		root[i] = c
 	}
-	switch {
-	case c == causeContext, c >= 0 && st.status[c] == stOK:
-		return CauseContext
-	case c >= 0:
-		return r.p.g.Node(int(c)).ID
-	}
-	return ""
 }

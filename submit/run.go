@@ -21,6 +21,7 @@ import (
 
 	"github.com/iodag/iodag/dag"
 	"github.com/iodag/iodag/internal/uring"
+	"github.com/iodag/iodag/internal/worker"
 	"github.com/iodag/iodag/workers"
 	"golang.org/x/sys/unix"
 )
@@ -37,8 +38,9 @@ const (
 	Waves
 )
 
-// Modes lists every mode, in the order reports show them.
-var Modes = [...]Mode{Link, Waves, Graph}
+// Modes returns every mode, in the order reports show them: link, waves,
+// graph.
+func Modes() [3]Mode { return [3]Mode{Link, Waves, Graph} }
 
 func (m Mode) String() string {
 	switch m {
@@ -52,9 +54,19 @@ func (m Mode) String() string {
 	return fmt.Sprintf("mode(%d)", int(m))
 }
 
+// MarshalText writes the mode's name.
+func (m Mode) MarshalText() ([]byte, error) { return []byte(m.String()), nil }
+
+// UnmarshalText reads a mode's name.
+func (m *Mode) UnmarshalText(b []byte) error {
+	v, err := ParseMode(string(b))
+	*m = v
+	return err
+}
+
 // ParseMode returns the mode named s ("graph", "link" or "waves").
 func ParseMode(s string) (Mode, error) {
-	for _, m := range Modes {
+	for _, m := range Modes() {
 		if m.String() == s {
 			return m, nil
 		}
@@ -88,7 +100,7 @@ func Run(ctx context.Context, pool *workers.Pool, g *dag.Graph, mode Mode, o Opt
 // allocated: a rerun allocates nothing per node. A Runner is not safe
 // for concurrent use; use one per goroutine (a pool serves many).
 type Runner struct {
-	pool   *workers.Pool
+	pool   *worker.Pool
 	p      *plan
 	st     *state
 	tasks  []*task
@@ -96,43 +108,41 @@ type Runner struct {
 	pinner runtime.Pinner
 	t0     int64
 	report Report
-	// compWorker is, per component, the worker that ran it.
-	compWorker []int
-	barrier    barrier
+	// rootCause is buildReport's scratch: per node, the failure (or
+	// causeContext) a cancellation goes back to.
+	rootCause []int32
+	barrier   barrier
 }
 
 // NewRunner prepares g to run on pool: flattens it and splits its
 // components round-robin into one task per worker.
 func NewRunner(pool *workers.Pool, g *dag.Graph) *Runner {
 	p := newPlan(g)
-	r := &Runner{pool: pool, p: p, st: newState(p), rootFd: -1, compWorker: make([]int, len(p.comps))}
-	k := min(pool.Size(), len(p.comps))
-	local := make([]int32, len(p.comps))
+	r := &Runner{pool: (*worker.Pool)(pool), p: p, st: newState(p), rootFd: -1, rootCause: make([]int32, p.n)}
+	comps := g.Components()
+	k := min(r.pool.Size(), len(comps))
+	local := make([]int32, len(comps))
 	for j := 0; j < k; j++ {
-		r.tasks = append(r.tasks, &task{r: r, p: p, st: r.st, fileSlot: make([]uint32, len(p.files)), fileFds: make([]int, len(p.files))})
+		r.tasks = append(r.tasks, newTask(r))
 	}
-	for c, nodes := range p.comps {
+	for c, nodes := range comps {
 		t := r.tasks[c%k]
 		local[c] = int32(len(t.comps))
 		t.comps = append(t.comps, int32(c))
 		t.nodes = append(t.nodes, nodes...)
 	}
-	for _, t := range r.tasks {
-		t.links.local = local
+	for j, t := range r.tasks {
+		t.link.local = local
 		t.ready = make([]int32, 0, len(t.nodes))
 		for _, i := range t.nodes {
 			if p.npred[i] == 0 {
-				t.roots = append(t.roots, i)
+				t.graph.roots = append(t.graph.roots, i)
 			}
 			if p.op[i] == dag.OpOpen {
 				t.opens = append(t.opens, i)
 			}
 		}
-		t.dirFds = make([]int32, len(p.dirs))
-		for d := range t.dirFds {
-			t.dirFds[d] = -1
-		}
-		t.wavesInit()
+		t.waves.init(j, k)
 	}
 	return r
 }
@@ -165,8 +175,8 @@ func (r *Runner) Run(ctx context.Context, mode Mode, o Options) (*Report, error)
 	if len(r.p.paths) > 0 {
 		r.pinner.Pin(&r.p.paths[0])
 	}
-	for i := 0; i < r.p.n; i++ {
-		if b := r.p.g.Node(i).Buf; len(b) > 0 {
+	for _, i := range r.p.userBuf {
+		if b := r.p.nodes[i].Buf; len(b) > 0 {
 			r.pinner.Pin(&b[0])
 		}
 	}
@@ -177,8 +187,9 @@ func (r *Runner) Run(ctx context.Context, mode Mode, o Options) (*Report, error)
 	r.barrier.abort.Store(false)
 	r.barrier.tasks = int64(len(r.tasks))
 	for _, t := range r.tasks {
+		t.use(mode)
 		t.waves.step = 0
-		t.mode, t.repeat, t.iter = mode, o.Repeat, 0
+		t.repeat, t.iter = o.Repeat, 0
 		t.sqes, t.maxInflight, t.splits, t.enters = 0, 0, 0, 0
 		t.canceled, t.err = false, nil
 		t.worker.Store(nil)
@@ -191,22 +202,28 @@ func (r *Runner) Run(ctx context.Context, mode Mode, o Options) (*Report, error)
 	canceled := make(chan struct{})
 	stop := context.AfterFunc(ctx, func() {
 		defer close(canceled)
-		for _, t := range r.tasks {
-			t.cancelReq.Store(true)
-			if w := t.worker.Load(); w != nil {
-				w.Wake()
-			}
-		}
+		r.cancel()
 	})
-	var started []*task
 	var goErr error
+	started := 0
 	for _, t := range r.tasks {
 		if goErr = r.pool.Go(t); goErr != nil {
 			break
 		}
-		started = append(started, t)
+		started++
 	}
-	for _, t := range started {
+	if goErr != nil {
+		// The pool closed under the run: what started is canceled, and
+		// the nodes of tasks that never started are canceled here.
+		r.barrier.abort.Store(true)
+		r.cancel()
+		for _, t := range r.tasks[started:] {
+			for _, i := range t.nodes {
+				r.st.status[i], r.st.cause[i] = stCanceled, causeContext
+			}
+		}
+	}
+	for _, t := range r.tasks[:started] {
 		<-t.done
 	}
 	if !stop() {
@@ -215,20 +232,29 @@ func (r *Runner) Run(ctx context.Context, mode Mode, o Options) (*Report, error)
 		<-canceled
 	}
 	wall := r.pool.Now() - r.t0
-	if goErr != nil {
-		return nil, goErr
-	}
 	rep := r.buildReport(mode, o.Repeat, wall)
-	var errs []error
-	for _, t := range r.tasks {
-		if t.err != nil {
+	errs := []error{goErr}
+	for _, t := range r.tasks[:started] {
+		switch {
+		case t.err != nil:
 			errs = append(errs, t.err)
-		}
-		if t.canceled {
+		case t.canceled && ctx.Err() != nil:
 			errs = append(errs, context.Cause(ctx))
+		case t.canceled:
+			errs = append(errs, workers.ErrClosed)
 		}
 	}
 	return rep, errors.Join(dedupe(errs)...)
+}
+
+// cancel asks every task of the run to end early; safe from any goroutine.
+func (r *Runner) cancel() {
+	for _, t := range r.tasks {
+		t.cancelReq.Store(true)
+		if w := t.worker.Load(); w != nil {
+			w.Wake()
+		}
+	}
 }
 
 // wakeOthers wakes the workers of the run's other tasks.
@@ -243,7 +269,7 @@ func (r *Runner) wakeOthers(self *task) {
 func dedupe(errs []error) []error {
 	out := errs[:0]
 	for _, e := range errs {
-		dup := false
+		dup := e == nil
 		for _, o := range out {
 			dup = dup || o == e
 		}
@@ -254,12 +280,24 @@ func dedupe(errs []error) []error {
 	return out
 }
 
+// UnsupportedOpError is Run's error when the kernel lacks the io_uring
+// operation a node needs; nothing was submitted.
+type UnsupportedOpError struct {
+	Graph string // the graph's name
+	Op    dag.Op // the node op the kernel cannot perform
+}
+
+func (e *UnsupportedOpError) Error() string {
+	return fmt.Sprintf("submit: graph %q needs %s (io_uring opcode %s), which this kernel does not support: upgrade the kernel or avoid the operation",
+		e.Graph, e.Op, uring.OpName(uringOp[e.Op]))
+}
+
 // checkOps fails before anything is submitted if the kernel lacks an
 // opcode the graph needs.
 func (r *Runner) checkOps() error {
 	for op, used := range r.p.opsUsed {
 		if used && !r.pool.Supports(uringOp[op]) {
-			return fmt.Errorf("submit: graph %q needs %s: %w", r.p.g.Name(), dag.Op(op), &uring.UnsupportedOpError{Op: uringOp[op]})
+			return &UnsupportedOpError{Graph: r.p.g.Name(), Op: dag.Op(op)}
 		}
 	}
 	return nil

@@ -47,7 +47,7 @@ func TestSoak(t *testing.T) {
 	// Warm-up: every graph in every mode once, so that every buffer a
 	// runner keeps exists before the first measure.
 	for k, r := range runners {
-		for _, m := range Modes {
+		for _, m := range Modes() {
 			rep, err := r.Run(context.Background(), m, Options{})
 			if err != nil || rep.Counts.OK != graphs[k].Len() {
 				t.Fatalf("warm-up %s %s: %v, %+v", graphs[k].Name(), m, err, rep.Counts)
@@ -63,7 +63,7 @@ func TestSoak(t *testing.T) {
 	for nodes < target {
 		k := rng.IntN(len(runners))
 		g, r := graphs[k], runners[k]
-		mode := Modes[rng.IntN(len(Modes))]
+		mode := Modes()[rng.IntN(len(Modes()))]
 		repeat := 1 + rng.IntN(3)
 		ctx, cancel := context.Background(), context.CancelFunc(func() {})
 		var timer *time.Timer

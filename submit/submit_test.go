@@ -144,7 +144,7 @@ func TestSpecs(t *testing.T) {
 			// Specs named fail_* inject failures; all others must succeed.
 			allOK := !strings.HasPrefix(name, "fail_")
 			reps := map[Mode]*Report{}
-			for _, m := range Modes {
+			for _, m := range Modes() {
 				reps[m] = runIn(t, pool, g, m, nil)
 				if allOK && reps[m].Counts.OK != g.Len() {
 					t.Errorf("%s %s: counts %+v, want all %d ok", name, m, reps[m].Counts, g.Len())
@@ -292,7 +292,7 @@ func TestFailures(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, m := range Modes {
+			for _, m := range Modes() {
 				want := modeWant{}
 				for id, o := range tc.want {
 					want[id] = o
@@ -329,7 +329,7 @@ func TestCancel(t *testing.T) {
 		t.Fatal(err)
 	}
 	pool := newPool(t, workers.Config{Workers: 2, Entries: 8})
-	for _, m := range Modes {
+	for _, m := range Modes() {
 		for _, early := range []bool{true, false} {
 			ctx, cancel := context.WithCancel(context.Background())
 			if early {
@@ -344,7 +344,7 @@ func TestCancel(t *testing.T) {
 			}
 			checkFinal(t, g, rep)
 			for _, n := range rep.Nodes {
-				if n.Op == "timeout" && n.Status != StatusCanceled {
+				if n.Op == dag.OpTimeout && n.Status != StatusCanceled {
 					t.Errorf("%s: %s is %s, want canceled", m, n.ID, n.Status)
 				}
 				if n.Status == StatusCanceled && n.Cause != CauseContext {
@@ -366,7 +366,7 @@ func TestMillionNodes(t *testing.T) {
 	}
 	g := graphOf(dag.Fanout(1_000_000, dag.GenOptions{}))
 	pool := newPool(t, workers.Config{Workers: 2, Entries: 64})
-	for _, m := range Modes {
+	for _, m := range Modes() {
 		rep, err := Run(context.Background(), pool, g, m, Options{})
 		if err != nil {
 			t.Fatalf("%s: %v", m, err)
@@ -401,7 +401,7 @@ func TestConcurrentRuns(t *testing.T) {
 		var wg sync.WaitGroup
 		for i := 0; i < 12; i++ {
 			spec := specs[i%len(specs)]
-			mode := Modes[i%len(Modes)]
+			mode := Modes()[i%len(Modes())]
 			g, err := spec.Build()
 			if err != nil {
 				t.Fatal(err)
@@ -453,7 +453,7 @@ func TestNoLeaks(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 0; i < 3; i++ {
-		for _, m := range Modes {
+		for _, m := range Modes() {
 			rep, err := Run(context.Background(), pool, g, m, Options{Root: root})
 			if err != nil {
 				t.Fatal(err)
@@ -486,7 +486,7 @@ func TestRerunAllocs(t *testing.T) {
 		t.Fatal(err)
 	}
 	pool := newPool(t, workers.Config{Workers: 2})
-	for _, m := range Modes {
+	for _, m := range Modes() {
 		r := NewRunner(pool, g)
 		if _, err := r.Run(context.Background(), m, Options{}); err != nil {
 			t.Fatal(err)

@@ -4,7 +4,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/iodag/iodag/workers"
+	"github.com/iodag/iodag/internal/worker"
 	"golang.org/x/sys/unix"
 )
 
@@ -13,16 +13,6 @@ import (
 // Each worker submits the level's nodes of its own components; a barrier
 // across the run's workers makes every level wait for all of the level
 // before any worker starts the next.
-
-type waveState struct {
-	order   []int32 // the task's nodes, level by level
-	off     []int32 // order[off[l]:off[l+1]] is level l
-	level   int
-	pos     int
-	out     int   // dispatched nodes of the level not yet complete
-	step    int64 // barriers this task passed in this run
-	waiting bool  // arrived at the barrier of the current level
-}
 
 // barrier is where a run's tasks meet at the end of each level.
 type barrier struct {
@@ -56,71 +46,88 @@ func (b *barrier) wait(target int64) bool {
 	}
 }
 
-// wavesInit groups the task's nodes by level (once per Runner).
-func (t *task) wavesInit() {
-	p, ws := t.p, &t.waves
-	ws.off = make([]int32, p.levels+2)
-	for _, i := range t.nodes {
-		ws.off[p.level[i]+2]++
-	}
-	for l := 2; l < len(ws.off); l++ {
-		ws.off[l] += ws.off[l-1]
-	}
-	ws.order = make([]int32, len(t.nodes))
-	for _, i := range t.nodes {
-		l := p.level[i] + 1
-		ws.order[ws.off[l]] = i
-		ws.off[l]++
-	}
-	ws.off = ws.off[:p.levels+1]
+// waveMode runs one task's share of each level.
+type waveMode struct {
+	t       *task
+	order   []int32 // the task's nodes, level by level
+	off     []int32 // order[off[l]:off[l+1]] is level l
+	level   int
+	pos     int
+	out     int   // dispatched nodes of the level not yet complete
+	step    int64 // barriers this task passed in this run
+	waiting bool  // arrived at the barrier of the current level
 }
 
-func (t *task) wavesBegin() {
-	t.waves.level, t.waves.pos, t.waves.out, t.waves.waiting = 0, 0, 0, false
+// init groups the task's nodes by level (once per Runner): task k of
+// tasks holds the components c with c % tasks == k.
+func (m *waveMode) init(k, tasks int) {
+	g := m.t.p.g
+	m.order = make([]int32, 0, len(m.t.nodes))
+	m.off = append(m.off[:0], 0)
+	for _, level := range g.Levels() {
+		for _, i := range level {
+			if g.Component(int(i))%tasks == k {
+				m.order = append(m.order, i)
+			}
+		}
+		m.off = append(m.off, int32(len(m.order)))
+	}
 }
 
-// wavesDone reports whether the task passed every level's barrier.
-func (t *task) wavesDone() bool { return t.waves.level >= len(t.waves.off)-1 }
+func (m *waveMode) begin() {
+	m.level, m.pos, m.out, m.waiting = 0, 0, 0, false
+}
 
-func (t *task) wavesPrep(w *workers.Worker) {
-	ws, st, b := &t.waves, t.st, &t.r.barrier
-	for ws.level < len(ws.off)-1 {
-		if ws.waiting {
-			if !b.wait((ws.step + 1) * b.tasks) {
+func (m *waveMode) done() bool { return m.level >= len(m.off)-1 }
+
+func (m *waveMode) want() int { return m.out }
+
+func (m *waveMode) settled(w *worker.Worker, i int32) {
+	m.out--
+	m.t.release(w, i)
+}
+
+func (m *waveMode) prep(w *worker.Worker) {
+	t, st, b := m.t, m.t.st, &m.t.r.barrier
+	for m.level < len(m.off)-1 {
+		if m.waiting {
+			if !b.wait((m.step + 1) * b.tasks) {
 				return
 			}
-			ws.waiting = false
-			ws.step++
-			ws.level++
+			m.waiting = false
+			m.step++
+			m.level++
 			continue
 		}
-		end := int(ws.off[ws.level+1])
-		if ws.pos < int(ws.off[ws.level]) {
-			ws.pos = int(ws.off[ws.level])
+		end := int(m.off[m.level+1])
+		if m.pos < int(m.off[m.level]) {
+			m.pos = int(m.off[m.level])
 		}
-		for ws.pos < end && w.Room() > 0 {
-			u := ws.order[ws.pos]
-			if st.status[u] != stPending {
-				ws.pos++
+		for m.pos < end && w.Room() > 0 {
+			u := m.order[m.pos]
+			if st.status[u] >= stInflight {
+				m.pos++ // canceled
 				continue
 			}
-			if !t.canPrep(w, u) {
-				if ws.out == 0 {
-					ws.pos++
-					t.failNow(w, u, -int32(unix.EMFILE))
-					continue
+			switch v := t.take(w, u); v {
+			case taken:
+				t.prep(w, u, 0)
+				m.out++
+			case noSlot:
+				if m.out > 0 {
+					return // a node of the level in flight may free a slot
 				}
-				return
+				t.fail(w, u, -int32(unix.EMFILE))
+			default:
+				t.refuse(w, u, v)
 			}
-			t.prep(w, u, 0)
-			ws.out++
-			ws.pos++
+			m.pos++
 		}
-		if ws.pos < end || ws.out > 0 {
+		if m.pos < end || m.out > 0 {
 			return
 		}
-		ws.waiting = true
-		if b.arrived.Add(1) == (ws.step+1)*b.tasks {
+		m.waiting = true
+		if b.arrived.Add(1) == (m.step+1)*b.tasks {
 			t.r.wakeOthers(t)
 		}
 	}

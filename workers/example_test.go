@@ -21,12 +21,12 @@ func Example() {
 	fmt.Println("size:", pool.Size())
 	fmt.Println("workers:", cfg.Workers, "entries:", cfg.Entries, "dispatch:", cfg.Dispatch)
 	for _, s := range pool.Stats() {
-		fmt.Println("worker", s.Worker, "tasks", s.Tasks)
+		fmt.Println("worker", s.Worker, "runs", s.Runs)
 	}
 	// Output:
 	// pool(2 workers, round-robin, ring 64)
 	// size: 2
 	// workers: 2 entries: 64 dispatch: round-robin
-	// worker 0 tasks 0
-	// worker 1 tasks 0
+	// worker 0 runs 0
+	// worker 1 runs 0
 }

@@ -1,31 +1,29 @@
-// Package workers is iodag's fixed-worker pool: N workers, each a goroutine
-// locked to its own OS thread that owns one io_uring ring, a registered
-// sparse file table and a private task queue fed round-robin (or, for
-// comparison, one shared locked queue). A worker runs every task it holds
-// in one event loop: the SQEs of all its tasks go into one
+// Package workers is iodag's fixed-worker pool: N workers, each a
+// goroutine locked to its own OS thread that owns one io_uring ring, a
+// registered sparse file table and a private task queue fed round-robin
+// (or, for comparison, one shared locked queue). A worker runs every task
+// it holds in one event loop: the SQEs of all its tasks go into one
 // io_uring_enter, which also waits for their completions.
 //
-// The pool knows nothing about graphs or submission modes: it runs Tasks.
+// A program creates a Pool, hands it to submit.Run (or submit.NewRunner)
+// as often as it likes, from any number of goroutines, and closes it at
+// the end. The pool knows nothing about graphs or submission modes.
 package workers
 
 import (
-	"errors"
 	"fmt"
-	"sync"
-	"sync/atomic"
-	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/iodag/iodag/internal/worker"
 )
 
-// Dispatch chooses how tasks reach workers.
+// Dispatch chooses how runs reach workers.
 type Dispatch int
 
 const (
 	// RoundRobin gives each worker a private queue, fed in turn: the
 	// fixed-worker design (no lock shared between workers).
 	RoundRobin Dispatch = iota
-	// Shared makes every worker take tasks from one locked queue: the
+	// Shared makes every worker take work from one locked queue: the
 	// classic io-wq design, kept for comparison.
 	Shared
 )
@@ -48,9 +46,9 @@ type Config struct {
 	// so the CQ never overflows).
 	InFlight int
 	// Files is the size of each worker's fixed-file table: the most
-	// handles its tasks can hold open at once (default and maximum:
-	// RLIMIT_NOFILE, which the kernel applies to each table, capped at
-	// 65536).
+	// files a run can hold open at once on one worker (default and
+	// maximum: RLIMIT_NOFILE, which the kernel applies to each table,
+	// capped at 65536).
 	Files uint32
 	// IOWQBounded and IOWQUnbounded cap each ring's io-wq workers (0: the
 	// kernel's default).
@@ -68,160 +66,70 @@ type Config struct {
 }
 
 // Pool is a set of fixed workers. Its methods are safe for concurrent use.
-type Pool struct {
-	cfg     Config
-	workers []*Worker
-	next    atomic.Uint32
-	shared  *queue
-	closing atomic.Bool
-	epoch   time.Time
-	wg      sync.WaitGroup
-}
+//
+// Its underlying type is the engine's pool, so that package submit can
+// convert a *Pool to what it drives without the engine's types showing in
+// this package's API.
+type Pool worker.Pool
+
+// ErrClosed is the error of a run handed to a closed pool.
+var ErrClosed = worker.ErrClosed
 
 // New starts the workers and sets up their rings. It fails, leaving
-// nothing running, if any ring cannot be set up.
+// nothing running, if any ring cannot be set up; the error names the
+// worker and the cause (io_uring disabled, a limit too low, a bad CPU).
 func New(cfg Config) (*Pool, error) {
-	if cfg.Workers <= 0 {
-		cfg.Workers = 1
-	}
-	if cfg.Entries == 0 {
-		cfg.Entries = 256
-	}
-	if cfg.Files == 0 {
-		cfg.Files = 1 << 16
-	}
-	var lim unix.Rlimit
-	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err == nil && uint64(cfg.Files) > lim.Cur {
-		cfg.Files = uint32(lim.Cur)
-	}
-	p := &Pool{cfg: cfg, epoch: time.Now()}
-	if cfg.Dispatch == Shared {
-		p.shared = &queue{}
-	}
-	errs := make([]error, cfg.Workers)
-	var started sync.WaitGroup
-	for i := 0; i < cfg.Workers; i++ {
-		w := &Worker{pool: p, id: i}
-		w.queue = p.shared
-		if w.queue == nil {
-			w.queue = &queue{}
-		}
-		p.workers = append(p.workers, w)
-		started.Add(1)
-		p.wg.Add(1)
-		go w.loop(&errs[i], started.Done)
-	}
-	started.Wait()
-	if err := errors.Join(errs...); err != nil {
-		p.Close()
-		return nil, err
-	}
-	p.cfg.InFlight = p.workers[0].inflightCap
-	return p, nil
+	p, err := worker.New(worker.Config{
+		Workers: cfg.Workers, Entries: cfg.Entries, InFlight: cfg.InFlight, Files: cfg.Files,
+		IOWQBounded: cfg.IOWQBounded, IOWQUnbounded: cfg.IOWQUnbounded, CPUs: cfg.CPUs,
+		Shared: cfg.Dispatch == Shared, Plain: cfg.Plain, SQPoll: cfg.SQPoll,
+	})
+	return (*Pool)(p), err
 }
+
+func (p *Pool) engine() *worker.Pool { return (*worker.Pool)(p) }
+
+// Close cancels the runs in progress (each ends with its unfinished nodes
+// canceled and returns workers.ErrClosed), stops the workers and closes
+// their rings. It waits for all of it; later runs fail with ErrClosed.
+func (p *Pool) Close() error { return p.engine().Close() }
 
 // Config returns the configuration in force, defaults filled in.
-func (p *Pool) Config() Config { return p.cfg }
+func (p *Pool) Config() Config {
+	c := p.engine().Config()
+	d := RoundRobin
+	if c.Shared {
+		d = Shared
+	}
+	return Config{
+		Workers: c.Workers, Entries: c.Entries, InFlight: c.InFlight, Files: c.Files,
+		IOWQBounded: c.IOWQBounded, IOWQUnbounded: c.IOWQUnbounded, CPUs: c.CPUs,
+		Dispatch: d, Plain: c.Plain, SQPoll: c.SQPoll,
+	}
+}
 
 // Size returns the number of workers.
-func (p *Pool) Size() int { return len(p.workers) }
+func (p *Pool) Size() int { return p.engine().Size() }
 
-// ErrClosed is returned when a task is given to a closed pool.
-var ErrClosed = errors.New("workers: pool is closed")
-
-// Go hands t to a worker: the next in round-robin order, or the one the
-// shared queue wakes. It returns ErrClosed after Close.
-func (p *Pool) Go(t Task) error {
-	return p.GoOn(int(p.next.Add(1)-1), t)
-}
-
-// GoOn hands t to worker i % Size() (with Shared dispatch, to whichever
-// worker takes it first). Tasks given to one worker run in one event loop.
-func (p *Pool) GoOn(i int, t Task) error {
-	if p.closing.Load() {
-		return ErrClosed
-	}
-	if p.shared != nil {
-		p.shared.push(t)
-		for _, w := range p.workers {
-			w.wake()
-		}
-		return nil
-	}
-	w := p.workers[i%len(p.workers)]
-	w.queue.push(t)
-	w.wake()
-	return nil
-}
-
-// Close lets every worker finish the tasks it holds, then stops the
-// workers and closes their rings. It waits for all of it.
-func (p *Pool) Close() error {
-	p.closing.Store(true)
-	for _, w := range p.workers {
-		w.wake()
-	}
-	p.wg.Wait()
-	var errs []error
-	for _, w := range p.workers {
-		errs = append(errs, w.closeErr)
-	}
-	return errors.Join(errs...)
-}
-
-// Supports reports whether the kernel implements io_uring opcode op.
-func (p *Pool) Supports(op uint8) bool { return p.workers[0].ring.Supports(op) }
-
-// Stats are a worker's counters since the pool started.
+// Stats are one worker's counters since the pool started.
 type Stats struct {
 	Worker int
-	Tasks  uint64 // tasks finished
+	Runs   uint64 // a run's shares this worker finished (one per worker a run used)
 	Enters uint64 // io_uring_enter calls
-	Wakes  uint64 // doorbell wakeups
+	Wakes  uint64 // doorbell wakeups (work or a cancellation arrived while it slept)
 }
 
 // Stats returns every worker's counters.
 func (p *Pool) Stats() []Stats {
-	out := make([]Stats, len(p.workers))
-	for i, w := range p.workers {
-		out[i] = Stats{Worker: i, Tasks: w.tasksDone.Load(), Enters: w.enters.Load(), Wakes: w.wakes.Load()}
+	in := p.engine().Stats()
+	out := make([]Stats, len(in))
+	for i, s := range in {
+		out[i] = Stats{Worker: s.Worker, Runs: s.Tasks, Enters: s.Enters, Wakes: s.Wakes}
 	}
 	return out
 }
 
-// queue is a locked FIFO of tasks; a worker takes all of it at once.
-type queue struct {
-	mu    sync.Mutex
-	tasks []Task
-	n     atomic.Int32
-}
-
-func (q *queue) push(t Task) {
-	q.mu.Lock()
-	q.tasks = append(q.tasks, t)
-	q.n.Store(int32(len(q.tasks)))
-	q.mu.Unlock()
-}
-
-// takeAll moves every queued task to dst (or, for a shared queue with
-// max > 0, at most max tasks) and returns dst.
-func (q *queue) takeAll(dst []Task, max int) []Task {
-	if q.n.Load() == 0 {
-		return dst
-	}
-	q.mu.Lock()
-	n := len(q.tasks)
-	if max > 0 && n > max {
-		n = max
-	}
-	dst = append(dst, q.tasks[:n]...)
-	clear(q.tasks[:n])
-	q.tasks = append(q.tasks[:0], q.tasks[n:]...)
-	q.n.Store(int32(len(q.tasks)))
-	q.mu.Unlock()
-	return dst
-}
-
 func (p *Pool) String() string {
-	return fmt.Sprintf("pool(%d workers, %s, ring %d)", len(p.workers), p.cfg.Dispatch, p.cfg.Entries)
+	c := p.Config()
+	return fmt.Sprintf("pool(%d workers, %s, ring %d)", c.Workers, c.Dispatch, c.Entries)
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"text/tabwriter"
 
+	"github.com/iodag/iodag/compare"
 	"github.com/iodag/iodag/dag"
 	"github.com/iodag/iodag/submit"
 	"github.com/schollz/progressbar/v3"
@@ -86,17 +87,17 @@ func compareSpec(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	}
 	defer pool.Close()
 
-	o := submit.CompareOptions{Root: root, Repeat: *repeat}
+	o := compare.Options{Scratch: root, Repeat: *repeat}
 	if bar := progressBar(stderr, *repeat); bar != nil {
 		o.Progress = func(done, total int) {
 			if done < total {
-				bar.Describe(submit.Modes[done / *repeat].String())
+				bar.Describe(submit.Modes()[done / *repeat].String())
 			}
 			bar.Set(done)
 		}
 		defer bar.Close()
 	}
-	c, err := submit.Compare(ctx, pool, g, o)
+	c, err := compare.Run(ctx, pool, g, o)
 	if c == nil {
 		fmt.Fprintf(stderr, "iodag compare: %v\n", err)
 		return exitFailed
@@ -157,9 +158,9 @@ func progressBar(stderr io.Writer, repeat int) *progressbar.ProgressBar {
 	if !ok || !term.IsTerminal(int(f.Fd())) {
 		return nil
 	}
-	return progressbar.NewOptions(len(submit.Modes)*repeat,
+	return progressbar.NewOptions(len(submit.Modes())*repeat,
 		progressbar.OptionSetWriter(f),
-		progressbar.OptionSetDescription(submit.Modes[0].String()),
+		progressbar.OptionSetDescription(submit.Modes()[0].String()),
 		progressbar.OptionSetItsString("runs"),
 		progressbar.OptionShowCount(),
 		progressbar.OptionSetWidth(30),
@@ -169,7 +170,7 @@ func progressBar(stderr io.Writer, repeat int) *progressbar.ProgressBar {
 }
 
 // printComparison prints the table of modes, then the agreement check.
-func printComparison(w io.Writer, c *submit.Comparison, workers, repeat int) {
+func printComparison(w io.Writer, c *compare.Comparison, workers, repeat int) {
 	nodes := 0
 	if len(c.Modes) > 0 {
 		nodes = len(c.Modes[0].Nodes)

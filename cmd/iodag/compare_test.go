@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/iodag/iodag/compare"
+	"github.com/iodag/iodag/dag"
 	"github.com/iodag/iodag/submit"
 )
 
@@ -49,7 +51,7 @@ func TestCompareJSON(t *testing.T) {
 	if code := run(args, &stdout, &stderr); code != exitOK {
 		t.Fatalf("run(%q) = %d; stderr:\n%s", args, code, stderr.String())
 	}
-	var c submit.Comparison
+	var c compare.Comparison
 	if err := json.Unmarshal(stdout.Bytes(), &c); err != nil {
 		t.Fatalf("run(%q) output is not a JSON comparison: %v\n%s", args, err, stdout.String())
 	}
@@ -60,7 +62,7 @@ func TestCompareJSON(t *testing.T) {
 	}
 	var modes []mode
 	for _, m := range c.Modes {
-		modes = append(modes, mode{m.Mode, m.Repeat, m.Counts})
+		modes = append(modes, mode{m.Mode.String(), m.Repeat, m.Counts})
 	}
 	wantModes := []mode{
 		{"link", 2, submit.Counts{OK: 1, Failed: 1, Canceled: 5}},
@@ -70,7 +72,7 @@ func TestCompareJSON(t *testing.T) {
 	if diff := cmp.Diff(wantModes, modes); diff != "" {
 		t.Errorf("modes mismatch (-want +got):\n%s", diff)
 	}
-	wantExpected := []submit.OverCancel{
+	wantExpected := []compare.OverCancel{
 		{Node: "r1", Cause: "open", Graph: submit.StatusOK},
 		{Node: "r2", Cause: "open", Graph: submit.StatusOK},
 		{Node: "end", Cause: "open", Graph: submit.StatusOK},
@@ -87,14 +89,14 @@ func TestCompareJSON(t *testing.T) {
 // TestPrintComparison checks the text of what a real run cannot be made
 // to show: disagreements.
 func TestPrintComparison(t *testing.T) {
-	report := func(mode string, ops float64, d submit.Digest) *submit.Report {
+	report := func(mode submit.Mode, ops float64, d submit.Digest) *submit.Report {
 		return &submit.Report{Name: "g", Mode: mode, Repeat: 2, WallNS: 2e6, OpsPerSec: ops, Enters: 6, MaxInflight: 3,
 			Counts: submit.Counts{OK: 2}, Nodes: []submit.NodeResult{
-				{ID: "a", Op: "nop", Status: submit.StatusOK},
-				{ID: "b", Op: "read", Status: submit.StatusOK, Res: 4096, Digest: d},
+				{ID: "a", Op: dag.OpNop, Status: submit.StatusOK},
+				{ID: "b", Op: dag.OpRead, Status: submit.StatusOK, Res: 4096, Digest: d},
 			}}
 	}
-	c, err := submit.CompareReports(report("link", 1000, 1), report("waves", 2500, 2), report("graph", 3000, 1))
+	c, err := compare.Reports(report(submit.Link, 1000, 1), report(submit.Waves, 2500, 2), report(submit.Graph, 3000, 1))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -134,8 +134,8 @@ func printReport(w io.Writer, rep *submit.Report) {
 		}
 		listed++
 		fmt.Fprintf(w, "  %s (%s): %s, res %d", n.ID, n.Op, n.Status, n.Res)
-		if n.Errno != "" {
-			fmt.Fprintf(w, " %s", n.Errno)
+		if n.Errno != 0 {
+			fmt.Fprintf(w, " %s", n.Errno.String())
 		}
 		if n.Cause != "" {
 			fmt.Fprintf(w, ", cause %s", n.Cause)

@@ -90,7 +90,7 @@ func TestRunJSON(t *testing.T) {
 				}
 				want := runSummary{Name: tc.spec, Mode: mode, Repeat: max(tc.repeat, 1), Counts: tc.want,
 					Nodes: tc.want.OK + tc.want.Failed + tc.want.Canceled}
-				got := runSummary{Name: rep.Name, Mode: rep.Mode, Repeat: rep.Repeat, Counts: rep.Counts, Nodes: len(rep.Nodes)}
+				got := runSummary{Name: rep.Name, Mode: rep.Mode.String(), Repeat: rep.Repeat, Counts: rep.Counts, Nodes: len(rep.Nodes)}
 				if diff := cmp.Diff(want, got); diff != "" {
 					t.Errorf("run(%q) report mismatch (-want +got):\n%s", args, diff)
 				}

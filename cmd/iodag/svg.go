@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/iodag/iodag/compare"
 	"github.com/iodag/iodag/submit"
 )
 
@@ -36,7 +37,7 @@ var statusColor = map[submit.Status]string{
 }
 
 // writeSVGFile writes the comparison's timeline to path.
-func writeSVGFile(path string, c *submit.Comparison) error {
+func writeSVGFile(path string, c *compare.Comparison) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
@@ -50,7 +51,7 @@ func writeSVGFile(path string, c *submit.Comparison) error {
 
 // lane is one mode's bars, in sub-rows so that overlapping bars show.
 type lane struct {
-	m    *submit.ModeResult
+	m    *compare.ModeResult
 	bars []bar
 	rows int
 	t0   int64 // start of the mode's last run
@@ -65,7 +66,7 @@ type bar struct {
 // writeSVG draws a timeline of the last run of each mode: one lane per
 // mode, a bar per node from its submission to its completion, colored by
 // status, stacked in sub-rows where bars overlap, on one time axis.
-func writeSVG(w io.Writer, c *submit.Comparison) error {
+func writeSVG(w io.Writer, c *compare.Comparison) error {
 	var lanes []lane
 	var span int64 = 1
 	for i := range c.Modes {
@@ -97,12 +98,12 @@ func writeSVG(w io.Writer, c *submit.Comparison) error {
 	for _, l := range lanes {
 		lh := laneHeight(l.rows)
 		rh := lh / float64(max(l.rows, 1))
-		p(`<g class="lane" data-mode="%s">`+"\n", esc(l.m.Mode))
+		p(`<g class="lane" data-mode="%s">`+"\n", esc(l.m.Mode.String()))
 		label := fmt.Sprintf("%s ops/s, %.2fx link, %d nodes", fmtRate(l.m.OpsPerSec), l.m.RatioToLink, len(l.m.Nodes))
 		if len(l.bars) < len(l.m.Nodes) {
 			label += fmt.Sprintf(" (first %d drawn)", len(l.bars))
 		}
-		p(`<text x="%d" y="%.1f" font-weight="bold">%s</text>`, 8, y+13, esc(l.m.Mode))
+		p(`<text x="%d" y="%.1f" font-weight="bold">%s</text>`, 8, y+13, esc(l.m.Mode.String()))
 		p(`<text x="%d" y="%.1f">%s</text>`+"\n", svgLeft, y+13, esc(label))
 		y += svgLaneHead
 		p(`<rect x="%d" y="%.1f" width="%.0f" height="%.1f" fill="#f4f4f4"/>`+"\n", svgLeft, y, plot, lh)
@@ -130,7 +131,7 @@ func writeSVG(w io.Writer, c *submit.Comparison) error {
 // newLane lays out a mode's nodes: times relative to the first
 // submission of its last run, each bar in the first sub-row free at its
 // start.
-func newLane(m *submit.ModeResult) lane {
+func newLane(m *compare.ModeResult) lane {
 	l := lane{m: m, t0: math.MaxInt64}
 	for i := range m.Nodes {
 		l.t0 = min(l.t0, m.Nodes[i].StartNS)

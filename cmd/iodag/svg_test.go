@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/iodag/iodag/compare"
+	"github.com/iodag/iodag/dag"
 	"github.com/iodag/iodag/submit"
 )
 
@@ -81,7 +83,7 @@ func checkSVGFile(t *testing.T, path string, wantModes []string) {
 
 func TestSVG(t *testing.T) {
 	node := func(id string, st submit.Status, start, end int64) submit.NodeResult {
-		return submit.NodeResult{ID: id, Op: "nop", Status: st, StartNS: start, EndNS: end}
+		return submit.NodeResult{ID: id, Op: dag.OpNop, Status: st, StartNS: start, EndNS: end}
 	}
 	// Ids a spec may hold that XML must escape; times of a last run that
 	// started late (the nodes of repeated runs are the last run's).
@@ -92,7 +94,11 @@ func TestSVG(t *testing.T) {
 		node("ü€", submit.StatusOK, 3500, 9000),
 	}
 	report := func(mode string, ns []submit.NodeResult) *submit.Report {
-		return &submit.Report{Name: `x<y&z"`, Mode: mode, OpsPerSec: 1, Nodes: ns}
+		m, err := submit.ParseMode(mode)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &submit.Report{Name: `x<y&z"`, Mode: m, OpsPerSec: 1, Nodes: ns}
 	}
 	tests := []struct {
 		name  string
@@ -112,11 +118,11 @@ func TestSVG(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c := &submit.Comparison{Name: tc.modes[0].Name}
+			c := &compare.Comparison{Name: tc.modes[0].Name}
 			var want []string
 			for _, r := range tc.modes {
-				c.Modes = append(c.Modes, submit.ModeResult{Report: r})
-				want = append(want, r.Mode)
+				c.Modes = append(c.Modes, compare.ModeResult{Report: r})
+				want = append(want, r.Mode.String())
 			}
 			var buf bytes.Buffer
 			if err := writeSVG(&buf, c); err != nil {
@@ -145,7 +151,7 @@ func TestLaneRows(t *testing.T) {
 	n := func(id string, start, end int64) submit.NodeResult {
 		return submit.NodeResult{ID: id, Status: submit.StatusOK, StartNS: start, EndNS: end}
 	}
-	m := &submit.ModeResult{Report: &submit.Report{Nodes: []submit.NodeResult{
+	m := &compare.ModeResult{Report: &submit.Report{Nodes: []submit.NodeResult{
 		n("a", 100, 200), n("b", 150, 300), n("c", 250, 400), n("d", 100, 100), n("e", 100, 100),
 	}}}
 	l := newLane(m)

@@ -71,8 +71,8 @@ func run(w io.Writer) error {
 	}
 	defer pool.Close()
 
-	reps := make([]*submit.Report, len(submit.Modes))
-	for k, m := range submit.Modes {
+	reps := make([]*submit.Report, len(submit.Modes()))
+	for k, m := range submit.Modes() {
 		// Run rather than a Runner: each Report must outlive the next run.
 		// The first run warms the pool and the disk; the second is shown.
 		for range 2 {
@@ -114,8 +114,8 @@ func cell(rep *submit.Report, i int) string {
 	}
 	n := rep.Nodes[i]
 	s := fmt.Sprintf("%s %d", n.Status, n.Res)
-	if n.Errno != "" {
-		s += " " + n.Errno
+	if n.Errno != 0 {
+		s += " " + n.Errno.String()
 	}
 	if n.Cause != "" {
 		s += " (" + n.Cause + ")"

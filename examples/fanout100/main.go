@@ -120,7 +120,7 @@ func run(ctx context.Context, w io.Writer, c config) error {
 	fmt.Fprintf(w, "%d worker(s), ring %d, each mode for %v\n\n", pool.Size(), pool.Config().Entries, c.duration)
 
 	var results []*result
-	for _, m := range submit.Modes {
+	for _, m := range submit.Modes() {
 		res, err := measure(ctx, r, m, root, c)
 		if err != nil {
 			return err
@@ -160,7 +160,7 @@ func measure(ctx context.Context, r *submit.Runner, m submit.Mode, root string, 
 		res.reads += rep.Counts.OK - 2
 		res.enters += rep.Enters
 		for _, n := range rep.Nodes {
-			if n.Op == "read" {
+			if n.Op == dag.OpRead {
 				res.lat.RecordValue(n.EndNS - n.StartNS)
 			}
 		}
@@ -176,7 +176,7 @@ func check(rep *submit.Report, err error) (*submit.Report, error) {
 	}
 	for _, n := range rep.Nodes {
 		if n.Status != submit.StatusOK {
-			return nil, fmt.Errorf("node %s: %s res=%d %s %s", n.ID, n.Status, n.Res, n.Errno, n.Cause)
+			return nil, fmt.Errorf("node %s: %s res=%d %s %s", n.ID, n.Status, n.Res, n.Errno.String(), n.Cause)
 		}
 	}
 	return rep, nil

@@ -129,7 +129,8 @@ func run(ctx context.Context, w io.Writer, c config) error {
 		return err
 	}
 	defer pool.Close()
-	modes := submit.Modes[:]
+	all := submit.Modes()
+	modes := all[:]
 	if have := int(pool.Config().Files); have < slots {
 		fmt.Fprintf(w, "note: waves skipped: it opens all %d files at once (they are one level), %d per worker,\n"+
 			"but a ring's fixed-file table holds at most %d (RLIMIT_NOFILE); -workers %d would fit\n",
@@ -254,7 +255,7 @@ func readAll(ctx context.Context, dir string, crc []uint32, limit int) (int64, e
 func firstNotOK(rep *submit.Report) string {
 	for _, n := range rep.Nodes {
 		if n.Status != submit.StatusOK {
-			return fmt.Sprintf("node %s: %s res=%d %s %s", n.ID, n.Status, n.Res, n.Errno, n.Cause)
+			return fmt.Sprintf("node %s: %s res=%d %s %s", n.ID, n.Status, n.Res, n.Errno.String(), n.Cause)
 		}
 	}
 	return ""

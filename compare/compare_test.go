@@ -1,20 +1,22 @@
-package submit
+package compare
 
 import (
 	"context"
 	"encoding/json"
 	"os"
+	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/iodag/iodag/dag"
+	"github.com/iodag/iodag/submit"
 	"github.com/iodag/iodag/workers"
 )
 
 // compareSummary is what TestCompare checks of a Comparison: everything
 // but the timing.
 type compareSummary struct {
-	Counts        map[string]Counts
+	Counts        map[string]submit.Counts
 	Repeat        map[string]int
 	Checked, OK   bool
 	Disagreements []Disagreement
@@ -22,11 +24,11 @@ type compareSummary struct {
 }
 
 func summarize(c *Comparison) compareSummary {
-	s := compareSummary{Counts: map[string]Counts{}, Repeat: map[string]int{}, Checked: c.Checked, OK: c.OK(),
+	s := compareSummary{Counts: map[string]submit.Counts{}, Repeat: map[string]int{}, Checked: c.Checked, OK: c.OK(),
 		Disagreements: c.Disagreements, Expected: c.Expected}
 	for _, m := range c.Modes {
-		s.Counts[m.Mode] = m.Counts
-		s.Repeat[m.Mode] = m.Repeat
+		s.Counts[m.Mode.String()] = m.Counts
+		s.Repeat[m.Mode.String()] = m.Repeat
 	}
 	return s
 }
@@ -35,7 +37,7 @@ func every[T any](v T) map[string]T {
 	return map[string]T{"link": v, "waves": v, "graph": v}
 }
 
-func TestCompare(t *testing.T) {
+func TestRun(t *testing.T) {
 	pool, err := workers.New(workers.Config{Workers: 2, Entries: 64})
 	if err != nil {
 		t.Fatal(err)
@@ -56,32 +58,32 @@ func TestCompare(t *testing.T) {
 			// mkdir, open(creat), rename, unlink: each mode needs a
 			// fresh root or the second would fail its mkdir.
 			name: "allops", spec: "allops", repeat: 1,
-			want: compareSummary{Counts: every(Counts{OK: 15}), Repeat: every(1), Checked: true, OK: true},
+			want: compareSummary{Counts: every(submit.Counts{OK: 15}), Repeat: every(1), Checked: true, OK: true},
 		},
 		{
 			// No files: no root needed, none made.
 			name: "stagger", spec: "stagger4x8", repeat: 3,
-			want: compareSummary{Counts: every(Counts{OK: 32}), Repeat: every(3), Checked: true, OK: true},
+			want: compareSummary{Counts: every(submit.Counts{OK: 32}), Repeat: every(3), Checked: true, OK: true},
 		},
 		{
 			name: "fanout100 nop", gen: fanout, repeat: 40,
-			want: compareSummary{Counts: every(Counts{OK: 100}), Repeat: every(40), Checked: true, OK: true},
+			want: compareSummary{Counts: every(submit.Counts{OK: 100}), Repeat: every(40), Checked: true, OK: true},
 		},
 		{
 			// The open of a missing path fails; graph and waves cancel
 			// only its read and close, link also r1, r2 and end.
 			name: "missing path", spec: "fail_missing", repeat: 2,
 			want: compareSummary{
-				Counts: map[string]Counts{
+				Counts: map[string]submit.Counts{
 					"link":  {OK: 1, Failed: 1, Canceled: 5},
 					"waves": {OK: 4, Failed: 1, Canceled: 2},
 					"graph": {OK: 4, Failed: 1, Canceled: 2},
 				},
 				Repeat: every(2), Checked: true, OK: true,
 				Expected: []OverCancel{
-					{Node: "r1", Cause: "open", Graph: StatusOK},
-					{Node: "r2", Cause: "open", Graph: StatusOK},
-					{Node: "end", Cause: "open", Graph: StatusOK},
+					{Node: "r1", Cause: "open", Graph: submit.StatusOK},
+					{Node: "r2", Cause: "open", Graph: submit.StatusOK},
+					{Node: "end", Cause: "open", Graph: submit.StatusOK},
 				},
 			},
 		},
@@ -101,7 +103,7 @@ func TestCompare(t *testing.T) {
 			}
 			root := t.TempDir()
 			var calls, last int
-			c, err := Compare(context.Background(), pool, g, CompareOptions{Root: root, Repeat: tc.repeat,
+			c, err := Run(context.Background(), pool, g, Options{Scratch: root, Repeat: tc.repeat,
 				Progress: func(done, total int) {
 					if total != 3*tc.repeat || done <= last || done > total {
 						t.Errorf("Progress(%d, %d) after %d, want a rise to %d", done, total, last, 3*tc.repeat)
@@ -113,12 +115,12 @@ func TestCompare(t *testing.T) {
 				t.Fatalf("Compare: %v", err)
 			}
 			if diff := cmp.Diff(tc.want, summarize(c)); diff != "" {
-				t.Errorf("Compare(%s) mismatch (-want +got):\n%s", tc.name, diff)
+				t.Errorf("Run(%s) mismatch (-want +got):\n%s", tc.name, diff)
 			}
 			if last != 3*tc.repeat {
 				t.Errorf("Progress reached %d after %d calls, want %d", last, calls, 3*tc.repeat)
 			}
-			if link := c.Mode(Link); link.RatioToLink != 1 {
+			if link := c.Mode(submit.Link); link.RatioToLink != 1 {
 				t.Errorf("link RatioToLink = %v, want 1", link.RatioToLink)
 			}
 			for _, m := range c.Modes {
@@ -154,76 +156,76 @@ func TestCompareErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c, err := Compare(context.Background(), pool, g, CompareOptions{}); err == nil {
+	if c, err := Run(context.Background(), pool, g, Options{}); err == nil {
 		t.Errorf("Compare without a root = %+v, want an error", c)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	c, err := Compare(ctx, pool, g, CompareOptions{Root: t.TempDir()})
+	c, err := Run(ctx, pool, g, Options{Scratch: t.TempDir()})
 	if err == nil || c == nil || c.Checked || c.OK() || len(c.Modes) != 1 {
-		t.Fatalf("Compare(canceled) = %+v, %v; want the link report, unchecked, and an error", c, err)
+		t.Fatalf("Run(canceled) = %+v, %v; want the link report, unchecked, and an error", c, err)
 	}
 	if got := c.Modes[0].Counts.Canceled; got != g.Len() {
-		t.Errorf("Compare(canceled): %d nodes canceled, want %d", got, g.Len())
+		t.Errorf("Run(canceled): %d nodes canceled, want %d", got, g.Len())
 	}
 }
 
 // nodes makes hand-made node results from id:status pairs.
-func nodes(rs ...NodeResult) []NodeResult { return rs }
+func nodes(rs ...submit.NodeResult) []submit.NodeResult { return rs }
 
-func TestCompareReports(t *testing.T) {
-	ok := func(id string, res int32, d Digest) NodeResult {
-		return NodeResult{ID: id, Op: "read", Status: StatusOK, Res: res, Digest: d}
+func TestReports(t *testing.T) {
+	ok := func(id string, res int32, d submit.Digest) submit.NodeResult {
+		return submit.NodeResult{ID: id, Op: dag.OpRead, Status: submit.StatusOK, Res: res, Digest: d}
 	}
-	failed := func(id string, res int32, errno string) NodeResult {
-		return NodeResult{ID: id, Op: "open", Status: StatusFailed, Res: res, Errno: errno}
+	failed := func(id string, res int32, errno submit.Errno) submit.NodeResult {
+		return submit.NodeResult{ID: id, Op: dag.OpOpen, Status: submit.StatusFailed, Res: res, Errno: errno}
 	}
-	canceled := func(id, cause string) NodeResult {
-		return NodeResult{ID: id, Op: "nop", Status: StatusCanceled, Res: -125, Errno: "ECANCELED", Cause: cause}
+	canceled := func(id, cause string) submit.NodeResult {
+		return submit.NodeResult{ID: id, Op: dag.OpNop, Status: submit.StatusCanceled, Res: -125, Errno: submit.Errno(syscall.ECANCELED), Cause: cause}
 	}
-	report := func(mode string, ops float64, ns ...NodeResult) *Report {
-		return &Report{Name: "g", Mode: mode, OpsPerSec: ops, Nodes: ns}
+	report := func(mode submit.Mode, ops float64, ns ...submit.NodeResult) *submit.Report {
+		return &submit.Report{Name: "g", Mode: mode, OpsPerSec: ops, Nodes: ns}
 	}
-	base := nodes(ok("a", 4096, 0xaa), failed("b", -2, "ENOENT"), canceled("c", "b"), ok("d", 4096, 0xdd))
-	with := func(i int, n NodeResult) []NodeResult {
-		ns := append([]NodeResult(nil), base...)
+	base := nodes(ok("a", 4096, 0xaa), failed("b", -2, submit.Errno(syscall.ENOENT)), canceled("c", "b"), ok("d", 4096, 0xdd))
+	with := func(i int, n submit.NodeResult) []submit.NodeResult {
+		ns := append([]submit.NodeResult(nil), base...)
 		ns[i] = n
 		return ns
 	}
 	tests := []struct {
 		name              string
-		link, waves, grph []NodeResult
+		link, waves, grph []submit.NodeResult
 		dis               []Disagreement
 		exp               []OverCancel
 	}{
 		{name: "agree", link: base, waves: base, grph: base},
 		{name: "timing ignored", link: base, grph: base,
-			waves: with(0, NodeResult{ID: "a", Op: "read", Status: StatusOK, Res: 4096, Digest: 0xaa, StartNS: 5, EndNS: 9, Worker: 1})},
+			waves: with(0, submit.NodeResult{ID: "a", Op: dag.OpRead, Status: submit.StatusOK, Res: 4096, Digest: 0xaa, StartNS: 5, EndNS: 9, Worker: 1})},
 		{name: "cause of canceled ignored", link: base, grph: base, waves: with(2, canceled("c", "x"))},
 		{name: "digest graph vs waves", link: base, grph: base, waves: with(0, ok("a", 4096, 0xab)),
-			dis: []Disagreement{{Node: "a", Modes: [2]string{"graph", "waves"}, Field: "digest", Values: [2]string{"000000aa", "000000ab"}}}},
+			dis: []Disagreement{{Node: "a", Modes: [2]submit.Mode{submit.Graph, submit.Waves}, Field: "digest", Values: [2]string{"000000aa", "000000ab"}}}},
 		{name: "digest link vs graph", waves: base, grph: base, link: with(3, ok("d", 4096, 0x11)),
-			dis: []Disagreement{{Node: "d", Modes: [2]string{"link", "graph"}, Field: "digest", Values: [2]string{"00000011", "000000dd"}}}},
+			dis: []Disagreement{{Node: "d", Modes: [2]submit.Mode{submit.Link, submit.Graph}, Field: "digest", Values: [2]string{"00000011", "000000dd"}}}},
 		{name: "res graph vs waves", link: base, grph: base, waves: with(3, ok("d", 512, 0xdd)),
-			dis: []Disagreement{{Node: "d", Modes: [2]string{"graph", "waves"}, Field: "res", Values: [2]string{"4096", "512"}}}},
+			dis: []Disagreement{{Node: "d", Modes: [2]submit.Mode{submit.Graph, submit.Waves}, Field: "res", Values: [2]string{"4096", "512"}}}},
 		{name: "status graph vs waves", link: base, grph: base, waves: with(2, ok("c", 0, 0)),
-			dis: []Disagreement{{Node: "c", Modes: [2]string{"graph", "waves"}, Field: "status", Values: [2]string{"canceled", "ok"}}}},
-		{name: "errno link vs graph", waves: base, grph: base, link: with(1, failed("b", -13, "EACCES")),
-			dis: []Disagreement{{Node: "b", Modes: [2]string{"link", "graph"}, Field: "errno", Values: [2]string{"EACCES", "ENOENT"}}}},
-		{name: "short transfer link vs graph", waves: with(1, failed("b", 100, "")), grph: with(1, failed("b", 100, "")), link: with(1, failed("b", 200, "")),
-			dis: []Disagreement{{Node: "b", Modes: [2]string{"link", "graph"}, Field: "res", Values: [2]string{"200", "100"}}}},
+			dis: []Disagreement{{Node: "c", Modes: [2]submit.Mode{submit.Graph, submit.Waves}, Field: "status", Values: [2]string{"canceled", "ok"}}}},
+		{name: "errno link vs graph", waves: base, grph: base, link: with(1, failed("b", -13, submit.Errno(syscall.EACCES))),
+			dis: []Disagreement{{Node: "b", Modes: [2]submit.Mode{submit.Link, submit.Graph}, Field: "errno", Values: [2]string{"EACCES", "ENOENT"}}}},
+		{name: "short transfer link vs graph", waves: with(1, failed("b", 100, 0)), grph: with(1, failed("b", 100, 0)), link: with(1, failed("b", 200, 0)),
+			dis: []Disagreement{{Node: "b", Modes: [2]submit.Mode{submit.Link, submit.Graph}, Field: "res", Values: [2]string{"200", "100"}}}},
 		{name: "ok in link, failed in graph", waves: base, grph: base, link: with(1, ok("b", 0, 0)),
-			dis: []Disagreement{{Node: "b", Modes: [2]string{"link", "graph"}, Field: "status", Values: [2]string{"ok", "failed"}}}},
+			dis: []Disagreement{{Node: "b", Modes: [2]submit.Mode{submit.Link, submit.Graph}, Field: "status", Values: [2]string{"ok", "failed"}}}},
 		{name: "ran in link, canceled in graph", waves: base, grph: base, link: with(2, ok("c", 0, 0)),
-			dis: []Disagreement{{Node: "c", Modes: [2]string{"link", "graph"}, Field: "status", Values: [2]string{"ok", "canceled"}}}},
+			dis: []Disagreement{{Node: "c", Modes: [2]submit.Mode{submit.Link, submit.Graph}, Field: "status", Values: [2]string{"ok", "canceled"}}}},
 		{name: "over-cancellation", waves: base, grph: base, link: with(3, canceled("d", "b")),
-			exp: []OverCancel{{Node: "d", Cause: "b", Graph: StatusOK}}},
-		{name: "canceled by the context is no over-cancellation", waves: base, grph: base, link: with(3, canceled("d", CauseContext)),
-			dis: []Disagreement{{Node: "d", Modes: [2]string{"link", "graph"}, Field: "status", Values: [2]string{"canceled", "ok"}}}},
+			exp: []OverCancel{{Node: "d", Cause: "b", Graph: submit.StatusOK}}},
+		{name: "canceled by the context is no over-cancellation", waves: base, grph: base, link: with(3, canceled("d", submit.CauseContext)),
+			dis: []Disagreement{{Node: "d", Modes: [2]submit.Mode{submit.Link, submit.Graph}, Field: "status", Values: [2]string{"canceled", "ok"}}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := CompareReports(report("graph", 300, tc.grph...), report("link", 100, tc.link...), report("waves", 250, tc.waves...))
+			c, err := Reports(report(submit.Graph, 300, tc.grph...), report(submit.Link, 100, tc.link...), report(submit.Waves, 250, tc.waves...))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -239,7 +241,7 @@ func TestCompareReports(t *testing.T) {
 			var modes []string
 			var ratios []float64
 			for _, m := range c.Modes {
-				modes = append(modes, m.Mode)
+				modes = append(modes, m.Mode.String())
 				ratios = append(ratios, m.RatioToLink)
 			}
 			if diff := cmp.Diff([]string{"link", "waves", "graph"}, modes); diff != "" {
@@ -253,26 +255,26 @@ func TestCompareReports(t *testing.T) {
 }
 
 func TestCompareReportsErrors(t *testing.T) {
-	r := func(mode, name string, ids ...string) *Report {
-		rep := &Report{Name: name, Mode: mode}
+	r := func(mode submit.Mode, name string, ids ...string) *submit.Report {
+		rep := &submit.Report{Name: name, Mode: mode}
 		for _, id := range ids {
-			rep.Nodes = append(rep.Nodes, NodeResult{ID: id, Status: StatusOK})
+			rep.Nodes = append(rep.Nodes, submit.NodeResult{ID: id, Status: submit.StatusOK})
 		}
 		return rep
 	}
 	tests := []struct {
 		name    string
-		reports []*Report
+		reports []*submit.Report
 	}{
-		{"missing mode", []*Report{r("link", "g", "a"), r("graph", "g", "a")}},
-		{"repeated mode", []*Report{r("link", "g", "a"), r("graph", "g", "a"), r("waves", "g", "a"), r("graph", "g", "a")}},
-		{"other graph", []*Report{r("link", "g", "a"), r("graph", "g", "a"), r("waves", "h", "a")}},
-		{"other node count", []*Report{r("link", "g", "a", "b"), r("graph", "g", "a"), r("waves", "g", "a")}},
-		{"other node", []*Report{r("link", "g", "a"), r("graph", "g", "b"), r("waves", "g", "b")}},
+		{"missing mode", []*submit.Report{r(submit.Link, "g", "a"), r(submit.Graph, "g", "a")}},
+		{"repeated mode", []*submit.Report{r(submit.Link, "g", "a"), r(submit.Graph, "g", "a"), r(submit.Waves, "g", "a"), r(submit.Graph, "g", "a")}},
+		{"other graph", []*submit.Report{r(submit.Link, "g", "a"), r(submit.Graph, "g", "a"), r(submit.Waves, "h", "a")}},
+		{"other node count", []*submit.Report{r(submit.Link, "g", "a", "b"), r(submit.Graph, "g", "a"), r(submit.Waves, "g", "a")}},
+		{"other node", []*submit.Report{r(submit.Link, "g", "a"), r(submit.Graph, "g", "b"), r(submit.Waves, "g", "b")}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if c, err := CompareReports(tc.reports...); err == nil {
+			if c, err := Reports(tc.reports...); err == nil {
 				t.Errorf("CompareReports = %+v, want an error", c)
 			}
 		})

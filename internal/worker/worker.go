@@ -1,4 +1,4 @@
-package workers
+package worker
 
 import (
 	"errors"
@@ -36,6 +36,10 @@ type Task interface {
 	Done() bool
 	// Finish runs once, last, with the error that ended the task early.
 	Finish(w *Worker, err error)
+	// Abort asks the task to end early because the pool is closing: it
+	// should cancel what it has in flight and submit nothing new. It may
+	// be called many times, on the worker's thread.
+	Abort()
 }
 
 const (
@@ -82,9 +86,34 @@ type Worker struct {
 // ID returns the worker's index in its pool.
 func (w *Worker) ID() int { return w.id }
 
-// Ring returns the worker's ring (for registration and feature checks;
-// SQEs must come from SQE so the in-flight bound holds).
-func (w *Worker) Ring() *uring.Ring { return w.ring }
+// Enters returns how many io_uring_enter calls the worker's ring made.
+func (w *Worker) Enters() uint64 { return w.ring.Enters() }
+
+// RegisterFile puts fd into a free slot of the worker's fixed-file table
+// and returns the slot; the ring holds its own reference, so the caller
+// may close fd. It fails if no slot is free.
+func (w *Worker) RegisterFile(fd int) (uint32, error) {
+	s, ok := w.AllocSlot()
+	if !ok {
+		return 0, ErrNoSlots
+	}
+	if _, err := w.ring.UpdateFiles(s, []int32{int32(fd)}); err != nil {
+		w.FreeSlot(s)
+		return 0, err
+	}
+	return s, nil
+}
+
+// ClearSlot empties slot s of the fixed-file table (closing the ring's
+// reference to its file, if any) and frees it.
+func (w *Worker) ClearSlot(s uint32) {
+	minus := [1]int32{-1}
+	w.ring.UpdateFiles(s, minus[:])
+	w.FreeSlot(s)
+}
+
+// ErrNoSlots is RegisterFile's error when the fixed-file table is full.
+var ErrNoSlots = errors.New("no free fixed-file slot on the worker (raise workers.Config.Files or RLIMIT_NOFILE)")
 
 // Room returns how many SQEs SQE will still hand out in this Prep: the
 // smaller of the free SQ space and the in-flight budget.
@@ -243,6 +272,11 @@ func (w *Worker) loop(errp *error, started func()) {
 	}
 	for {
 		w.admit(take)
+		if w.pool.closing.Load() {
+			for _, tag := range w.active {
+				w.tasks[tag].Abort()
+			}
+		}
 		if !w.bellArmd {
 			s := w.ring.GetSQE()
 			s.UserData = doorbellTag << tagShift

@@ -1,4 +1,11 @@
-package submit
+// Package compare runs one graph in every submission mode on the same
+// pool and checks, node by node, that the modes agree wherever the
+// semantics say they must: graph and waves exactly; link mode likewise,
+// except for the nodes it over-cancels (a failure cancels the rest of its
+// chain, dependents or not), which it lists as expected. It is the
+// harness behind iodag compare, kept out of package submit so that
+// submit's API is the engine alone.
+package compare
 
 import (
 	"context"
@@ -8,20 +15,21 @@ import (
 	"strconv"
 
 	"github.com/iodag/iodag/dag"
+	"github.com/iodag/iodag/submit"
 	"github.com/iodag/iodag/workers"
 )
 
-// CompareOptions tune Compare.
-type CompareOptions struct {
-	// Root is a scratch directory in which Compare makes one fresh
-	// subdirectory per mode, creates the graph's files there (CreateFiles)
+// Options tune Run.
+type Options struct {
+	// Scratch is a directory in which Run makes one fresh subdirectory
+	// per mode, creates the graph's files there (submit.CreateFiles)
 	// and removes it after the mode ran, so that side effects of one mode
 	// (a mkdir, a rename, a write) cannot change what another sees.
 	// Required when the graph has files or paths.
-	Root string
+	Scratch string
 	// Repeat runs the graph this many times in each mode (default 1).
 	Repeat int
-	// Progress, if set, is called on Compare's goroutine after each batch
+	// Progress, if set, is called on Run's goroutine after each batch
 	// of runs with the runs done so far and the total, 3 × Repeat.
 	Progress func(done, total int)
 }
@@ -48,7 +56,7 @@ type Comparison struct {
 
 // ModeResult is one mode's report and its ops/s relative to link mode's.
 type ModeResult struct {
-	*Report
+	*submit.Report
 	// RatioToLink is OpsPerSec divided by link mode's (0 if link mode
 	// did not run or measured nothing).
 	RatioToLink float64 `json:"ratio_to_link"`
@@ -57,10 +65,10 @@ type ModeResult struct {
 // Disagreement is one field of one node that two modes must agree on
 // but do not. Modes and Values are in the same order.
 type Disagreement struct {
-	Node   string    `json:"node"`
-	Modes  [2]string `json:"modes"`
-	Field  string    `json:"field"`
-	Values [2]string `json:"values"`
+	Node   string         `json:"node"`
+	Modes  [2]submit.Mode `json:"modes"`
+	Field  string         `json:"field"`
+	Values [2]string      `json:"values"`
 }
 
 // String describes the disagreement as `node "ID": FIELD MODE VALUE, MODE VALUE`.
@@ -72,9 +80,9 @@ func (d Disagreement) String() string {
 // canceled Node because Cause, an earlier node of its chain, failed,
 // while graph mode ran it (to Graph, ok or failed).
 type OverCancel struct {
-	Node  string `json:"node"`
-	Cause string `json:"cause"`
-	Graph Status `json:"graph"`
+	Node  string        `json:"node"`
+	Cause string        `json:"cause"`
+	Graph submit.Status `json:"graph"`
 }
 
 // OK reports whether the comparison was completed and found no
@@ -83,9 +91,9 @@ type OverCancel struct {
 func (c *Comparison) OK() bool { return c.Checked && len(c.Disagreements) == 0 }
 
 // Mode returns the result of mode m, or nil if it did not run.
-func (c *Comparison) Mode(m Mode) *ModeResult {
+func (c *Comparison) Mode(m submit.Mode) *ModeResult {
 	for i := range c.Modes {
-		if c.Modes[i].Report != nil && c.Modes[i].Mode == m.String() {
+		if c.Modes[i].Report != nil && c.Modes[i].Mode == m {
 			return &c.Modes[i]
 		}
 	}
@@ -93,16 +101,16 @@ func (c *Comparison) Mode(m Mode) *ModeResult {
 }
 
 // Compare runs g on pool in every mode (link, then waves, then graph),
-// each o.Repeat times in a fresh subdirectory of o.Root, and checks the
-// reports with CompareReports. If ctx ends first, it returns the modes
+// each o.Repeat times in a fresh subdirectory of o.Scratch, and checks the
+// reports with Reports. If ctx ends first, it returns the modes
 // that ran (the interrupted one with its partial report), unchecked,
 // with ctx's error. Any other error means the comparison could not run.
-func Compare(ctx context.Context, pool *workers.Pool, g *dag.Graph, o CompareOptions) (*Comparison, error) {
+func Run(ctx context.Context, pool *workers.Pool, g *dag.Graph, o Options) (*Comparison, error) {
 	if o.Repeat <= 0 {
 		o.Repeat = 1
 	}
-	if o.Root == "" && needsRoot(g) {
-		return nil, fmt.Errorf("submit: compare %q: the graph uses files or paths: CompareOptions.Root must name a scratch directory", g.Name())
+	if o.Scratch == "" && needsRoot(g) {
+		return nil, fmt.Errorf("compare %q: the graph uses files or paths: compare.Options.Scratch must name a scratch directory", g.Name())
 	}
 	// Batches let Progress move during long comparisons; each costs one
 	// Run call (a few microseconds), so 20 of them do not show in the
@@ -111,12 +119,12 @@ func Compare(ctx context.Context, pool *workers.Pool, g *dag.Graph, o CompareOpt
 	if o.Progress != nil {
 		batch = max(1, (o.Repeat+19)/20)
 	}
-	r := NewRunner(pool, g)
+	r := submit.NewRunner(pool, g)
 	defer r.Close()
 	c := &Comparison{Name: g.Name()}
-	done, total := 0, len(Modes)*o.Repeat
-	for _, m := range Modes {
-		rep, err := compareMode(ctx, r, g, m, o, batch, func(n int) {
+	done, total := 0, len(submit.Modes())*o.Repeat
+	for _, m := range submit.Modes() {
+		rep, err := runMode(ctx, r, g, m, o, batch, func(n int) {
 			done += n
 			o.Progress(done, total)
 		})
@@ -138,26 +146,26 @@ func Compare(ctx context.Context, pool *workers.Pool, g *dag.Graph, o CompareOpt
 	return c, nil
 }
 
-// compareMode runs mode m o.Repeat times in batches in its own root and
+// runMode runs mode m o.Repeat times in batches in its own root and
 // returns a report of its own (the Runner reuses its report) summing the
 // batches.
-func compareMode(ctx context.Context, r *Runner, g *dag.Graph, m Mode, o CompareOptions, batch int, progress func(int)) (*Report, error) {
+func runMode(ctx context.Context, r *submit.Runner, g *dag.Graph, m submit.Mode, o Options, batch int, progress func(int)) (*submit.Report, error) {
 	var root string
-	if o.Root != "" {
-		dir, err := os.MkdirTemp(o.Root, m.String()+"-")
+	if o.Scratch != "" {
+		dir, err := os.MkdirTemp(o.Scratch, m.String()+"-")
 		if err != nil {
-			return nil, fmt.Errorf("submit: compare: %w", err)
+			return nil, fmt.Errorf("compare: %w", err)
 		}
 		defer os.RemoveAll(dir)
-		if err := CreateFiles(dir, g); err != nil {
+		if err := submit.CreateFiles(dir, g); err != nil {
 			return nil, err
 		}
 		root = dir
 	}
-	var sum *Report
+	var sum *submit.Report
 	for left := o.Repeat; left > 0; {
 		n := min(batch, left)
-		rep, err := r.Run(ctx, m, Options{Root: root, Repeat: n})
+		rep, err := r.Run(ctx, m, submit.Options{Root: root, Repeat: n})
 		if rep == nil {
 			return nil, err
 		}
@@ -177,19 +185,19 @@ func compareMode(ctx context.Context, r *Runner, g *dag.Graph, m Mode, o Compare
 		sum.Repeat = o.Repeat - left
 		sum.Nodes = append(sum.Nodes[:0], rep.Nodes...)
 		if err != nil {
-			sum.finish(g.Len())
+			finish(sum, g.Len())
 			return sum, err
 		}
 		if o.Progress != nil {
 			progress(n)
 		}
 	}
-	sum.finish(g.Len())
+	finish(sum, g.Len())
 	return sum, nil
 }
 
 // finish recomputes the ops/s of a report summed from batches.
-func (rep *Report) finish(nodes int) {
+func finish(rep *submit.Report, nodes int) {
 	if rep.WallNS > 0 {
 		rep.OpsPerSec = float64(nodes) * float64(rep.Repeat) / (float64(rep.WallNS) / 1e9)
 	}
@@ -209,7 +217,7 @@ func needsRoot(g *dag.Graph) bool {
 	return false
 }
 
-// CompareReports checks one report of each mode of the same graph (in
+// Reports checks one report of each mode of the same graph (in
 // any order) node by node, as Compare does:
 //
 //   - graph and waves must agree exactly on every node's status, res
@@ -223,26 +231,26 @@ func needsRoot(g *dag.Graph) bool {
 // Timing-dependent fields (start, end, worker) and the causes of nodes
 // canceled in both are never compared. The error reports reports that
 // cannot be compared: a mode missing or repeated, or different graphs.
-func CompareReports(reports ...*Report) (*Comparison, error) {
+func Reports(reports ...*submit.Report) (*Comparison, error) {
 	c := &Comparison{}
-	for _, m := range Modes {
-		var found *Report
+	for _, m := range submit.Modes() {
+		var found *submit.Report
 		for _, rep := range reports {
-			if rep == nil || rep.Mode != m.String() {
+			if rep == nil || rep.Mode != m {
 				continue
 			}
 			if found != nil {
-				return nil, fmt.Errorf("submit: compare: two %s reports", m)
+				return nil, fmt.Errorf("compare: two %s reports", m)
 			}
 			found = rep
 		}
 		if found == nil {
-			return nil, fmt.Errorf("submit: compare: no %s report", m)
+			return nil, fmt.Errorf("compare: no %s report", m)
 		}
 		c.Modes = append(c.Modes, ModeResult{Report: found})
 	}
-	if len(reports) != len(Modes) {
-		return nil, fmt.Errorf("submit: compare: %d reports, want one per mode", len(reports))
+	if len(reports) != len(submit.Modes()) {
+		return nil, fmt.Errorf("compare: %d reports, want one per mode", len(reports))
 	}
 	c.Name = c.Modes[0].Name
 	c.ratios()
@@ -254,7 +262,7 @@ func CompareReports(reports ...*Report) (*Comparison, error) {
 
 // ratios sets each mode's RatioToLink.
 func (c *Comparison) ratios() {
-	link := c.Mode(Link)
+	link := c.Mode(submit.Link)
 	for i := range c.Modes {
 		c.Modes[i].RatioToLink = 0
 		if link != nil && link.OpsPerSec > 0 {
@@ -266,14 +274,14 @@ func (c *Comparison) ratios() {
 // check compares the nodes of the three reports and sets Checked,
 // Disagreements and Expected.
 func (c *Comparison) check() error {
-	link, waves, graph := c.Mode(Link), c.Mode(Waves), c.Mode(Graph)
+	link, waves, graph := c.Mode(submit.Link), c.Mode(submit.Waves), c.Mode(submit.Graph)
 	if link == nil || waves == nil || graph == nil {
-		return errors.New("submit: compare: a mode is missing")
+		return errors.New("compare: a mode is missing")
 	}
 	n := len(graph.Nodes)
 	for _, r := range []*ModeResult{link, waves} {
 		if r.Name != graph.Name || len(r.Nodes) != n {
-			return fmt.Errorf("submit: compare: %s report is of graph %q (%d nodes), graph report of %q (%d nodes)",
+			return fmt.Errorf("compare: %s report is of graph %q (%d nodes), graph report of %q (%d nodes)",
 				r.Mode, r.Name, len(r.Nodes), graph.Name, n)
 		}
 	}
@@ -281,9 +289,9 @@ func (c *Comparison) check() error {
 	for i := 0; i < n; i++ {
 		l, w, g := &link.Nodes[i], &waves.Nodes[i], &graph.Nodes[i]
 		if l.ID != g.ID || w.ID != g.ID {
-			return fmt.Errorf("submit: compare: node %d is %q in link, %q in waves, %q in graph", i, l.ID, w.ID, g.ID)
+			return fmt.Errorf("compare: node %d is %q in link, %q in waves, %q in graph", i, l.ID, w.ID, g.ID)
 		}
-		c.exact("graph", "waves", g, w)
+		c.exact(submit.Graph, submit.Waves, g, w)
 		c.linkVsGraph(l, g)
 	}
 	c.Checked = true
@@ -292,7 +300,7 @@ func (c *Comparison) check() error {
 
 // exact records every difference of status, res and digest between two
 // modes that must agree exactly (graph and waves).
-func (c *Comparison) exact(ma, mb string, a, b *NodeResult) {
+func (c *Comparison) exact(ma, mb submit.Mode, a, b *submit.NodeResult) {
 	if a.Status != b.Status {
 		c.disagree(a.ID, ma, mb, "status", string(a.Status), string(b.Status))
 		return
@@ -306,38 +314,38 @@ func (c *Comparison) exact(ma, mb string, a, b *NodeResult) {
 }
 
 // linkVsGraph applies what link's over-cancellation leaves to compare.
-func (c *Comparison) linkVsGraph(l, g *NodeResult) {
+func (c *Comparison) linkVsGraph(l, g *submit.NodeResult) {
 	switch {
-	case l.Status == StatusOK && g.Status == StatusOK:
+	case l.Status == submit.StatusOK && g.Status == submit.StatusOK:
 		if l.Res != g.Res {
-			c.disagree(g.ID, "link", "graph", "res", res(l), res(g))
+			c.disagree(g.ID, submit.Link, submit.Graph, "res", res(l), res(g))
 		}
 		if l.Digest != g.Digest {
-			c.disagree(g.ID, "link", "graph", "digest", l.Digest.String(), g.Digest.String())
+			c.disagree(g.ID, submit.Link, submit.Graph, "digest", l.Digest.String(), g.Digest.String())
 		}
-	case l.Status == StatusFailed && g.Status == StatusFailed:
+	case l.Status == submit.StatusFailed && g.Status == submit.StatusFailed:
 		if l.Errno != g.Errno {
-			c.disagree(g.ID, "link", "graph", "errno", l.Errno, g.Errno)
-		} else if l.Errno == "" && l.Res != g.Res {
-			c.disagree(g.ID, "link", "graph", "res", res(l), res(g))
+			c.disagree(g.ID, submit.Link, submit.Graph, "errno", l.Errno.String(), g.Errno.String())
+		} else if l.Errno == 0 && l.Res != g.Res {
+			c.disagree(g.ID, submit.Link, submit.Graph, "res", res(l), res(g))
 		}
-	case l.Status == StatusCanceled && g.Status == StatusCanceled:
-	case l.Status == StatusCanceled && l.Cause != "" && l.Cause != CauseContext:
+	case l.Status == submit.StatusCanceled && g.Status == submit.StatusCanceled:
+	case l.Status == submit.StatusCanceled && l.Cause != "" && l.Cause != submit.CauseContext:
 		c.Expected = append(c.Expected, OverCancel{Node: g.ID, Cause: l.Cause, Graph: g.Status})
 	default:
-		c.disagree(g.ID, "link", "graph", "status", string(l.Status), string(g.Status))
+		c.disagree(g.ID, submit.Link, submit.Graph, "status", string(l.Status), string(g.Status))
 	}
 }
 
-func (c *Comparison) disagree(node, ma, mb, field, va, vb string) {
-	c.Disagreements = append(c.Disagreements, Disagreement{Node: node, Modes: [2]string{ma, mb}, Field: field, Values: [2]string{va, vb}})
+func (c *Comparison) disagree(node string, ma, mb submit.Mode, field, va, vb string) {
+	c.Disagreements = append(c.Disagreements, Disagreement{Node: node, Modes: [2]submit.Mode{ma, mb}, Field: field, Values: [2]string{va, vb}})
 }
 
 // res formats a node's result with its errno name, if any.
-func res(n *NodeResult) string {
+func res(n *submit.NodeResult) string {
 	s := strconv.Itoa(int(n.Res))
-	if n.Errno != "" {
-		s += " (" + n.Errno + ")"
+	if n.Errno != 0 {
+		s += " (" + n.Errno.String() + ")"
 	}
 	return s
 }

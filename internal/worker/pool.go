@@ -1,0 +1,209 @@
+// Package worker is the engine under iodag's public workers.Pool: N fixed
+// workers, each a goroutine locked to its own OS thread that owns one
+// io_uring ring, a registered sparse file table and a private task queue
+// fed round-robin (or, for comparison, one shared locked queue). A worker
+// runs every task it holds in one event loop: the SQEs of all its tasks go
+// into one io_uring_enter, which also waits for their completions.
+//
+// The pool knows nothing about graphs or submission modes: it runs Tasks.
+package worker
+
+import (
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Config sizes a Pool; workers.Config documents each field. Zero fields
+// take the defaults.
+type Config struct {
+	// Workers is the number of fixed workers (default 1).
+	Workers int
+	// Entries is each ring's SQ size (default 256); the CQ is twice that.
+	Entries uint32
+	// InFlight bounds the SQEs one worker keeps in flight (default and
+	// maximum: the CQ size less one CQE kept for the worker's doorbell,
+	// so the CQ never overflows).
+	InFlight int
+	// Files is the size of each worker's fixed-file table: the most
+	// handles its tasks can hold open at once (default and maximum:
+	// RLIMIT_NOFILE, which the kernel applies to each table, capped at
+	// 65536).
+	Files uint32
+	// IOWQBounded and IOWQUnbounded cap each ring's io-wq workers (0: the
+	// kernel's default).
+	IOWQBounded, IOWQUnbounded uint32
+	// CPUs, if set, pins worker i's thread and its io-wq workers to
+	// CPUs[i % len(CPUs)].
+	CPUs []int
+	// Shared makes every worker take tasks from one locked queue instead
+	// of a private one fed round-robin.
+	Shared bool
+	// Plain disables SINGLE_ISSUER, DEFER_TASKRUN and the registered ring
+	// fd, which are otherwise used where the kernel has them.
+	Plain bool
+	// SQPoll gives each ring a kernel SQ polling thread.
+	SQPoll bool
+}
+
+// Pool is a set of fixed workers. Its methods are safe for concurrent use.
+type Pool struct {
+	cfg     Config
+	workers []*Worker
+	next    atomic.Uint32
+	shared  *queue
+	closing atomic.Bool
+	epoch   time.Time
+	wg      sync.WaitGroup
+}
+
+// New starts the workers and sets up their rings. It fails, leaving
+// nothing running, if any ring cannot be set up.
+func New(cfg Config) (*Pool, error) {
+	if cfg.Workers <= 0 {
+		cfg.Workers = 1
+	}
+	if cfg.Entries == 0 {
+		cfg.Entries = 256
+	}
+	if cfg.Files == 0 {
+		cfg.Files = 1 << 16
+	}
+	var lim unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err == nil && uint64(cfg.Files) > lim.Cur {
+		cfg.Files = uint32(lim.Cur)
+	}
+	p := &Pool{cfg: cfg, epoch: time.Now()}
+	if cfg.Shared {
+		p.shared = &queue{}
+	}
+	errs := make([]error, cfg.Workers)
+	var started sync.WaitGroup
+	for i := 0; i < cfg.Workers; i++ {
+		w := &Worker{pool: p, id: i}
+		w.queue = p.shared
+		if w.queue == nil {
+			w.queue = &queue{}
+		}
+		p.workers = append(p.workers, w)
+		started.Add(1)
+		p.wg.Add(1)
+		go w.loop(&errs[i], started.Done)
+	}
+	started.Wait()
+	if err := errors.Join(errs...); err != nil {
+		p.Close()
+		return nil, err
+	}
+	p.cfg.InFlight = p.workers[0].inflightCap
+	return p, nil
+}
+
+// Config returns the configuration in force, defaults filled in.
+func (p *Pool) Config() Config { return p.cfg }
+
+// Size returns the number of workers.
+func (p *Pool) Size() int { return len(p.workers) }
+
+// ErrClosed is returned when a task is given to a closed pool.
+var ErrClosed = errors.New("workers: pool is closed")
+
+// Closing reports whether Close has been called.
+func (p *Pool) Closing() bool { return p.closing.Load() }
+
+// Go hands t to a worker: the next in round-robin order, or the one the
+// shared queue wakes. It returns ErrClosed after Close.
+func (p *Pool) Go(t Task) error {
+	return p.GoOn(int(p.next.Add(1)-1), t)
+}
+
+// GoOn hands t to worker i % Size() (with Shared dispatch, to whichever
+// worker takes it first). Tasks given to one worker run in one event loop.
+func (p *Pool) GoOn(i int, t Task) error {
+	if p.closing.Load() {
+		return ErrClosed
+	}
+	if p.shared != nil {
+		p.shared.push(t)
+		for _, w := range p.workers {
+			w.wake()
+		}
+		return nil
+	}
+	w := p.workers[i%len(p.workers)]
+	w.queue.push(t)
+	w.wake()
+	return nil
+}
+
+// Close aborts every task the workers hold or are handed later (each
+// cancels what it has in flight and ends), then stops the workers and
+// closes their rings. It waits for all of it.
+func (p *Pool) Close() error {
+	p.closing.Store(true)
+	for _, w := range p.workers {
+		w.wake()
+	}
+	p.wg.Wait()
+	var errs []error
+	for _, w := range p.workers {
+		errs = append(errs, w.closeErr)
+	}
+	return errors.Join(errs...)
+}
+
+// Supports reports whether the kernel implements io_uring opcode op.
+func (p *Pool) Supports(op uint8) bool { return p.workers[0].ring.Supports(op) }
+
+// Stats are a worker's counters since the pool started.
+type Stats struct {
+	Worker int
+	Tasks  uint64 // tasks finished
+	Enters uint64 // io_uring_enter calls
+	Wakes  uint64 // doorbell wakeups
+}
+
+// Stats returns every worker's counters.
+func (p *Pool) Stats() []Stats {
+	out := make([]Stats, len(p.workers))
+	for i, w := range p.workers {
+		out[i] = Stats{Worker: i, Tasks: w.tasksDone.Load(), Enters: w.enters.Load(), Wakes: w.wakes.Load()}
+	}
+	return out
+}
+
+// queue is a locked FIFO of tasks; a worker takes all of it at once.
+type queue struct {
+	mu    sync.Mutex
+	tasks []Task
+	n     atomic.Int32
+}
+
+func (q *queue) push(t Task) {
+	q.mu.Lock()
+	q.tasks = append(q.tasks, t)
+	q.n.Store(int32(len(q.tasks)))
+	q.mu.Unlock()
+}
+
+// takeAll moves every queued task to dst (or, for a shared queue with
+// max > 0, at most max tasks) and returns dst.
+func (q *queue) takeAll(dst []Task, max int) []Task {
+	if q.n.Load() == 0 {
+		return dst
+	}
+	q.mu.Lock()
+	n := len(q.tasks)
+	if max > 0 && n > max {
+		n = max
+	}
+	dst = append(dst, q.tasks[:n]...)
+	clear(q.tasks[:n])
+	q.tasks = append(q.tasks[:0], q.tasks[n:]...)
+	q.n.Store(int32(len(q.tasks)))
+	q.mu.Unlock()
+	return dst
+}

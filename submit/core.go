@@ -1,0 +1,462 @@
+package submit
+
+import (
+	"hash/crc32"
+	"math"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/iodag/iodag/dag"
+	"github.com/iodag/iodag/internal/uring"
+	"github.com/iodag/iodag/internal/worker"
+	"golang.org/x/sys/unix"
+)
+
+// The core every mode shares: node status, results, cancellation and the
+// resources a node holds. A mode (graphmode.go, linkmode.go,
+// wavemode.go) only decides what goes down next and how many completions
+// to wait for.
+
+// Node statuses during a run; the last three are final.
+const (
+	stPending  uint8 = iota
+	stReady          // every predecessor settled as the node needs (graph mode's queue)
+	stInflight       // its SQE is submitted
+	stOK
+	stFailed
+	stCanceled
+)
+
+// causeContext marks a node canceled because the run's context ended (or
+// the pool closed); causeNone a node with no cause.
+const (
+	causeNone    int32 = -1
+	causeContext int32 = -2
+)
+
+// cancelBit marks the user_data of an ASYNC_CANCEL SQE.
+const cancelBit = 1 << 47
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// state is the run state shared by a run's tasks: flat slices indexed by
+// node. Each node belongs to exactly one task (its component's), so
+// tasks on different workers write disjoint elements and need no locks.
+type state struct {
+	status     []uint8
+	res        []int32
+	cause      []int32 // the node whose outcome canceled this one, or causeContext
+	linkedFrom []int32 // kernel-link predecessor in this run, or -1
+	pending    []int32 // predecessors not yet settled
+	chain      []int32 // graph mode: the in-flight kernel chain holding the node, or -1
+	start, end []int64 // pool clock, ns
+	size       []int64 // statx size
+	digest     []uint32
+	buf        [][]byte // buffer of an in-flight node
+	slot       []uint32 // fixed-file slot of each handle
+	alive      []bool   // the handle holds its slot (opened, not yet closed)
+}
+
+func newState(p *plan) *state {
+	n := p.n
+	return &state{
+		status:     make([]uint8, n),
+		res:        make([]int32, n),
+		cause:      make([]int32, n),
+		linkedFrom: make([]int32, n),
+		pending:    make([]int32, n),
+		chain:      make([]int32, n),
+		start:      make([]int64, n),
+		end:        make([]int64, n),
+		size:       make([]int64, n),
+		digest:     make([]uint32, n),
+		buf:        make([][]byte, n),
+		slot:       make([]uint32, p.handles),
+		alive:      make([]bool, p.handles),
+	}
+}
+
+// strategy is a submission mode, driving one task. The core calls it on
+// the worker's thread.
+type strategy interface {
+	// begin starts an iteration; every node of the task is pending.
+	begin()
+	// prep dispatches what is ready, as the worker's room allows.
+	prep(w *worker.Worker)
+	// want returns how many completions the task needs before prep can
+	// dispatch more.
+	want() int
+	// settled reacts to node i's final status, given by its CQE.
+	settled(w *worker.Worker, i int32)
+	// done reports whether the iteration has ended, given that every
+	// node is final and nothing is in flight.
+	done() bool
+}
+
+// task is one worker's share of a run: the components assigned to that
+// worker, driven by one mode. It implements worker.Task.
+type task struct {
+	r     *Runner
+	p     *plan
+	st    *state
+	s     strategy // one of graph, link, waves
+	graph graphMode
+	link  linkMode
+	waves waveMode
+	wid   int
+	comps []int32 // component indices
+	nodes []int32 // their nodes, components one after the other
+
+	repeat, iter int
+	remaining    int // nodes of this iteration not final
+	inflight     int // SQEs in flight, cancels included
+	maxInflight  int
+	sqes         uint64
+	enters0      uint64
+	enters       uint64
+	iterStart    int64 // pool clock when the current iteration began
+	splits       int   // link: chains ended early (Report.Splits)
+	// minPending is a lower bound on the completions any node still
+	// waiting for predecessors needs: the fewest pending predecessors
+	// seen since nothing was in flight (O(1) per edge, never rescanned;
+	// it can only be low, which wakes the worker early, never late).
+	minPending int32
+	ready      []int32 // nodes released by their predecessors (graph mode's FIFO)
+	stack      []int32
+
+	fileSlot  []uint32 // per spec file: its slot on this worker, if used
+	fileFds   []int    // per spec file: fd opened by the runner
+	ownSlots  []uint32 // spec files' slots
+	dirFds    []int32  // per plan directory: fd opened beneath the root, or -1
+	retired   []int32  // directory fds a rename made stale, closed when nothing is in flight
+	opens     []int32  // the task's open nodes
+	bufs      bufPool
+	worker    atomic.Pointer[worker.Worker]
+	cancelReq atomic.Bool
+	canceled  bool // the context ended: dispatch nothing more
+	cancelPos int  // next node to send an ASYNC_CANCEL to
+	err       error
+	done      chan struct{}
+}
+
+func newTask(r *Runner) *task {
+	p := r.p
+	t := &task{r: r, p: p, st: r.st, fileSlot: make([]uint32, len(p.files)), fileFds: make([]int, len(p.files)),
+		dirFds: make([]int32, len(p.dirs))}
+	for d := range t.dirFds {
+		t.dirFds[d] = -1
+	}
+	t.graph.t, t.link.t, t.waves.t = t, t, t
+	return t
+}
+
+// use sets the mode of the next run.
+func (t *task) use(m Mode) {
+	switch m {
+	case Link:
+		t.s = &t.link
+	case Waves:
+		t.s = &t.waves
+	default:
+		t.s = &t.graph
+	}
+}
+
+// Start registers the spec files on this worker and starts iteration 0.
+func (t *task) Start(w *worker.Worker) error {
+	t.wid = w.ID()
+	t.worker.Store(w)
+	t.enters0 = w.Enters()
+	for f, fd := range t.fileFds {
+		if fd < 0 {
+			continue
+		}
+		s, err := w.RegisterFile(fd)
+		if err != nil {
+			return err
+		}
+		t.fileSlot[f] = s
+		t.ownSlots = append(t.ownSlots, s)
+	}
+	t.begin(w)
+	return nil
+}
+
+// begin resets this task's nodes and starts an iteration.
+func (t *task) begin(w *worker.Worker) {
+	st, p := t.st, t.p
+	t.releaseHandles(w)
+	t.closeDirs() // paths are resolved anew in each iteration
+	for _, i := range t.nodes {
+		st.status[i] = stPending
+		st.res[i] = 0
+		st.cause[i] = causeNone
+		st.linkedFrom[i] = -1
+		st.pending[i] = p.npred[i]
+		st.chain[i] = -1
+		st.start[i], st.end[i] = 0, 0
+		st.size[i] = 0
+		st.digest[i] = 0
+	}
+	t.remaining = len(t.nodes)
+	t.iterStart = w.Now()
+	t.minPending = math.MaxInt32
+	t.ready = t.ready[:0]
+	t.s.begin()
+}
+
+// Prep dispatches ready work, or the cancellation of the run.
+func (t *task) Prep(w *worker.Worker) {
+	if t.cancelReq.Load() && !t.canceled {
+		t.cancelAll(w)
+	}
+	if t.canceled {
+		t.sendCancels(w)
+		return
+	}
+	if len(t.retired) > 0 && t.inflight == 0 {
+		t.closeRetired()
+	}
+	for {
+		t.s.prep(w)
+		// An iteration can end here (waves passes its last barrier in
+		// prep) or in Complete; either way the next one starts now.
+		if !t.iterDone() || t.iter+1 >= t.repeat {
+			break
+		}
+		t.iter++
+		t.begin(w)
+	}
+	if t.inflight > t.maxInflight {
+		t.maxInflight = t.inflight
+	}
+}
+
+// Want returns how many completions the task needs before it can
+// submit more.
+func (t *task) Want() int {
+	if t.canceled {
+		return 1
+	}
+	return t.s.want()
+}
+
+// Done reports whether every iteration has ended and nothing is in flight.
+func (t *task) Done() bool {
+	return t.canceled && t.inflight == 0 && t.remaining == 0 || t.iterDone() && t.iter+1 >= t.repeat
+}
+
+// iterDone reports whether the current iteration has ended.
+func (t *task) iterDone() bool {
+	return t.remaining == 0 && t.inflight == 0 && t.s.done()
+}
+
+// Abort ends the run early because the pool is closing.
+func (t *task) Abort() { t.cancelReq.Store(true) }
+
+// Finish empties the slots this task used and tells the runner.
+func (t *task) Finish(w *worker.Worker, err error) {
+	t.enters = w.Enters() - t.enters0
+	t.closeDirs()
+	t.closeRetired()
+	t.releaseHandles(w)
+	for _, s := range t.ownSlots {
+		w.ClearSlot(s)
+	}
+	t.ownSlots = t.ownSlots[:0]
+	if err != nil {
+		t.err = err
+		t.r.barrier.abort.Store(true)
+		t.r.wakeOthers(t)
+		// Nodes a failed worker never finished are canceled.
+		for _, i := range t.nodes {
+			if t.st.status[i] < stOK {
+				t.st.status[i], t.st.cause[i] = stCanceled, causeContext
+			}
+		}
+	}
+	close(t.done)
+}
+
+// sqe takes an SQE for node i (routing its CQE back by node index).
+func (t *task) sqe(w *worker.Worker, i int32) *uring.SQE {
+	s := w.SQE(uint64(i))
+	t.inflight++
+	t.sqes++
+	t.st.status[i] = stInflight
+	t.st.start[i] = w.Now()
+	return s
+}
+
+// Complete gives node i its final status from its CQE and lets the mode
+// react.
+func (t *task) Complete(w *worker.Worker, c uring.CQE) {
+	t.inflight--
+	if c.UserData&cancelBit != 0 {
+		return
+	}
+	i := int32(c.UserData)
+	st := t.st
+	st.res[i] = c.Res
+	st.end[i] = w.Now()
+	status := stOK
+	switch {
+	case c.Res == -int32(unix.ECANCELED) && st.linkedFrom[i] >= 0:
+		status, st.cause[i] = stCanceled, st.linkedFrom[i]
+	case c.Res == -int32(unix.ECANCELED) && t.canceled:
+		status, st.cause[i] = stCanceled, causeContext
+	case c.Res == -int32(unix.ETIME) && t.p.op[i] == dag.OpTimeout:
+		// An expired timeout is its success (IORING_TIMEOUT_ETIME_SUCCESS).
+		st.res[i] = 0
+	case c.Res < 0:
+		status = stFailed
+	}
+	st.status[i] = t.settle(w, i, status, c.Res)
+	t.remaining--
+	t.s.settled(w, i)
+}
+
+// settle does what a node's result means beyond its status: a short
+// transfer fails, a read's digest, a statx's size, a closed slot freed,
+// stale directories after a rename, and the node's buffer returned.
+func (t *task) settle(w *worker.Worker, i int32, status uint8, res int32) uint8 {
+	st, p := t.st, t.p
+	b := st.buf[i]
+	switch p.op[i] {
+	case dag.OpRead, dag.OpWrite:
+		if status == stOK && int(res) < len(b) && !p.nodes[i].AllowShort {
+			status = stFailed
+		}
+		if status == stOK && p.op[i] == dag.OpRead {
+			st.digest[i] = crc32.Update(0, castagnoli, b[:res])
+		}
+	case dag.OpStatx:
+		if status == stOK && b != nil {
+			st.size[i] = int64((*unix.Statx_t)(unsafe.Pointer(&b[0])).Size)
+		}
+	case dag.OpClose:
+		// A close that ran emptied its slot, whatever its result.
+		if h := p.handle[i]; status != stCanceled && st.alive[h] {
+			w.FreeSlot(st.slot[h])
+			st.alive[h] = false
+		}
+	case dag.OpRename:
+		if status != stCanceled {
+			t.retireDirs()
+		}
+	}
+	if b != nil {
+		st.buf[i] = nil
+		if p.nodes[i].Buf == nil {
+			t.bufs.put(b)
+		}
+	}
+	return status
+}
+
+// end gives node i, which will not run (or ran without a CQE of its
+// own), its final status: the one place a node ends outside Complete.
+func (t *task) end(w *worker.Worker, i int32, status uint8, res, cause int32) {
+	st := t.st
+	st.status[i], st.res[i], st.cause[i], st.end[i] = status, res, cause, w.Now()
+	t.remaining--
+}
+
+// release applies node i's final status to its successors: a successor
+// whose edge is satisfied waits for one predecessor less (and is ready
+// at none), one whose edge is not (i did not succeed on an after-edge,
+// or never ran) is canceled with everything after it. Successors already
+// in flight (kernel-linked) settle by their own CQE.
+func (t *task) release(w *worker.Worker, i int32) {
+	st := t.st
+	s := st.status[i]
+	for _, e := range t.p.g.Succs(int(i)) {
+		v := e.Node
+		if st.status[v] != stPending {
+			continue
+		}
+		if s == stOK || e.Kind == dag.Finally && s == stFailed {
+			st.pending[v]--
+			if st.pending[v] == 0 {
+				st.status[v] = stReady
+				t.ready = append(t.ready, v)
+			} else if st.pending[v] < t.minPending {
+				t.minPending = st.pending[v]
+			}
+			continue
+		}
+		t.cancelFrom(w, v, i)
+	}
+}
+
+// fail ends node i failed without running it and releases its successors.
+func (t *task) fail(w *worker.Worker, i int32, res int32) {
+	t.end(w, i, stFailed, res, causeNone)
+	t.release(w, i)
+}
+
+// refuse ends node i, which take would not let run, as take's verdict
+// says, and releases its successors.
+func (t *task) refuse(w *worker.Worker, i int32, verdict int32) {
+	if verdict == unbound {
+		t.cancelFrom(w, i, t.p.nodes[i].LenFrom)
+		return
+	}
+	t.fail(w, i, verdict)
+}
+
+// cancelFrom cancels node v, whose predecessor why did not succeed (or
+// did not run), and every pending node after it.
+func (t *task) cancelFrom(w *worker.Worker, v, why int32) {
+	st := t.st
+	t.end(w, v, stCanceled, 0, why)
+	stack := append(t.stack[:0], v)
+	for len(stack) > 0 {
+		u := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, e := range t.p.g.Succs(int(u)) {
+			if x := e.Node; st.status[x] == stPending {
+				t.end(w, x, stCanceled, 0, u)
+				stack = append(stack, x)
+			}
+		}
+	}
+	t.stack = stack
+}
+
+// cancelAll ends the run early: nothing more is dispatched, every node
+// not in flight is canceled, and in-flight nodes get an ASYNC_CANCEL.
+func (t *task) cancelAll(w *worker.Worker) {
+	t.canceled = true
+	for _, i := range t.nodes {
+		if t.st.status[i] < stInflight {
+			t.end(w, i, stCanceled, 0, causeContext)
+		}
+	}
+	t.cancelPos = 0
+}
+
+func (t *task) sendCancels(w *worker.Worker) {
+	st := t.st
+	for ; t.cancelPos < len(t.nodes) && w.Room() > 0; t.cancelPos++ {
+		i := t.nodes[t.cancelPos]
+		if st.status[i] != stInflight {
+			continue
+		}
+		s := w.SQE(cancelBit | uint64(i))
+		s.PrepCancel(w.UserData(uint64(i)), 0)
+		t.inflight++
+	}
+}
+
+// releaseHandles empties the slots of handles no close emptied (their
+// open failed, or their close never ran) and frees them.
+func (t *task) releaseHandles(w *worker.Worker) {
+	st, p := t.st, t.p
+	for _, o := range t.opens {
+		if h := p.handle[o]; st.alive[h] {
+			w.ClearSlot(st.slot[h])
+			st.alive[h] = false
+		}
+	}
+}

@@ -1,0 +1,262 @@
+package submit
+
+import (
+	"unsafe"
+
+	"github.com/iodag/iodag/dag"
+	"github.com/iodag/iodag/internal/uring"
+	"github.com/iodag/iodag/internal/worker"
+	"golang.org/x/sys/unix"
+)
+
+// uringOp maps each node op to the io_uring opcode that performs it.
+var uringOp = [...]uint8{
+	dag.OpNop: uring.OpNop, dag.OpRead: uring.OpRead, dag.OpWrite: uring.OpWrite,
+	dag.OpFsync: uring.OpFsync, dag.OpOpen: uring.OpOpenat2, dag.OpStatx: uring.OpStatx,
+	dag.OpClose: uring.OpClose, dag.OpTimeout: uring.OpTimeout, dag.OpUnlink: uring.OpUnlinkat,
+	dag.OpMkdir: uring.OpMkdirat, dag.OpRename: uring.OpRenameat,
+}
+
+// maxTransfer is the most bytes one read or write moves in Linux
+// (MAX_RW_COUNT: INT_MAX rounded down to a page); dag refuses larger
+// fixed lengths, and a length taken from a statx is checked against it.
+const maxTransfer = 0x7ffff000
+
+// take's verdicts besides a negative errno (the node fails with it).
+const (
+	taken   int32 = 0 // the node's resources are held: prep it now
+	noSlot  int32 = 1 // an open waits for a free fixed-file slot
+	unbound int32 = 2 // its length source did not succeed: cancel it
+)
+
+// take gets what node i needs to run: a fixed-file slot for an open,
+// the memory its SQE points to, and a read's or write's length. The
+// caller has checked that i's length source, if any, is final. On any
+// verdict but taken nothing is held, and the caller decides what
+// becomes of the node (refuse ends it, or it waits).
+func (t *task) take(w *worker.Worker, i int32) int32 {
+	p, st := t.p, t.st
+	var need int
+	switch p.op[i] {
+	case dag.OpNop, dag.OpFsync, dag.OpClose, dag.OpUnlink, dag.OpMkdir, dag.OpRename:
+		return taken
+	case dag.OpRead, dag.OpWrite:
+		return t.takeTransfer(i)
+	case dag.OpStatx:
+		need = int(unsafe.Sizeof(unix.Statx_t{}))
+	case dag.OpTimeout:
+		need = int(unsafe.Sizeof(unix.Timespec{}))
+	case dag.OpOpen:
+		if w.FreeSlots() == 0 {
+			return noSlot
+		}
+		need = int(unsafe.Sizeof(uring.OpenHow{}))
+	}
+	b := t.bufs.get(need)
+	if b == nil {
+		return -int32(unix.ENOMEM)
+	}
+	st.buf[i] = b
+	if p.op[i] == dag.OpOpen {
+		h := p.handle[i]
+		st.slot[h], _ = w.AllocSlot()
+		st.alive[h] = true
+	}
+	return taken
+}
+
+// takeTransfer sizes a read or write and gets its buffer: the caller's,
+// or one from the task's pool (filled for a write).
+func (t *task) takeTransfer(i int32) int32 {
+	st := t.st
+	nd := &t.p.nodes[i]
+	n := nd.Len
+	if f := nd.LenFrom; f >= 0 {
+		if st.status[f] != stOK {
+			return unbound
+		}
+		n = st.size[f]
+		if nd.Len > 0 && n > nd.Len {
+			n = nd.Len
+		}
+	}
+	switch {
+	case n > maxTransfer:
+		return -int32(unix.EFBIG)
+	case nd.Buf != nil && n > int64(len(nd.Buf)):
+		return -int32(unix.EOVERFLOW)
+	case nd.Buf != nil:
+		st.buf[i] = nd.Buf[:n]
+	case n > 0:
+		b := t.bufs.get(int(n))
+		if b == nil {
+			return -int32(unix.ENOMEM)
+		}
+		if nd.Op == dag.OpWrite {
+			fill(b, nd.Fill)
+		}
+		st.buf[i] = b
+	}
+	return taken
+}
+
+// canFollow reports whether node i may go down behind nodes that have
+// not run yet (in a kernel chain): what it reads of others' results is
+// known and its directories can be opened now.
+func (t *task) canFollow(i int32) bool {
+	if f := t.p.nodes[i].LenFrom; f >= 0 && t.st.status[f] < stOK {
+		return false
+	}
+	return t.dirsReady(i)
+}
+
+// prep fills one SQE for node i, whose resources take got, with link
+// (IOSQE_IO_LINK or IOSQE_IO_HARDLINK, or 0) to the next SQE. The caller
+// checked Room.
+func (t *task) prep(w *worker.Worker, i int32, link uint8) {
+	p, st := t.p, t.st
+	s := t.sqe(w, i)
+	b := st.buf[i]
+	switch p.op[i] {
+	case dag.OpNop:
+		s.PrepNop()
+	case dag.OpRead:
+		s.PrepRead(t.fd(i), b, uint64(p.nodes[i].Offset))
+		s.Flags |= uring.SQEFixedFile
+	case dag.OpWrite:
+		s.PrepWrite(t.fd(i), b, uint64(p.nodes[i].Offset))
+		s.Flags |= uring.SQEFixedFile
+	case dag.OpFsync:
+		s.PrepFsync(t.fd(i), 0)
+		s.Flags |= uring.SQEFixedFile
+	case dag.OpOpen:
+		nd := &p.nodes[i]
+		how := (*uring.OpenHow)(unsafe.Pointer(&b[0]))
+		*how = uring.OpenHow{Flags: uint64(nd.OpenFlags), Mode: uint64(nd.Mode), Resolve: uring.ResolveBeneath}
+		s.PrepOpenat2Direct(t.r.rootFd, t.path(p.pathOff[i]), how, st.slot[p.handle[i]])
+	case dag.OpStatx:
+		dfd, errno := t.dir(p.dirOf[i])
+		if errno != 0 {
+			s.PrepNopInject(-int32(errno))
+			break
+		}
+		s.PrepStatx(dfd, t.path(p.baseOff[i]), unix.AT_SYMLINK_NOFOLLOW, unix.STATX_SIZE, (*unix.Statx_t)(unsafe.Pointer(&b[0])))
+	case dag.OpClose:
+		s.PrepCloseDirect(st.slot[p.handle[i]])
+	case dag.OpTimeout:
+		ts := (*unix.Timespec)(unsafe.Pointer(&b[0]))
+		*ts = unix.NsecToTimespec(p.nodes[i].NS)
+		s.PrepTimeout(ts, 0, uring.TimeoutETimeSuccess)
+	case dag.OpUnlink, dag.OpMkdir, dag.OpRename:
+		dfd, errno := t.dir(p.dirOf[i])
+		tfd := dfd
+		if errno == 0 && p.op[i] == dag.OpRename {
+			tfd, errno = t.dir(p.toDirOf[i])
+		}
+		switch {
+		case errno != 0:
+			s.PrepNopInject(-int32(errno))
+		case p.op[i] == dag.OpUnlink:
+			s.PrepUnlinkat(dfd, t.path(p.baseOff[i]), 0)
+		case p.op[i] == dag.OpMkdir:
+			s.PrepMkdirat(dfd, t.path(p.baseOff[i]), p.nodes[i].Mode)
+		default:
+			s.PrepRenameat(dfd, t.path(p.baseOff[i]), tfd, t.path(p.toBaseOff[i]), 0)
+		}
+	}
+	s.Flags |= link | p.flags[i]
+}
+
+// dir returns an fd of plan directory d opened beneath the run root, or
+// the errno that kept it from opening: ENOENT if it does not exist (yet),
+// EXDEV if it would lead out of the root. The fd is kept until a rename
+// completes (which may move any directory: see retireDirs) or the
+// iteration ends, so a path is resolved after every rename it depends on.
+func (t *task) dir(d int32) (int32, unix.Errno) {
+	if t.p.dirs[d] == "" {
+		return t.r.rootFd, 0
+	}
+	if fd := t.dirFds[d]; fd >= 0 {
+		return fd, 0
+	}
+	fd, err := unix.Openat2(int(t.r.rootFd), t.p.dirs[d], &unix.OpenHow{
+		Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS,
+	})
+	if err != nil {
+		errno, ok := err.(unix.Errno)
+		if !ok {
+			errno = unix.EIO
+		}
+		return -1, errno
+	}
+	t.dirFds[d] = int32(fd)
+	return int32(fd), 0
+}
+
+// dirsReady reports whether node i's directories can be opened now.
+func (t *task) dirsReady(i int32) bool {
+	p := t.p
+	if p.dirOf[i] < 0 {
+		return true
+	}
+	if _, errno := t.dir(p.dirOf[i]); errno != 0 {
+		return false
+	}
+	if p.toDirOf[i] >= 0 {
+		_, errno := t.dir(p.toDirOf[i])
+		return errno == 0
+	}
+	return true
+}
+
+// retireDirs forgets the open directories after a rename: later path ops
+// open them anew. Requests in flight may still use the old fds, so they
+// are closed once nothing is in flight.
+func (t *task) retireDirs() {
+	for d, fd := range t.dirFds {
+		if fd >= 0 {
+			t.retired = append(t.retired, fd)
+			t.dirFds[d] = -1
+		}
+	}
+}
+
+func (t *task) closeRetired() {
+	for _, fd := range t.retired {
+		unix.Close(int(fd))
+	}
+	t.retired = t.retired[:0]
+}
+
+// closeDirs closes the directories opened during the iteration.
+func (t *task) closeDirs() {
+	for d, fd := range t.dirFds {
+		if fd >= 0 {
+			unix.Close(int(fd))
+			t.dirFds[d] = -1
+		}
+	}
+}
+
+// fd returns the fixed-file slot node i reads, writes or syncs.
+func (t *task) fd(i int32) int32 {
+	if f := t.p.file[i]; f >= 0 {
+		return int32(t.fileSlot[f])
+	}
+	return int32(t.st.slot[t.p.handle[i]])
+}
+
+// path returns a NUL-terminated path of the plan; the runner keeps the
+// plan's path bytes pinned while a run is in flight.
+func (t *task) path(off int32) *byte { return &t.p.paths[off] }
+
+func fill(b []byte, v byte) {
+	if len(b) == 0 {
+		return
+	}
+	b[0] = v
+	for k := 1; k < len(b); k *= 2 {
+		copy(b[k:], b[:k])
+	}
+}
