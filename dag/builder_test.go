@@ -2,6 +2,7 @@ package dag
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -294,6 +295,59 @@ func TestBuildErrors(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want, problems(err)); diff != "" {
 				t.Errorf("Build() problems mismatch (-want +got):\n%s\nerror:\n%v", diff, err)
+			}
+		})
+	}
+}
+
+// TestBuildPaths checks the path rule on every field that holds a path: a
+// node's path and to, and a file's name must be relative, clean and free of
+// '..' components. The error names the node or file and the field.
+func TestBuildPaths(t *testing.T) {
+	tests := []struct {
+		path string
+		want string // the problem, "" if the path is accepted
+	}{
+		{"data", ""},
+		{"a/b/c", ""},
+		{"..a/b../.c", ""}, // names, not '..' or '.' components
+		{"/etc/passwd", `path "/etc/passwd" is absolute`},
+		{"a\x00b", `path "a\x00b" contains a NUL byte`},
+		{"..", `path ".." has a '..' component`},
+		{"../x", `path "../x" has a '..' component`},
+		{"a/..", `path "a/.." has a '..' component`},
+		{"lnk/../data", `path "lnk/../data" has a '..' component`},
+		{"a/b/../../../x", `path "a/b/../../../x" has a '..' component`},
+		{".", `path "." names the root itself`},
+		{"./", `path "./" names the root itself`},
+		{"./data", `path "./data" is not clean (no empty or '.' components, no trailing '/'): write it "data"`},
+		{"a/./b", `path "a/./b" is not clean (no empty or '.' components, no trailing '/'): write it "a/b"`},
+		{"a//b", `path "a//b" is not clean (no empty or '.' components, no trailing '/'): write it "a/b"`},
+		{"a/", `path "a/" is not clean (no empty or '.' components, no trailing '/'): write it "a"`},
+		{"a/.", `path "a/." is not clean (no empty or '.' components, no trailing '/'): write it "a"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.path, func(t *testing.T) {
+			b := NewBuilder("paths")
+			b.AddFile(FileSpec{Name: tc.path})
+			b.Statx("s", tc.path)
+			b.Rename("r", "data", tc.path)
+			_, err := b.Build()
+			got := ""
+			if err != nil {
+				got = err.Error()
+			}
+			want := ""
+			if tc.want != "" {
+				want = fmt.Sprintf("file %q: field \"name\": %s\n", tc.path, tc.want) +
+					fmt.Sprintf("node \"s\": field \"path\": %s\n", tc.want) +
+					fmt.Sprintf("node \"r\": field \"to\": %s", tc.want)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("Build() with path %q: error mismatch (-want +got):\n%s", tc.path, diff)
+			}
+			if tc.want != "" && !errors.Is(err, ErrBadPath) {
+				t.Errorf("Build() with path %q = %v, want errors.Is ErrBadPath", tc.path, err)
 			}
 		})
 	}
