@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -81,6 +82,52 @@ func TestRun(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSpecNotRegular checks that every verb taking a SPEC refuses one that
+// is not a regular file of at most dag.MaxSpecSize bytes: exit 2 and one
+// line on stderr, without blocking on a FIFO or reading /dev/zero.
+func TestSpecNotRegular(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo.json")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(dir, "big.json")
+	f, err := os.Create(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(dag.MaxSpecSize + 1); err != nil { // sparse
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	specs := []struct{ path, stderr string }{
+		{"/dev/zero", "iodag: load /dev/zero: not a regular file (a character device)\n"},
+		{fifo, "iodag: load " + fifo + ": not a regular file (a FIFO)\n"},
+		{dir, "iodag: load " + dir + ": not a regular file (a directory)\n"},
+		{big, "iodag: load " + big + ": spec file is larger than 268435456 bytes (MaxSpecSize)\n"},
+	}
+	verbs := [][]string{{"validate"}, {"stage"}, {"dot"}, {"run", "--mode", "graph"}, {"compare"}}
+	for _, sp := range specs {
+		for _, v := range verbs {
+			args := append([]string{v[0], sp.path}, v[1:]...)
+			t.Run(strings.Join(args, " "), func(t *testing.T) {
+				var stdout, stderr bytes.Buffer
+				if code := run(args, &stdout, &stderr); code != exitUsage {
+					t.Errorf("run(%q) = %d, want %d", args, code, exitUsage)
+				}
+				if stdout.Len() != 0 {
+					t.Errorf("run(%q) stdout = %q, want nothing", args, stdout.String())
+				}
+				if diff := cmp.Diff(sp.stderr, stderr.String()); diff != "" {
+					t.Errorf("run(%q) stderr mismatch (-want +got):\n%s", args, diff)
+				}
+			})
+		}
 	}
 }
 
