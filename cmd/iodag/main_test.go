@@ -58,6 +58,20 @@ func TestRun(t *testing.T) {
 		{"gen bad number", []string{"gen", "fanout", "x"}, exitUsage, "", `argument "x" is not an integer`, ""},
 		{"gen bad op", []string{"gen", "chains", "2", "2", "--op", "frob"}, exitUsage, "", `unknown op "frob"`, ""},
 		{"gen missing arg", []string{"gen", "chains", "2"}, exitUsage, "", "takes 2 arguments", ""},
+		{"gen layered overflow", []string{"gen", "layered", "3037000500", "3037000500"}, exitUsage, "",
+			"iodag gen: layered: W*D = 3037000500*3037000500 nodes is over the limit of 10000000\n", ""},
+		{"gen chains overflow", []string{"gen", "chains", "4294967296", "4294967296"}, exitUsage, "",
+			"iodag gen: chains: K*L = 4294967296*4294967296 nodes is over the limit of 10000000\n", ""},
+		{"gen stagger overflow", []string{"gen", "stagger", "4294967296", "4294967296", "--op", "read4k"}, exitUsage, "",
+			"iodag gen: stagger: K*L = 4294967296*4294967296 nodes is over the limit of 10000000\n", ""},
+		{"gen fanout huge", []string{"gen", "fanout", "9223372036854775807"}, exitUsage, "",
+			"iodag gen: fanout: N = 9223372036854775807 nodes is over the limit of 10000000\n", ""},
+		{"gen maildir overflow", []string{"gen", "maildir", "4611686018427387904"}, exitUsage, "",
+			"iodag gen: maildir: 4*N = 4*4611686018427387904 nodes is over the limit of 10000000\n", ""},
+		{"gen tree huge", []string{"gen", "tree", "9223372036854775807"}, exitUsage, "",
+			"iodag gen: tree: DEPTH must be in [1, 23], got 9223372036854775807\n", ""},
+		{"gen argument over int", []string{"gen", "fanout", "9223372036854775808"}, exitUsage, "",
+			`iodag gen: argument "9223372036854775808" is not an integer`, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
