@@ -19,6 +19,10 @@ func TestRun(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("{\"name\": \"bad\", \"nodes\": [\n  {\"id\": \"a\", \"op\": \"nop\", \"after\": [\"a\"]}]}"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	hostile := filepath.Join(dir, "hostile.json")
+	if err := os.WriteFile(hostile, []byte(`{"name": "x\"; image=\"/etc/passwd\"; y=\"\\", "nodes": [{"id": "a", "op": "nop"}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name       string
 		args       []string
@@ -49,6 +53,7 @@ func TestRun(t *testing.T) {
 		{"stage bad spec", []string{"stage", bad}, exitUsage, "", "self-edge", ""},
 		{"dot", []string{"dot", "../../testdata/diamond.json"}, exitOK, "", "", "dot/diamond.dot"},
 		{"dot bad", []string{"dot", bad}, exitUsage, "", "self-edge", ""},
+		{"dot hostile name", []string{"dot", hostile}, exitOK, "\tlabel=" + `"x\"; image=\"/etc/passwd\"; y=\"\\";` + "\n\t\"a\" [", "", ""},
 		{"gen diamond", []string{"gen", "diamond"}, exitOK, `{"id":"d","op":"nop","after":["b","c"]}`, "", ""},
 		{"gen fanout flags after", []string{"gen", "fanout", "100", "--op", "read4k", "--seed", "1"}, exitOK, "", "", "fanout100-read4k.json"},
 		{"gen flags first", []string{"gen", "--seed=3", "layered", "16", "8"}, exitOK, "", "", "layered16x8.json"},
