@@ -61,7 +61,7 @@ func TestBuilderOps(t *testing.T) {
 	root := b.Nop("nop")
 	mk := b.Mkdir("mkdir", "dir", 0o755).After(root)
 	op := b.Open("open", "dir/f", unix.O_RDWR|unix.O_CREAT|unix.O_DIRECT, "h").Mode(0o600).After(mk)
-	w := b.Write("write", Handle("h"), 4096, 4096, 9).Buffer(buf[:4096]).Async().After(op)
+	w := b.Write("write", Handle("h"), 4096, 4096, 0).Buffer(buf[:4096]).Async().After(op)
 	fs := b.Fsync("fsync", Handle("h")).After(w)
 	st := b.Statx("statx", "dir/f").After(fs)
 	r := b.Read("read", Handle("h"), 0, 8192).LenFrom(st).AllowShort().Buffer(buf).After(st)
@@ -70,6 +70,7 @@ func TestBuilderOps(t *testing.T) {
 	rn := b.Rename("rename", "dir/f", "dir/g").After(cl, to)
 	b.Unlink("unlink", "dir/g").After(rn)
 	b.Read("plain", File("data"), 8192, 4096).AfterID("nop")
+	b.Write("fill", File("data"), 0, 4096, 9)
 	g, err := b.Build()
 	if err != nil {
 		t.Fatalf("Build() = %v", err)
@@ -78,7 +79,7 @@ func TestBuilderOps(t *testing.T) {
 		{ID: "nop", Op: OpNop, LenFrom: -1},
 		{ID: "mkdir", Op: OpMkdir, Path: "dir", Mode: 0o755, LenFrom: -1},
 		{ID: "open", Op: OpOpen, Path: "dir/f", OpenFlags: unix.O_RDWR | unix.O_CREAT | unix.O_DIRECT, Mode: 0o600, As: "h", LenFrom: -1},
-		{ID: "write", Op: OpWrite, Handle: "h", Offset: 4096, Len: 4096, Fill: 9, Async: true, Buf: buf[:4096], LenFrom: -1},
+		{ID: "write", Op: OpWrite, Handle: "h", Offset: 4096, Len: 4096, Async: true, Buf: buf[:4096], LenFrom: -1},
 		{ID: "fsync", Op: OpFsync, Handle: "h", LenFrom: -1},
 		{ID: "statx", Op: OpStatx, Path: "dir/f", LenFrom: -1},
 		{ID: "read", Op: OpRead, Handle: "h", Len: 8192, LenFrom: 5, AllowShort: true, Buf: buf},
@@ -87,6 +88,7 @@ func TestBuilderOps(t *testing.T) {
 		{ID: "rename", Op: OpRename, Path: "dir/f", To: "dir/g", LenFrom: -1},
 		{ID: "unlink", Op: OpUnlink, Path: "dir/g", LenFrom: -1},
 		{ID: "plain", Op: OpRead, File: "data", Offset: 8192, Len: 4096, LenFrom: -1},
+		{ID: "fill", Op: OpWrite, File: "data", Len: 4096, Fill: 9, LenFrom: -1},
 	}
 	if diff := cmp.Diff(want, summarize(g).Nodes); diff != "" {
 		t.Errorf("Build(ops) nodes mismatch (-want +got):\n%s", diff)
@@ -202,6 +204,11 @@ func TestBuildErrors(t *testing.T) {
 			b.AddFile(FileSpec{Name: "f"})
 			b.Read("r", File("f"), 0, 10).Buffer(make([]byte, 5))
 		}, []problem{{"r", "buf", ErrBadLength.Error()}}},
+		{"buffer and fill", nil, func(b *Builder) {
+			b.AddFile(FileSpec{Name: "f"})
+			b.Write("w", File("f"), 0, 10, 9).Buffer(make([]byte, 10))
+			b.Write("zero fill", File("f"), 10, 10, 0).Buffer(make([]byte, 10)) // accepted
+		}, []problem{{"w", "buf", ErrConflict.Error()}}},
 		{"misaligned buffer", nil, func(b *Builder) {
 			b.AddFile(FileSpec{Name: "f", Direct: true})
 			b.Read("r", File("f"), 0, 4096).Buffer(unaligned)

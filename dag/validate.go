@@ -453,6 +453,9 @@ func (v *validator) checkTransfer(i int32) {
 	if nd.Buf != nil && int64(len(nd.Buf)) < nd.Len {
 		v.nodeErr(i, "buf", wrap(ErrBadLength, "buffer of %d bytes is shorter than len %d", len(nd.Buf), nd.Len))
 	}
+	if nd.Buf != nil && nd.Fill != 0 {
+		v.nodeErr(i, "buf", wrap(ErrConflict, "a write with a buffer writes the buffer's bytes: fill must be 0, got %d", nd.Fill))
+	}
 	if !v.direct(i) {
 		return
 	}
