@@ -118,7 +118,8 @@ func (b *Builder) Read(id string, t Target, off, n int64) Task {
 	return b.Add(Node{ID: id, Op: OpRead, File: t.file, Handle: t.handle, Offset: off, Len: n, LenFrom: -1})
 }
 
-// Write declares a write of n bytes of fill at off to t.
+// Write declares a write of n bytes of fill at off to t. With Buffer, it
+// writes the buffer's bytes instead, and fill must be 0.
 func (b *Builder) Write(id string, t Target, off, n int64, fill byte) Task {
 	return b.Add(Node{ID: id, Op: OpWrite, File: t.file, Handle: t.handle, Offset: off, Len: n, Fill: fill, LenFrom: -1})
 }
@@ -237,7 +238,8 @@ func (t Task) Async() Task {
 	return t
 }
 
-// Buffer makes the read or write t use buf (see AlignedBuffer for O_DIRECT).
+// Buffer makes the read or write t use buf (see AlignedBuffer for O_DIRECT):
+// a write writes buf's bytes, so Build refuses one with a fill.
 func (t Task) Buffer(buf []byte) Task {
 	t.b.nodes[t.i].Buf = buf
 	return t

@@ -2,6 +2,7 @@ package dag
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -60,7 +61,7 @@ func TestBuilderOps(t *testing.T) {
 	root := b.Nop("nop")
 	mk := b.Mkdir("mkdir", "dir", 0o755).After(root)
 	op := b.Open("open", "dir/f", unix.O_RDWR|unix.O_CREAT|unix.O_DIRECT, "h").Mode(0o600).After(mk)
-	w := b.Write("write", Handle("h"), 4096, 4096, 9).Buffer(buf[:4096]).Async().After(op)
+	w := b.Write("write", Handle("h"), 4096, 4096, 0).Buffer(buf[:4096]).Async().After(op)
 	fs := b.Fsync("fsync", Handle("h")).After(w)
 	st := b.Statx("statx", "dir/f").After(fs)
 	r := b.Read("read", Handle("h"), 0, 8192).LenFrom(st).AllowShort().Buffer(buf).After(st)
@@ -69,6 +70,7 @@ func TestBuilderOps(t *testing.T) {
 	rn := b.Rename("rename", "dir/f", "dir/g").After(cl, to)
 	b.Unlink("unlink", "dir/g").After(rn)
 	b.Read("plain", File("data"), 8192, 4096).AfterID("nop")
+	b.Write("fill", File("data"), 0, 4096, 9)
 	g, err := b.Build()
 	if err != nil {
 		t.Fatalf("Build() = %v", err)
@@ -77,7 +79,7 @@ func TestBuilderOps(t *testing.T) {
 		{ID: "nop", Op: OpNop, LenFrom: -1},
 		{ID: "mkdir", Op: OpMkdir, Path: "dir", Mode: 0o755, LenFrom: -1},
 		{ID: "open", Op: OpOpen, Path: "dir/f", OpenFlags: unix.O_RDWR | unix.O_CREAT | unix.O_DIRECT, Mode: 0o600, As: "h", LenFrom: -1},
-		{ID: "write", Op: OpWrite, Handle: "h", Offset: 4096, Len: 4096, Fill: 9, Async: true, Buf: buf[:4096], LenFrom: -1},
+		{ID: "write", Op: OpWrite, Handle: "h", Offset: 4096, Len: 4096, Async: true, Buf: buf[:4096], LenFrom: -1},
 		{ID: "fsync", Op: OpFsync, Handle: "h", LenFrom: -1},
 		{ID: "statx", Op: OpStatx, Path: "dir/f", LenFrom: -1},
 		{ID: "read", Op: OpRead, Handle: "h", Len: 8192, LenFrom: 5, AllowShort: true, Buf: buf},
@@ -86,6 +88,7 @@ func TestBuilderOps(t *testing.T) {
 		{ID: "rename", Op: OpRename, Path: "dir/f", To: "dir/g", LenFrom: -1},
 		{ID: "unlink", Op: OpUnlink, Path: "dir/g", LenFrom: -1},
 		{ID: "plain", Op: OpRead, File: "data", Offset: 8192, Len: 4096, LenFrom: -1},
+		{ID: "fill", Op: OpWrite, File: "data", Len: 4096, Fill: 9, LenFrom: -1},
 	}
 	if diff := cmp.Diff(want, summarize(g).Nodes); diff != "" {
 		t.Errorf("Build(ops) nodes mismatch (-want +got):\n%s", diff)
@@ -201,6 +204,11 @@ func TestBuildErrors(t *testing.T) {
 			b.AddFile(FileSpec{Name: "f"})
 			b.Read("r", File("f"), 0, 10).Buffer(make([]byte, 5))
 		}, []problem{{"r", "buf", ErrBadLength.Error()}}},
+		{"buffer and fill", nil, func(b *Builder) {
+			b.AddFile(FileSpec{Name: "f"})
+			b.Write("w", File("f"), 0, 10, 9).Buffer(make([]byte, 10))
+			b.Write("zero fill", File("f"), 10, 10, 0).Buffer(make([]byte, 10)) // accepted
+		}, []problem{{"w", "buf", ErrConflict.Error()}}},
 		{"misaligned buffer", nil, func(b *Builder) {
 			b.AddFile(FileSpec{Name: "f", Direct: true})
 			b.Read("r", File("f"), 0, 4096).Buffer(unaligned)
@@ -294,6 +302,59 @@ func TestBuildErrors(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want, problems(err)); diff != "" {
 				t.Errorf("Build() problems mismatch (-want +got):\n%s\nerror:\n%v", diff, err)
+			}
+		})
+	}
+}
+
+// TestBuildPaths checks the path rule on every field that holds a path: a
+// node's path and to, and a file's name must be relative, clean and free of
+// '..' components. The error names the node or file and the field.
+func TestBuildPaths(t *testing.T) {
+	tests := []struct {
+		path string
+		want string // the problem, "" if the path is accepted
+	}{
+		{"data", ""},
+		{"a/b/c", ""},
+		{"..a/b../.c", ""}, // names, not '..' or '.' components
+		{"/etc/passwd", `path "/etc/passwd" is absolute`},
+		{"a\x00b", `path "a\x00b" contains a NUL byte`},
+		{"..", `path ".." has a '..' component`},
+		{"../x", `path "../x" has a '..' component`},
+		{"a/..", `path "a/.." has a '..' component`},
+		{"lnk/../data", `path "lnk/../data" has a '..' component`},
+		{"a/b/../../../x", `path "a/b/../../../x" has a '..' component`},
+		{".", `path "." names the root itself`},
+		{"./", `path "./" names the root itself`},
+		{"./data", `path "./data" is not clean (no empty or '.' components, no trailing '/'): write it "data"`},
+		{"a/./b", `path "a/./b" is not clean (no empty or '.' components, no trailing '/'): write it "a/b"`},
+		{"a//b", `path "a//b" is not clean (no empty or '.' components, no trailing '/'): write it "a/b"`},
+		{"a/", `path "a/" is not clean (no empty or '.' components, no trailing '/'): write it "a"`},
+		{"a/.", `path "a/." is not clean (no empty or '.' components, no trailing '/'): write it "a"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.path, func(t *testing.T) {
+			b := NewBuilder("paths")
+			b.AddFile(FileSpec{Name: tc.path})
+			b.Statx("s", tc.path)
+			b.Rename("r", "data", tc.path)
+			_, err := b.Build()
+			got := ""
+			if err != nil {
+				got = err.Error()
+			}
+			want := ""
+			if tc.want != "" {
+				want = fmt.Sprintf("file %q: field \"name\": %s\n", tc.path, tc.want) +
+					fmt.Sprintf("node \"s\": field \"path\": %s\n", tc.want) +
+					fmt.Sprintf("node \"r\": field \"to\": %s", tc.want)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("Build() with path %q: error mismatch (-want +got):\n%s", tc.path, diff)
+			}
+			if tc.want != "" && !errors.Is(err, ErrBadPath) {
+				t.Errorf("Build() with path %q = %v, want errors.Is ErrBadPath", tc.path, err)
 			}
 		})
 	}

@@ -9,11 +9,11 @@ import (
 	"strings"
 
 	"github.com/dominikbraun/graph"
-	"github.com/dominikbraun/graph/draw"
 )
 
-// The graph library here only draws and converts small graphs: its
-// TopologicalSort is quadratic, so staging never uses it.
+// The graph library here only converts small graphs: its TopologicalSort is
+// quadratic, so staging never uses it, and its draw package writes strings
+// into DOT unescaped, so WriteDOT does not use it.
 
 // ToGraph returns g as a directed github.com/dominikbraun/graph graph whose
 // vertices are node ids, labeled "id\nop", and whose finally-edges are dashed.
@@ -39,71 +39,69 @@ func (g *Graph) ToGraph() (graph.Graph[string, string], error) {
 	return dg, nil
 }
 
-// WriteDOT writes g in Graphviz DOT (rendered by the graph library's draw
-// package), statements in Order, then one {rank=same; ...} group per level.
+// WriteDOT writes g in Graphviz DOT, in the layout of the graph library's
+// draw package: the graph's name as its label, then per node in Order its
+// statement (labeled "id\nop") and its edges in Order of their targets
+// (finally-edges dashed), then one {rank=same; ...} group per level. Every
+// string is written as a DOT quoted string (see dotQuote), so no name or id
+// can end its quotes and add attributes or statements.
 func (g *Graph) WriteDOT(w io.Writer) error {
-	dg, err := g.ToGraph()
-	if err != nil {
-		return err
-	}
-	var buf bytes.Buffer
-	if err := draw.DOT(dg, &buf, draw.GraphAttribute("label", g.name)); err != nil {
-		return err
-	}
-	// draw.DOT ranges over maps: put its statements back in a stable order.
-	pos := make(map[string]int, len(g.nodes))
+	pos := make([]int32, len(g.nodes))
 	for p, i := range g.order {
-		pos[g.nodes[i].ID] = p
+		pos[i] = int32(p)
 	}
-	type stmt struct {
-		line     string
-		src, dst int
-	}
-	var head, stmts []stmt
-	lines := strings.Split(strings.TrimRight(buf.String(), "\n"), "\n")
-	if len(lines) < 2 || lines[len(lines)-1] != "}" {
-		return errors.New("dag: unexpected output of draw.DOT")
-	}
-	for _, line := range lines[:len(lines)-1] {
-		if strings.TrimSpace(line) == "" {
-			continue
-		}
-		if !strings.HasPrefix(line, "\t\"") {
-			head = append(head, stmt{line: line})
-			continue
-		}
-		rest := line[2:]
-		src, rest, _ := strings.Cut(rest, `"`)
-		s := stmt{line: line, src: pos[src], dst: -1}
-		if dst, ok := strings.CutPrefix(rest, ` -> "`); ok {
-			dst, _, _ = strings.Cut(dst, `"`)
-			s.dst = pos[dst]
-		}
-		stmts = append(stmts, s)
-	}
-	slices.SortFunc(stmts, func(a, b stmt) int {
-		if a.src != b.src {
-			return a.src - b.src
-		}
-		return a.dst - b.dst
-	})
 	var out bytes.Buffer
-	for _, s := range head {
-		out.WriteString(s.line + "\n")
-	}
-	for _, s := range stmts {
-		out.WriteString(s.line + "\n")
+	out.WriteString("strict digraph {\n")
+	fmt.Fprintf(&out, "\tlabel=%s;\n", dotQuote(g.name))
+	var succs []Edge
+	for _, i := range g.order {
+		id := dotQuote(g.nodes[i].ID)
+		fmt.Fprintf(&out, "\t%s [ label=%s,  weight=0 ];\n", id, dotQuote(g.nodes[i].ID+"\n"+g.nodes[i].Op.String()))
+		succs = append(succs[:0], g.Succs(int(i))...)
+		slices.SortFunc(succs, func(a, b Edge) int { return int(pos[a.Node] - pos[b.Node]) })
+		for _, e := range succs {
+			style := ""
+			if e.Kind == Finally {
+				style = `style="dashed", `
+			}
+			fmt.Fprintf(&out, "\t%s -> %s [ %s weight=0 ];\n", id, dotQuote(g.nodes[e.Node].ID), style)
+		}
 	}
 	for _, lv := range g.levels {
 		out.WriteString("\t{rank=same;")
 		for _, i := range lv {
-			fmt.Fprintf(&out, " %q;", g.nodes[i].ID)
+			fmt.Fprintf(&out, " %s;", dotQuote(g.nodes[i].ID))
 		}
 		out.WriteString("}\n")
 	}
 	out.WriteString("}\n")
-	_, err = w.Write(out.Bytes())
+	_, err := w.Write(out.Bytes())
 	return err
+}
+
+// dotQuote returns s as a DOT quoted string. Inside quotes DOT ends the
+// string at the first '"' not preceded by a backslash, so double quotes and
+// backslashes are escaped; a line feed becomes the label escape \n and a
+// carriage return \r, so that every statement stays on one line.
+func dotQuote(s string) string {
+	var b strings.Builder
+	b.Grow(len(s) + 2)
+	b.WriteByte('"')
+	for k := 0; k < len(s); k++ {
+		switch c := s[k]; c {
+		case '"', '\\':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case '\n':
+			b.WriteString(`\n`)
+		case '\r':
+			b.WriteString(`\r`)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
 }
 
 // FromGraph declares every vertex of dg as a nop, in lexical order of the

@@ -8,7 +8,8 @@ import (
 )
 
 // Sentinel errors. Build and ParseSpec wrap them in a *NodeError, *FileError or
-// *CycleError, so test with errors.Is.
+// *CycleError, and LoadSpec the file's problems in an *fs.PathError, so test
+// with errors.Is.
 var (
 	ErrEmptyGraph      = errors.New("graph has no nodes")
 	ErrTooLarge        = errors.New("graph too large")
@@ -36,6 +37,7 @@ var (
 	ErrBadValue        = errors.New("bad value")
 	ErrMisaligned      = errors.New("not aligned for O_DIRECT")
 	ErrBadPath         = errors.New("bad path")
+	ErrNotRegular      = errors.New("not a regular file")
 )
 
 // NodeError is one problem of one node: its id, the spec field at fault (the

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 )
 
 // GenOptions configures the shape generators.
@@ -34,6 +35,7 @@ func Shapes() []string {
 }
 
 // Generate returns the spec of a named shape (see Shapes) with integer args.
+// Every generator refuses sizes of more than DefaultMaxNodes nodes.
 func Generate(shape string, args []int, o GenOptions) (*Spec, error) {
 	want := map[string]int{"diamond": 0, "fanout": 1, "chains": 2, "layered": 2, "tree": 1, "stagger": 2, "maildir": 1}
 	n, ok := want[shape]
@@ -70,10 +72,9 @@ type gen struct {
 	nreads int
 }
 
+// newGen starts a spec of nodes nodes, reads of them read4k reads; nodes is
+// at most maxGenNodes (see nodeCount).
 func newGen(name string, o GenOptions, reads, nodes int) (*gen, error) {
-	if nodes > maxGenNodes {
-		return nil, fmt.Errorf("%s: %d nodes is over the limit of %d", name, nodes, maxGenNodes)
-	}
 	g := &gen{rng: rand.New(rand.NewPCG(uint64(o.Seed), 0x9e3779b97f4a7c15))}
 	switch o.Op {
 	case "", "nop":
@@ -125,13 +126,31 @@ func id(prefix string, i, n int) string {
 	return prefix + s
 }
 
-func positive(shape string, names []string, vals ...int) error {
+// nodeCount returns the number of nodes of a shape, per times the product
+// of its arguments vals, called names. It fails, naming them, if one is < 1
+// or the product is over maxGenNodes, which it finds without overflowing.
+func nodeCount(shape string, per int, names []string, vals ...int) (int, error) {
 	for i, v := range vals {
 		if v < 1 {
-			return fmt.Errorf("%s: %s must be >= 1, got %d", shape, names[i], v)
+			return 0, fmt.Errorf("%s: %s must be >= 1, got %d", shape, names[i], v)
 		}
 	}
-	return nil
+	n := per
+	for _, v := range vals {
+		if v > maxGenNodes/n {
+			expr, nums := strings.Join(names, "*"), make([]string, len(vals))
+			for i, v := range vals {
+				nums[i] = strconv.Itoa(v)
+			}
+			if per > 1 {
+				expr = strconv.Itoa(per) + "*" + expr
+				nums = append([]string{strconv.Itoa(per)}, nums...)
+			}
+			return 0, fmt.Errorf("%s: %s = %s nodes is over the limit of %d", shape, expr, strings.Join(nums, "*"), maxGenNodes)
+		}
+		n *= v
+	}
+	return n, nil
 }
 
 // Diamond is a -> {b, c} -> d; with read4k, b and c are reads.
@@ -152,6 +171,9 @@ func Fanout(n int, o GenOptions) (*Spec, error) {
 	if n < 3 {
 		return nil, fmt.Errorf("fanout: N must be >= 3, got %d", n)
 	}
+	if _, err := nodeCount("fanout", 1, []string{"N"}, n); err != nil {
+		return nil, err
+	}
 	g, err := newGen("fanout"+strconv.Itoa(n), o, n-2, n)
 	if err != nil {
 		return nil, err
@@ -168,10 +190,11 @@ func Fanout(n int, o GenOptions) (*Spec, error) {
 
 // Chains is k independent chains of l work nodes, c<k>_<i>.
 func Chains(k, l int, o GenOptions) (*Spec, error) {
-	if err := positive("chains", []string{"K", "L"}, k, l); err != nil {
+	n, err := nodeCount("chains", 1, []string{"K", "L"}, k, l)
+	if err != nil {
 		return nil, err
 	}
-	g, err := newGen(fmt.Sprintf("chains%dx%d", k, l), o, k*l, k*l)
+	g, err := newGen(fmt.Sprintf("chains%dx%d", k, l), o, n, n)
 	if err != nil {
 		return nil, err
 	}
@@ -193,10 +216,11 @@ func Chains(k, l int, o GenOptions) (*Spec, error) {
 // Layered is d levels of w work nodes, l<level>_<i>; every node below the
 // first depends on one or two nodes of the level above, drawn from the seed.
 func Layered(w, d int, o GenOptions) (*Spec, error) {
-	if err := positive("layered", []string{"W", "D"}, w, d); err != nil {
+	n, err := nodeCount("layered", 1, []string{"W", "D"}, w, d)
+	if err != nil {
 		return nil, err
 	}
-	g, err := newGen(fmt.Sprintf("layered%dx%d", w, d), o, w*d, w*d)
+	g, err := newGen(fmt.Sprintf("layered%dx%d", w, d), o, n, n)
 	if err != nil {
 		return nil, err
 	}
@@ -250,10 +274,11 @@ func Tree(depth int, o GenOptions) (*Spec, error) {
 // timeout when i+k is even, else a work node: every level holds a slow step,
 // but each chain only half of them.
 func Stagger(k, l int, o GenOptions) (*Spec, error) {
-	if err := positive("stagger", []string{"K", "L"}, k, l); err != nil {
+	n, err := nodeCount("stagger", 1, []string{"K", "L"}, k, l)
+	if err != nil {
 		return nil, err
 	}
-	g, err := newGen(fmt.Sprintf("stagger%dx%d", k, l), o, k*l, k*l)
+	g, err := newGen(fmt.Sprintf("stagger%dx%d", k, l), o, n, n)
 	if err != nil {
 		return nil, err
 	}
@@ -278,13 +303,14 @@ func Stagger(k, l int, o GenOptions) (*Spec, error) {
 // of the size the statx found (r<i>), then on a finally-edge a close (c<i>).
 // It takes no read4k.
 func Maildir(n int, o GenOptions) (*Spec, error) {
-	if n < 1 {
-		return nil, fmt.Errorf("maildir: N must be >= 1, got %d", n)
+	nodes, err := nodeCount("maildir", 4, []string{"N"}, n)
+	if err != nil {
+		return nil, err
 	}
 	if o.Op == "read4k" {
 		return nil, fmt.Errorf("maildir: op read4k does not apply")
 	}
-	g, err := newGen("maildir"+strconv.Itoa(n), o, 0, 4*n)
+	g, err := newGen("maildir"+strconv.Itoa(n), o, 0, nodes)
 	if err != nil {
 		return nil, err
 	}

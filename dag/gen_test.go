@@ -141,3 +141,41 @@ func TestGenerateErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestGenerateTooLarge checks that every generator refuses sizes whose node
+// count is over the limit, naming the arguments, before allocating: products
+// that overflow int (wrapping to 0 or below) included.
+func TestGenerateTooLarge(t *testing.T) {
+	const maxInt = int(^uint(0) >> 1)
+	tests := []struct {
+		shape string
+		args  []int
+		want  string
+	}{
+		{"fanout", []int{maxGenNodes + 1}, "fanout: N = 10000001 nodes is over the limit of 10000000"},
+		{"fanout", []int{maxInt}, "fanout: N = 9223372036854775807 nodes is over the limit of 10000000"},
+		{"chains", []int{maxGenNodes + 1, 1}, "chains: K*L = 10000001*1 nodes is over the limit of 10000000"},
+		{"chains", []int{1 << 32, 1 << 32}, "chains: K*L = 4294967296*4294967296 nodes is over the limit of 10000000"},
+		{"chains", []int{2, maxInt}, "chains: K*L = 2*9223372036854775807 nodes is over the limit of 10000000"},
+		{"layered", []int{3037000500, 3037000500}, "layered: W*D = 3037000500*3037000500 nodes is over the limit of 10000000"},
+		{"layered", []int{1, maxGenNodes + 1}, "layered: W*D = 1*10000001 nodes is over the limit of 10000000"},
+		{"layered", []int{maxInt, maxInt}, "layered: W*D = 9223372036854775807*9223372036854775807 nodes is over the limit of 10000000"},
+		{"stagger", []int{1 << 32, 1 << 32}, "stagger: K*L = 4294967296*4294967296 nodes is over the limit of 10000000"},
+		{"stagger", []int{4000, 4000}, "stagger: K*L = 4000*4000 nodes is over the limit of 10000000"},
+		{"maildir", []int{maxGenNodes/4 + 1}, "maildir: 4*N = 4*2500001 nodes is over the limit of 10000000"},
+		{"maildir", []int{1 << 62}, "maildir: 4*N = 4*4611686018427387904 nodes is over the limit of 10000000"},
+		{"tree", []int{maxInt}, "tree: DEPTH must be in [1, 23], got 9223372036854775807"},
+	}
+	for _, tc := range tests {
+		for _, op := range []string{"nop", "read4k"} {
+			_, err := Generate(tc.shape, tc.args, GenOptions{Op: op})
+			got := ""
+			if err != nil {
+				got = err.Error()
+			}
+			if got != tc.want {
+				t.Errorf("Generate(%s, %v, %s) = %q, want %q", tc.shape, tc.args, op, got, tc.want)
+			}
+		}
+	}
+}

@@ -13,7 +13,7 @@ type Node struct {
 	Offset     int64
 	Len        int64 // read/write length; for a LenFrom read, a cap (0: none)
 	LenFrom    int32 // index of the statx node whose size is this read's length, -1 if none
-	Fill       byte  // byte a write writes
+	Fill       byte  // byte a write writes (0 with Buf: the write writes Buf)
 	NS         int64 // timeout duration
 	AllowShort bool
 	Async      bool

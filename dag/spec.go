@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // Spec is the JSON form of a graph (DESIGN.md, "Spec format"). ParseSpec reads
@@ -45,16 +47,65 @@ type NodeSpec struct {
 	Async      bool     `json:"async,omitempty"`
 }
 
-// LoadSpec reads and parses the spec file at path.
+// MaxSpecSize is the largest spec file LoadSpec and LoadFile read (256 MiB).
+const MaxSpecSize = 256 << 20
+
+// LoadSpec reads and parses the spec file at path, which must be a regular
+// file of at most MaxSpecSize bytes. Anything else (a directory, a FIFO, a
+// device such as /dev/zero) is refused without reading it, with an
+// *fs.PathError wrapping ErrNotRegular, or ErrTooLarge for a larger file.
 func LoadSpec(path string) (*Spec, error) {
-	data, err := os.ReadFile(path)
+	// O_NONBLOCK: opening a FIFO that has no writer would otherwise block.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
-	return ParseSpec(data)
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, &fs.PathError{Op: "load", Path: path, Err: wrap(ErrNotRegular, "not a regular file (%s)", fileKind(fi.Mode()))}
+	}
+	if fi.Size() > MaxSpecSize {
+		return nil, &fs.PathError{Op: "load", Path: path, Err: errSpecTooLarge()}
+	}
+	// The size is only a hint (the file may grow, or report none): read at
+	// most one byte over the limit. MinRead spares ReadFrom a copy at EOF.
+	var buf bytes.Buffer
+	buf.Grow(int(fi.Size()) + bytes.MinRead)
+	if _, err := buf.ReadFrom(io.LimitReader(f, MaxSpecSize+1)); err != nil {
+		return nil, err
+	}
+	if buf.Len() > MaxSpecSize {
+		return nil, &fs.PathError{Op: "load", Path: path, Err: errSpecTooLarge()}
+	}
+	return ParseSpec(buf.Bytes())
 }
 
-// LoadFile reads, parses and builds the spec file at path.
+func errSpecTooLarge() error {
+	return wrap(ErrTooLarge, "spec file is larger than %d bytes (MaxSpecSize)", MaxSpecSize)
+}
+
+// fileKind names the type of a file that is not regular.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a block device"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	}
+	return "type " + m.Type().String()
+}
+
+// LoadFile reads (as LoadSpec does), parses and builds the spec file at path.
 func LoadFile(path string, opts ...BuilderOption) (*Graph, error) {
 	s, err := LoadSpec(path)
 	if err != nil {

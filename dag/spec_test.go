@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -297,5 +298,60 @@ func checkErrGolden(t *testing.T, f string) {
 	}
 	if diff := cmp.Diff(string(want), got); diff != "" {
 		t.Errorf("ParseSpec+Build(%s) error mismatch (-want +got):\n%s", f, diff)
+	}
+}
+
+// TestLoadSpecFileKinds checks that LoadSpec and LoadFile refuse what is not
+// a regular file of at most MaxSpecSize bytes, without blocking on it or
+// reading it.
+func TestLoadSpecFileKinds(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo.json")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(dir, "big.json")
+	f, err := os.Create(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(MaxSpecSize + 1); err != nil { // sparse
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, path string
+		sentinel   error
+		want       string
+	}{
+		{"character device", "/dev/zero", ErrNotRegular, "load /dev/zero: not a regular file (a character device)"},
+		{"fifo", fifo, ErrNotRegular, "load " + fifo + ": not a regular file (a FIFO)"},
+		{"directory", dir, ErrNotRegular, "load " + dir + ": not a regular file (a directory)"},
+		{"oversized", big, ErrTooLarge, "load " + big + ": spec file is larger than 268435456 bytes (MaxSpecSize)"},
+		{"missing", filepath.Join(dir, "nope.json"), fs.ErrNotExist, "open " + filepath.Join(dir, "nope.json") + ": no such file or directory"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			load := map[string]func(string) error{
+				"LoadSpec": func(p string) error { _, err := LoadSpec(p); return err },
+				"LoadFile": func(p string) error { _, err := LoadFile(p); return err },
+			}
+			for name, f := range load {
+				err := f(tc.path)
+				got := ""
+				if err != nil {
+					got = err.Error()
+				}
+				if got != tc.want {
+					t.Errorf("%s(%s) = %q, want %q", name, tc.path, got, tc.want)
+				}
+				var pe *fs.PathError
+				if !errors.Is(err, tc.sentinel) || !errors.As(err, &pe) {
+					t.Errorf("%s(%s) = %v, want an *fs.PathError wrapping %v", name, tc.path, err, tc.sentinel)
+				}
+			}
+		})
 	}
 }

@@ -375,7 +375,12 @@ func (v *validator) checkPathField(i int32, field, p string) {
 	}
 }
 
-// checkPath accepts only paths that stay inside the run root.
+// checkPath accepts only relative paths in clean form (path.Clean(p) == p)
+// without a '..' component. The kernel resolves an open's path component by
+// component, so "lnk/../f" is f beside lnk's target, while statx, unlink,
+// mkdir and rename split their path at its last '/' in userspace: a '..'
+// after a symlink would name different files for the two. A clean path with
+// no '..' names the same file both ways.
 func checkPath(p string) error {
 	switch {
 	case p == "":
@@ -384,12 +389,14 @@ func checkPath(p string) error {
 		return wrap(ErrBadPath, "path %q contains a NUL byte", p)
 	case path.IsAbs(p):
 		return wrap(ErrBadPath, "path %q is absolute", p)
+	case p == ".." || strings.HasPrefix(p, "../") || strings.HasSuffix(p, "/..") || strings.Contains(p, "/../"):
+		return wrap(ErrBadPath, "path %q has a '..' component", p)
 	}
 	switch c := path.Clean(p); {
-	case c == ".." || strings.HasPrefix(c, "../"):
-		return wrap(ErrBadPath, "path %q escapes the root", p)
 	case c == ".":
 		return wrap(ErrBadPath, "path %q names the root itself", p)
+	case c != p:
+		return wrap(ErrBadPath, "path %q is not clean (no empty or '.' components, no trailing '/'): write it %q", p, c)
 	}
 	return nil
 }
@@ -445,6 +452,9 @@ func (v *validator) checkTransfer(i int32) {
 	}
 	if nd.Buf != nil && int64(len(nd.Buf)) < nd.Len {
 		v.nodeErr(i, "buf", wrap(ErrBadLength, "buffer of %d bytes is shorter than len %d", len(nd.Buf), nd.Len))
+	}
+	if nd.Buf != nil && nd.Fill != 0 {
+		v.nodeErr(i, "buf", wrap(ErrConflict, "a write with a buffer writes the buffer's bytes: fill must be 0, got %d", nd.Fill))
 	}
 	if !v.direct(i) {
 		return

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -16,6 +17,10 @@ func TestRun(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.json")
 	if err := os.WriteFile(bad, []byte("{\"name\": \"bad\", \"nodes\": [\n  {\"id\": \"a\", \"op\": \"nop\", \"after\": [\"a\"]}]}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	hostile := filepath.Join(dir, "hostile.json")
+	if err := os.WriteFile(hostile, []byte(`{"name": "x\"; image=\"/etc/passwd\"; y=\"\\", "nodes": [{"id": "a", "op": "nop"}]}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
@@ -48,6 +53,7 @@ func TestRun(t *testing.T) {
 		{"stage bad spec", []string{"stage", bad}, exitUsage, "", "self-edge", ""},
 		{"dot", []string{"dot", "../../testdata/diamond.json"}, exitOK, "", "", "dot/diamond.dot"},
 		{"dot bad", []string{"dot", bad}, exitUsage, "", "self-edge", ""},
+		{"dot hostile name", []string{"dot", hostile}, exitOK, "\tlabel=" + `"x\"; image=\"/etc/passwd\"; y=\"\\";` + "\n\t\"a\" [", "", ""},
 		{"gen diamond", []string{"gen", "diamond"}, exitOK, `{"id":"d","op":"nop","after":["b","c"]}`, "", ""},
 		{"gen fanout flags after", []string{"gen", "fanout", "100", "--op", "read4k", "--seed", "1"}, exitOK, "", "", "fanout100-read4k.json"},
 		{"gen flags first", []string{"gen", "--seed=3", "layered", "16", "8"}, exitOK, "", "", "layered16x8.json"},
@@ -57,6 +63,20 @@ func TestRun(t *testing.T) {
 		{"gen bad number", []string{"gen", "fanout", "x"}, exitUsage, "", `argument "x" is not an integer`, ""},
 		{"gen bad op", []string{"gen", "chains", "2", "2", "--op", "frob"}, exitUsage, "", `unknown op "frob"`, ""},
 		{"gen missing arg", []string{"gen", "chains", "2"}, exitUsage, "", "takes 2 arguments", ""},
+		{"gen layered overflow", []string{"gen", "layered", "3037000500", "3037000500"}, exitUsage, "",
+			"iodag gen: layered: W*D = 3037000500*3037000500 nodes is over the limit of 10000000\n", ""},
+		{"gen chains overflow", []string{"gen", "chains", "4294967296", "4294967296"}, exitUsage, "",
+			"iodag gen: chains: K*L = 4294967296*4294967296 nodes is over the limit of 10000000\n", ""},
+		{"gen stagger overflow", []string{"gen", "stagger", "4294967296", "4294967296", "--op", "read4k"}, exitUsage, "",
+			"iodag gen: stagger: K*L = 4294967296*4294967296 nodes is over the limit of 10000000\n", ""},
+		{"gen fanout huge", []string{"gen", "fanout", "9223372036854775807"}, exitUsage, "",
+			"iodag gen: fanout: N = 9223372036854775807 nodes is over the limit of 10000000\n", ""},
+		{"gen maildir overflow", []string{"gen", "maildir", "4611686018427387904"}, exitUsage, "",
+			"iodag gen: maildir: 4*N = 4*4611686018427387904 nodes is over the limit of 10000000\n", ""},
+		{"gen tree huge", []string{"gen", "tree", "9223372036854775807"}, exitUsage, "",
+			"iodag gen: tree: DEPTH must be in [1, 23], got 9223372036854775807\n", ""},
+		{"gen argument over int", []string{"gen", "fanout", "9223372036854775808"}, exitUsage, "",
+			`iodag gen: argument "9223372036854775808" is not an integer`, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -81,6 +101,52 @@ func TestRun(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSpecNotRegular checks that every verb taking a SPEC refuses one that
+// is not a regular file of at most dag.MaxSpecSize bytes: exit 2 and one
+// line on stderr, without blocking on a FIFO or reading /dev/zero.
+func TestSpecNotRegular(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo.json")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(dir, "big.json")
+	f, err := os.Create(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(dag.MaxSpecSize + 1); err != nil { // sparse
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	specs := []struct{ path, stderr string }{
+		{"/dev/zero", "iodag: load /dev/zero: not a regular file (a character device)\n"},
+		{fifo, "iodag: load " + fifo + ": not a regular file (a FIFO)\n"},
+		{dir, "iodag: load " + dir + ": not a regular file (a directory)\n"},
+		{big, "iodag: load " + big + ": spec file is larger than 268435456 bytes (MaxSpecSize)\n"},
+	}
+	verbs := [][]string{{"validate"}, {"stage"}, {"dot"}, {"run", "--mode", "graph"}, {"compare"}}
+	for _, sp := range specs {
+		for _, v := range verbs {
+			args := append([]string{v[0], sp.path}, v[1:]...)
+			t.Run(strings.Join(args, " "), func(t *testing.T) {
+				var stdout, stderr bytes.Buffer
+				if code := run(args, &stdout, &stderr); code != exitUsage {
+					t.Errorf("run(%q) = %d, want %d", args, code, exitUsage)
+				}
+				if stdout.Len() != 0 {
+					t.Errorf("run(%q) stdout = %q, want nothing", args, stdout.String())
+				}
+				if diff := cmp.Diff(sp.stderr, stderr.String()); diff != "" {
+					t.Errorf("run(%q) stderr mismatch (-want +got):\n%s", args, diff)
+				}
+			})
+		}
 	}
 }
 

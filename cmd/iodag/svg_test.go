@@ -14,11 +14,16 @@ import (
 	"github.com/iodag/iodag/submit"
 )
 
-// svgLanes parses an SVG strictly and returns, per lane group (class
-// "lane"), its mode and the number of node bars in it, with the texts of
-// the <title> elements.
+// svgLanes parses an SVG strictly (well-formed, only the elements and
+// attributes writeSVG writes, so nothing a name could inject) and returns,
+// per lane group (class "lane"), its mode and the number of node bars in
+// it, with the texts of the <title> elements.
 func svgLanes(t *testing.T, data []byte) (modes []string, bars map[string]int, titles []string) {
 	t.Helper()
+	elements := map[string]bool{"svg": true, "rect": true, "text": true, "tspan": true, "g": true, "line": true, "title": true}
+	attrs := map[string]bool{"xmlns": true, "width": true, "height": true, "viewBox": true, "font-family": true,
+		"font-size": true, "font-weight": true, "fill": true, "x": true, "y": true, "text-anchor": true, "class": true,
+		"data-mode": true, "stroke": true, "x1": true, "y1": true, "x2": true, "y2": true}
 	d := xml.NewDecoder(bytes.NewReader(data))
 	bars = map[string]int{}
 	depth, laneDepth := 0, -1
@@ -38,8 +43,14 @@ func svgLanes(t *testing.T, data []byte) (modes []string, bars map[string]int, t
 			if depth == 1 && (tok.Name.Local != "svg" || tok.Name.Space != "http://www.w3.org/2000/svg") {
 				t.Fatalf("root element is %v, want svg", tok.Name)
 			}
+			if !elements[tok.Name.Local] {
+				t.Fatalf("SVG has an element %v that writeSVG does not write", tok.Name)
+			}
 			attr := map[string]string{}
 			for _, a := range tok.Attr {
+				if !attrs[a.Name.Local] || a.Name.Space != "" {
+					t.Fatalf("SVG element %s has an attribute %v that writeSVG does not write", tok.Name.Local, a.Name)
+				}
 				attr[a.Name.Local] = a.Value
 			}
 			switch {
@@ -98,7 +109,7 @@ func TestSVG(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return &submit.Report{Name: `x<y&z"`, Mode: m, OpsPerSec: 1, Nodes: ns}
+		return &submit.Report{Name: `x<y&z" onload="alert(1)"/><image href="/etc/passwd"/><text a="`, Mode: m, OpsPerSec: 1, Nodes: ns}
 	}
 	tests := []struct {
 		name  string
