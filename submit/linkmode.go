@@ -63,43 +63,48 @@ func (l *linkMode) prep(w *worker.Worker) {
 	}
 }
 
-// segment sends the next segment of component k's chain.
+// segment sends the next segment of component k's chain. A first node
+// that take refuses ends here, and the chain rule decides what is next.
 func (l *linkMode) segment(w *worker.Worker, k int32) {
 	t, st, p := l.t, l.t.st, l.t.p
 	seq := l.seq(k)
-	pos := int(l.pos[k])
-	for pos < len(seq) && st.status[seq[pos]] != stPending {
-		pos++ // canceled at a hardlink boundary
-	}
-	l.pos[k] = int32(pos)
-	if pos == len(seq) {
-		return
-	}
-	// The first node's resources decide whether anything goes down.
-	first := seq[pos]
-	switch v := t.take(w, first); v {
-	case taken:
-	case noSlot:
-		if t.inflight == 0 {
-			l.refuse(w, k, first, -int32(unix.EMFILE))
+	var pos int
+	for {
+		pos = int(l.pos[k])
+		for pos < len(seq) && st.status[seq[pos]] != stPending {
+			pos++ // canceled at a hardlink boundary
 		}
-		return
-	default:
-		l.refuse(w, k, first, v)
-		return
+		l.pos[k] = int32(pos)
+		if pos == len(seq) {
+			return
+		}
+		v := t.take(w, seq[pos])
+		if v == taken {
+			break
+		}
+		if v == noSlot {
+			if t.inflight > 0 {
+				return // a close in flight may free one
+			}
+			v = -int32(unix.EMFILE)
+		}
+		l.refuse(w, k, seq[pos], v)
 	}
 	// The rest: nodes still pending, up to the room, while the kernel's
 	// rule holds and they can go down before the nodes ahead of them ran.
-	seg := append(t.stack[:0], first)
+	seg := append(t.stack[:0], seq[pos])
 	room := w.Room()
 	for j := pos + 1; j < len(seq) && len(seg) < room; j++ {
 		x := seq[j]
 		if st.status[x] != stPending {
 			continue
 		}
-		if p.kernelLink(seg[len(seg)-1], x) == 0 || !t.canFollow(x) || t.take(w, x) != taken {
+		if p.kernelLink(seg[len(seg)-1], x) == 0 || !t.canFollow(x) {
 			t.split()
 			break
+		}
+		if t.take(w, x) != taken {
+			break // it waits for a slot, or fails as the next segment's first
 		}
 		seg = append(seg, x)
 	}

@@ -1,0 +1,382 @@
+package submit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"maps"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/iodag/iodag/dag"
+	"github.com/iodag/iodag/workers"
+	"golang.org/x/sys/unix"
+)
+
+// Tests of defects a hostile review found: each fails on the engine
+// before its fix.
+
+// slotGraph opens three files whose bytes differ, each open after the
+// previous one, and reads and closes each. Shapes: "waits", each read
+// follows its own open and a finally-edge closes the handle after it;
+// "alive", every read also waits for the last open (three handles alive
+// at once); "line", one linear chain (opens, reads, closes), which graph
+// mode sends down as kernel links.
+func slotGraph(t *testing.T, shape string) *dag.Graph {
+	t.Helper()
+	b := dag.NewBuilder("slots-" + shape)
+	var nodes []dag.Task
+	for k := 0; k < 3; k++ {
+		name := fmt.Sprintf("f%d", k)
+		b.AddFile(dag.FileSpec{Name: name, Size: 4096, Fill: byte(k + 1)})
+		nodes = append(nodes, b.Open("o"+name, name, unix.O_RDONLY, "h"+name))
+	}
+	for k := 0; k < 3; k++ {
+		name := fmt.Sprintf("f%d", k)
+		nodes = append(nodes, b.Read("r"+name, dag.Handle("h"+name), 0, 4096))
+	}
+	for k := 0; k < 3; k++ {
+		nodes = append(nodes, b.Close(fmt.Sprintf("cf%d", k), fmt.Sprintf("hf%d", k)))
+	}
+	for k := 1; k < 3; k++ {
+		nodes[k].After(nodes[k-1])
+	}
+	switch shape {
+	case "line":
+		for k := 3; k < 6; k++ {
+			nodes[k].After(nodes[k-1])
+		}
+		for k := 6; k < 9; k++ {
+			nodes[k].Finally(nodes[k-1])
+		}
+	default:
+		for k := 0; k < 3; k++ {
+			nodes[3+k].After(nodes[k])
+			if shape == "alive" && k < 2 {
+				nodes[3+k].After(nodes[2])
+			}
+			nodes[6+k].Finally(nodes[3+k])
+		}
+	}
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+func fillDigest(fill byte, n int) Digest {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = fill
+	}
+	return Digest(crc32.Checksum(b, castagnoli))
+}
+
+// TestSlotPressure: a worker with two fixed-file slots never hands out a
+// slot still in use. Three opens in a row, each read after its own open:
+// the third open waits for a close and every read returns its own file's
+// bytes. Three opens whose reads all wait for the last: the third cannot
+// ever have a slot (EMFILE), and nothing reads another file's bytes. The
+// pool stays sound for the next run (each case runs twice).
+func TestSlotPressure(t *testing.T) {
+	ok := func(fill byte) outcome { return outcome{StatusOK, 4096, "", fillDigest(fill, 4096)} }
+	opened := outcome{StatusOK, 0, "", 0}
+	emfile := outcome{StatusFailed, -int32(unix.EMFILE), "", 0}
+	canceled := outcome{StatusCanceled, -int32(unix.ECANCELED), "of2", 0}
+	waited := map[string]outcome{
+		"of0": opened, "of1": opened, "of2": opened,
+		"rf0": ok(1), "rf1": ok(2), "rf2": ok(3),
+		"cf0": opened, "cf1": opened, "cf2": opened,
+	}
+	starved := map[string]outcome{
+		"of0": opened, "of1": opened, "of2": emfile,
+		"rf0": canceled, "rf1": canceled, "rf2": canceled,
+		"cf0": canceled, "cf1": canceled, "cf2": canceled,
+	}
+	tests := []struct {
+		shape string
+		want  map[Mode]map[string]outcome
+	}{
+		// Link mode serializes of2 before the first close: it starves.
+		{"waits", map[Mode]map[string]outcome{Graph: waited, Link: {
+			"of0": opened, "of1": opened, "rf0": ok(1), "of2": emfile,
+			"rf1": canceled, "rf2": canceled, "cf0": canceled, "cf1": canceled, "cf2": canceled,
+		}}},
+		{"alive", map[Mode]map[string]outcome{Graph: starved, Link: starved, Waves: starved}},
+		{"line", map[Mode]map[string]outcome{Graph: starved, Link: starved, Waves: starved}},
+	}
+	for _, tc := range tests {
+		g := slotGraph(t, tc.shape)
+		for m, want := range tc.want {
+			t.Run(fmt.Sprintf("%s/%s", g.Name(), m), func(t *testing.T) {
+				pool := newPool(t, workers.Config{Workers: 1, Entries: 16, Files: 2})
+				for run := 0; run < 2; run++ {
+					rep := runBounded(t, pool, g, m)
+					if diff := cmp.Diff(want, outcomes(rep)); diff != "" {
+						t.Errorf("run %d: outcomes mismatch (-want +got):\n%s", run, diff)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestLenFromFailed: a read sized by a statx that failed (reached through
+// a finally-edge, so the read is not canceled by the edge) must not run:
+// it is canceled with the statx as cause, in every mode and on a rerun
+// after a run in which the statx succeeded.
+func TestLenFromFailed(t *testing.T) {
+	b := dag.NewBuilder("lenfrom-failed")
+	b.AddFile(dag.FileSpec{Name: "data", Size: 4096, Fill: 9})
+	o := b.Open("open", "data", unix.O_RDONLY, "h")
+	s := b.Statx("stat", "sized")
+	r := b.Read("read", dag.Handle("h"), 0, 0).After(o).Finally(s).LenFrom(s)
+	b.Close("close", "h").Finally(r)
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range Modes() {
+		t.Run(m.String(), func(t *testing.T) {
+			pool := newPool(t, workers.Config{Workers: 1, Entries: 16})
+			r := NewRunner(pool, g)
+			defer r.Close()
+			root := t.TempDir()
+			if err := CreateFiles(root, g); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(root, "sized"), make([]byte, 100), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			rep, err := r.Run(context.Background(), m, Options{Root: root})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := outcomes(rep)["read"]; got != (outcome{StatusOK, 100, "", fillDigest(9, 100)}) {
+				t.Fatalf("with the statx ok: read = %+v, want 100 bytes", got)
+			}
+			if err := os.Remove(filepath.Join(root, "sized")); err != nil {
+				t.Fatal(err)
+			}
+			rep, err = r.Run(context.Background(), m, Options{Root: root})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkFinal(t, g, rep)
+			want := map[string]outcome{
+				"open":  {StatusOK, 0, "", 0},
+				"stat":  {StatusFailed, -int32(unix.ENOENT), "", 0},
+				"read":  {StatusCanceled, -int32(unix.ECANCELED), "stat", 0},
+				"close": {StatusCanceled, -int32(unix.ECANCELED), "stat", 0},
+			}
+			if diff := cmp.Diff(want, outcomes(rep)); diff != "" {
+				t.Errorf("with the statx failed: outcomes mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestPathsResolvedWhenRun: a path op acts on what its path names when
+// it runs, not on a directory looked up earlier in the run: after
+// "rename d e; mkdir d", "unlink d/f" finds nothing (and e/f survives),
+// "statx e/f" finds the file. The same in every mode, and again on a
+// rerun of the same Runner in a fresh root.
+func TestPathsResolvedWhenRun(t *testing.T) {
+	b := dag.NewBuilder("resolve")
+	b.AddFile(dag.FileSpec{Name: "d/f", Size: 10, Fill: 1})
+	before := b.Statx("before", "d/f")
+	mv := b.Rename("mv", "d", "e").After(before)
+	mk := b.Mkdir("mk", "d", 0o755).After(mv)
+	b.Unlink("rm", "d/f").After(mk)
+	b.Statx("old", "d/f").After(mk)
+	b.Statx("moved", "e/f").After(mv)
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]outcome{
+		"before": {StatusOK, 0, "", 0},
+		"mv":     {StatusOK, 0, "", 0},
+		"mk":     {StatusOK, 0, "", 0},
+		"rm":     {StatusFailed, -int32(unix.ENOENT), "", 0},
+		"old":    {StatusFailed, -int32(unix.ENOENT), "", 0},
+		"moved":  {StatusOK, 0, "", 0},
+	}
+	for _, m := range Modes() {
+		want := want
+		if m == Link {
+			// Link mode's chain runs rm before old: its failure cancels old.
+			want = maps.Clone(want)
+			want["old"] = outcome{StatusCanceled, -int32(unix.ECANCELED), "rm", 0}
+		}
+		t.Run(m.String(), func(t *testing.T) {
+			pool := newPool(t, workers.Config{Workers: 1, Entries: 16})
+			r := NewRunner(pool, g)
+			defer r.Close()
+			for run := 0; run < 2; run++ {
+				root := t.TempDir()
+				if err := CreateFiles(root, g); err != nil {
+					t.Fatal(err)
+				}
+				rep, err := r.Run(context.Background(), m, Options{Root: root})
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkFinal(t, g, rep)
+				if diff := cmp.Diff(want, outcomes(rep)); diff != "" {
+					t.Errorf("run %d: outcomes mismatch (-want +got):\n%s", run, diff)
+				}
+				if _, err := os.Stat(filepath.Join(root, "e/f")); err != nil {
+					t.Errorf("run %d: e/f after the run: %v", run, err)
+				}
+			}
+		})
+	}
+}
+
+// TestTransferLimits: a read sized by a statx fails cleanly, never
+// panicking on the worker thread, when the size is more than its
+// caller's buffer holds (EOVERFLOW) or than one read can move (EFBIG:
+// a sparse 3 GiB file); a size within both reads as usual.
+func TestTransferLimits(t *testing.T) {
+	tests := []struct {
+		name string
+		size int64
+		buf  int
+		want outcome
+	}{
+		{"fits the buffer", 100, 4096, outcome{StatusOK, 100, "", fillDigest(0, 100)}},
+		{"over the buffer", 100, 10, outcome{StatusFailed, -int32(unix.EOVERFLOW), "", 0}},
+		{"over MAX_RW_COUNT", 3 << 30, 0, outcome{StatusFailed, -int32(unix.EFBIG), "", 0}},
+	}
+	for _, tc := range tests {
+		b := dag.NewBuilder("transfer")
+		o := b.Open("open", "big", unix.O_RDONLY, "h")
+		s := b.Statx("stat", "big")
+		r := b.Read("read", dag.Handle("h"), 0, 0).After(o, s).LenFrom(s)
+		if tc.buf > 0 {
+			r.Buffer(make([]byte, tc.buf))
+		}
+		b.Close("close", "h").Finally(r)
+		g, err := b.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range Modes() {
+			t.Run(tc.name+"/"+m.String(), func(t *testing.T) {
+				pool := newPool(t, workers.Config{Workers: 1, Entries: 16})
+				rep := runIn(t, pool, g, m, func(root string) {
+					if err := os.Truncate(filepath.Join(root, "big"), tc.size); err != nil {
+						if err := os.WriteFile(filepath.Join(root, "big"), nil, 0o644); err != nil {
+							t.Fatal(err)
+						}
+						if err := os.Truncate(filepath.Join(root, "big"), tc.size); err != nil {
+							t.Fatal(err)
+						}
+					}
+				})
+				if got := outcomes(rep)["read"]; got != tc.want {
+					t.Errorf("read = %+v, want %+v", got, tc.want)
+				}
+			})
+		}
+	}
+}
+
+// TestCloseDuringRun: closing the pool while runs are in flight, in any
+// mode, ends them: Run returns its report with every node final, the
+// sleeping timeouts canceled, and workers.ErrClosed; Close returns. (The
+// engine hung here in waves mode: a barrier waited for a worker whose
+// part of the run the closed pool never started.)
+func TestCloseDuringRun(t *testing.T) {
+	b := dag.NewBuilder("sleepers")
+	for k := 0; k < 4; k++ {
+		a := b.Timeout(fmt.Sprintf("t%d", k), 1<<40) // ~18 minutes
+		b.Nop(fmt.Sprintf("n%d", k)).After(a)
+	}
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range Modes() {
+		for round := 0; round < 10; round++ {
+			pool, err := workers.New(workers.Config{Workers: 2, Entries: 16})
+			if err != nil {
+				t.Fatal(err)
+			}
+			type result struct {
+				rep *Report
+				err error
+			}
+			done := make(chan result)
+			go func() {
+				rep, err := Run(context.Background(), pool, g, m, Options{})
+				done <- result{rep, err}
+			}()
+			if err := pool.Close(); err != nil {
+				t.Errorf("%s: Close: %v", m, err)
+			}
+			res := <-done
+			if !errors.Is(res.err, workers.ErrClosed) || res.rep == nil {
+				t.Fatalf("%s: Run after Close = %v, %v; want a report and workers.ErrClosed", m, res.rep, res.err)
+			}
+			checkFinal(t, g, res.rep)
+			if res.rep.Counts.OK != 0 {
+				t.Errorf("%s: %d nodes ok after Close, want none", m, res.rep.Counts.OK)
+			}
+		}
+	}
+}
+
+// TestLongCanceledChain: one failure at the head of a 200,000-node chain
+// cancels the rest, each naming the head as cause; the report is built in
+// linear time (it was quadratic: 10 s for 100,000 nodes).
+func TestLongCanceledChain(t *testing.T) {
+	const n = 200_000
+	b := dag.NewBuilder("long-chain")
+	prev := b.Statx("head", "missing")
+	for i := 1; i < n; i++ {
+		prev = b.Nop(fmt.Sprintf("n%d", i)).After(prev)
+	}
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range Modes() {
+		t.Run(m.String(), func(t *testing.T) {
+			pool := newPool(t, workers.Config{Workers: 1})
+			rep := runBounded(t, pool, g, m)
+			if rep.Counts != (Counts{Failed: 1, Canceled: n - 1}) {
+				t.Fatalf("counts %+v, want 1 failed, %d canceled", rep.Counts, n-1)
+			}
+			for _, nd := range rep.Nodes[1:] {
+				if nd.Cause != "head" {
+					t.Fatalf("node %s: cause %q, want head", nd.ID, nd.Cause)
+				}
+			}
+		})
+	}
+}
+
+// TestChainEnters: graph mode sends a linear chain down as kernel links,
+// so it makes no more io_uring_enter calls than link mode for the same
+// chain (it made one per node).
+func TestChainEnters(t *testing.T) {
+	g := graphOf(dag.Chains(1, 5000, dag.GenOptions{}))
+	pool := newPool(t, workers.Config{Workers: 1, Entries: 256})
+	enters := map[Mode]uint64{}
+	for _, m := range []Mode{Link, Graph} {
+		rep, err := Run(context.Background(), pool, g, m, Options{Repeat: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		enters[m] = rep.Enters
+	}
+	if enters[Graph] > enters[Link] {
+		t.Errorf("enters for 3 runs of a 5000-node chain: graph %d, link %d; want graph <= link", enters[Graph], enters[Link])
+	}
+}
