@@ -329,17 +329,10 @@ func (r *Runner) open(root string) ([]int, error) {
 		if !r.p.useFile[i] {
 			continue
 		}
-		flags := unix.O_RDWR | unix.O_CLOEXEC
-		if f.Direct {
-			flags |= unix.O_DIRECT
-		}
-		fd, err := unix.Openat2(int(r.rootFd), f.Name, &unix.OpenHow{Flags: uint64(flags), Resolve: unix.RESOLVE_BENEATH})
+		fd, err := openSpecFile(int(r.rootFd), root, f)
 		if err != nil {
 			r.closeFiles(files)
-			if f.Direct && errors.Is(err, unix.EINVAL) {
-				return nil, fmt.Errorf("submit: open spec file %q in %s: %w: the file system refuses O_DIRECT (tmpfs before Linux 6.6?): run on a disk file system, or drop \"direct\" from the file", f.Name, root, err)
-			}
-			return nil, fmt.Errorf("submit: open spec file %q in %s: %w (run CreateFiles first)", f.Name, root, err)
+			return nil, err
 		}
 		files[i] = fd
 	}
