@@ -114,8 +114,12 @@ func (e Errno) Error() string { return e.String() + " (" + syscall.Errno(e).Erro
 // Is reports whether e matches target as syscall.Errno does.
 func (e Errno) Is(target error) bool { return syscall.Errno(e).Is(target) }
 
-// String returns the errno's name ("ENOENT"), or its number if it has none.
+// String returns the errno's name ("ENOENT"), or its number if it has
+// none, and "" for 0.
 func (e Errno) String() string {
+	if e == 0 {
+		return ""
+	}
 	if name := unix.ErrnoName(syscall.Errno(e)); name != "" {
 		return name
 	}
