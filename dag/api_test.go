@@ -5,7 +5,7 @@ var (
 	_ func(Op) string                  = Op.String
 	_ func(*Graph) string              = (*Graph).Name
 	_ func(*Graph) int                 = (*Graph).Len
-	_ func(*Graph, int) *Node          = (*Graph).Node
+	_ func(*Graph, int) Node           = (*Graph).Node
 	_ func(*Graph, string) (int, bool) = (*Graph).Index
 	_ func(*Graph, int) []Edge         = (*Graph).Preds
 	_ func(*Graph, int) []Edge         = (*Graph).Succs

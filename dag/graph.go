@@ -71,8 +71,9 @@ func (g *Graph) Len() int { return len(g.nodes) }
 // Edges returns the number of edges.
 func (g *Graph) Edges() int { return len(g.succs) }
 
-// Node returns node i, for i in [0, Len()).
-func (g *Graph) Node(i int) *Node { return &g.nodes[i] }
+// Node returns a copy of node i, for i in [0, Len()). The copy's Buf, if
+// any, is the caller's buffer given to Task.Buffer, not a copy of it.
+func (g *Graph) Node(i int) Node { return g.nodes[i] }
 
 // Index returns the index of the node with the given id.
 func (g *Graph) Index(id string) (int, bool) {

@@ -119,7 +119,7 @@ func summarize(g *Graph) summary {
 	s := summary{Name: g.Name(), Files: g.Files(), Order: g.Order(), Levels: g.Levels(), Width: g.Width(),
 		Critical: g.CriticalPath(), Components: g.Components()}
 	for i := 0; i < g.Len(); i++ {
-		s.Nodes = append(s.Nodes, *g.Node(i))
+		s.Nodes = append(s.Nodes, g.Node(i))
 		s.Preds = append(s.Preds, g.Preds(i))
 		s.Succs = append(s.Succs, g.Succs(i))
 	}

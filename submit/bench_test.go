@@ -129,8 +129,10 @@ func BenchmarkGoroutineDAG(b *testing.B) {
 				defer unix.Close(fd)
 			}
 			n := g.Len()
+			nodes := make([]dag.Node, n)
 			bufs := make([][]byte, n)
 			for i := range bufs {
+				nodes[i] = g.Node(i)
 				bufs[i] = dag.AlignedBuffer(4096)
 			}
 			done := make([]chan struct{}, n)
@@ -147,7 +149,7 @@ func BenchmarkGoroutineDAG(b *testing.B) {
 						for _, e := range g.Preds(i) {
 							<-done[e.Node]
 						}
-						if nd := g.Node(i); nd.Op == dag.OpRead {
+						if nd := &nodes[i]; nd.Op == dag.OpRead {
 							unix.Pread(fd, bufs[i], nd.Offset)
 						}
 						close(done[i])

@@ -106,7 +106,7 @@ func newPlan(g *dag.Graph) *plan {
 		return d, addPath(base)
 	}
 	for i := 0; i < n; i++ {
-		nd := *g.Node(i)
+		nd := g.Node(i)
 		p.nodes[i] = nd
 		p.op[i] = nd.Op
 		if nd.Async {

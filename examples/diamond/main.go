@@ -91,7 +91,8 @@ func run(w io.Writer) error {
 	}
 	fmt.Fprintln(tw)
 	for i := range g.Len() {
-		fmt.Fprintf(tw, "%s\t%s", g.Node(i).ID, g.Node(i).Op)
+		nd := g.Node(i)
+		fmt.Fprintf(tw, "%s\t%s", nd.ID, nd.Op)
 		for _, rep := range reps {
 			fmt.Fprintf(tw, "\t%s", cell(rep, i))
 		}
