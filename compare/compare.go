@@ -209,7 +209,7 @@ func needsRoot(g *dag.Graph) bool {
 	if len(g.Files()) > 0 {
 		return true
 	}
-	for i := 0; i < g.Len(); i++ {
+	for i := range int32(g.Len()) {
 		if n := g.Node(i); n.File != "" || n.Path != "" || n.To != "" {
 			return true
 		}

@@ -24,7 +24,7 @@ func Example() {
 	for l, level := range g.Levels() {
 		fmt.Print("level ", l, ":")
 		for _, i := range level {
-			fmt.Print(" ", g.Node(int(i)).ID)
+			fmt.Print(" ", g.Node(i).ID)
 		}
 		fmt.Println()
 	}

@@ -404,7 +404,7 @@ func (g *Graph) Spec() *Spec {
 		}
 		s.Files = append(s.Files, f)
 	}
-	for i := range g.nodes {
+	for i := range int32(len(g.nodes)) {
 		nd := &g.nodes[i]
 		ns := &s.Nodes[i]
 		*ns = NodeSpec{

@@ -118,7 +118,7 @@ type summary struct {
 func summarize(g *Graph) summary {
 	s := summary{Name: g.Name(), Files: g.Files(), Order: g.Order(), Levels: g.Levels(), Width: g.Width(),
 		Critical: g.CriticalPath(), Components: g.Components()}
-	for i := 0; i < g.Len(); i++ {
+	for i := range int32(g.Len()) {
 		s.Nodes = append(s.Nodes, g.Node(i))
 		s.Preds = append(s.Preds, g.Preds(i))
 		s.Succs = append(s.Succs, g.Succs(i))

@@ -185,7 +185,7 @@ func (v *validator) resolveEdges() {
 
 func (v *validator) checkDuplicateEdges() {
 	g := v.g
-	for i := range g.nodes {
+	for i := range int32(len(g.nodes)) {
 		ps := g.Preds(i)
 		for k := 1; k < len(ps); k++ {
 			if ps[k].Node == ps[k-1].Node {
@@ -193,7 +193,7 @@ func (v *validator) checkDuplicateEdges() {
 				if ps[k].Kind != ps[k-1].Kind {
 					field = "finally"
 				}
-				v.nodeErr(int32(i), field, wrap(ErrDuplicateEdge, "duplicate edge from %q", g.nodes[ps[k].Node].ID))
+				v.nodeErr(i, field, wrap(ErrDuplicateEdge, "duplicate edge from %q", g.nodes[ps[k].Node].ID))
 			}
 		}
 	}
@@ -491,7 +491,7 @@ func (v *validator) reportCycles(indeg []int32) {
 		for state[cur] == unseen {
 			state[cur] = onWalk
 			walk = append(walk, cur)
-			for _, e := range g.Preds(int(cur)) {
+			for _, e := range g.Preds(cur) {
 				if indeg[e.Node] > 0 {
 					cur = e.Node
 					break
@@ -511,7 +511,7 @@ func (v *validator) reportCycles(indeg []int32) {
 			}
 			path = append(path, path[0])
 			field := "after"
-			for _, e := range g.Preds(int(cyc[0])) {
+			for _, e := range g.Preds(cyc[0]) {
 				if e.Node == cyc[len(cyc)-1] {
 					field = e.Kind.String()
 				}
@@ -526,7 +526,7 @@ func (v *validator) reportCycles(indeg []int32) {
 		}
 		for h := 0; h < len(queue); h++ {
 			state[queue[h]] = explained
-			for _, e := range g.Succs(int(queue[h])) {
+			for _, e := range g.Succs(queue[h]) {
 				if state[e.Node] != explained {
 					state[e.Node] = explained
 					queue = append(queue, e.Node)
@@ -560,7 +560,7 @@ func (r *reach) forward(from int32, limit int32) {
 	r.stamp[from] = r.gen
 	r.queue = append(r.queue[:0], from)
 	for h := 0; h < len(r.queue); h++ {
-		for _, e := range r.g.Succs(int(r.queue[h])) {
+		for _, e := range r.g.Succs(r.queue[h]) {
 			if r.stamp[e.Node] != r.gen && r.pos[e.Node] <= limit {
 				r.stamp[e.Node] = r.gen
 				r.queue = append(r.queue, e.Node)

@@ -132,7 +132,7 @@ func BenchmarkGoroutineDAG(b *testing.B) {
 			nodes := make([]dag.Node, n)
 			bufs := make([][]byte, n)
 			for i := range bufs {
-				nodes[i] = g.Node(i)
+				nodes[i] = g.Node(int32(i))
 				bufs[i] = dag.AlignedBuffer(4096)
 			}
 			done := make([]chan struct{}, n)
@@ -146,7 +146,7 @@ func BenchmarkGoroutineDAG(b *testing.B) {
 					wg.Add(1)
 					go func() {
 						defer wg.Done()
-						for _, e := range g.Preds(i) {
+						for _, e := range g.Preds(int32(i)) {
 							<-done[e.Node]
 						}
 						if nd := &nodes[i]; nd.Op == dag.OpRead {

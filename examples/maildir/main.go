@@ -112,7 +112,7 @@ func run(ctx context.Context, w io.Writer, c config) error {
 	fmt.Fprintf(w, "%s: %d files of %d..%d bytes in %s (made or checked in %.2fs)\n", g.Name(), c.n,
 		dag.MaildirMinSize, dag.MaildirMaxSize, c.cache, time.Since(t0).Seconds())
 
-	reads := make([]int, c.n) // node index of each file's read
+	reads := make([]int32, c.n) // node index of each file's read
 	for i := range reads {
 		var ok bool
 		if reads[i], ok = g.Index(fmt.Sprintf("r%05d", i)); !ok {
