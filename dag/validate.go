@@ -271,6 +271,34 @@ func opFields(op Op) uint16 {
 	return 0
 }
 
+// fieldSet is one field of opFields, by its spec name ("buf": Task.Buffer,
+// Go API only), and whether a node sets it.
+type fieldSet struct {
+	bit  uint16
+	name string
+	on   bool
+}
+
+// opFieldsSet lists the fields of opFields and whether nd sets each. It is
+// an array, not a slice, so that the check of each node allocates nothing.
+func opFieldsSet(nd *Node) [13]fieldSet {
+	return [...]fieldSet{
+		{fFile, "file", nd.File != ""},
+		{fHandle, "handle", nd.Handle != ""},
+		{fPath, "path", nd.Path != ""},
+		{fTo, "to", nd.To != ""},
+		{fOffset, "offset", nd.Offset != 0},
+		{fLen, "len", nd.Len != 0},
+		{fFill, "fill", nd.Fill != 0},
+		{fFlags, "flags", nd.OpenFlags != 0},
+		{fMode, "mode", nd.Mode != 0},
+		{fAs, "as", nd.As != ""},
+		{fNS, "ns", nd.NS != 0},
+		{fAllowShort, "allow_short", nd.AllowShort},
+		{fBuf, "buf", nd.Buf != nil},
+	}
+}
+
 func (v *validator) checkNode(i int32) {
 	nd := &v.b.nodes[i]
 	switch {
@@ -290,27 +318,8 @@ func (v *validator) checkNode(i int32) {
 		}
 		return
 	}
-	set := []struct {
-		bit  uint16
-		name string
-		on   bool
-	}{
-		{fFile, "file", nd.File != ""},
-		{fHandle, "handle", nd.Handle != ""},
-		{fPath, "path", nd.Path != ""},
-		{fTo, "to", nd.To != ""},
-		{fOffset, "offset", nd.Offset != 0},
-		{fLen, "len", nd.Len != 0},
-		{fFill, "fill", nd.Fill != 0},
-		{fFlags, "flags", nd.OpenFlags != 0},
-		{fMode, "mode", nd.Mode != 0},
-		{fAs, "as", nd.As != ""},
-		{fNS, "ns", nd.NS != 0},
-		{fAllowShort, "allow_short", nd.AllowShort},
-		{fBuf, "buf", nd.Buf != nil},
-	}
 	allowed := opFields(nd.Op)
-	for _, f := range set {
+	for _, f := range opFieldsSet(nd) {
 		if f.on && allowed&f.bit == 0 {
 			v.nodeErr(i, f.name, wrap(ErrUnexpectedField, "not used by op %q", nd.Op))
 		}
