@@ -14,8 +14,10 @@ import (
 	"syscall"
 )
 
-// Spec is the JSON form of a graph (DESIGN.md, "Spec format"). ParseSpec reads
-// one strictly; Marshal writes one; Build turns one into a Graph.
+// Spec is the JSON form of a graph: its name, the files the runner creates
+// in the run's root before a run (FileSpec) and the nodes (NodeSpec), each
+// naming the nodes it runs after. ParseSpec reads one strictly; Marshal
+// writes one; Build turns one into a Graph.
 type Spec struct {
 	Name  string     `json:"name"`
 	Files []FileSpec `json:"files,omitempty"`
@@ -25,8 +27,26 @@ type Spec struct {
 	src []byte
 }
 
-// NodeSpec is the JSON form of one node. Which fields an op uses is listed in
-// DESIGN.md; Build rejects the others.
+// NodeSpec is the JSON form of one node. Every node has an id and an op, and
+// may have after and finally (the ids of the nodes it runs after: see
+// Task.After and Task.Finally) and async. Each op takes the fields below,
+// and Build rejects a node that sets any other:
+//
+//	nop
+//	read     file or handle, offset, len, len_from, allow_short
+//	write    file or handle, offset, len, fill, allow_short
+//	fsync    file or handle
+//	open     path, flags, mode, as
+//	statx    path
+//	close    handle
+//	timeout  ns
+//	unlink   path
+//	mkdir    path, mode
+//	rename   path, to
+//
+// file names a spec file, handle the as of an open; len_from names a statx
+// whose size is the read's length (len, if set, caps it); paths are
+// relative to the run's root, in clean form, without "..".
 type NodeSpec struct {
 	ID         string   `json:"id"`
 	Op         string   `json:"op"`

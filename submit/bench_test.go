@@ -10,7 +10,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Benchmarks of the three modes on the shapes of DESIGN.md's targets:
+// Benchmarks of the three modes on the generated shapes the README's
+// results table measures:
 //
 //	go test -run '^$' -bench . -benchtime 2000x ./submit
 //
@@ -109,7 +110,7 @@ func BenchmarkDispatch(b *testing.B) {
 	}
 }
 
-// BenchmarkGoroutineDAG is the baseline of DESIGN.md's targets: a
+// BenchmarkGoroutineDAG is the baseline the modes are measured against: a
 // goroutine per node that waits for its predecessors' channels, then
 // does its op with a plain syscall (nothing for a NOP, pread for a read).
 func BenchmarkGoroutineDAG(b *testing.B) {

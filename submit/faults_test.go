@@ -18,8 +18,8 @@ import (
 
 // The fault matrix: random DAGs (seeded) of nops, reads, writes, timeouts,
 // opens/reads/closes of handles and directory ops, with failures injected at
-// random nodes, run in every mode and checked against DESIGN.md's rules,
-// computed here independently of the engine.
+// random nodes, run in every mode and checked against the rules of the
+// README's Semantics section, computed here independently of the engine.
 
 const (
 	faultIO        = 512   // bytes of every read and write
@@ -219,7 +219,7 @@ func genFaults(seed uint64, n, pct int) (*faultGraph, error) {
 	return fg, nil
 }
 
-// expected returns each node's status under DESIGN.md's rule, computed in
+// expected returns each node's status under the README's rule, computed in
 // declaration order (a topological order here): canceled iff a predecessor
 // was canceled or an after-predecessor did not succeed; otherwise failed
 // iff a failure was injected there.

@@ -1,4 +1,4 @@
-// Command diamond builds the diamond of DESIGN.md with the Go API, prints
+// Command diamond builds the diamond with the Go API, prints
 // its stages and runs it in the three modes on one pool:
 //
 //	    a (nop)
