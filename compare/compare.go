@@ -36,14 +36,14 @@ type Options struct {
 
 // Comparison is the outcome of running one graph in every mode: each
 // mode's report and speed relative to link mode, and the node-by-node
-// check of what the semantics of DESIGN.md say must agree.
+// check (see Reports) of what the semantics say must agree.
 type Comparison struct {
 	Name string `json:"name"`
 	// Modes has one result per mode that ran, in Modes order (link,
 	// waves, graph).
 	Modes []ModeResult `json:"modes"`
 	// Checked reports whether every mode ran to completion and the
-	// nodes were compared; an interrupted Compare leaves it false.
+	// nodes were compared; an interrupted Run leaves it false.
 	Checked bool `json:"checked"`
 	// Disagreements lists what differs where the semantics say it must
 	// not.
@@ -100,7 +100,7 @@ func (c *Comparison) Mode(m submit.Mode) *ModeResult {
 	return nil
 }
 
-// Compare runs g on pool in every mode (link, then waves, then graph),
+// Run runs g on pool in every mode (link, then waves, then graph),
 // each o.Repeat times in a fresh subdirectory of o.Scratch, and checks the
 // reports with Reports. If ctx ends first, it returns the modes
 // that ran (the interrupted one with its partial report), unchecked,
@@ -209,7 +209,7 @@ func needsRoot(g *dag.Graph) bool {
 	if len(g.Files()) > 0 {
 		return true
 	}
-	for i := 0; i < g.Len(); i++ {
+	for i := range int32(g.Len()) {
 		if n := g.Node(i); n.File != "" || n.Path != "" || n.To != "" {
 			return true
 		}
@@ -218,7 +218,7 @@ func needsRoot(g *dag.Graph) bool {
 }
 
 // Reports checks one report of each mode of the same graph (in
-// any order) node by node, as Compare does:
+// any order) node by node, as Run does:
 //
 //   - graph and waves must agree exactly on every node's status, res
 //     and digest;

@@ -13,7 +13,7 @@ import (
 	"github.com/iodag/iodag/workers"
 )
 
-// compareSummary is what TestCompare checks of a Comparison: everything
+// compareSummary is what TestRun checks of a Comparison: everything
 // but the timing.
 type compareSummary struct {
 	Counts        map[string]submit.Counts
@@ -112,7 +112,7 @@ func TestRun(t *testing.T) {
 					last = done
 				}})
 			if err != nil {
-				t.Fatalf("Compare: %v", err)
+				t.Fatalf("Run: %v", err)
 			}
 			if diff := cmp.Diff(tc.want, summarize(c)); diff != "" {
 				t.Errorf("Run(%s) mismatch (-want +got):\n%s", tc.name, diff)
@@ -146,7 +146,7 @@ func TestRun(t *testing.T) {
 	}
 }
 
-func TestCompareErrors(t *testing.T) {
+func TestRunErrors(t *testing.T) {
 	pool, err := workers.New(workers.Config{Workers: 1, Entries: 8})
 	if err != nil {
 		t.Fatal(err)
@@ -157,7 +157,7 @@ func TestCompareErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c, err := Run(context.Background(), pool, g, Options{}); err == nil {
-		t.Errorf("Compare without a root = %+v, want an error", c)
+		t.Errorf("Run without Scratch = %+v, want an error", c)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -254,7 +254,7 @@ func TestReports(t *testing.T) {
 	}
 }
 
-func TestCompareReportsErrors(t *testing.T) {
+func TestReportsErrors(t *testing.T) {
 	r := func(mode submit.Mode, name string, ids ...string) *submit.Report {
 		rep := &submit.Report{Name: name, Mode: mode}
 		for _, id := range ids {
@@ -275,7 +275,7 @@ func TestCompareReportsErrors(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			if c, err := Reports(tc.reports...); err == nil {
-				t.Errorf("CompareReports = %+v, want an error", c)
+				t.Errorf("Reports(%s) = %+v, want an error", tc.name, c)
 			}
 		})
 	}

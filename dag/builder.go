@@ -1,6 +1,7 @@
 package dag
 
 import (
+	"math"
 	"slices"
 	"time"
 )
@@ -47,11 +48,12 @@ type binding struct {
 type BuilderOption func(*Builder)
 
 // WithMaxNodes sets the largest number of nodes Build accepts (default
-// DefaultMaxNodes); n <= 0 means the default.
+// DefaultMaxNodes); n <= 0 means the default, and n over math.MaxInt32 means
+// math.MaxInt32, as node indexes are int32.
 func WithMaxNodes(n int) BuilderOption {
 	return func(b *Builder) {
 		if n > 0 {
-			b.maxNodes = n
+			b.maxNodes = min(n, math.MaxInt32)
 		}
 	}
 }
@@ -169,7 +171,7 @@ func (b *Builder) Rename(id, path, to string) Task {
 func (t Task) ID() string { return t.b.nodes[t.i].ID }
 
 // Index returns the task's declaration index, its index in the built Graph.
-func (t Task) Index() int { return int(t.i) }
+func (t Task) Index() int32 { return t.i }
 
 func (t Task) edge(kind EdgeKind, preds []Task) Task {
 	for _, p := range preds {

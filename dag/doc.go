@@ -1,5 +1,5 @@
 // Package dag declares, validates and stages graphs of dependent I/O
-// operations, each node one io_uring operation (DESIGN.md).
+// operations, each node one io_uring operation (see Op).
 //
 // A graph comes from a Builder (the Go API) or from a spec (JSON, see Spec
 // and ParseSpec); Build checks it whole, reporting every problem at once, each

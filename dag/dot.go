@@ -25,7 +25,7 @@ func (g *Graph) ToGraph() (graph.Graph[string, string], error) {
 			return nil, err
 		}
 	}
-	for i := range g.nodes {
+	for i := range int32(len(g.nodes)) {
 		for _, e := range g.Succs(i) {
 			var opts []func(*graph.EdgeProperties)
 			if e.Kind == Finally {
@@ -57,7 +57,7 @@ func (g *Graph) WriteDOT(w io.Writer) error {
 	for _, i := range g.order {
 		id := dotQuote(g.nodes[i].ID)
 		fmt.Fprintf(&out, "\t%s [ label=%s,  weight=0 ];\n", id, dotQuote(g.nodes[i].ID+"\n"+g.nodes[i].Op.String()))
-		succs = append(succs[:0], g.Succs(int(i))...)
+		succs = append(succs[:0], g.Succs(i)...)
 		slices.SortFunc(succs, func(a, b Edge) int { return int(pos[a.Node] - pos[b.Node]) })
 		for _, e := range succs {
 			style := ""

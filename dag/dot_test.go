@@ -72,7 +72,7 @@ func TestFromGraph(t *testing.T) {
 	}
 	want := [][]Edge{{}, {{0, After}}, {{0, After}}, {{1, After}, {2, Finally}}, {{3, Finally}}}
 	var got [][]Edge
-	for i := 0; i < g.Len(); i++ {
+	for i := range int32(g.Len()) {
 		got = append(got, g.Preds(i))
 	}
 	if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {

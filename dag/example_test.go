@@ -7,7 +7,7 @@ import (
 	"github.com/iodag/iodag/dag"
 )
 
-// The diamond of DESIGN.md: a nop, two O_DIRECT reads after it, a nop after both.
+// The diamond: a nop, two O_DIRECT reads after it, a nop after both.
 func Example() {
 	b := dag.NewBuilder("diamond")
 	b.AddFile(dag.FileSpec{Name: "data", Size: 1 << 20, Fill: 7, Direct: true})
@@ -24,7 +24,7 @@ func Example() {
 	for l, level := range g.Levels() {
 		fmt.Print("level ", l, ":")
 		for _, i := range level {
-			fmt.Print(" ", g.Node(int(i)).ID)
+			fmt.Print(" ", g.Node(i).ID)
 		}
 		fmt.Println()
 	}

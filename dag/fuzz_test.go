@@ -1,8 +1,11 @@
 package dag
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
+	"strconv"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -74,8 +77,11 @@ func FuzzStage(f *testing.F) {
 	})
 }
 
-// FuzzSpecDecoders checks that the fast spec decoder, whenever it accepts an
-// input, decodes it exactly as strict encoding/json does.
+// FuzzSpecDecoders checks that ParseSpec's three decoders agree: the fast
+// one, whenever it accepts an input, decodes it exactly as strict
+// encoding/json does, and the positioned one accepts exactly what
+// encoding/json accepts, decoding it the same but for empty lists, which it
+// may leave nil.
 func FuzzSpecDecoders(f *testing.F) {
 	files, _ := filepath.Glob("../testdata/*.json")
 	invalid, _ := filepath.Glob("../testdata/invalid/*.json")
@@ -89,6 +95,15 @@ func FuzzSpecDecoders(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		fast, ok := decodeSpecFast(data)
 		slow, err := decodeSpecJSON(data)
+		pos, perr := decodeSpecPositioned(data)
+		if (err == nil) != (perr == nil) {
+			t.Fatalf("encoding/json: %v; positioned: %v\ninput:\n%s", err, perr, data)
+		}
+		if err == nil {
+			if diff := cmp.Diff(slow, pos, cmpopts.IgnoreUnexported(Spec{}), cmpopts.EquateEmpty()); diff != "" {
+				t.Fatalf("decoders differ (-json +positioned):\n%s\ninput:\n%s", diff, data)
+			}
+		}
 		if !ok {
 			return
 		}
@@ -99,4 +114,71 @@ func FuzzSpecDecoders(f *testing.F) {
 			t.Fatalf("decoders differ (-json +fast):\n%s\ninput:\n%s", diff, data)
 		}
 	})
+}
+
+// fillAll sets every exported field of the struct v points to, at any depth,
+// to a non-zero value: strings "x", numbers 1, bools true, one-element slices.
+func fillAll(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.Pointer:
+		v.Set(reflect.New(v.Type().Elem()))
+		fillAll(v.Elem())
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				fillAll(v.Field(i))
+			}
+		}
+	case reflect.Slice:
+		v.Set(reflect.MakeSlice(v.Type(), 1, 1))
+		fillAll(v.Index(0))
+	case reflect.String:
+		v.SetString("x")
+	case reflect.Bool:
+		v.SetBool(true)
+	case reflect.Int, reflect.Int64:
+		v.SetInt(1)
+	case reflect.Uint8, reflect.Uint32:
+		v.SetUint(1)
+	default:
+		panic("fillAll: no value for " + v.Type().String())
+	}
+}
+
+// TestSpecFieldNames checks the lists of spec field names against the one
+// source, the json tags: every key of a spec with every field set is in
+// specKeys, all three decoders take it and agree, and every field name
+// Build's op check reports is a spec key (or buf, of the Go API).
+func TestSpecFieldNames(t *testing.T) {
+	var s Spec
+	fillAll(reflect.ValueOf(&s).Elem())
+	data, err := json.Marshal(&s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if at, msg, ok := checkKeys(data, specKeys()); !ok {
+		t.Errorf("checkKeys(%s) = %s at %d, want ok", data, msg, at)
+	}
+	fast, ok := decodeSpecFast(data)
+	if !ok {
+		t.Fatalf("decodeSpecFast refuses a spec with every field set:\n%s", data)
+	}
+	for name, dec := range map[string]func([]byte) (*Spec, error){"json": decodeSpecJSON, "positioned": decodeSpecPositioned} {
+		got, err := dec(data)
+		if err != nil {
+			t.Fatalf("decodeSpec %s: %v\n%s", name, err, data)
+		}
+		if diff := cmp.Diff(&s, got, cmpopts.IgnoreUnexported(Spec{})); diff != "" {
+			t.Errorf("decodeSpec %s mismatch (-want +got):\n%s", name, diff)
+		}
+	}
+	if diff := cmp.Diff(&s, fast, cmpopts.IgnoreUnexported(Spec{})); diff != "" {
+		t.Errorf("decodeSpecFast mismatch (-want +got):\n%s", diff)
+	}
+	keys := specKeys()
+	for _, f := range opFieldsSet(&Node{}) {
+		if f.name != "buf" && !keys[strconv.Quote(f.name)] {
+			t.Errorf("Build's op check names field %q, which is no spec key", f.name)
+		}
+	}
 }

@@ -29,38 +29,58 @@ const (
 	maxGenNodes     = DefaultMaxNodes
 )
 
-// Shapes lists the shapes Generate knows, with their arguments.
+// genShape is one shape Generate knows.
+type genShape struct {
+	name string
+	args []string // the names of its arguments, in order
+	gen  func(args []int, o GenOptions) (*Spec, error)
+}
+
+// shapes lists every shape Generate knows, in Shapes order: the one list of
+// shape names and argument names.
+func shapes() []genShape {
+	return []genShape{
+		{"diamond", nil, func(_ []int, o GenOptions) (*Spec, error) { return Diamond(o) }},
+		{"fanout", []string{"N"}, func(a []int, o GenOptions) (*Spec, error) { return Fanout(a[0], o) }},
+		{"chains", []string{"K", "L"}, func(a []int, o GenOptions) (*Spec, error) { return Chains(a[0], a[1], o) }},
+		{"layered", []string{"W", "D"}, func(a []int, o GenOptions) (*Spec, error) { return Layered(a[0], a[1], o) }},
+		{"tree", []string{"DEPTH"}, func(a []int, o GenOptions) (*Spec, error) { return Tree(a[0], o) }},
+		{"stagger", []string{"K", "L"}, func(a []int, o GenOptions) (*Spec, error) { return Stagger(a[0], a[1], o) }},
+		{"maildir", []string{"N"}, func(a []int, o GenOptions) (*Spec, error) { return Maildir(a[0], o) }},
+	}
+}
+
+// lookupShape returns the shape called name.
+func lookupShape(name string) (genShape, bool) {
+	for _, s := range shapes() {
+		if s.name == name {
+			return s, true
+		}
+	}
+	return genShape{}, false
+}
+
+// Shapes lists the shapes Generate knows, each with the names of its
+// arguments: "diamond", "fanout N", "chains K L", ...
 func Shapes() []string {
-	return []string{"diamond", "fanout N", "chains K L", "layered W D", "tree DEPTH", "stagger K L", "maildir N"}
+	var out []string
+	for _, s := range shapes() {
+		out = append(out, strings.Join(append([]string{s.name}, s.args...), " "))
+	}
+	return out
 }
 
 // Generate returns the spec of a named shape (see Shapes) with integer args.
 // Every generator refuses sizes of more than DefaultMaxNodes nodes.
-func Generate(shape string, args []int, o GenOptions) (*Spec, error) {
-	want := map[string]int{"diamond": 0, "fanout": 1, "chains": 2, "layered": 2, "tree": 1, "stagger": 2, "maildir": 1}
-	n, ok := want[shape]
+func Generate(name string, args []int, o GenOptions) (*Spec, error) {
+	s, ok := lookupShape(name)
 	if !ok {
-		return nil, fmt.Errorf("unknown shape %q (want one of %v)", shape, Shapes())
+		return nil, fmt.Errorf("unknown shape %q (want one of %s)", name, strings.Join(Shapes(), ", "))
 	}
-	if len(args) != n {
-		return nil, fmt.Errorf("shape %s takes %d arguments, got %d", shape, n, len(args))
+	if len(args) != len(s.args) {
+		return nil, fmt.Errorf("shape %s takes %d arguments, got %d", name, len(s.args), len(args))
 	}
-	switch shape {
-	case "diamond":
-		return Diamond(o)
-	case "fanout":
-		return Fanout(args[0], o)
-	case "chains":
-		return Chains(args[0], args[1], o)
-	case "layered":
-		return Layered(args[0], args[1], o)
-	case "tree":
-		return Tree(args[0], o)
-	case "stagger":
-		return Stagger(args[0], args[1], o)
-	default:
-		return Maildir(args[0], o)
-	}
+	return s.gen(args, o)
 }
 
 // gen accumulates a generated spec.
@@ -127,9 +147,11 @@ func id(prefix string, i, n int) string {
 }
 
 // nodeCount returns the number of nodes of a shape, per times the product
-// of its arguments vals, called names. It fails, naming them, if one is < 1
-// or the product is over maxGenNodes, which it finds without overflowing.
-func nodeCount(shape string, per int, names []string, vals ...int) (int, error) {
+// of its arguments vals. It fails, naming them, if one is < 1 or the product
+// is over maxGenNodes, which it finds without overflowing.
+func nodeCount(name string, per int, vals ...int) (int, error) {
+	s, _ := lookupShape(name)
+	shape, names := s.name, s.args
 	for i, v := range vals {
 		if v < 1 {
 			return 0, fmt.Errorf("%s: %s must be >= 1, got %d", shape, names[i], v)
@@ -171,7 +193,7 @@ func Fanout(n int, o GenOptions) (*Spec, error) {
 	if n < 3 {
 		return nil, fmt.Errorf("fanout: N must be >= 3, got %d", n)
 	}
-	if _, err := nodeCount("fanout", 1, []string{"N"}, n); err != nil {
+	if _, err := nodeCount("fanout", 1, n); err != nil {
 		return nil, err
 	}
 	g, err := newGen("fanout"+strconv.Itoa(n), o, n-2, n)
@@ -190,7 +212,7 @@ func Fanout(n int, o GenOptions) (*Spec, error) {
 
 // Chains is k independent chains of l work nodes, c<k>_<i>.
 func Chains(k, l int, o GenOptions) (*Spec, error) {
-	n, err := nodeCount("chains", 1, []string{"K", "L"}, k, l)
+	n, err := nodeCount("chains", 1, k, l)
 	if err != nil {
 		return nil, err
 	}
@@ -216,7 +238,7 @@ func Chains(k, l int, o GenOptions) (*Spec, error) {
 // Layered is d levels of w work nodes, l<level>_<i>; every node below the
 // first depends on one or two nodes of the level above, drawn from the seed.
 func Layered(w, d int, o GenOptions) (*Spec, error) {
-	n, err := nodeCount("layered", 1, []string{"W", "D"}, w, d)
+	n, err := nodeCount("layered", 1, w, d)
 	if err != nil {
 		return nil, err
 	}
@@ -274,7 +296,7 @@ func Tree(depth int, o GenOptions) (*Spec, error) {
 // timeout when i+k is even, else a work node: every level holds a slow step,
 // but each chain only half of them.
 func Stagger(k, l int, o GenOptions) (*Spec, error) {
-	n, err := nodeCount("stagger", 1, []string{"K", "L"}, k, l)
+	n, err := nodeCount("stagger", 1, k, l)
 	if err != nil {
 		return nil, err
 	}
@@ -303,7 +325,7 @@ func Stagger(k, l int, o GenOptions) (*Spec, error) {
 // of the size the statx found (r<i>), then on a finally-edge a close (c<i>).
 // It takes no read4k.
 func Maildir(n int, o GenOptions) (*Spec, error) {
-	nodes, err := nodeCount("maildir", 4, []string{"N"}, n)
+	nodes, err := nodeCount("maildir", 4, n)
 	if err != nil {
 		return nil, err
 	}

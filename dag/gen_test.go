@@ -179,3 +179,21 @@ func TestGenerateTooLarge(t *testing.T) {
 		}
 	}
 }
+
+// TestShapes checks that every shape Shapes lists generates with as many
+// arguments as it names, and that Generate refuses one more.
+func TestShapes(t *testing.T) {
+	for _, s := range Shapes() {
+		name, argNames, _ := strings.Cut(s, " ")
+		args := make([]int, len(strings.Fields(argNames)))
+		for i := range args {
+			args[i] = 3
+		}
+		if _, err := Generate(name, args, GenOptions{}); err != nil {
+			t.Errorf("Generate(%s, %v) = %v", name, args, err)
+		}
+		if _, err := Generate(name, append(args, 3), GenOptions{}); err == nil {
+			t.Errorf("Generate(%s, %v) = nil error, want one", name, append(args, 3))
+		}
+	}
+}

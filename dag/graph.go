@@ -41,8 +41,15 @@ type DirSpec struct {
 }
 
 // Graph is a validated and staged DAG of operations. It is immutable, so safe
-// for concurrent use: every slice it returns is shared and must not be modified. Nodes are numbered by
-// declaration order, 0 to Len()-1.
+// for concurrent use: every slice it returns is shared and must not be
+// modified.
+//
+// Nodes are numbered by declaration order, 0 to Len()-1, and a node index is
+// an int32 everywhere in this package's API (parameters, results, Edge.Node,
+// Node.LenFrom and the slices of Order, Levels, CriticalPath and Components),
+// as the graph stores it: a graph has at most math.MaxInt32 nodes (see
+// WithMaxNodes). Counts (Len, Edges, Width) and the level and component
+// numbers that index Levels and Components are ints.
 type Graph struct {
 	name  string
 	nodes []Node
@@ -71,20 +78,18 @@ func (g *Graph) Len() int { return len(g.nodes) }
 // Edges returns the number of edges.
 func (g *Graph) Edges() int { return len(g.succs) }
 
-// Node returns node i, for i in [0, Len()).
-func (g *Graph) Node(i int) *Node { return &g.nodes[i] }
+// Node returns a copy of node i, for i in [0, Len()). The copy's Buf, if
+// any, is the caller's buffer given to Task.Buffer, not a copy of it.
+func (g *Graph) Node(i int32) Node { return g.nodes[i] }
 
 // Index returns the index of the node with the given id.
-func (g *Graph) Index(id string) (int, bool) {
-	i, ok := g.index.lookup(id)
-	return int(i), ok
-}
+func (g *Graph) Index(id string) (int32, bool) { return g.index.lookup(id) }
 
 // Preds returns the predecessors of node i, sorted by node index.
-func (g *Graph) Preds(i int) []Edge { return g.preds[g.predOff[i]:g.predOff[i+1]:g.predOff[i+1]] }
+func (g *Graph) Preds(i int32) []Edge { return g.preds[g.predOff[i]:g.predOff[i+1]:g.predOff[i+1]] }
 
 // Succs returns the successors of node i, sorted by node index.
-func (g *Graph) Succs(i int) []Edge { return g.succs[g.succOff[i]:g.succOff[i+1]:g.succOff[i+1]] }
+func (g *Graph) Succs(i int32) []Edge { return g.succs[g.succOff[i]:g.succOff[i+1]:g.succOff[i+1]] }
 
 // Files returns the files the runner creates before a run.
 func (g *Graph) Files() []FileSpec { return g.files }
@@ -95,7 +100,7 @@ func (g *Graph) Order() []int32 { return g.order }
 
 // Level returns the length of the longest path from a root to node i, in
 // edges: roots are at level 0.
-func (g *Graph) Level(i int) int { return int(g.level[i]) }
+func (g *Graph) Level(i int32) int { return int(g.level[i]) }
 
 // Levels returns the nodes of each level, each in Order order.
 func (g *Graph) Levels() [][]int32 { return g.levels }
@@ -113,4 +118,4 @@ func (g *Graph) CriticalPath() []int32 { return g.critical }
 func (g *Graph) Components() [][]int32 { return g.comps }
 
 // Component returns the index in Components of node i's component.
-func (g *Graph) Component(i int) int { return int(g.comp[i]) }
+func (g *Graph) Component(i int32) int { return int(g.comp[i]) }

@@ -11,7 +11,8 @@ import (
 // Op is the io_uring operation a node performs.
 type Op uint8
 
-// The operations of DESIGN.md, in spec order.
+// The operations, in spec order; String gives each one's spec name, and
+// NodeSpec lists the fields each one takes.
 const (
 	OpNop Op = iota
 	OpRead

@@ -8,13 +8,16 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"reflect"
 	"strconv"
 	"strings"
 	"syscall"
 )
 
-// Spec is the JSON form of a graph (DESIGN.md, "Spec format"). ParseSpec reads
-// one strictly; Marshal writes one; Build turns one into a Graph.
+// Spec is the JSON form of a graph: its name, the files the runner creates
+// in the run's root before a run (FileSpec) and the nodes (NodeSpec), each
+// naming the nodes it runs after. ParseSpec reads one strictly; Marshal
+// writes one; Build turns one into a Graph.
 type Spec struct {
 	Name  string     `json:"name"`
 	Files []FileSpec `json:"files,omitempty"`
@@ -24,8 +27,26 @@ type Spec struct {
 	src []byte
 }
 
-// NodeSpec is the JSON form of one node. Which fields an op uses is listed in
-// DESIGN.md; Build rejects the others.
+// NodeSpec is the JSON form of one node. Every node has an id and an op, and
+// may have after and finally (the ids of the nodes it runs after: see
+// Task.After and Task.Finally) and async. Each op takes the fields below,
+// and Build rejects a node that sets any other:
+//
+//	nop
+//	read     file or handle, offset, len, len_from, allow_short
+//	write    file or handle, offset, len, fill, allow_short
+//	fsync    file or handle
+//	open     path, flags, mode, as
+//	statx    path
+//	close    handle
+//	timeout  ns
+//	unlink   path
+//	mkdir    path, mode
+//	rename   path, to
+//
+// file names a spec file, handle the as of an open; len_from names a statx
+// whose size is the read's length (len, if set, caps it); paths are
+// relative to the run's root, in clean form, without "..".
 type NodeSpec struct {
 	ID         string   `json:"id"`
 	Op         string   `json:"op"`
@@ -132,7 +153,13 @@ func ParseSpec(data []byte) (*Spec, error) {
 		s.src = data
 		return s, nil
 	}
-	p := &specParser{data: data, dec: json.NewDecoder(bytes.NewReader(data)), lines: newLineIndex(data)}
+	return decodeSpecPositioned(data)
+}
+
+// decodeSpecPositioned decodes a spec element by element, so that every bad
+// element is reported with its position.
+func decodeSpecPositioned(data []byte) (*Spec, error) {
+	p := &specParser{data: data, dec: json.NewDecoder(bytes.NewReader(data)), lines: newLineIndex(data), known: specKeys()}
 	s := &Spec{src: data}
 	if err := p.parse(s); err != nil {
 		return nil, err
@@ -155,7 +182,7 @@ func decodeSpecJSON(data []byte) (*Spec, error) {
 	if _, err := d.Token(); err != io.EOF {
 		return nil, errors.New("data after the spec")
 	}
-	if _, msg, ok := checkKeys(data); !ok {
+	if _, msg, ok := checkKeys(data, specKeys()); !ok {
 		return nil, errors.New(msg)
 	}
 	return s, nil
@@ -165,6 +192,7 @@ type specParser struct {
 	data  []byte
 	dec   *json.Decoder
 	lines lineIndex
+	known map[string]bool // specKeys
 	errs  []error
 }
 
@@ -307,7 +335,7 @@ func (p *specParser) element(raw []byte, off int64, v any) *NodeError {
 	if err == nil {
 		// encoding/json matches keys case-insensitively and lets a
 		// repeated key win: a spec must spell each field once, exactly.
-		at, msg, ok := checkKeys(raw)
+		at, msg, ok := checkKeys(raw, p.known)
 		if ok {
 			return nil
 		}
@@ -404,7 +432,7 @@ func (g *Graph) Spec() *Spec {
 		}
 		s.Files = append(s.Files, f)
 	}
-	for i := range g.nodes {
+	for i := range int32(len(g.nodes)) {
 		nd := &g.nodes[i]
 		ns := &s.Nodes[i]
 		*ns = NodeSpec{
@@ -567,26 +595,37 @@ func skipSpace(src []byte, i int) int {
 	return i
 }
 
-// specKeys returns every field name a spec may use, at any depth.
+// specKeys returns every field name a spec may use, at any depth, quoted:
+// the json tags of Spec, FileSpec, DirSpec and NodeSpec, the one list of
+// them (the fast decoder's cases are checked against it by a test).
 func specKeys() map[string]bool {
 	keys := make(map[string]bool)
-	for _, k := range []string{
-		"name", "files", "nodes", // Spec
-		"size", "fill", "direct", "dir", // FileSpec
-		"count", "min_size", "max_size", "seed", // DirSpec
-		"id", "op", "file", "handle", "path", "to", "offset", "len", "len_from",
-		"flags", "mode", "as", "ns", "after", "finally", "allow_short", "async", // NodeSpec
-	} {
-		keys[`"`+k+`"`] = true
+	var walk func(t reflect.Type)
+	walk = func(t reflect.Type) {
+		for f := range t.Fields() {
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if !f.IsExported() || name == "" || name == "-" {
+				continue
+			}
+			keys[strconv.Quote(name)] = true
+			ft := f.Type
+			for ft.Kind() == reflect.Pointer || ft.Kind() == reflect.Slice {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				walk(ft)
+			}
+		}
 	}
+	walk(reflect.TypeFor[Spec]())
 	return keys
 }
 
 // checkKeys scans the valid JSON document src for an object key that is not
-// spelled exactly as a spec field, or that repeats within its object. It
-// returns the offset of the first such key and what is wrong, or ok.
-func checkKeys(src []byte) (at int, msg string, ok bool) {
-	known := specKeys()
+// in known (specKeys: spelled exactly as a spec field), or that repeats within
+// its object. It returns the offset of the first such key and what is wrong,
+// or ok.
+func checkKeys(src []byte, known map[string]bool) (at int, msg string, ok bool) {
 	// seen[d] holds the key offsets of the open object at depth d.
 	var seen [][]int
 	depth := 0

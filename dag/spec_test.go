@@ -4,9 +4,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -118,8 +122,8 @@ type summary struct {
 func summarize(g *Graph) summary {
 	s := summary{Name: g.Name(), Files: g.Files(), Order: g.Order(), Levels: g.Levels(), Width: g.Width(),
 		Critical: g.CriticalPath(), Components: g.Components()}
-	for i := 0; i < g.Len(); i++ {
-		s.Nodes = append(s.Nodes, *g.Node(i))
+	for i := range int32(g.Len()) {
+		s.Nodes = append(s.Nodes, g.Node(i))
 		s.Preds = append(s.Preds, g.Preds(i))
 		s.Succs = append(s.Succs, g.Succs(i))
 	}
@@ -353,5 +357,51 @@ func TestLoadSpecFileKinds(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestNodeSpecDoc checks NodeSpec's doc comment, which lists the fields
+// each op takes, against what Build accepts (opFields, and len_from for a
+// read).
+func TestNodeSpecDoc(t *testing.T) {
+	f, err := parser.ParseFile(token.NewFileSet(), "spec.go", nil, parser.ParseComments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc string
+	ast.Inspect(f, func(n ast.Node) bool {
+		if d, ok := n.(*ast.GenDecl); ok && len(d.Specs) == 1 {
+			if ts, ok := d.Specs[0].(*ast.TypeSpec); ok && ts.Name.Name == "NodeSpec" {
+				doc = d.Doc.Text()
+			}
+		}
+		return doc == ""
+	})
+	got := map[string][]string{}
+	for _, line := range strings.Split(doc, "\n") {
+		words := strings.FieldsFunc(line, func(r rune) bool { return r == ' ' || r == '\t' || r == ',' })
+		if !strings.HasPrefix(line, "\t") || len(words) == 0 {
+			continue
+		}
+		fields := slices.DeleteFunc(words[1:], func(w string) bool { return w == "or" })
+		slices.Sort(fields)
+		got[words[0]] = fields
+	}
+	want := map[string][]string{}
+	for op := OpNop; op < numOps; op++ {
+		fields := []string{}
+		for _, fs := range opFieldsSet(&Node{}) {
+			if opFields(op)&fs.bit != 0 && fs.name != "buf" {
+				fields = append(fields, fs.name)
+			}
+		}
+		if op == OpRead {
+			fields = append(fields, "len_from")
+		}
+		slices.Sort(fields)
+		want[op.String()] = fields
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("NodeSpec's doc: fields per op (-Build +doc):\n%s", diff)
 	}
 }

@@ -27,7 +27,7 @@ func shapeOf(g *Graph, full bool) shape {
 	}
 	if full {
 		for _, i := range g.CriticalPath() {
-			s.Critical = append(s.Critical, g.Node(int(i)).ID)
+			s.Critical = append(s.Critical, g.Node(i).ID)
 		}
 	} else {
 		s.Critical = []string{strconv.Itoa(len(g.CriticalPath()))}
@@ -101,7 +101,7 @@ func TestStageOrder(t *testing.T) {
 		Comp     []int
 	}
 	got := staged{Order: g.Order(), Levels: g.Levels(), Critical: g.CriticalPath(), Comps: g.Components()}
-	for i := 0; i < g.Len(); i++ {
+	for i := range int32(g.Len()) {
 		got.Comp = append(got.Comp, g.Component(i))
 	}
 	want := staged{
@@ -123,14 +123,14 @@ func checkOracle(g *Graph) error {
 	n := g.Len()
 	var edges [][2]int
 	for u := 0; u < n; u++ {
-		for _, e := range g.Succs(u) {
+		for _, e := range g.Succs(int32(u)) {
 			edges = append(edges, [2]int{u, int(e.Node)})
 		}
 	}
 	// Preds and Succs are transposes of each other and sorted.
 	var fromPreds [][2]int
 	for v := 0; v < n; v++ {
-		ps := g.Preds(v)
+		ps := g.Preds(int32(v))
 		if !slices.IsSortedFunc(ps, func(a, b Edge) int { return int(a.Node - b.Node) }) {
 			return fmt.Errorf("Preds(%d) = %v, not sorted", v, ps)
 		}
@@ -173,8 +173,8 @@ func checkOracle(g *Graph) error {
 		}
 	}
 	for i := 0; i < n; i++ {
-		if g.Level(i) != level[i] {
-			return fmt.Errorf("Level(%d) = %d, want %d", i, g.Level(i), level[i])
+		if g.Level(int32(i)) != level[i] {
+			return fmt.Errorf("Level(%d) = %d, want %d", i, g.Level(int32(i)), level[i])
 		}
 	}
 	width := 0
@@ -191,7 +191,7 @@ func checkOracle(g *Graph) error {
 	}
 	// Critical path: a path from a root, as long as the deepest level.
 	cp := g.CriticalPath()
-	if len(cp) != len(g.Levels()) || len(g.Preds(int(cp[0]))) != 0 {
+	if len(cp) != len(g.Levels()) || len(g.Preds(cp[0])) != 0 {
 		return fmt.Errorf("CriticalPath() = %v, want %d nodes from a root", cp, len(g.Levels()))
 	}
 	for k := 1; k < len(cp); k++ {
@@ -222,7 +222,7 @@ func checkOracle(g *Graph) error {
 			return fmt.Errorf("component %d starts at Order %d, want %d", c, pos[comp[0]], firsts[c])
 		}
 		for k, v := range comp {
-			if g.Component(int(v)) != c || label[v] != firsts[c] || (k > 0 && pos[v] <= pos[comp[k-1]]) {
+			if g.Component(v) != c || label[v] != firsts[c] || (k > 0 && pos[v] <= pos[comp[k-1]]) {
 				return fmt.Errorf("component %d = %v is wrong at %d", c, comp, v)
 			}
 		}

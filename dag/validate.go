@@ -185,7 +185,7 @@ func (v *validator) resolveEdges() {
 
 func (v *validator) checkDuplicateEdges() {
 	g := v.g
-	for i := range g.nodes {
+	for i := range int32(len(g.nodes)) {
 		ps := g.Preds(i)
 		for k := 1; k < len(ps); k++ {
 			if ps[k].Node == ps[k-1].Node {
@@ -193,7 +193,7 @@ func (v *validator) checkDuplicateEdges() {
 				if ps[k].Kind != ps[k-1].Kind {
 					field = "finally"
 				}
-				v.nodeErr(int32(i), field, wrap(ErrDuplicateEdge, "duplicate edge from %q", g.nodes[ps[k].Node].ID))
+				v.nodeErr(i, field, wrap(ErrDuplicateEdge, "duplicate edge from %q", g.nodes[ps[k].Node].ID))
 			}
 		}
 	}
@@ -271,6 +271,34 @@ func opFields(op Op) uint16 {
 	return 0
 }
 
+// fieldSet is one field of opFields, by its spec name ("buf": Task.Buffer,
+// Go API only), and whether a node sets it.
+type fieldSet struct {
+	bit  uint16
+	name string
+	on   bool
+}
+
+// opFieldsSet lists the fields of opFields and whether nd sets each. It is
+// an array, not a slice, so that the check of each node allocates nothing.
+func opFieldsSet(nd *Node) [13]fieldSet {
+	return [...]fieldSet{
+		{fFile, "file", nd.File != ""},
+		{fHandle, "handle", nd.Handle != ""},
+		{fPath, "path", nd.Path != ""},
+		{fTo, "to", nd.To != ""},
+		{fOffset, "offset", nd.Offset != 0},
+		{fLen, "len", nd.Len != 0},
+		{fFill, "fill", nd.Fill != 0},
+		{fFlags, "flags", nd.OpenFlags != 0},
+		{fMode, "mode", nd.Mode != 0},
+		{fAs, "as", nd.As != ""},
+		{fNS, "ns", nd.NS != 0},
+		{fAllowShort, "allow_short", nd.AllowShort},
+		{fBuf, "buf", nd.Buf != nil},
+	}
+}
+
 func (v *validator) checkNode(i int32) {
 	nd := &v.b.nodes[i]
 	switch {
@@ -290,27 +318,8 @@ func (v *validator) checkNode(i int32) {
 		}
 		return
 	}
-	set := []struct {
-		bit  uint16
-		name string
-		on   bool
-	}{
-		{fFile, "file", nd.File != ""},
-		{fHandle, "handle", nd.Handle != ""},
-		{fPath, "path", nd.Path != ""},
-		{fTo, "to", nd.To != ""},
-		{fOffset, "offset", nd.Offset != 0},
-		{fLen, "len", nd.Len != 0},
-		{fFill, "fill", nd.Fill != 0},
-		{fFlags, "flags", nd.OpenFlags != 0},
-		{fMode, "mode", nd.Mode != 0},
-		{fAs, "as", nd.As != ""},
-		{fNS, "ns", nd.NS != 0},
-		{fAllowShort, "allow_short", nd.AllowShort},
-		{fBuf, "buf", nd.Buf != nil},
-	}
 	allowed := opFields(nd.Op)
-	for _, f := range set {
+	for _, f := range opFieldsSet(nd) {
 		if f.on && allowed&f.bit == 0 {
 			v.nodeErr(i, f.name, wrap(ErrUnexpectedField, "not used by op %q", nd.Op))
 		}
@@ -491,7 +500,7 @@ func (v *validator) reportCycles(indeg []int32) {
 		for state[cur] == unseen {
 			state[cur] = onWalk
 			walk = append(walk, cur)
-			for _, e := range g.Preds(int(cur)) {
+			for _, e := range g.Preds(cur) {
 				if indeg[e.Node] > 0 {
 					cur = e.Node
 					break
@@ -511,7 +520,7 @@ func (v *validator) reportCycles(indeg []int32) {
 			}
 			path = append(path, path[0])
 			field := "after"
-			for _, e := range g.Preds(int(cyc[0])) {
+			for _, e := range g.Preds(cyc[0]) {
 				if e.Node == cyc[len(cyc)-1] {
 					field = e.Kind.String()
 				}
@@ -526,7 +535,7 @@ func (v *validator) reportCycles(indeg []int32) {
 		}
 		for h := 0; h < len(queue); h++ {
 			state[queue[h]] = explained
-			for _, e := range g.Succs(int(queue[h])) {
+			for _, e := range g.Succs(queue[h]) {
 				if state[e.Node] != explained {
 					state[e.Node] = explained
 					queue = append(queue, e.Node)
@@ -560,7 +569,7 @@ func (r *reach) forward(from int32, limit int32) {
 	r.stamp[from] = r.gen
 	r.queue = append(r.queue[:0], from)
 	for h := 0; h < len(r.queue); h++ {
-		for _, e := range r.g.Succs(int(r.queue[h])) {
+		for _, e := range r.g.Succs(r.queue[h]) {
 			if r.stamp[e.Node] != r.gen && r.pos[e.Node] <= limit {
 				r.stamp[e.Node] = r.gen
 				r.queue = append(r.queue, e.Node)

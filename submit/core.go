@@ -370,7 +370,7 @@ func (t *task) end(w *worker.Worker, i int32, status uint8, res, cause int32) {
 func (t *task) release(w *worker.Worker, i int32) {
 	st := t.st
 	s := st.status[i]
-	for _, e := range t.p.g.Succs(int(i)) {
+	for _, e := range t.p.g.Succs(i) {
 		v := e.Node
 		if st.status[v] != stPending {
 			continue
@@ -414,7 +414,7 @@ func (t *task) cancelFrom(w *worker.Worker, v, why int32) {
 	for len(stack) > 0 {
 		u := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		for _, e := range t.p.g.Succs(int(u)) {
+		for _, e := range t.p.g.Succs(u) {
 			if x := e.Node; st.status[x] == stPending {
 				t.end(w, x, stCanceled, 0, u)
 				stack = append(stack, x)

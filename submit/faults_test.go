@@ -18,8 +18,8 @@ import (
 
 // The fault matrix: random DAGs (seeded) of nops, reads, writes, timeouts,
 // opens/reads/closes of handles and directory ops, with failures injected at
-// random nodes, run in every mode and checked against DESIGN.md's rules,
-// computed here independently of the engine.
+// random nodes, run in every mode and checked against the rules of the
+// README's Semantics section, computed here independently of the engine.
 
 const (
 	faultIO        = 512   // bytes of every read and write
@@ -103,7 +103,7 @@ func skeleton(rng *rand.Rand, n int) faultSkeleton {
 	}
 	sk := faultSkeleton{name: name, preds: make([][]dag.Edge, g.Len())}
 	for k, v := range order {
-		for _, e := range g.Preds(int(v)) {
+		for _, e := range g.Preds(v) {
 			sk.preds[k] = append(sk.preds[k], dag.Edge{Node: pos[e.Node], Kind: randKind(rng)})
 		}
 	}
@@ -219,7 +219,7 @@ func genFaults(seed uint64, n, pct int) (*faultGraph, error) {
 	return fg, nil
 }
 
-// expected returns each node's status under DESIGN.md's rule, computed in
+// expected returns each node's status under the README's rule, computed in
 // declaration order (a topological order here): canceled iff a predecessor
 // was canceled or an after-predecessor did not succeed; otherwise failed
 // iff a failure was injected there.
@@ -230,7 +230,7 @@ func (fg *faultGraph) expected() []Status {
 		if fg.isFault[i] {
 			st[i] = StatusFailed
 		}
-		for _, e := range fg.g.Preds(i) {
+		for _, e := range fg.g.Preds(int32(i)) {
 			if p := st[e.Node]; p == StatusCanceled || (e.Kind == dag.After && p != StatusOK) {
 				st[i] = StatusCanceled
 				break
@@ -280,7 +280,7 @@ func checkFaults(t testing.TB, pool *workers.Pool, fg *faultGraph) faultStats {
 			case StatusCanceled:
 				if c, ok := g.Index(n.Cause); !ok || rep.Nodes[c].Status != StatusFailed {
 					t.Errorf("%s %s: %s canceled by %q, which did not fail", g.Name(), m, n.ID, n.Cause)
-				} else if g.Component(c) != g.Component(i) {
+				} else if g.Component(c) != g.Component(int32(i)) {
 					t.Errorf("%s %s: %s canceled by %q of another component", g.Name(), m, n.ID, n.Cause)
 				}
 			case StatusOK:
@@ -307,7 +307,7 @@ func checkFaults(t testing.TB, pool *workers.Pool, fg *faultGraph) faultStats {
 			fs.canceled++
 		}
 		if gr[i].Status != StatusCanceled {
-			for _, e := range g.Preds(i) {
+			for _, e := range g.Preds(int32(i)) {
 				if e.Kind == dag.Finally && gr[e.Node].Status == StatusFailed {
 					fs.finallyRan++
 					break
@@ -344,7 +344,7 @@ func checkFaults(t testing.TB, pool *workers.Pool, fg *faultGraph) faultStats {
 			continue
 		}
 		fs.overCanceled++
-		c := g.Component(i)
+		c := g.Component(int32(i))
 		if f := firstFail[c]; f < 0 || f >= chainPos[i] {
 			t.Errorf("%s: link canceled %s (cause %q, chain position %d), which graph ran (%s), with no failure before it in its chain (first at %d)",
 				g.Name(), l.ID, l.Cause, chainPos[i], gi.Status, f)

@@ -132,7 +132,7 @@ func (g *graphMode) noteSuccs(x int32) {
 	if t.minPending <= 1 {
 		return
 	}
-	for _, e := range t.p.g.Succs(int(x)) {
+	for _, e := range t.p.g.Succs(x) {
 		if v := e.Node; t.st.status[v] == stPending && t.st.pending[v] < t.minPending {
 			t.minPending = t.st.pending[v]
 		}

@@ -171,7 +171,7 @@ func (l *linkMode) after(w *worker.Worker, k int32, x int32) {
 	case stFailed:
 		if next := l.nextPending(k); next >= 0 {
 			if kind, ok := t.p.edge(x, next); ok && kind == dag.Finally {
-				for _, e := range t.p.g.Succs(int(x)) {
+				for _, e := range t.p.g.Succs(x) {
 					if v := e.Node; e.Kind == dag.After && st.status[v] == stPending {
 						t.cancelFrom(w, v, x)
 					}

@@ -105,8 +105,8 @@ func newPlan(g *dag.Graph) *plan {
 		}
 		return d, addPath(base)
 	}
-	for i := 0; i < n; i++ {
-		nd := *g.Node(i)
+	for i := range int32(n) {
+		nd := g.Node(i)
 		p.nodes[i] = nd
 		p.op[i] = nd.Op
 		if nd.Async {
@@ -125,7 +125,7 @@ func newPlan(g *dag.Graph) *plan {
 			p.handle[i] = handleOf(nd.As)
 		}
 		if nd.Buf != nil {
-			p.userBuf = append(p.userBuf, int32(i))
+			p.userBuf = append(p.userBuf, i)
 		}
 		p.pathOff[i], p.dirOf[i], p.baseOff[i], p.toDirOf[i], p.toBaseOff[i] = -1, -1, -1, -1, -1
 		switch nd.Op {
@@ -139,17 +139,17 @@ func newPlan(g *dag.Graph) *plan {
 		}
 	}
 	p.handles = len(handleIdx)
-	for i := 0; i < n; i++ {
+	for i := range int32(n) {
 		p.chainNext[i] = -1
 		s := g.Succs(i)
 		if len(s) != 1 {
 			continue
 		}
 		v := s[0].Node
-		if p.npred[v] != 1 || p.nodes[v].LenFrom == int32(i) {
+		if p.npred[v] != 1 || p.nodes[v].LenFrom == i {
 			continue
 		}
-		if link := p.kernelLink(int32(i), v); link != 0 {
+		if link := p.kernelLink(i, v); link != 0 {
 			p.chainNext[i], p.chainLink[i] = v, link
 		}
 	}
@@ -174,7 +174,7 @@ func (p *plan) kernelLink(x, next int32) uint8 {
 		return 0
 	}
 	if k, ok := p.edge(x, next); ok && k == dag.Finally {
-		for _, e := range p.g.Succs(int(x)) {
+		for _, e := range p.g.Succs(x) {
 			if e.Kind == dag.After {
 				return 0
 			}
@@ -189,7 +189,7 @@ func (p *plan) kernelLink(x, next int32) uint8 {
 
 // edge returns the kind of the edge x -> y, if there is one.
 func (p *plan) edge(x, y int32) (dag.EdgeKind, bool) {
-	for _, e := range p.g.Succs(int(x)) {
+	for _, e := range p.g.Succs(x) {
 		if e.Node == y {
 			return e.Kind, true
 		}

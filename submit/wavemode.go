@@ -66,7 +66,7 @@ func (m *waveMode) init(k, tasks int) {
 	m.off = append(m.off[:0], 0)
 	for _, level := range g.Levels() {
 		for _, i := range level {
-			if g.Component(int(i))%tasks == k {
+			if g.Component(i)%tasks == k {
 				m.order = append(m.order, i)
 			}
 		}

@@ -28,6 +28,7 @@ const (
 	Shared
 )
 
+// String returns "round-robin" or "shared".
 func (d Dispatch) String() string {
 	if d == Shared {
 		return "shared"
@@ -129,6 +130,7 @@ func (p *Pool) Stats() []Stats {
 	return out
 }
 
+// String describes the pool as "pool(N workers, DISPATCH, ring ENTRIES)".
 func (p *Pool) String() string {
 	c := p.Config()
 	return fmt.Sprintf("pool(%d workers, %s, ring %d)", c.Workers, c.Dispatch, c.Entries)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/iodag/iodag/compare"
 	"github.com/iodag/iodag/dag"
+	"github.com/iodag/iodag/internal/human"
 	"github.com/iodag/iodag/submit"
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
@@ -187,7 +188,7 @@ func printComparison(w io.Writer, c *compare.Comparison, workers, repeat int) {
 		if m.Repeat > 0 {
 			perRun = float64(m.Enters) / float64(m.Repeat)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%.1f\t%d\t%d\t%d\t%d\t%.2fx\t\n", fmt.Sprintf("%-5s", m.Mode), fmtRate(m.OpsPerSec), fmtDuration(m.WallNS),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.1f\t%d\t%d\t%d\t%d\t%.2fx\t\n", fmt.Sprintf("%-5s", m.Mode), human.Rate(m.OpsPerSec), human.Duration(m.WallNS),
 			perRun, m.MaxInflight, m.Counts.OK, m.Counts.Failed, m.Counts.Canceled, m.RatioToLink)
 	}
 	tw.Flush()

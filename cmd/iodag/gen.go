@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 
 	"github.com/iodag/iodag/dag"
 )
@@ -12,6 +13,11 @@ import (
 func genMain(args []string, stdout, stderr io.Writer) int {
 	const use = "gen SHAPE ARGS [--op nop|read4k] [--seed N]"
 	fs := newFlags("gen", use, stderr)
+	flagUsage := fs.Usage
+	fs.Usage = func() {
+		flagUsage()
+		fmt.Fprintf(stderr, "shapes: %s\n", strings.Join(dag.Shapes(), ", "))
+	}
 	op := fs.String("op", "nop", "work node op: nop or read4k")
 	seed := fs.Int64("seed", 1, "seed of random choices")
 	pos, err := parseArgs(fs, args)
@@ -20,7 +26,6 @@ func genMain(args []string, stdout, stderr io.Writer) int {
 	}
 	if len(pos) == 0 {
 		fs.Usage()
-		fmt.Fprintf(stderr, "shapes: %v\n", dag.Shapes())
 		return exitUsage
 	}
 	nums := make([]int, len(pos)-1)

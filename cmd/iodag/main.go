@@ -7,8 +7,10 @@
 //	iodag run SPEC --mode graph|link|waves [--workers N] [--ring N] [--repeat R] [--root DIR] [--json]
 //	iodag compare [SPEC] [--repeat R] [--workers N] [--ring N] [--json] [--svg FILE]
 //
-// Exit status: 0 ok, 1 some node not ok, 2 bad spec or usage; errors go to
-// stderr.
+// Exit status: 0 ok; 1 some node not ok (for compare: the modes disagree)
+// or the run could not be set up; 2 bad spec or usage; 130 or 143 after
+// SIGINT or SIGTERM, which cancel the run (its partial report is printed).
+// Errors go to stderr.
 package main
 
 import (
@@ -22,7 +24,8 @@ import (
 	"strings"
 )
 
-// Exit statuses of DESIGN.md.
+// Exit statuses, as the package doc lists them (and 128 plus the signal's
+// number after a signal: see interrupted).
 const (
 	exitOK     = 0
 	exitFailed = 1

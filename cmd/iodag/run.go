@@ -10,9 +10,9 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/iodag/iodag/dag"
+	"github.com/iodag/iodag/internal/human"
 	"github.com/iodag/iodag/submit"
 	"github.com/iodag/iodag/workers"
 )
@@ -122,7 +122,7 @@ func runSpec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 func printReport(w io.Writer, rep *submit.Report) {
 	fmt.Fprintf(w, "%s: %s mode, %d nodes: %d ok, %d failed, %d canceled; repeat %d, wall %s, %s ops/s, %d enters, max in-flight %d\n",
 		rep.Name, rep.Mode, len(rep.Nodes), rep.Counts.OK, rep.Counts.Failed, rep.Counts.Canceled,
-		rep.Repeat, fmtDuration(rep.WallNS), fmtRate(rep.OpsPerSec), rep.Enters, rep.MaxInflight)
+		rep.Repeat, human.Duration(rep.WallNS), human.Rate(rep.OpsPerSec), rep.Enters, rep.MaxInflight)
 	listed := 0
 	for _, n := range rep.Nodes {
 		if n.Status == submit.StatusOK {
@@ -224,35 +224,4 @@ func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
-}
-
-// fmtDuration formats nanoseconds with three significant digits.
-func fmtDuration(ns int64) string {
-	d := time.Duration(ns)
-	for r := time.Duration(1); r < time.Hour; r *= 10 {
-		if d < 1000*r {
-			return d.Round(r).String()
-		}
-	}
-	return d.Round(time.Second).String()
-}
-
-// fmtRate formats a rate with three significant digits and a k or M
-// suffix.
-func fmtRate(v float64) string {
-	switch {
-	case v >= 100e6:
-		return fmt.Sprintf("%.0fM", v/1e6)
-	case v >= 10e6:
-		return fmt.Sprintf("%.1fM", v/1e6)
-	case v >= 1e6:
-		return fmt.Sprintf("%.2fM", v/1e6)
-	case v >= 100e3:
-		return fmt.Sprintf("%.0fk", v/1e3)
-	case v >= 10e3:
-		return fmt.Sprintf("%.1fk", v/1e3)
-	case v >= 1e3:
-		return fmt.Sprintf("%.2fk", v/1e3)
-	}
-	return fmt.Sprintf("%.0f", v)
 }

@@ -216,28 +216,3 @@ func TestRunInterrupted(t *testing.T) {
 		})
 	}
 }
-
-func TestFormat(t *testing.T) {
-	durations := []struct {
-		ns   int64
-		want string
-	}{
-		{0, "0s"}, {999, "999ns"}, {1234, "1.23µs"}, {12_345_678, "12.3ms"}, {1_375_000_000, "1.38s"}, {4_000_000_000_000, "1h6m40s"},
-	}
-	for _, tc := range durations {
-		if got := fmtDuration(tc.ns); got != tc.want {
-			t.Errorf("fmtDuration(%d) = %q, want %q", tc.ns, got, tc.want)
-		}
-	}
-	rates := []struct {
-		v    float64
-		want string
-	}{
-		{0, "0"}, {999.4, "999"}, {1234, "1.23k"}, {18_150, "18.1k"}, {83_000, "83.0k"}, {101_000, "101k"}, {2_400_000, "2.40M"}, {12_560_000, "12.6M"}, {150e6, "150M"},
-	}
-	for _, tc := range rates {
-		if got := fmtRate(tc.v); got != tc.want {
-			t.Errorf("fmtRate(%v) = %q, want %q", tc.v, got, tc.want)
-		}
-	}
-}

@@ -34,7 +34,7 @@ func stageMain(args []string, stdout, stderr io.Writer) int {
 	ids := func(is []int32) []string {
 		out := make([]string, len(is))
 		for k, i := range is {
-			out[k] = g.Node(int(i)).ID
+			out[k] = g.Node(i).ID
 		}
 		return out
 	}

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/iodag/iodag/compare"
+	"github.com/iodag/iodag/internal/human"
 	"github.com/iodag/iodag/submit"
 )
 
@@ -99,7 +100,7 @@ func writeSVG(w io.Writer, c *compare.Comparison) error {
 		lh := laneHeight(l.rows)
 		rh := lh / float64(max(l.rows, 1))
 		p(`<g class="lane" data-mode="%s">`+"\n", esc(l.m.Mode.String()))
-		label := fmt.Sprintf("%s ops/s, %.2fx link, %d nodes", fmtRate(l.m.OpsPerSec), l.m.RatioToLink, len(l.m.Nodes))
+		label := fmt.Sprintf("%s ops/s, %.2fx link, %d nodes", human.Rate(l.m.OpsPerSec), l.m.RatioToLink, len(l.m.Nodes))
 		if len(l.bars) < len(l.m.Nodes) {
 			label += fmt.Sprintf(" (first %d drawn)", len(l.bars))
 		}
@@ -111,7 +112,7 @@ func writeSVG(w io.Writer, c *compare.Comparison) error {
 			x0, x1 := x(b.start), x(b.end)
 			p(`<rect x="%.2f" y="%.2f" width="%.2f" height="%.2f" fill="%s"><title>%s</title></rect>`+"\n",
 				x0, y+float64(b.row)*rh, max(x1-x0, 0.5), max(rh*0.85, 0.3), statusColor[b.n.Status],
-				esc(fmt.Sprintf("%s (%s) %s, %s to %s", b.n.ID, b.n.Op, b.n.Status, fmtDuration(b.start), fmtDuration(b.end))))
+				esc(fmt.Sprintf("%s (%s) %s, %s to %s", b.n.ID, b.n.Op, b.n.Status, human.Duration(b.start), human.Duration(b.end))))
 		}
 		p("</g>\n")
 		y += lh + svgLaneGap
@@ -122,7 +123,7 @@ func writeSVG(w io.Writer, c *compare.Comparison) error {
 	step := tickStep(span)
 	for t := int64(0); t <= span; t += step {
 		p(`<line x1="%.2f" y1="%d" x2="%.2f" y2="%.1f" stroke="#ccc"/>`+"\n", x(t), svgTop, x(t), y+4)
-		p(`<text x="%.2f" y="%.1f" text-anchor="middle">%s</text>`+"\n", x(t), y+18, esc(fmtDuration(t)))
+		p(`<text x="%.2f" y="%.1f" text-anchor="middle">%s</text>`+"\n", x(t), y+18, esc(human.Duration(t)))
 	}
 	p("</g>\n</svg>\n")
 	return bw.Flush()

@@ -1,4 +1,4 @@
-// Command diamond builds the diamond of DESIGN.md with the Go API, prints
+// Command diamond builds the diamond with the Go API, prints
 // its stages and runs it in the three modes on one pool:
 //
 //	    a (nop)
@@ -91,7 +91,8 @@ func run(w io.Writer) error {
 	}
 	fmt.Fprintln(tw)
 	for i := range g.Len() {
-		fmt.Fprintf(tw, "%s\t%s", g.Node(i).ID, g.Node(i).Op)
+		nd := g.Node(int32(i))
+		fmt.Fprintf(tw, "%s\t%s", nd.ID, nd.Op)
 		for _, rep := range reps {
 			fmt.Fprintf(tw, "\t%s", cell(rep, i))
 		}
@@ -128,14 +129,14 @@ func printStages(w io.Writer, g *dag.Graph) {
 	for l, level := range g.Levels() {
 		ids := make([]string, len(level))
 		for j, i := range level {
-			ids[j] = g.Node(int(i)).ID
+			ids[j] = g.Node(i).ID
 		}
 		fmt.Fprintf(w, "  level %d: %s\n", l, strings.Join(ids, " "))
 	}
 	cp := g.CriticalPath()
 	ids := make([]string, len(cp))
 	for j, i := range cp {
-		ids[j] = g.Node(int(i)).ID
+		ids[j] = g.Node(i).ID
 	}
 	fmt.Fprintf(w, "  critical path: %s (%d nodes)\n", strings.Join(ids, " -> "), len(cp))
 }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/iodag/iodag/dag"
+	"github.com/iodag/iodag/internal/human"
 	"github.com/iodag/iodag/submit"
 	"github.com/iodag/iodag/workers"
 	"golang.org/x/sys/unix"
@@ -130,8 +131,8 @@ func run(ctx context.Context, w io.Writer, c config) error {
 	by := map[submit.Mode]*result{}
 	for _, res := range results {
 		by[res.mode] = res
-		fmt.Fprintf(w, "%-6s IOPS=%s  (%d runs of %d reads in %.2fs, %.1f enters/run)\n", res.mode.String()+":",
-			si(res.iops()), res.runs, res.reads/max(res.runs, 1), res.elapsed.Seconds(), float64(res.enters)/float64(res.runs))
+		fmt.Fprintf(w, "%-6s IOPS=%s  (%d runs of %d reads in %s, %.1f enters/run)\n", res.mode.String()+":",
+			human.Rate(res.iops()), res.runs, res.reads/max(res.runs, 1), human.Duration(res.elapsed.Nanoseconds()), float64(res.enters)/float64(res.runs))
 	}
 	fmt.Fprintf(w, "graph/link:  %.2fx\ngraph/waves: %.2fx\n", by[submit.Graph].iops()/by[submit.Link].iops(),
 		by[submit.Graph].iops()/by[submit.Waves].iops())
@@ -197,21 +198,6 @@ func printLatency(w io.Writer, res *result) {
 		fmt.Fprintf(w, " %5.2fth=[%6.0f]", q, math.Ceil(us(h.ValueAtQuantile(q))))
 	}
 	fmt.Fprintln(w)
-}
-
-// si formats n the way the RFC did: 18k, 83k, 3.6M.
-func si(n float64) string {
-	switch {
-	case n >= 10e6:
-		return fmt.Sprintf("%.1fM", n/1e6)
-	case n >= 1e6:
-		return fmt.Sprintf("%.2fM", n/1e6)
-	case n >= 1e4:
-		return fmt.Sprintf("%.0fk", n/1e3)
-	case n >= 1e3:
-		return fmt.Sprintf("%.1fk", n/1e3)
-	}
-	return fmt.Sprintf("%.0f", n)
 }
 
 func isTmpfs(dir string) bool {

@@ -51,16 +51,3 @@ func runFor(t *testing.T, dir string, d time.Duration) string {
 	}
 	return buf.String()
 }
-
-func TestSI(t *testing.T) {
-	for _, tc := range []struct {
-		n    float64
-		want string
-	}{
-		{950, "950"}, {1234, "1.2k"}, {18_200, "18k"}, {83_400, "83k"}, {3_600_000, "3.60M"}, {12_560_000, "12.6M"},
-	} {
-		if got := si(tc.n); got != tc.want {
-			t.Errorf("si(%v) = %q, want %q", tc.n, got, tc.want)
-		}
-	}
-}

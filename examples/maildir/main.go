@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/iodag/iodag/dag"
+	"github.com/iodag/iodag/internal/human"
 	"github.com/iodag/iodag/submit"
 	"github.com/iodag/iodag/workers"
 	"golang.org/x/sync/errgroup"
@@ -109,10 +110,10 @@ func run(ctx context.Context, w io.Writer, c config) error {
 	if err := submit.CreateFiles(c.cache, g); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "%s: %d files of %d..%d bytes in %s (made or checked in %.2fs)\n", g.Name(), c.n,
-		dag.MaildirMinSize, dag.MaildirMaxSize, c.cache, time.Since(t0).Seconds())
+	fmt.Fprintf(w, "%s: %d files of %d..%d bytes in %s (made or checked in %s)\n", g.Name(), c.n,
+		dag.MaildirMinSize, dag.MaildirMaxSize, c.cache, human.Duration(time.Since(t0).Nanoseconds()))
 
-	reads := make([]int, c.n) // node index of each file's read
+	reads := make([]int32, c.n) // node index of each file's read
 	for i := range reads {
 		var ok bool
 		if reads[i], ok = g.Index(fmt.Sprintf("r%05d", i)); !ok {
@@ -190,8 +191,8 @@ func run(ctx context.Context, w io.Writer, c config) error {
 	base := slices.Min(eg.times)
 	for _, v := range variants {
 		best := slices.Min(v.times)
-		fmt.Fprintf(w, row, v.name, fmt.Sprintf("%.3fs", best.Seconds()), fmt.Sprintf("%.3fs", median(v.times).Seconds()),
-			si(float64(c.n)/best.Seconds()), strconv.FormatInt(v.bytes, 10), fmt.Sprintf("%.2fx", base.Seconds()/best.Seconds()))
+		fmt.Fprintf(w, row, v.name, human.Duration(best.Nanoseconds()), human.Duration(median(v.times).Nanoseconds()),
+			human.Rate(float64(c.n)/best.Seconds()), strconv.FormatInt(v.bytes, 10), fmt.Sprintf("%.2fx", base.Seconds()/best.Seconds()))
 	}
 	for _, v := range variants[1:] {
 		if v.bytes != variants[0].bytes {
@@ -274,15 +275,4 @@ func median(ds []time.Duration) time.Duration {
 	s := slices.Clone(ds)
 	slices.Sort(s)
 	return s[len(s)/2]
-}
-
-// si formats n as 18k, 1.2M.
-func si(n float64) string {
-	switch {
-	case n >= 1e6:
-		return fmt.Sprintf("%.2fM", n/1e6)
-	case n >= 1e3:
-		return fmt.Sprintf("%.0fk", n/1e3)
-	}
-	return fmt.Sprintf("%.0f", n)
 }

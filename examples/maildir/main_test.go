@@ -28,10 +28,10 @@ func TestRun(t *testing.T) {
 			}
 			out := buf.String()
 			for _, re := range []string{
-				`(?m)^link +[0-9.]+s `,
-				`(?m)^waves +[0-9.]+s `,
-				`(?m)^graph +[0-9.]+s `,
-				`(?m)^errgroup\+os.* [0-9.]+s `,
+				`(?m)^link +[0-9.]+[nµm]?s `,
+				`(?m)^waves +[0-9.]+[nµm]?s `,
+				`(?m)^graph +[0-9.]+[nµm]?s `,
+				`(?m)^errgroup\+os.* [0-9.]+[nµm]?s `,
 				`every variant read [1-9][0-9]* bytes, with the same CRC-32C for each of the 200 files`,
 			} {
 				if !regexp.MustCompile(re).MatchString(out) {

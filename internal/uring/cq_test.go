@@ -79,14 +79,14 @@ func TestSetupOptions(t *testing.T) {
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
 			r := newRing(t, 8, tc.o)
-			if r.Flags()&tc.flags != tc.flags {
-				t.Errorf("Flags() = %#x, want bits %#x set", r.Flags(), tc.flags)
+			if r.flags&tc.flags != tc.flags {
+				t.Errorf("Flags() = %#x, want bits %#x set", r.flags, tc.flags)
 			}
 			wantCQ := uint32(16)
 			if tc.o.CQEntries != 0 {
 				wantCQ = tc.o.CQEntries
 			}
-			if diff := cmp.Diff([2]uint32{8, wantCQ}, [2]uint32{r.SQEntries(), r.CQEntries()}); diff != "" {
+			if diff := cmp.Diff([2]uint32{8, wantCQ}, [2]uint32{r.sqEntries, r.CQEntries()}); diff != "" {
 				t.Errorf("SQEntries, CQEntries (-want +got):\n%s", diff)
 			}
 			const n = 100
@@ -123,8 +123,8 @@ func TestSetupClampLarge(t *testing.T) {
 		t.Fatalf("New(1<<20, Clamp): %v", err)
 	}
 	defer r.Close()
-	if r.SQEntries() != 32768 {
-		t.Errorf("New(1<<20, Clamp).SQEntries() = %d, want 32768", r.SQEntries())
+	if r.sqEntries != 32768 {
+		t.Errorf("New(1<<20, Clamp).SQEntries() = %d, want 32768", r.sqEntries)
 	}
 }
 
@@ -141,7 +141,7 @@ func TestCQOverflow(t *testing.T) {
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
 			r := newRing(t, 8, tc.o)
-			if r.Features()&FeatNoDrop == 0 {
+			if r.features&FeatNoDrop == 0 {
 				t.Skip("kernel lacks IORING_FEAT_NODROP")
 			}
 			const n = 400
@@ -233,7 +233,7 @@ func TestWaitTimeoutTimeoutsDoNotEndIt(t *testing.T) {
 	a := newArena(t, 4096)
 	for i := range 3 {
 		s := getSQE(t, r)
-		s.PrepTimeout(a.Timespec(int64(i+1)*1e6), 0, 0)
+		s.PrepTimeout(timespec(a, int64(i+1)*1e6), 0, 0)
 		s.UserData = uint64(i)
 	}
 	if _, err := r.WaitTimeout(3, 10*time.Second); err != nil {
@@ -301,7 +301,7 @@ func TestPreemption(t *testing.T) {
 			defer runtime.UnlockOSThread()
 			r := newRing(t, 32, tc.o)
 			a := newArena(t, 4096)
-			ts := a.Timespec(50e3) // 50 µs
+			ts := timespec(a, 50e3) // 50 µs
 			stop := signalStorm(t, unix.Gettid())
 			defer stop()
 			const rounds, per = 200, 16

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -114,3 +115,23 @@ func openFile(t testing.TB, path string, flags int) int32 {
 
 // errnoRes is the CQE res for errno e.
 func errnoRes(e unix.Errno) int32 { return -int32(e) }
+
+// arenaValue copies v into a and returns the copy, for an SQE to point to
+// (a statx buffer, an open_how, a timespec).
+func arenaValue[T any](a *Arena, v T) *T {
+	b := a.Alloc(int(unsafe.Sizeof(v)), 8)
+	p := (*T)(unsafe.Pointer(&b[0]))
+	*p = v
+	return p
+}
+
+// timespec returns a timespec of ns in a.
+func timespec(a *Arena, ns int64) *unix.Timespec { return arenaValue(a, unix.NsecToTimespec(ns)) }
+
+// cString copies s with a terminating NUL into a, for a prep's path.
+func cString(a *Arena, s string) *byte {
+	b := a.Alloc(len(s)+1, 1)
+	copy(b, s)
+	b[len(s)] = 0
+	return &b[0]
+}

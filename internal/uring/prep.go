@@ -68,37 +68,10 @@ func (s *SQE) PrepWrite(fd int32, buf []byte, off uint64) {
 	s.rw(OpWrite, fd, bufAddr(buf), uint32(len(buf)), off)
 }
 
-// PrepReadFixed reads into registered buffer bufIndex (io_uring_prep_read_fixed);
-// buf must lie inside that buffer.
-func (s *SQE) PrepReadFixed(fd int32, buf []byte, off uint64, bufIndex uint16) {
-	s.rw(OpReadFixed, fd, bufAddr(buf), uint32(len(buf)), off)
-	s.BufIndex = bufIndex
-}
-
-// PrepWriteFixed writes from registered buffer bufIndex (io_uring_prep_write_fixed).
-func (s *SQE) PrepWriteFixed(fd int32, buf []byte, off uint64, bufIndex uint16) {
-	s.rw(OpWriteFixed, fd, bufAddr(buf), uint32(len(buf)), off)
-	s.BufIndex = bufIndex
-}
-
 // PrepFsync syncs fd; flags may be IORING_FSYNC_DATASYNC (1).
 func (s *SQE) PrepFsync(fd int32, flags uint32) {
 	s.rw(OpFsync, fd, 0, 0, 0)
 	s.OpFlags = flags
-}
-
-// PrepOpenat opens path relative to dfd (io_uring_prep_openat); path is a
-// NUL-terminated byte string.
-func (s *SQE) PrepOpenat(dfd int32, path *byte, flags int, mode uint32) {
-	s.rw(OpOpenat, dfd, ptr(path), mode, 0)
-	s.OpFlags = uint32(flags)
-}
-
-// PrepOpenatDirect opens into fixed-file slot fileIndex, or any free slot
-// with FileIndexAlloc (io_uring_prep_openat_direct).
-func (s *SQE) PrepOpenatDirect(dfd int32, path *byte, flags int, mode uint32, fileIndex uint32) {
-	s.PrepOpenat(dfd, path, flags, mode)
-	s.FileIndex = directIndex(fileIndex)
 }
 
 // PrepOpenat2 opens with struct open_how (io_uring_prep_openat2), e.g.
@@ -128,9 +101,6 @@ func (s *SQE) PrepStatx(dfd int32, path *byte, flags int, mask uint32, st *unix.
 	s.OpFlags = uint32(flags)
 }
 
-// PrepClose closes a regular fd (io_uring_prep_close).
-func (s *SQE) PrepClose(fd int32) { s.rw(OpClose, fd, 0, 0, 0) }
-
 // PrepCloseDirect empties fixed-file slot fileIndex (io_uring_prep_close_direct).
 func (s *SQE) PrepCloseDirect(fileIndex uint32) {
 	s.rw(OpClose, 0, 0, 0, 0)
@@ -142,12 +112,6 @@ func (s *SQE) PrepCloseDirect(fileIndex uint32) {
 // unless flags has TimeoutETimeSuccess.
 func (s *SQE) PrepTimeout(ts *unix.Timespec, count uint32, flags uint32) {
 	s.rw(OpTimeout, -1, ptr(ts), 1, uint64(count))
-	s.OpFlags = flags
-}
-
-// PrepLinkTimeout bounds the request linked before it (io_uring_prep_link_timeout).
-func (s *SQE) PrepLinkTimeout(ts *unix.Timespec, flags uint32) {
-	s.rw(OpLinkTimeout, -1, ptr(ts), 1, 0)
 	s.OpFlags = flags
 }
 
@@ -172,44 +136,4 @@ func (s *SQE) PrepUnlinkat(dfd int32, path *byte, flags int) {
 // PrepMkdirat creates directory path (io_uring_prep_mkdirat).
 func (s *SQE) PrepMkdirat(dfd int32, path *byte, mode uint32) {
 	s.rw(OpMkdirat, dfd, ptr(path), mode, 0)
-}
-
-// PrepFallocate allocates length bytes at off (io_uring_prep_fallocate).
-func (s *SQE) PrepFallocate(fd int32, mode int, off, length uint64) {
-	s.rw(OpFallocate, fd, length, uint32(mode), off)
-}
-
-// PrepSend sends buf on a socket (io_uring_prep_send).
-func (s *SQE) PrepSend(fd int32, buf []byte, flags int) {
-	s.rw(OpSend, fd, bufAddr(buf), uint32(len(buf)), 0)
-	s.OpFlags = uint32(flags)
-}
-
-// PrepRecv receives into buf from a socket (io_uring_prep_recv).
-func (s *SQE) PrepRecv(fd int32, buf []byte, flags int) {
-	s.rw(OpRecv, fd, bufAddr(buf), uint32(len(buf)), 0)
-	s.OpFlags = uint32(flags)
-}
-
-// PrepAccept accepts a connection (io_uring_prep_accept); addr and addrLen
-// may be nil.
-func (s *SQE) PrepAccept(fd int32, addr *unix.RawSockaddrAny, addrLen *uint32, flags int) {
-	var a, l uint64
-	if addr != nil {
-		a, l = ptr(addr), ptr(addrLen)
-	}
-	s.rw(OpAccept, fd, a, 0, l)
-	s.OpFlags = uint32(flags)
-}
-
-// PrepConnect connects a socket to addr of addrLen bytes (io_uring_prep_connect).
-func (s *SQE) PrepConnect(fd int32, addr *unix.RawSockaddrAny, addrLen uint32) {
-	s.rw(OpConnect, fd, ptr(addr), 0, uint64(addrLen))
-}
-
-// PrepMsgRing posts a CQE with res and userData on the ring whose fd is
-// ringFd (io_uring_prep_msg_ring).
-func (s *SQE) PrepMsgRing(ringFd int32, res uint32, userData uint64, flags uint32) {
-	s.rw(OpMsgRing, ringFd, 0, res, userData)
-	s.OpFlags = flags
 }

@@ -38,27 +38,6 @@ func (r *Ring) probe() error {
 // Supports reports whether the kernel implements opcode op.
 func (r *Ring) Supports(op uint8) bool { return r.ops[op] }
 
-// UnsupportedOpError reports an opcode the running kernel lacks.
-type UnsupportedOpError struct {
-	Op uint8 // the IORING_OP_* the kernel lacks
-}
-
-// Error names the opcode and the fix.
-func (e *UnsupportedOpError) Error() string {
-	return fmt.Sprintf("io_uring: this kernel does not support opcode %s (%d); upgrade the kernel or avoid the operation", OpName(e.Op), e.Op)
-}
-
-// CheckOps returns an *UnsupportedOpError for the first opcode in ops the
-// kernel lacks, so that callers fail before submitting anything.
-func (r *Ring) CheckOps(ops ...uint8) error {
-	for _, op := range ops {
-		if !r.ops[op] {
-			return &UnsupportedOpError{Op: op}
-		}
-	}
-	return nil
-}
-
 var opNames = [opcodeNamesLen]string{
 	OpNop: "NOP", OpReadv: "READV", OpWritev: "WRITEV", OpFsync: "FSYNC", OpReadFixed: "READ_FIXED",
 	OpWriteFixed: "WRITE_FIXED", OpTimeout: "TIMEOUT", OpAccept: "ACCEPT", OpAsyncCancel: "ASYNC_CANCEL",
@@ -118,34 +97,6 @@ func (r *Ring) UpdateFiles(off uint32, fds []int32) (int, error) {
 		return n, fmt.Errorf("uring: update file slots %d..%d: %w", off, int(off)+len(fds)-1, err)
 	}
 	return n, nil
-}
-
-// RegisterBuffers registers bufs for read_fixed/write_fixed; they must
-// follow the memory rule until the ring is closed or UnregisterBuffers.
-func (r *Ring) RegisterBuffers(bufs [][]byte) error {
-	if len(bufs) == 0 {
-		return fmt.Errorf("uring: register buffers: %w", unix.EINVAL)
-	}
-	for i, b := range bufs {
-		if len(b) == 0 {
-			return fmt.Errorf("uring: register buffers: buffer %d is empty: %w", i, unix.EINVAL)
-		}
-	}
-	iov := make([]unix.Iovec, len(bufs))
-	for i, b := range bufs {
-		iov[i].Base = &b[0]
-		iov[i].SetLen(len(b))
-	}
-	if _, err := r.register(registerBuffers, unsafe.Pointer(&iov[0]), uintptr(len(iov))); err != nil {
-		return fmt.Errorf("uring: register %d buffers: %w", len(bufs), err)
-	}
-	return nil
-}
-
-// UnregisterBuffers drops the registered buffers.
-func (r *Ring) UnregisterBuffers() error {
-	_, err := r.register(unregisterBuffers, nil, 0)
-	return err
 }
 
 // SetIOWQMaxWorkers bounds io-wq's bounded and unbounded worker counts

@@ -199,20 +199,8 @@ func (r *Ring) Close() error {
 	return err
 }
 
-// Fd returns the ring's file descriptor (the target of a MSG_RING).
-func (r *Ring) Fd() int { return r.fd }
-
-// SQEntries returns the SQ size the kernel chose.
-func (r *Ring) SQEntries() uint32 { return r.sqEntries }
-
 // CQEntries returns the CQ size the kernel chose.
 func (r *Ring) CQEntries() uint32 { return r.cqEntries }
-
-// Flags returns the IORING_SETUP_* flags in force.
-func (r *Ring) Flags() uint32 { return r.flags }
-
-// Features returns the IORING_FEAT_* bits the kernel reported.
-func (r *Ring) Features() uint32 { return r.features }
 
 // Enters returns how many io_uring_enter calls this ring has made.
 func (r *Ring) Enters() uint64 { return r.enters }

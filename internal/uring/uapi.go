@@ -1,7 +1,7 @@
 // Package uring is iodag's io_uring layer: ring setup, the shared SQ/CQ
-// memory, one prep function per operation, the single place that calls
-// io_uring_enter, registration and the opcode probe. It is written on
-// golang.org/x/sys/unix and knows nothing about graphs.
+// memory, one prep function per operation the engine submits, the single
+// place that calls io_uring_enter, registration and the opcode probe. It
+// is written on golang.org/x/sys/unix and knows nothing about graphs.
 //
 // Memory rule: every pointer an SQE carries (a buffer, a path, a statx
 // buffer, a timespec) must point to memory that does not move and stays
@@ -204,8 +204,6 @@ const (
 	offCQRing uint64 = 0x8000000
 	offSQEs   uint64 = 0x10000000
 
-	registerBuffers        = 0
-	unregisterBuffers      = 1
 	registerFilesUpdate    = 6
 	registerProbe          = 8
 	registerFiles2         = 13
