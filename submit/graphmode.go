@@ -18,8 +18,9 @@ type graphMode struct {
 	roots []int32 // the task's nodes without predecessors
 	rhead int     // next node of task.ready to dispatch
 	// chains[c] counts the nodes of in-flight kernel chain c not yet
-	// complete (0: a free entry). A successor of a chain's last node can
-	// be ready no sooner than that many completions.
+	// complete (0: a free entry), for chains whose last node has a
+	// waiting successor: it can be ready no sooner than that many
+	// completions.
 	chains []int32
 	free   []int32
 }
@@ -105,11 +106,17 @@ func (g *graphMode) dispatchChain(w *worker.Worker, u int32) {
 		g.noteSuccs(u)
 		return
 	}
-	c := g.newChain(n)
-	for x := u; ; x = st.linkedFrom[x] {
-		st.chain[x] = c
-		if x == head {
-			return
+	// Only the last node has successors outside the chain; if one
+	// waits, it waits for the whole chain's completions.
+	for _, e := range p.g.Succs(u) {
+		if st.status[e.Node] == stPending {
+			c := g.newChain(n)
+			for x := u; ; x = st.linkedFrom[x] {
+				st.chain[x] = c
+				if x == head {
+					return
+				}
+			}
 		}
 	}
 }

@@ -17,6 +17,7 @@ type plan struct {
 	nodes []dag.Node // the graph's nodes, copied once
 	op    []dag.Op
 	flags []uint8 // SQE flags of the node itself (IOSQE_ASYNC)
+	needs []bool  // the op needs a slot, memory or a length before it runs (see take)
 	npred []int32
 	// chainNext is the successor graph mode passes to the kernel as a
 	// link (see kernelLink), or -1; chainLink is the SQE flag for it.
@@ -53,6 +54,7 @@ func newPlan(g *dag.Graph) *plan {
 		nodes:     make([]dag.Node, n),
 		op:        make([]dag.Op, n),
 		flags:     make([]uint8, n),
+		needs:     make([]bool, n),
 		npred:     make([]int32, n),
 		chainNext: make([]int32, n),
 		chainLink: make([]uint8, n),
@@ -113,6 +115,10 @@ func newPlan(g *dag.Graph) *plan {
 			p.flags[i] = uring.SQEAsync
 		}
 		p.opsUsed[nd.Op] = true
+		switch nd.Op {
+		case dag.OpRead, dag.OpWrite, dag.OpStatx, dag.OpTimeout, dag.OpOpen:
+			p.needs[i] = true
+		}
 		p.npred[i] = int32(len(g.Preds(i)))
 		p.compOf[i] = int32(g.Component(i))
 		p.file[i] = -1

@@ -35,11 +35,17 @@ const (
 // verdict but taken nothing is held, and the caller decides what
 // becomes of the node (refuse ends it, or it waits).
 func (t *task) take(w *worker.Worker, i int32) int32 {
+	if !t.p.needs[i] {
+		return taken
+	}
+	return t.takeSome(w, i)
+}
+
+// takeSome is take for the ops that need something.
+func (t *task) takeSome(w *worker.Worker, i int32) int32 {
 	p, st := t.p, t.st
 	var need int
 	switch p.op[i] {
-	case dag.OpNop, dag.OpFsync, dag.OpClose, dag.OpUnlink, dag.OpMkdir, dag.OpRename:
-		return taken
 	case dag.OpRead, dag.OpWrite:
 		return t.takeTransfer(i)
 	case dag.OpStatx:
