@@ -37,8 +37,6 @@ const (
 // cancelBit marks the user_data of an ASYNC_CANCEL SQE.
 const cancelBit = 1 << 47
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
 // state is the run state shared by a run's tasks: flat slices indexed by
 // node. Each node belongs to exactly one task (its component's), so
 // tasks on different workers write disjoint elements and need no locks.
@@ -328,7 +326,7 @@ func (t *task) settle(w *worker.Worker, i int32, status uint8, res int32) uint8 
 			status = stFailed
 		}
 		if status == stOK && p.op[i] == dag.OpRead {
-			st.digest[i] = crc32.Update(0, castagnoli, b[:res])
+			st.digest[i] = crc32.Update(0, t.p.crc, b[:res])
 		}
 	case dag.OpStatx:
 		if status == stOK && b != nil {

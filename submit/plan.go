@@ -1,6 +1,7 @@
 package submit
 
 import (
+	"hash/crc32"
 	"strings"
 
 	"github.com/iodag/iodag/dag"
@@ -41,6 +42,7 @@ type plan struct {
 	toBaseOff []int32
 
 	compOf  []int32
+	crc     *crc32.Table // CRC-32C, for read digests
 	files   []dag.FileSpec
 	useFile []bool  // spec files some node reads or writes
 	userBuf []int32 // nodes with a caller's buffer (pinned during runs)
@@ -66,6 +68,7 @@ func newPlan(g *dag.Graph) *plan {
 		toDirOf:   make([]int32, n),
 		toBaseOff: make([]int32, n),
 		compOf:    make([]int32, n),
+		crc:       crc32.MakeTable(crc32.Castagnoli),
 		files:     g.Files(),
 	}
 	p.useFile = make([]bool, len(p.files))

@@ -9,12 +9,31 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// uringOp maps each node op to the io_uring opcode that performs it.
-var uringOp = [...]uint8{
-	dag.OpNop: uring.OpNop, dag.OpRead: uring.OpRead, dag.OpWrite: uring.OpWrite,
-	dag.OpFsync: uring.OpFsync, dag.OpOpen: uring.OpOpenat2, dag.OpStatx: uring.OpStatx,
-	dag.OpClose: uring.OpClose, dag.OpTimeout: uring.OpTimeout, dag.OpUnlink: uring.OpUnlinkat,
-	dag.OpMkdir: uring.OpMkdirat, dag.OpRename: uring.OpRenameat,
+// opcode returns the io_uring opcode that performs op.
+func opcode(op dag.Op) uint8 {
+	switch op {
+	case dag.OpRead:
+		return uring.OpRead
+	case dag.OpWrite:
+		return uring.OpWrite
+	case dag.OpFsync:
+		return uring.OpFsync
+	case dag.OpOpen:
+		return uring.OpOpenat2
+	case dag.OpStatx:
+		return uring.OpStatx
+	case dag.OpClose:
+		return uring.OpClose
+	case dag.OpTimeout:
+		return uring.OpTimeout
+	case dag.OpUnlink:
+		return uring.OpUnlinkat
+	case dag.OpMkdir:
+		return uring.OpMkdirat
+	case dag.OpRename:
+		return uring.OpRenameat
+	}
+	return uring.OpNop
 }
 
 // maxTransfer is the most bytes one read or write moves in Linux

@@ -73,7 +73,7 @@ func fillDigest(fill byte, n int) Digest {
 	for i := range b {
 		b[i] = fill
 	}
-	return Digest(crc32.Checksum(b, castagnoli))
+	return Digest(crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli)))
 }
 
 // TestSlotPressure: a worker with two fixed-file slots never hands out a

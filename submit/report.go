@@ -1,17 +1,16 @@
 package submit
 
 import (
+	"fmt"
+	"strconv"
 	"syscall"
 
-	"fmt"
 	"github.com/iodag/iodag/dag"
-	"strconv"
-
 	"golang.org/x/sys/unix"
 )
 
 // Report is what a run did: the run's figures and every node's outcome.
-// Its JSON form is the report format of DESIGN.md.
+// Its JSON form (the tags below) is what iodag run --json prints.
 type Report struct {
 	Name    string `json:"name"`
 	Mode    Mode   `json:"mode"`
@@ -109,6 +108,7 @@ const CauseContext = "context"
 // form is the name alone; 0 means none.
 type Errno syscall.Errno
 
+// Error returns the name and the text: "ENOENT (no such file or directory)".
 func (e Errno) Error() string { return e.String() + " (" + syscall.Errno(e).Error() + ")" }
 
 // Is reports whether e matches target as syscall.Errno does.

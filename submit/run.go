@@ -2,15 +2,45 @@
 // modes, so that they can be compared on the same work:
 //
 //   - Graph: dataflow; each node is submitted the moment its last
-//     predecessor completes, linear runs go down as kernel links, and
-//     results (an open's file, a statx's size) feed later nodes.
+//     predecessor completes, into the same io_uring_enter that waits for
+//     the next completions; linear runs go down as kernel links.
 //   - Link: what plain io_uring offers; each weakly connected component is
 //     one IOSQE_IO_LINK chain in topological order.
 //   - Waves: level by level; submit a level, wait for all of it.
 //
-// Every mode gives every node exactly one final status (ok, failed or
-// canceled, with a cause) under the semantics of DESIGN.md, and the
-// Report says what ran when.
+// # Semantics (the same in every mode)
+//
+// An after-edge runs its dependent only if the predecessor succeeded; a
+// finally-edge once the predecessor ran, whatever its result (for a
+// close). A predecessor that never ran cancels both kinds of dependents.
+// Success is a result >= 0, except that a read or write that moved fewer
+// bytes than asked fails (unless the node allows short transfers).
+//
+// Every node ends with exactly one status: ok, failed (the kernel
+// returned an error, or a short transfer; Res and Errno say which), or
+// canceled (it never ran; Cause names the failed node that started the
+// cancellations, or "context"). Graph and waves cancel exactly the
+// transitive dependents of a failure. Link serializes each component into
+// one chain, so a failure also cancels later nodes of the chain that did
+// not depend on it: that over-cancellation is link mode's cost.
+//
+// Results feed later nodes: an open's file (a direct descriptor in the
+// worker's fixed-file table) is used by the reads, writes, fsyncs and
+// close of its handle; a read's length can be a statx's size (LenFrom).
+// A node that cannot have what it needs fails without being submitted:
+// EMFILE when no fixed-file slot can free up for an open, ENOMEM when its
+// buffer cannot be mapped, EFBIG when a length from a statx is over what
+// one read moves (MAX_RW_COUNT), EOVERFLOW when it is over the caller's
+// buffer; a read whose statx did not succeed is canceled.
+//
+// Paths are relative to Options.Root and cannot leave it. A path is
+// resolved when its node runs: after every node it depends on, including
+// a rename of one of its directories.
+//
+// Canceling the context cancels the requests in flight
+// (IORING_OP_ASYNC_CANCEL), waits for their completions and cancels the
+// rest; closing the pool does the same to every run in progress. Either
+// way the Report is complete and nothing leaks.
 package submit
 
 import (
@@ -42,6 +72,7 @@ const (
 // graph.
 func Modes() [3]Mode { return [3]Mode{Link, Waves, Graph} }
 
+// String returns the mode's name: "graph", "link" or "waves".
 func (m Mode) String() string {
 	switch m {
 	case Graph:
@@ -287,16 +318,17 @@ type UnsupportedOpError struct {
 	Op    dag.Op // the node op the kernel cannot perform
 }
 
+// Error names the graph, the op, its opcode and the fix.
 func (e *UnsupportedOpError) Error() string {
 	return fmt.Sprintf("submit: graph %q needs %s (io_uring opcode %s), which this kernel does not support: upgrade the kernel or avoid the operation",
-		e.Graph, e.Op, uring.OpName(uringOp[e.Op]))
+		e.Graph, e.Op, uring.OpName(opcode(e.Op)))
 }
 
 // checkOps fails before anything is submitted if the kernel lacks an
 // opcode the graph needs.
 func (r *Runner) checkOps() error {
 	for op, used := range r.p.opsUsed {
-		if used && !r.pool.Supports(uringOp[op]) {
+		if used && !r.pool.Supports(opcode(dag.Op(op))) {
 			return &UnsupportedOpError{Graph: r.p.g.Name(), Op: dag.Op(op)}
 		}
 	}

@@ -111,9 +111,6 @@ func (p *Pool) Size() int { return len(p.workers) }
 // ErrClosed is returned when a task is given to a closed pool.
 var ErrClosed = errors.New("workers: pool is closed")
 
-// Closing reports whether Close has been called.
-func (p *Pool) Closing() bool { return p.closing.Load() }
-
 // Go hands t to a worker: the next in round-robin order, or the one the
 // shared queue wakes. It returns ErrClosed after Close.
 func (p *Pool) Go(t Task) error {
