@@ -112,6 +112,15 @@ func (b *Builder) Add(n Node) Task {
 	return Task{b, i}
 }
 
+// Go declares a node that runs fn, a Go function, on a goroutine (so that
+// CPU work spreads over the cores while the workers keep their rings
+// busy), with the same edges as any node: parse a header, checksum,
+// decide. in gives the results of the nodes before it; an error fails the
+// node.
+func (b *Builder) Go(id string, fn func(in Inputs) error) Task {
+	return b.Add(Node{ID: id, Op: OpGo, Func: fn, LenFrom: -1})
+}
+
 // Nop declares a no-op.
 func (b *Builder) Nop(id string) Task { return b.Add(Node{ID: id, Op: OpNop, LenFrom: -1}) }
 
@@ -190,6 +199,10 @@ func (t Task) After(preds ...Task) Task { return t.edge(After, preds) }
 // Finally makes t run once every one of preds ran, whatever their results.
 func (t Task) Finally(preds ...Task) Task { return t.edge(Finally, preds) }
 
+// OnFailure makes t run only if one of preds failed or was canceled: a
+// cleanup. If they all succeed, t is skipped, and so is what depends on it.
+func (t Task) OnFailure(preds ...Task) Task { return t.edge(OnFailure, preds) }
+
 // Precede makes every one of succs run only if t succeeded.
 func (t Task) Precede(succs ...Task) Task {
 	for _, s := range succs {
@@ -210,6 +223,9 @@ func (t Task) AfterID(ids ...string) Task { return t.edgeID(After, ids) }
 
 // FinallyID is Finally by node id; the ids may be declared later.
 func (t Task) FinallyID(ids ...string) Task { return t.edgeID(Finally, ids) }
+
+// OnFailureID is OnFailure by node id; the ids may be declared later.
+func (t Task) OnFailureID(ids ...string) Task { return t.edgeID(OnFailure, ids) }
 
 // LenFrom makes the read t read as many bytes as the statx node s found the
 // file to hold (capped by t's length if not 0). s must be an ancestor of t.
@@ -244,6 +260,39 @@ func (t Task) Async() Task {
 // a write writes buf's bytes, so Build refuses one with a fill.
 func (t Task) Buffer(buf []byte) Task {
 	t.b.nodes[t.i].Buf = buf
+	return t
+}
+
+// Handle returns the file the open node t produces, for the reads,
+// writes, fsyncs and close that use it.
+func (t Task) Handle() Target { return Handle(t.b.nodes[t.i].As) }
+
+// Keep makes the read t keep the bytes it returned: its Result.Data, and
+// NodeResult.Data in the run's report.
+func (t Task) Keep() Task {
+	t.b.nodes[t.i].Keep = true
+	return t
+}
+
+// Bind makes fn compute t's parameters (a read's or write's offset, length
+// and buffer; an open's path) from the results of the nodes before it, on
+// the worker, just before t is submitted: a footer's offset table, a size
+// read from a header. fn must not block. An error, or parameters out of
+// range (an offset past 1 TiB, a length over MAX_RW_COUNT or the buffer, a
+// misaligned O_DIRECT transfer, a path that leaves the root), fails t
+// without submitting it. A bound node is never kernel-linked behind the
+// nodes it reads (link mode ends its chain there).
+func (t Task) Bind(fn func(in Inputs, p *Params) error) Task {
+	t.b.nodes[t.i].Bind = fn
+	return t
+}
+
+// Then makes fn run on the worker as soon as t completes, whatever its
+// outcome, before its dependents are released; fn must not block. An
+// error fails t (if it had succeeded), and its after-dependents are
+// canceled with t as the cause. in.Stop ends the whole run.
+func (t Task) Then(fn func(in Inputs, r Result) error) Task {
+	t.b.nodes[t.i].Then = fn
 	return t
 }
 

@@ -18,6 +18,16 @@ type Node struct {
 	AllowShort bool
 	Async      bool
 	Buf        []byte // caller-supplied buffer (Go API only), nil otherwise
+	// Keep makes a read keep the bytes it returned (Result.Data).
+	Keep bool
+	// Bind, if set, computes the node's parameters from the results of
+	// the nodes before it, just before it is submitted (Go API only).
+	Bind func(in Inputs, p *Params) error
+	// Then, if set, runs when the node completes, before its dependents
+	// are released; an error fails the node (Go API only).
+	Then func(in Inputs, r Result) error
+	// Func is the function of an OpGo node (Go API only).
+	Func func(in Inputs) error
 }
 
 // FileSpec is a file the runner creates in the run root before a run: a regular

@@ -25,6 +25,8 @@ const (
 	OpUnlink
 	OpMkdir
 	OpRename
+	// OpGo runs a Go function (Builder.Go) instead of an io_uring request.
+	OpGo
 	numOps
 )
 
@@ -53,6 +55,8 @@ func (o Op) String() string {
 		return "mkdir"
 	case OpRename:
 		return "rename"
+	case OpGo:
+		return "go"
 	}
 	return "op(" + strconv.Itoa(int(o)) + ")"
 }
@@ -89,12 +93,19 @@ const (
 	// Finally runs the dependent once the predecessor ran, whatever its result
 	// (IOSQE_IO_HARDLINK).
 	Finally
+	// OnFailure runs the dependent only if the predecessor failed or was
+	// canceled: cleanup. When the predecessor succeeds, the dependent is
+	// skipped (which is not a failure), and so is everything after it.
+	OnFailure
 )
 
-// String returns "after" or "finally", the spec field names.
+// String returns "after", "finally" or "on_failure", the spec field names.
 func (k EdgeKind) String() string {
-	if k == Finally {
+	switch k {
+	case Finally:
 		return "finally"
+	case OnFailure:
+		return "on_failure"
 	}
 	return "after"
 }

@@ -1,0 +1,51 @@
+package dag
+
+import "errors"
+
+// Result is one node's outcome as Go code sees it while the graph runs: a
+// hook (Task.Then) sees its own node's, a binding (Task.Bind) or a Go task
+// (Builder.Go) the results of the nodes before it.
+type Result struct {
+	// Res is the kernel's result: bytes moved, 0, or a negative errno.
+	Res int32
+	// Err is nil if the node succeeded; otherwise it says why, naming the
+	// node, and matches errors.Is with fs.ErrNotExist, syscall.ENOSPC and
+	// the like.
+	Err error
+	// Data is what a read that keeps its data (Task.Keep) returned, exactly
+	// Res bytes; the program owns it. Nil for any other node.
+	Data []byte
+	// Size is the file size a statx found.
+	Size int64
+}
+
+// ErrNotDone is the Err of the Result of a node that has not completed
+// (Inputs.Result of a node that is not an ancestor).
+var ErrNotDone = errors.New("dag: node has not completed")
+
+// Inputs is what a node's Go function sees of the running graph. Its
+// methods may be called only during the call they were given to.
+type Inputs interface {
+	// Result returns the outcome of node t: an ancestor of the node whose
+	// function is called, or that node itself in its hook. For a node that
+	// has not completed, Err is ErrNotDone.
+	Result(t Task) Result
+	// Stop ends the run early: nothing more is submitted, requests in
+	// flight are canceled, every node not done is canceled, and the run
+	// returns err (wrapped, with the node that stopped it).
+	Stop(err error)
+}
+
+// Params are what a binding (Task.Bind) may set for its node just before
+// it is submitted: a read's or write's offset and length (and buffer), an
+// open's path. They start as declared.
+type Params struct {
+	Offset int64
+	Len    int64
+	// Buf, if set, is the buffer of the read or write (at least Len
+	// bytes); otherwise the engine provides one.
+	Buf []byte
+	// Path is an open's path, relative to the run's root: clean, without
+	// "..".
+	Path string
+}
