@@ -389,6 +389,9 @@ func TestNodeSpecDoc(t *testing.T) {
 	}
 	want := map[string][]string{}
 	for op := OpNop; op < numOps; op++ {
+		if op == OpGo {
+			continue // Go API only: a spec cannot hold a Go function
+		}
 		fields := []string{}
 		for _, fs := range opFieldsSet(&Node{}) {
 			if opFields(op)&fs.bit != 0 && fs.name != "buf" {
