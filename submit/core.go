@@ -3,6 +3,8 @@ package submit
 import (
 	"hash/crc32"
 	"math"
+	"runtime"
+	"sync"
 	"sync/atomic"
 	"unsafe"
 
@@ -25,6 +27,7 @@ const (
 	stOK
 	stFailed
 	stCanceled
+	stSkipped // an on_failure condition did not hold: not a failure
 )
 
 // causeContext marks a node canceled because the run's context ended (or
@@ -51,6 +54,12 @@ type state struct {
 	size       []int64 // statx size
 	digest     []uint32
 	buf        [][]byte // buffer of an in-flight node
+	borrowed   []bool   // the buffer is the caller's, not the pool's
+	offset     []int64  // a read's or write's offset, as its binding left it
+	moved      []int32  // bytes a write moved in its earlier SQEs (it goes on after a short one)
+	trig       []int32  // on_failure predecessors that did not succeed
+	data       [][]byte // what a read that keeps its data returned
+	err        []error  // why a node failed in Go: its hook, binding or function, a short transfer
 	slot       []uint32 // fixed-file slot of each handle
 	alive      []bool   // the handle holds its slot (opened, not yet closed)
 }
@@ -69,6 +78,12 @@ func newState(p *plan) *state {
 		size:       make([]int64, n),
 		digest:     make([]uint32, n),
 		buf:        make([][]byte, n),
+		borrowed:   make([]bool, n),
+		offset:     make([]int64, n),
+		moved:      make([]int32, n),
+		trig:       make([]int32, n),
+		data:       make([][]byte, n),
+		err:        make([]error, n),
 		slot:       make([]uint32, p.handles),
 		alive:      make([]bool, p.handles),
 	}
@@ -129,6 +144,12 @@ type task struct {
 	retired   []int32  // directory fds a rename made stale, closed when nothing is in flight
 	opens     []int32  // the task's open nodes
 	bufs      bufPool
+	pinner    runtime.Pinner // buffers bindings chose, while in flight
+	in        inputs         // what hooks and bindings see (one at a time, on the worker)
+	goRunning int            // Go tasks running
+	goMu      sync.Mutex     // guards goDone
+	goDone    []goResult     // Go tasks that ended, for the worker to settle
+	goSpare   []goResult
 	worker    atomic.Pointer[worker.Worker]
 	cancelReq atomic.Bool
 	canceled  bool // the context ended: dispatch nothing more
@@ -145,6 +166,7 @@ func newTask(r *Runner) *task {
 		t.dirFds[d] = -1
 	}
 	t.graph.t, t.link.t, t.waves.t = t, t, t
+	t.in.t = t
 	return t
 }
 
@@ -195,6 +217,8 @@ func (t *task) begin(w *worker.Worker) {
 		st.start[i], st.end[i] = 0, 0
 		st.size[i] = 0
 		st.digest[i] = 0
+		st.moved[i], st.trig[i] = 0, 0
+		st.data[i], st.err[i] = nil, nil
 	}
 	t.remaining = len(t.nodes)
 	t.iterStart = w.Now()
@@ -209,12 +233,14 @@ func (t *task) Prep(w *worker.Worker) {
 		t.cancelAll(w)
 	}
 	if t.canceled {
+		t.settleGo(w)
 		t.sendCancels(w)
 		return
 	}
 	if len(t.retired) > 0 && t.inflight == 0 {
 		t.closeRetired()
 	}
+	t.settleGo(w)
 	for {
 		t.s.prep(w)
 		// An iteration can end here (waves passes its last barrier in
@@ -233,20 +259,20 @@ func (t *task) Prep(w *worker.Worker) {
 // Want returns how many completions the task needs before it can
 // submit more.
 func (t *task) Want() int {
-	if t.canceled {
-		return 1
+	if t.canceled || t.goRunning > 0 {
+		return 1 // a Go task ends with a wake-up, not a CQE
 	}
 	return t.s.want()
 }
 
 // Done reports whether every iteration has ended and nothing is in flight.
 func (t *task) Done() bool {
-	return t.canceled && t.inflight == 0 && t.remaining == 0 || t.iterDone() && t.iter+1 >= t.repeat
+	return t.canceled && t.inflight == 0 && t.goRunning == 0 && t.remaining == 0 || t.iterDone() && t.iter+1 >= t.repeat
 }
 
 // iterDone reports whether the current iteration has ended.
 func (t *task) iterDone() bool {
-	return t.remaining == 0 && t.inflight == 0 && t.s.done()
+	return t.remaining == 0 && t.inflight == 0 && t.goRunning == 0 && t.s.done()
 }
 
 // Abort ends the run early because the pool is closing.
@@ -255,6 +281,7 @@ func (t *task) Abort() { t.cancelReq.Store(true) }
 // Finish empties the slots this task used and tells the runner.
 func (t *task) Finish(w *worker.Worker, err error) {
 	t.enters = w.Enters() - t.enters0
+	t.pinner.Unpin()
 	t.closeDirs()
 	t.closeRetired()
 	t.releaseHandles(w)
@@ -300,7 +327,7 @@ func (t *task) Complete(w *worker.Worker, c uring.CQE) {
 	status := stOK
 	switch {
 	case c.Res == -int32(unix.ECANCELED) && st.linkedFrom[i] >= 0:
-		status, st.cause[i] = stCanceled, st.linkedFrom[i]
+		status, st.cause[i] = stCanceled, t.rootOf(st.linkedFrom[i])
 	case c.Res == -int32(unix.ECANCELED) && t.canceled:
 		status, st.cause[i] = stCanceled, causeContext
 	case c.Res == -int32(unix.ETIME) && t.p.op[i] == dag.OpTimeout:
@@ -309,9 +336,34 @@ func (t *task) Complete(w *worker.Worker, c uring.CQE) {
 	case c.Res < 0:
 		status = stFailed
 	}
-	st.status[i] = t.settle(w, i, status, c.Res)
-	t.remaining--
+	if status = t.settle(w, i, status, c.Res); status == stInflight {
+		return // a write goes on with the rest
+	}
+	st.status[i] = status
+	t.conclude(i)
 	t.s.settled(w, i)
+}
+
+// conclude runs what follows a node that ran, or failed before it could:
+// its hook, which may fail it, and the run's observer. The caller then
+// releases its successors.
+func (t *task) conclude(i int32) {
+	st := t.st
+	if hook := t.p.nodes[i].Then; hook != nil {
+		t.in.self = i
+		if err := callHook(hook, &t.in, t.result(i)); err != nil && st.status[i] == stOK {
+			st.status[i], st.err[i] = stFailed, err
+		}
+	}
+	t.remaining--
+	t.observe(i)
+}
+
+// observe reports node i's final status to the run's observer, if any.
+func (t *task) observe(i int32) {
+	if obs := t.r.observer; obs != nil {
+		obs(t.r.nodeResult(i))
+	}
 }
 
 // settle does what a node's result means beyond its status: a short
@@ -321,12 +373,33 @@ func (t *task) settle(w *worker.Worker, i int32, status uint8, res int32) uint8 
 	st, p := t.st, t.p
 	b := st.buf[i]
 	switch p.op[i] {
-	case dag.OpRead, dag.OpWrite:
+	case dag.OpWrite:
+		if status != stOK {
+			break
+		}
+		moved := st.moved[i] + res
+		if res > 0 && int(moved) < len(b) && !p.nodes[i].AllowShort && w.Room() > 0 {
+			// Like os.File.Write: go on with the rest, so that a full
+			// disk surfaces as ENOSPC, not as a short count.
+			st.moved[i] = moved
+			t.prep(w, i, 0)
+			return stInflight
+		}
+		st.res[i] = moved
+		if int(moved) < len(b) && !p.nodes[i].AllowShort {
+			status = stFailed
+			st.err[i] = &ShortError{Op: dag.OpWrite, Moved: int64(moved), Want: int64(len(b))}
+		}
+	case dag.OpRead:
 		if status == stOK && int(res) < len(b) && !p.nodes[i].AllowShort {
 			status = stFailed
+			st.err[i] = &ShortError{Op: dag.OpRead, Moved: int64(res), Want: int64(len(b))}
 		}
-		if status == stOK && p.op[i] == dag.OpRead {
+		if status == stOK {
 			st.digest[i] = crc32.Update(0, t.p.crc, b[:res])
+			if p.nodes[i].Keep {
+				st.data[i] = append([]byte(nil), b[:res]...)
+			}
 		}
 	case dag.OpStatx:
 		if status == stOK && b != nil {
@@ -345,7 +418,7 @@ func (t *task) settle(w *worker.Worker, i int32, status uint8, res int32) uint8 
 	}
 	if b != nil {
 		st.buf[i] = nil
-		if p.nodes[i].Buf == nil {
+		if !st.borrowed[i] {
 			t.bufs.put(b)
 		}
 	}
@@ -358,13 +431,17 @@ func (t *task) end(w *worker.Worker, i int32, status uint8, res, cause int32) {
 	st := t.st
 	st.status[i], st.res[i], st.cause[i], st.end[i] = status, res, cause, w.Now()
 	t.remaining--
+	t.observe(i)
 }
 
 // release applies node i's final status to its successors: a successor
-// whose edge is satisfied waits for one predecessor less (and is ready
-// at none), one whose edge is not (i did not succeed on an after-edge,
-// or never ran) is canceled with everything after it. Successors already
-// in flight (kernel-linked) settle by their own CQE.
+// whose edge holds waits for one predecessor less (and is ready at none),
+// one whose edge does not is canceled or skipped with everything after
+// it (doom). An after-edge holds if i succeeded, a finally-edge if it ran,
+// an on_failure edge always, counting whether i did not succeed: a node
+// with on_failure edges runs only if one of those predecessors failed or
+// was canceled. Successors already in flight (kernel-linked) settle by
+// their own CQE.
 func (t *task) release(w *worker.Worker, i int32) {
 	st := t.st
 	s := st.status[i]
@@ -373,53 +450,138 @@ func (t *task) release(w *worker.Worker, i int32) {
 		if st.status[v] != stPending {
 			continue
 		}
-		if s == stOK || e.Kind == dag.Finally && s == stFailed {
-			st.pending[v]--
-			if st.pending[v] == 0 {
-				st.status[v] = stReady
-				t.ready = append(t.ready, v)
-			} else if st.pending[v] < t.minPending {
-				t.minPending = st.pending[v]
+		switch {
+		case s == stOK, e.Kind == dag.Finally && s == stFailed:
+		case e.Kind == dag.OnFailure:
+			if s == stFailed || s == stCanceled {
+				st.trig[v]++
 			}
+		case s == stSkipped:
+			t.doom(w, v, stSkipped, causeNone)
+			continue
+		default:
+			t.doom(w, v, stCanceled, i)
 			continue
 		}
-		t.cancelFrom(w, v, i)
+		st.pending[v]--
+		switch {
+		case st.pending[v] > 0:
+			if st.pending[v] < t.minPending {
+				t.minPending = st.pending[v]
+			}
+		case t.p.onFail[v] && st.trig[v] == 0:
+			t.doom(w, v, stSkipped, causeNone)
+		default:
+			st.status[v] = stReady
+			t.ready = append(t.ready, v)
+		}
 	}
 }
 
-// fail ends node i failed without running it and releases its successors.
-func (t *task) fail(w *worker.Worker, i int32, res int32) {
-	t.end(w, i, stFailed, res, causeNone)
-	t.release(w, i)
-}
-
-// refuse ends node i, which take would not let run, as take's verdict
-// says, and releases its successors.
-func (t *task) refuse(w *worker.Worker, i int32, verdict int32) {
-	if verdict == unbound {
-		t.cancelFrom(w, i, t.p.nodes[i].LenFrom)
-		return
-	}
-	t.fail(w, i, verdict)
-}
-
-// cancelFrom cancels node v, whose predecessor why did not succeed (or
-// did not run), and every pending node after it.
-func (t *task) cancelFrom(w *worker.Worker, v, why int32) {
+// doom ends pending node v, which will not run, canceled (its predecessor
+// why did not succeed, or did not run) or skipped (an on_failure
+// condition did not hold), and every pending node after it the same way;
+// an on_failure successor of a canceled node is released instead: its
+// cleanup runs.
+func (t *task) doom(w *worker.Worker, v int32, status uint8, why int32) {
 	st := t.st
-	t.end(w, v, stCanceled, 0, why)
+	t.end(w, v, status, 0, t.rootOf(why))
 	stack := append(t.stack[:0], v)
 	for len(stack) > 0 {
 		u := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
+		s := st.status[u]
 		for _, e := range t.p.g.Succs(u) {
-			if x := e.Node; st.status[x] == stPending {
-				t.end(w, x, stCanceled, 0, u)
-				stack = append(stack, x)
+			x := e.Node
+			if st.status[x] != stPending {
+				continue
 			}
+			if e.Kind != dag.OnFailure {
+				t.end(w, x, s, 0, t.rootOf(u))
+				stack = append(stack, x)
+				continue
+			}
+			if s == stCanceled {
+				st.trig[x]++
+			}
+			if st.pending[x]--; st.pending[x] > 0 {
+				continue
+			}
+			if st.trig[x] == 0 {
+				t.end(w, x, stSkipped, 0, causeNone)
+				stack = append(stack, x)
+				continue
+			}
+			st.status[x] = stReady
+			t.ready = append(t.ready, x)
 		}
 	}
 	t.stack = stack
+}
+
+// rootOf returns the cause to give a node canceled because of node u:
+// u, or, if u was itself canceled, u's cause (so every cause names the
+// failure that started the cancellations, or causeContext).
+func (t *task) rootOf(u int32) int32 {
+	if u >= 0 && t.st.status[u] == stCanceled {
+		return t.st.cause[u]
+	}
+	if u >= 0 && t.st.status[u] == stSkipped {
+		return causeNone
+	}
+	return u
+}
+
+// fail ends node i failed without submitting it, with res (a negative
+// errno) and, if not nil, err saying why; its hook runs and its
+// successors are released.
+func (t *task) fail(w *worker.Worker, i int32, res int32, err error) {
+	t.failed(w, i, res, err)
+	t.release(w, i)
+}
+
+// failed gives node i its failure without submitting it (the part of
+// fail every mode shares).
+func (t *task) failed(w *worker.Worker, i int32, res int32, err error) {
+	st := t.st
+	st.status[i], st.res[i], st.err[i], st.end[i] = stFailed, res, err, w.Now()
+	t.conclude(i)
+}
+
+// refuse ends node i, which take would not let run, as take's verdict
+// says.
+func (t *task) refuse(w *worker.Worker, i int32, verdict int32) {
+	if verdict == unbound {
+		t.doom(w, i, stCanceled, t.p.nodes[i].LenFrom)
+		return
+	}
+	t.fail(w, i, verdict, t.st.err[i])
+}
+
+// cond evaluates node v's edges from its predecessors' final statuses,
+// for link mode, where every predecessor is final before a node's turn:
+// stPending if v runs, else the status (canceled or skipped) and cause
+// it ends with.
+func (t *task) cond(v int32) (uint8, int32) {
+	st := t.st
+	onFail, trig := false, false
+	for _, e := range t.p.g.Preds(v) {
+		s := st.status[e.Node]
+		switch {
+		case e.Kind == dag.OnFailure:
+			onFail = true
+			trig = trig || s == stFailed || s == stCanceled
+		case s == stOK, e.Kind == dag.Finally && s == stFailed:
+		case s == stSkipped:
+			return stSkipped, causeNone
+		default:
+			return stCanceled, e.Node
+		}
+	}
+	if onFail && !trig {
+		return stSkipped, causeNone
+	}
+	return stPending, causeNone
 }
 
 // cancelAll ends the run early: nothing more is dispatched, every node

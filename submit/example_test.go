@@ -40,7 +40,7 @@ func Example() {
 		fmt.Println(n.ID, n.Op, n.Status, n.Res)
 	}
 	// Output:
-	// diamond graph: {OK:4 Failed:0 Canceled:0}
+	// diamond graph: {OK:4 Failed:0 Canceled:0 Skipped:0}
 	// a nop ok 0
 	// b nop ok 0
 	// c nop ok 0
@@ -93,15 +93,15 @@ func ExampleRunner() {
 		}
 	}
 	// Output:
-	// link: {OK:0 Failed:1 Canceled:2}
+	// link: {OK:0 Failed:1 Canceled:2 Skipped:0}
 	//   open failed ENOENT
 	//   read canceled ECANCELED (cause open)
 	//   close canceled ECANCELED (cause open)
-	// waves: {OK:0 Failed:1 Canceled:2}
+	// waves: {OK:0 Failed:1 Canceled:2 Skipped:0}
 	//   open failed ENOENT
 	//   read canceled ECANCELED (cause open)
 	//   close canceled ECANCELED (cause open)
-	// graph: {OK:0 Failed:1 Canceled:2}
+	// graph: {OK:0 Failed:1 Canceled:2 Skipped:0}
 	//   open failed ENOENT
 	//   read canceled ECANCELED (cause open)
 	//   close canceled ECANCELED (cause open)

@@ -1,6 +1,7 @@
 package submit
 
 import (
+	"github.com/iodag/iodag/dag"
 	"math"
 
 	"github.com/iodag/iodag/internal/worker"
@@ -63,6 +64,10 @@ func (g *graphMode) dispatch(w *worker.Worker) {
 				continue
 			default:
 				t.refuse(w, u, v)
+				continue
+			}
+			if p.op[u] == dag.OpGo {
+				t.spawn(w, u)
 				continue
 			}
 			if p.chainNext[u] < 0 {
@@ -188,7 +193,7 @@ func (g *graphMode) starved(w *worker.Worker) bool {
 		return false
 	}
 	for end := len(t.ready); g.rhead < end; g.rhead++ {
-		t.fail(w, t.ready[g.rhead], -int32(unix.EMFILE))
+		t.fail(w, t.ready[g.rhead], -int32(unix.EMFILE), nil)
 	}
 	return true
 }

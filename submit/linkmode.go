@@ -78,7 +78,21 @@ func (l *linkMode) segment(w *worker.Worker, k int32) {
 		if pos == len(seq) {
 			return
 		}
-		v := t.take(w, seq[pos])
+		first := seq[pos]
+		if t.p.onFail[first] {
+			if status, cause := t.cond(first); status != stPending {
+				t.doom(w, first, status, cause)
+				l.after(w, k, first)
+				continue
+			}
+		}
+		v := t.take(w, first)
+		if v == taken && p.op[first] == dag.OpGo {
+			t.spawn(w, first)
+			l.out[k], l.last[k] = 1, first
+			l.pos[k] = int32(pos + 1)
+			return
+		}
 		if v == taken {
 			break
 		}
@@ -143,9 +157,9 @@ func indexAfter(seq []int32, from int, x int32) int {
 func (l *linkMode) refuse(w *worker.Worker, k int32, x int32, verdict int32) {
 	t := l.t
 	if verdict == unbound {
-		t.end(w, x, stCanceled, 0, t.p.nodes[x].LenFrom)
+		t.doom(w, x, stCanceled, t.p.nodes[x].LenFrom)
 	} else {
-		t.end(w, x, stFailed, verdict, causeNone)
+		t.failed(w, x, verdict, t.st.err[x])
 	}
 	l.pos[k] = int32(indexAfter(l.seq(k), int(l.pos[k]), x))
 	l.after(w, k, x)
@@ -159,21 +173,23 @@ func (l *linkMode) settled(w *worker.Worker, i int32) {
 }
 
 // after applies the chain rule once node x, the last of a segment of
-// component k, is final: the chain goes on if x succeeded, or ran and is
-// hardlinked to the next node (then x's own after-dependents are
-// canceled); otherwise the rest of the chain is canceled.
+// component k, is final: the chain goes on if x succeeded (or was
+// skipped), or ran and is hardlinked to the next node (then x's own
+// after-dependents are canceled); otherwise the rest of the chain is
+// canceled, except the cleanups (nodes with on_failure edges), whose turn
+// still comes.
 func (l *linkMode) after(w *worker.Worker, k int32, x int32) {
 	t, st := l.t, l.t.st
 	seq := l.seq(k)
 	switch st.status[x] {
-	case stOK:
+	case stOK, stSkipped:
 		return
 	case stFailed:
 		if next := l.nextPending(k); next >= 0 {
 			if kind, ok := t.p.edge(x, next); ok && kind == dag.Finally {
 				for _, e := range t.p.g.Succs(x) {
 					if v := e.Node; e.Kind == dag.After && st.status[v] == stPending {
-						t.cancelFrom(w, v, x)
+						t.doom(w, v, stCanceled, x)
 					}
 				}
 				return
@@ -181,11 +197,10 @@ func (l *linkMode) after(w *worker.Worker, k int32, x int32) {
 		}
 	}
 	for _, v := range seq[l.pos[k]:] {
-		if st.status[v] == stPending {
-			t.end(w, v, stCanceled, 0, x)
+		if st.status[v] == stPending && !t.p.onFail[v] {
+			t.end(w, v, stCanceled, 0, t.rootOf(x))
 		}
 	}
-	l.pos[k] = int32(len(seq))
 }
 
 // nextPending returns the first pending node of component k's chain

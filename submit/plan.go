@@ -1,6 +1,7 @@
 package submit
 
 import (
+	"golang.org/x/sys/unix"
 	"hash/crc32"
 	"strings"
 
@@ -13,13 +14,15 @@ import (
 // loops touch no maps or strings. Edges, levels and components are the
 // graph's own.
 type plan struct {
-	g     *dag.Graph
-	n     int
-	nodes []dag.Node // the graph's nodes, copied once
-	op    []dag.Op
-	flags []uint8 // SQE flags of the node itself (IOSQE_ASYNC)
-	needs []bool  // the op needs a slot, memory or a length before it runs (see take)
-	npred []int32
+	g      *dag.Graph
+	n      int
+	nodes  []dag.Node // the graph's nodes, copied once
+	op     []dag.Op
+	flags  []uint8 // SQE flags of the node itself (IOSQE_ASYNC)
+	needs  []bool  // the node needs a slot, memory, a length or its binding before it runs (see take)
+	onFail []bool  // the node has on_failure edges: it runs only after a failure
+	direct []bool  // a read's or write's file is open with O_DIRECT
+	npred  []int32
 	// chainNext is the successor graph mode passes to the kernel as a
 	// link (see kernelLink), or -1; chainLink is the SQE flag for it.
 	chainNext []int32
@@ -57,6 +60,8 @@ func newPlan(g *dag.Graph) *plan {
 		op:        make([]dag.Op, n),
 		flags:     make([]uint8, n),
 		needs:     make([]bool, n),
+		onFail:    make([]bool, n),
+		direct:    make([]bool, n),
 		npred:     make([]int32, n),
 		chainNext: make([]int32, n),
 		chainLink: make([]uint8, n),
@@ -122,6 +127,9 @@ func newPlan(g *dag.Graph) *plan {
 		case dag.OpRead, dag.OpWrite, dag.OpStatx, dag.OpTimeout, dag.OpOpen:
 			p.needs[i] = true
 		}
+		for _, e := range g.Preds(int32(i)) {
+			p.onFail[i] = p.onFail[i] || e.Kind == dag.OnFailure
+		}
 		p.npred[i] = int32(len(g.Preds(i)))
 		p.compOf[i] = int32(g.Component(i))
 		p.file[i] = -1
@@ -148,6 +156,21 @@ func newPlan(g *dag.Graph) *plan {
 		}
 	}
 	p.handles = len(handleIdx)
+	openDirect := make([]bool, p.handles)
+	for i := range p.nodes {
+		if p.op[i] == dag.OpOpen && p.nodes[i].OpenFlags&unix.O_DIRECT != 0 {
+			openDirect[p.handle[i]] = true
+		}
+	}
+	for i := range p.nodes {
+		switch {
+		case p.op[i] != dag.OpRead && p.op[i] != dag.OpWrite:
+		case p.file[i] >= 0:
+			p.direct[i] = p.files[p.file[i]].Direct
+		case p.handle[i] >= 0:
+			p.direct[i] = openDirect[p.handle[i]]
+		}
+	}
 	for i := range int32(n) {
 		p.chainNext[i] = -1
 		s := g.Succs(i)
@@ -177,9 +200,16 @@ func newPlan(g *dag.Graph) *plan {
 //   - after an allow_short transfer: a short one breaks IO_LINK although
 //     the graph counts it a success;
 //   - after a rename: the parent directories of later path ops are
-//     resolved when they are submitted, which must be after the rename.
+//     resolved when they are submitted, which must be after the rename;
+//   - after a write: a short one goes on with the rest before anything
+//     after it may run;
+//   - at a Go task, after a node with a hook (it may fail the node), before
+//     a node with a binding (it reads results) or with on_failure edges
+//     (the kernel has no such link).
 func (p *plan) kernelLink(x, next int32) uint8 {
-	if p.op[x] == dag.OpRename {
+	switch {
+	case p.op[x] == dag.OpRename, p.op[x] == dag.OpWrite, p.op[x] == dag.OpGo, p.op[next] == dag.OpGo,
+		p.nodes[x].Then != nil, p.nodes[next].Bind != nil, p.onFail[next]:
 		return 0
 	}
 	if k, ok := p.edge(x, next); ok && k == dag.Finally {

@@ -1,6 +1,10 @@
 package submit
 
 import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
 	"unsafe"
 
 	"github.com/iodag/iodag/dag"
@@ -64,6 +68,7 @@ func (t *task) take(w *worker.Worker, i int32) int32 {
 func (t *task) takeSome(w *worker.Worker, i int32) int32 {
 	p, st := t.p, t.st
 	var need int
+	path := ""
 	switch p.op[i] {
 	case dag.OpRead, dag.OpWrite:
 		return t.takeTransfer(i)
@@ -76,13 +81,31 @@ func (t *task) takeSome(w *worker.Worker, i int32) int32 {
 			return noSlot
 		}
 		need = int(unsafe.Sizeof(uring.OpenHow{}))
+		if bind := p.nodes[i].Bind; bind != nil {
+			prm := dag.Params{Path: p.nodes[i].Path}
+			t.in.self = i
+			if err := callBind(bind, &t.in, &prm); err != nil {
+				st.err[i] = err
+				return -int32(unix.EINVAL)
+			}
+			if err := checkPath(prm.Path); err != nil {
+				st.err[i] = err
+				return -int32(unix.EINVAL)
+			}
+			path = prm.Path
+			need += len(path) + 1 // the path follows the open_how
+		}
 	}
 	b := t.bufs.get(need)
 	if b == nil {
 		return -int32(unix.ENOMEM)
 	}
-	st.buf[i] = b
+	st.buf[i], st.borrowed[i] = b, false
 	if p.op[i] == dag.OpOpen {
+		if path != "" {
+			at := int(unsafe.Sizeof(uring.OpenHow{}))
+			b[at+copy(b[at:], path)] = 0
+		}
 		h := p.handle[i]
 		st.slot[h], _ = w.AllocSlot()
 		st.alive[h] = true
@@ -90,12 +113,13 @@ func (t *task) takeSome(w *worker.Worker, i int32) int32 {
 	return taken
 }
 
-// takeTransfer sizes a read or write and gets its buffer: the caller's,
-// or one from the task's pool (filled for a write).
+// takeTransfer sizes a read or write (its binding, if any, has the last
+// word) and gets its buffer: the caller's, or one from the task's pool
+// (filled for a write).
 func (t *task) takeTransfer(i int32) int32 {
 	st := t.st
 	nd := &t.p.nodes[i]
-	n := nd.Len
+	n, off, buf := nd.Len, nd.Offset, nd.Buf
 	if f := nd.LenFrom; f >= 0 {
 		if st.status[f] != stOK {
 			return unbound
@@ -105,13 +129,30 @@ func (t *task) takeTransfer(i int32) int32 {
 			n = nd.Len
 		}
 	}
+	if nd.Bind != nil {
+		prm := dag.Params{Offset: off, Len: n, Buf: buf}
+		t.in.self = i
+		err := callBind(nd.Bind, &t.in, &prm)
+		if err == nil {
+			err = checkParams(&prm, t.p.direct[i])
+		}
+		if err != nil {
+			st.err[i] = err
+			return -int32(unix.EINVAL)
+		}
+		off, n, buf = prm.Offset, prm.Len, prm.Buf
+		if buf != nil && &buf[0] != unsafe.SliceData(nd.Buf) {
+			t.pinner.Pin(&buf[0])
+		}
+	}
+	st.offset[i], st.borrowed[i] = off, buf != nil
 	switch {
 	case n > maxTransfer:
 		return -int32(unix.EFBIG)
-	case nd.Buf != nil && n > int64(len(nd.Buf)):
+	case buf != nil && n > int64(len(buf)):
 		return -int32(unix.EOVERFLOW)
-	case nd.Buf != nil:
-		st.buf[i] = nd.Buf[:n]
+	case buf != nil:
+		st.buf[i] = buf[:n]
 	case n > 0:
 		b := t.bufs.get(int(n))
 		if b == nil {
@@ -123,6 +164,43 @@ func (t *task) takeTransfer(i int32) int32 {
 		st.buf[i] = b
 	}
 	return taken
+}
+
+// ErrBadParam matches (errors.Is) the error of a node whose binding chose
+// parameters out of range.
+var ErrBadParam = errors.New("bad parameter")
+
+// maxOffset is the largest offset a binding may choose (1 TiB), as dag
+// allows for declared ones.
+const maxOffset = 1 << 40
+
+// checkParams checks what a binding chose for a read or write.
+func checkParams(prm *dag.Params, direct bool) error {
+	switch {
+	case prm.Offset < 0 || prm.Offset > maxOffset:
+		return fmt.Errorf("%w: offset %d is out of [0, 1 TiB]", ErrBadParam, prm.Offset)
+	case prm.Len < 0:
+		return fmt.Errorf("%w: len %d is negative", ErrBadParam, prm.Len)
+	case prm.Buf != nil && len(prm.Buf) == 0:
+		return fmt.Errorf("%w: buf is empty", ErrBadParam)
+	case !direct:
+		return nil
+	case prm.Offset%dag.DirectAlign != 0 || prm.Len%dag.DirectAlign != 0:
+		return fmt.Errorf("%w: offset %d and len %d must be multiples of %d for O_DIRECT", ErrBadParam, prm.Offset, prm.Len, dag.DirectAlign)
+	case prm.Buf != nil && (uintptr(unsafe.Pointer(&prm.Buf[0]))%dag.DirectAlign != 0 || len(prm.Buf)%dag.DirectAlign != 0):
+		return fmt.Errorf("%w: buf must be aligned to %d for O_DIRECT (dag.AlignedBuffer)", ErrBadParam, dag.DirectAlign)
+	}
+	return nil
+}
+
+// checkPath checks an open's path a binding chose: relative to the run's
+// root, clean, without "..".
+func checkPath(path string) error {
+	if path == "" || path[0] == '/' || strings.IndexByte(path, 0) >= 0 || filepath.Clean(path) != path ||
+		path == ".." || strings.HasPrefix(path, "../") || strings.Contains(path, "/../") || strings.HasSuffix(path, "/..") {
+		return fmt.Errorf("%w: path %q must be relative to the run's root, clean, without \"..\"", ErrBadParam, path)
+	}
+	return nil
 }
 
 // canFollow reports whether node i may go down behind nodes that have
@@ -146,10 +224,12 @@ func (t *task) prep(w *worker.Worker, i int32, link uint8) {
 	case dag.OpNop:
 		s.PrepNop()
 	case dag.OpRead:
-		s.PrepRead(t.fd(i), b, uint64(p.nodes[i].Offset))
+		s.PrepRead(t.fd(i), b, uint64(st.offset[i]))
 		s.Flags |= uring.SQEFixedFile
 	case dag.OpWrite:
-		s.PrepWrite(t.fd(i), b, uint64(p.nodes[i].Offset))
+		// After a short write, the rest.
+		m := st.moved[i]
+		s.PrepWrite(t.fd(i), b[m:], uint64(st.offset[i]+int64(m)))
 		s.Flags |= uring.SQEFixedFile
 	case dag.OpFsync:
 		s.PrepFsync(t.fd(i), 0)
@@ -158,7 +238,11 @@ func (t *task) prep(w *worker.Worker, i int32, link uint8) {
 		nd := &p.nodes[i]
 		how := (*uring.OpenHow)(unsafe.Pointer(&b[0]))
 		*how = uring.OpenHow{Flags: uint64(nd.OpenFlags), Mode: uint64(nd.Mode), Resolve: uring.ResolveBeneath}
-		s.PrepOpenat2Direct(t.r.rootFd, t.path(p.pathOff[i]), how, st.slot[p.handle[i]])
+		path := t.path(p.pathOff[i])
+		if nd.Bind != nil {
+			path = &b[unsafe.Sizeof(uring.OpenHow{})]
+		}
+		s.PrepOpenat2Direct(t.r.rootFd, path, how, st.slot[p.handle[i]])
 	case dag.OpStatx:
 		dfd, errno := t.dir(p.dirOf[i])
 		if errno != 0 {

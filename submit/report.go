@@ -1,6 +1,7 @@
 package submit
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"syscall"
@@ -46,6 +47,27 @@ type Counts struct {
 	OK       int `json:"ok"`
 	Failed   int `json:"failed"`
 	Canceled int `json:"canceled"`
+	Skipped  int `json:"skipped,omitempty"`
+}
+
+// Err returns nil if every node succeeded (or was skipped); otherwise the
+// errors of the failed nodes (NodeResult.Err), joined, or, if none failed,
+// the first canceled node's.
+func (r *Report) Err() error {
+	var errs []error
+	for i := range r.Nodes {
+		if r.Nodes[i].Status == StatusFailed {
+			errs = append(errs, r.Nodes[i].Err)
+		}
+	}
+	if len(errs) == 0 {
+		for i := range r.Nodes {
+			if r.Nodes[i].Status == StatusCanceled {
+				return r.Nodes[i].Err
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // NodeResult is one node's outcome.
@@ -64,6 +86,11 @@ type NodeResult struct {
 	Cause string `json:"cause,omitempty"`
 	// Digest is the CRC-32C (Castagnoli) of the bytes an ok read returned.
 	Digest Digest `json:"digest,omitempty"`
+	// Size is the file size an ok statx found.
+	Size int64 `json:"size,omitempty"`
+	// Data is what an ok read that keeps its data (Task.Keep) returned,
+	// exactly Res bytes; the program owns it.
+	Data []byte `json:"-"`
 	// StartNS and EndNS are when the node was submitted and completed,
 	// in ns since the last repeat began; the clock is read once per
 	// batch of submissions or completions, so the nodes of one batch
@@ -71,7 +98,61 @@ type NodeResult struct {
 	StartNS int64 `json:"start_ns"`
 	EndNS   int64 `json:"end_ns"`
 	Worker  int   `json:"worker"`
+	// Err is nil for a node that succeeded or was skipped; otherwise a
+	// *NodeError saying why, which matches errors.Is with the kernel's
+	// errno (fs.ErrNotExist, syscall.ENOSPC, ...), with ErrShort for a
+	// short transfer, with the error a hook, binding or Go task returned,
+	// and with ErrCanceled for a canceled node.
+	Err error `json:"-"`
 }
+
+// NodeError is a node's failure or cancellation: NodeResult.Err and
+// dag.Result.Err.
+type NodeError struct {
+	ID  string
+	Op  dag.Op
+	Err error
+}
+
+func (e *NodeError) Error() string { return fmt.Sprintf("node %q (%s): %v", e.ID, e.Op, e.Err) }
+
+// Unwrap returns the cause.
+func (e *NodeError) Unwrap() error { return e.Err }
+
+// ErrShort matches (errors.Is) a read or write that moved fewer bytes
+// than asked.
+var ErrShort = errors.New("short transfer")
+
+// ShortError is a read or write that moved fewer bytes than asked (a read
+// past the end of a file, a write the disk took only part of).
+type ShortError struct {
+	Op          dag.Op
+	Moved, Want int64
+}
+
+func (e *ShortError) Error() string {
+	return fmt.Sprintf("short %s: %d of %d bytes", e.Op, e.Moved, e.Want)
+}
+
+// Is reports whether target is ErrShort.
+func (e *ShortError) Is(target error) bool { return target == ErrShort }
+
+// ErrCanceled matches (errors.Is) the error of a canceled node.
+var ErrCanceled = errors.New("canceled")
+
+// CanceledError is a node that never ran: Cause is the node whose failure
+// started the cancellations, or "context".
+type CanceledError struct{ Cause string }
+
+func (e *CanceledError) Error() string {
+	if e.Cause == CauseContext {
+		return "canceled: the run ended early"
+	}
+	return fmt.Sprintf("canceled: node %q did not succeed", e.Cause)
+}
+
+// Is reports whether target is ErrCanceled.
+func (e *CanceledError) Is(target error) bool { return target == ErrCanceled }
 
 // Status is a node's final status.
 type Status string
@@ -81,6 +162,10 @@ const (
 	StatusOK       Status = "ok"
 	StatusFailed   Status = "failed"
 	StatusCanceled Status = "canceled"
+	// StatusSkipped is a node whose on_failure condition did not hold
+	// (nothing failed before it), or that depends on a skipped node: not
+	// a failure.
+	StatusSkipped Status = "skipped"
 )
 
 // Digest is a CRC-32C, shown as 8 hex digits; 0 means none.
@@ -98,8 +183,8 @@ func (d *Digest) UnmarshalText(b []byte) error {
 
 func (d Digest) String() string { return fmt.Sprintf("%08x", uint32(d)) }
 
-// CauseContext is the Cause of nodes canceled because the context ended
-// (or the pool closed during the run).
+// CauseContext is the Cause of nodes canceled because the run ended
+// early: its context ended, the pool closed, or a node stopped it.
 const CauseContext = "context"
 
 // Errno is a kernel error number. It is an error (errors.Is(e,
@@ -141,7 +226,7 @@ func (e *Errno) UnmarshalText(b []byte) error {
 }
 
 func (r *Runner) buildReport(mode Mode, repeat int, wall int64) *Report {
-	p, st := r.p, r.st
+	p := r.p
 	cfg := r.pool.Config()
 	rep := &r.report
 	nodes := rep.Nodes[:0]
@@ -167,64 +252,77 @@ func (r *Runner) buildReport(mode Mode, repeat int, wall int64) *Report {
 	if wall > 0 {
 		rep.OpsPerSec = float64(p.n) * float64(repeat) / (float64(wall) / 1e9)
 	}
-	r.rootCauses()
-	for i := 0; i < p.n; i++ {
-		nd := &p.nodes[i]
-		n := NodeResult{ID: nd.ID, Op: nd.Op, Res: st.res[i], Worker: r.worker(i)}
-		switch st.status[i] {
-		case stOK:
-			n.Status = StatusOK
+	for i := int32(0); i < int32(p.n); i++ {
+		n := r.nodeResult(i)
+		switch n.Status {
+		case StatusOK:
 			rep.Counts.OK++
-		case stFailed:
-			n.Status = StatusFailed
+		case StatusFailed:
 			rep.Counts.Failed++
-		default:
-			n.Status = StatusCanceled
+		case StatusCanceled:
 			rep.Counts.Canceled++
-			switch c := r.rootCause[i]; {
-			case c == causeContext, c >= 0 && st.status[c] == stOK:
-				n.Cause = CauseContext
-			case c >= 0:
-				n.Cause = p.nodes[c].ID
-			}
-			if n.Res == 0 {
-				n.Res = -int32(unix.ECANCELED)
-			}
+		case StatusSkipped:
+			rep.Counts.Skipped++
 		}
-		if n.Res < 0 {
-			n.Errno = Errno(-n.Res)
-		}
-		if n.Status == StatusOK && nd.Op == dag.OpRead {
-			n.Digest = Digest(st.digest[i])
-		}
-		n.EndNS = max(st.end[i]-base, 0)
-		n.StartNS = n.EndNS
-		if st.start[i] != 0 {
-			n.StartNS = max(st.start[i]-base, 0)
-		}
+		n.EndNS = max(n.EndNS-base, 0)
+		n.StartNS = max(n.StartNS-base, 0)
 		nodes = append(nodes, n)
 	}
 	rep.Nodes = nodes
 	return rep
 }
 
-// worker returns the worker that ran node i.
-func (r *Runner) worker(i int) int {
-	return r.tasks[int(r.p.compOf[i])%len(r.tasks)].wid
+// nodeResult returns node i's outcome, its times on the pool's clock.
+func (r *Runner) nodeResult(i int32) NodeResult {
+	p, st := r.p, r.st
+	nd := &p.nodes[i]
+	n := NodeResult{ID: nd.ID, Op: nd.Op, Res: st.res[i], Worker: r.worker(i), EndNS: st.end[i], StartNS: st.end[i]}
+	if st.start[i] != 0 {
+		n.StartNS = st.start[i]
+	}
+	switch st.status[i] {
+	case stOK:
+		n.Status = StatusOK
+		switch nd.Op {
+		case dag.OpRead:
+			n.Digest, n.Data = Digest(st.digest[i]), st.data[i]
+		case dag.OpStatx:
+			n.Size = st.size[i]
+		}
+	case stFailed:
+		n.Status = StatusFailed
+	case stSkipped:
+		n.Status = StatusSkipped
+	default:
+		n.Status = StatusCanceled
+		switch c := st.cause[i]; {
+		case c == causeContext, c >= 0 && st.status[c] == stOK:
+			n.Cause = CauseContext
+		case c >= 0:
+			n.Cause = p.nodes[c].ID
+		}
+		if n.Res == 0 {
+			n.Res = -int32(unix.ECANCELED)
+		}
+	}
+	if n.Res < 0 {
+		n.Errno = Errno(-n.Res)
+	}
+	switch {
+	case n.Status == StatusCanceled:
+		n.Err = &NodeError{ID: n.ID, Op: n.Op, Err: &CanceledError{Cause: n.Cause}}
+	case n.Status != StatusFailed:
+	case st.err[i] != nil:
+		n.Err = &NodeError{ID: n.ID, Op: n.Op, Err: st.err[i]}
+	case n.Errno != 0:
+		n.Err = &NodeError{ID: n.ID, Op: n.Op, Err: n.Errno}
+	default:
+		n.Err = &NodeError{ID: n.ID, Op: n.Op, Err: fmt.Errorf("result %d", n.Res)}
+	}
+	return n
 }
 
-// rootCauses follows each canceled node's cause back to the failure (or
-// the context) that started the cancellations, in O(V): a cause always
-// comes before the node in topological order (a predecessor, an earlier
-// node of the same link chain, or a length source, which is an ancestor),
-// so walking that order resolves each node from its cause's answer.
-func (r *Runner) rootCauses() {
-	st, root := r.st, r.rootCause
-	for _, i := range r.p.g.Order() {
-		c := st.cause[i]
-		if c >= 0 && st.status[c] == stCanceled {
-			c = root[c]
-		}
-		root[i] = c
-	}
+// worker returns the worker that ran node i.
+func (r *Runner) worker(i int32) int {
+	return r.tasks[int(r.p.compOf[i])%len(r.tasks)].wid
 }

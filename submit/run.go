@@ -48,6 +48,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"sync"
 
 	"github.com/iodag/iodag/dag"
 	"github.com/iodag/iodag/internal/uring"
@@ -114,6 +115,11 @@ type Options struct {
 	// Repeat runs the graph this many times back to back (default 1);
 	// the report's nodes show the last run, its counters all of them.
 	Repeat int
+	// Observe, if set, is called with each node's outcome as soon as it
+	// is final (times in ns since the run began), on the worker that ran
+	// the node: it must not block. For progress; Runner.Start streams
+	// outcomes to a goroutine instead.
+	Observe func(NodeResult)
 }
 
 // Run runs g once on pool in the given mode and reports every node. The
@@ -131,25 +137,48 @@ func Run(ctx context.Context, pool *workers.Pool, g *dag.Graph, mode Mode, o Opt
 // allocated: a rerun allocates nothing per node. A Runner is not safe
 // for concurrent use; use one per goroutine (a pool serves many).
 type Runner struct {
-	pool   *worker.Pool
-	p      *plan
-	st     *state
-	tasks  []*task
-	rootFd int32
-	pinner runtime.Pinner
-	t0     int64
-	report Report
-	// rootCause is buildReport's scratch: per node, the failure (or
-	// causeContext) a cancellation goes back to.
-	rootCause []int32
-	barrier   barrier
+	pool    *worker.Pool
+	p       *plan
+	st      *state
+	tasks   []*task
+	rootFd  int32
+	pinner  runtime.Pinner
+	t0      int64
+	report  Report
+	barrier barrier
+	// observer is Options.Observe of the run in progress.
+	observer func(NodeResult)
+	stopMu   sync.Mutex
+	stopErr  error // the first node that stopped the run, and why
+}
+
+// StopError is Run's error when a node's function stopped the run
+// (dag.Inputs.Stop).
+type StopError struct {
+	Node string // the node whose hook, binding or function called Stop
+	Err  error  // what it gave Stop
+}
+
+func (e *StopError) Error() string { return fmt.Sprintf("node %q stopped the run: %v", e.Node, e.Err) }
+
+// Unwrap returns the error given to Stop.
+func (e *StopError) Unwrap() error { return e.Err }
+
+// stop ends the run early on behalf of node i; safe from any goroutine.
+func (r *Runner) stop(i int32, err error) {
+	r.stopMu.Lock()
+	if r.stopErr == nil {
+		r.stopErr = &StopError{Node: r.p.nodes[i].ID, Err: err}
+	}
+	r.stopMu.Unlock()
+	r.cancel()
 }
 
 // NewRunner prepares g to run on pool: flattens it and splits its
 // components round-robin into one task per worker.
 func NewRunner(pool *workers.Pool, g *dag.Graph) *Runner {
 	p := newPlan(g)
-	r := &Runner{pool: (*worker.Pool)(pool), p: p, st: newState(p), rootFd: -1, rootCause: make([]int32, p.n)}
+	r := &Runner{pool: (*worker.Pool)(pool), p: p, st: newState(p), rootFd: -1}
 	comps := g.Components()
 	k := min(r.pool.Size(), len(comps))
 	local := make([]int32, len(comps))
@@ -214,6 +243,15 @@ func (r *Runner) Run(ctx context.Context, mode Mode, o Options) (*Report, error)
 	defer r.pinner.Unpin()
 
 	r.t0 = r.pool.Now()
+	r.stopErr = nil
+	r.observer = nil
+	if o.Observe != nil {
+		t0 := r.t0
+		r.observer = func(n NodeResult) {
+			n.StartNS, n.EndNS = max(n.StartNS-t0, 0), max(n.EndNS-t0, 0)
+			o.Observe(n)
+		}
+	}
 	r.barrier.arrived.Store(0)
 	r.barrier.abort.Store(false)
 	r.barrier.tasks = int64(len(r.tasks))
@@ -269,6 +307,8 @@ func (r *Runner) Run(ctx context.Context, mode Mode, o Options) (*Report, error)
 		switch {
 		case t.err != nil:
 			errs = append(errs, t.err)
+		case t.canceled && r.stopErr != nil:
+			errs = append(errs, r.stopErr)
 		case t.canceled && ctx.Err() != nil:
 			errs = append(errs, context.Cause(ctx))
 		case t.canceled:

@@ -1,6 +1,7 @@
 package submit
 
 import (
+	"github.com/iodag/iodag/dag"
 	"sync/atomic"
 	"time"
 
@@ -111,13 +112,17 @@ func (m *waveMode) prep(w *worker.Worker) {
 			}
 			switch v := t.take(w, u); v {
 			case taken:
-				t.prep(w, u, 0)
+				if t.p.op[u] == dag.OpGo {
+					t.spawn(w, u)
+				} else {
+					t.prep(w, u, 0)
+				}
 				m.out++
 			case noSlot:
 				if m.out > 0 {
 					return // a node of the level in flight may free a slot
 				}
-				t.fail(w, u, -int32(unix.EMFILE))
+				t.fail(w, u, -int32(unix.EMFILE), nil)
 			default:
 				t.refuse(w, u, v)
 			}

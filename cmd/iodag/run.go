@@ -112,7 +112,7 @@ func runSpec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "iodag run: %v\n", err)
 		return exitFailed
 	}
-	if rep.Counts.OK != len(rep.Nodes) {
+	if rep.Counts.Failed+rep.Counts.Canceled > 0 {
 		return exitFailed
 	}
 	return exitOK
@@ -120,12 +120,16 @@ func runSpec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // printReport prints a report's summary line and its non-ok nodes.
 func printReport(w io.Writer, rep *submit.Report) {
-	fmt.Fprintf(w, "%s: %s mode, %d nodes: %d ok, %d failed, %d canceled; repeat %d, wall %s, %s ops/s, %d enters, max in-flight %d\n",
-		rep.Name, rep.Mode, len(rep.Nodes), rep.Counts.OK, rep.Counts.Failed, rep.Counts.Canceled,
+	skipped := ""
+	if rep.Counts.Skipped > 0 {
+		skipped = fmt.Sprintf(", %d skipped", rep.Counts.Skipped)
+	}
+	fmt.Fprintf(w, "%s: %s mode, %d nodes: %d ok, %d failed, %d canceled%s; repeat %d, wall %s, %s ops/s, %d enters, max in-flight %d\n",
+		rep.Name, rep.Mode, len(rep.Nodes), rep.Counts.OK, rep.Counts.Failed, rep.Counts.Canceled, skipped,
 		rep.Repeat, human.Duration(rep.WallNS), human.Rate(rep.OpsPerSec), rep.Enters, rep.MaxInflight)
 	listed := 0
 	for _, n := range rep.Nodes {
-		if n.Status == submit.StatusOK {
+		if n.Status == submit.StatusOK || n.Status == submit.StatusSkipped {
 			continue
 		}
 		if listed == maxNotOK {

@@ -1,0 +1,116 @@
+package submit
+
+import (
+	"fmt"
+
+	"github.com/iodag/iodag/dag"
+	"github.com/iodag/iodag/internal/worker"
+)
+
+// What a node's Go functions (hooks, bindings, Go tasks) see of a run,
+// and how Go tasks run beside the rings.
+
+// inputs is the dag.Inputs given to node self's functions.
+type inputs struct {
+	t    *task
+	self int32
+}
+
+// Result returns node n's outcome; see dag.Inputs.
+func (in *inputs) Result(n dag.Task) dag.Result { return in.t.result(n.Index()) }
+
+// Stop ends the run early; see dag.Inputs.
+func (in *inputs) Stop(err error) { in.t.r.stop(in.self, err) }
+
+// result returns node i's outcome as Go code sees it during the run.
+func (t *task) result(i int32) dag.Result {
+	if i < 0 || int(i) >= t.p.n {
+		return dag.Result{Err: dag.ErrNotDone}
+	}
+	st := t.st
+	if st.status[i] < stOK {
+		return dag.Result{Err: dag.ErrNotDone}
+	}
+	n := t.r.nodeResult(i)
+	return dag.Result{Res: n.Res, Err: n.Err, Data: n.Data, Size: n.Size}
+}
+
+// goResult is a Go task's end, handed from its goroutine to the worker.
+type goResult struct {
+	i   int32
+	err error
+}
+
+// spawn runs Go node i's function on a goroutine. Its end comes back to
+// the worker through goDone and a wake-up: a lock per Go task, none per
+// I/O node.
+func (t *task) spawn(w *worker.Worker, i int32) {
+	st := t.st
+	st.status[i], st.start[i] = stInflight, w.Now()
+	t.goRunning++
+	in := &inputs{t: t, self: i}
+	fn := t.p.nodes[i].Func
+	go func() {
+		err := guard(func() error { return fn(in) })
+		t.goMu.Lock()
+		t.goDone = append(t.goDone, goResult{i, err})
+		t.goMu.Unlock()
+		w.Wake()
+	}()
+}
+
+// settleGo gives the Go tasks that ended their final status.
+func (t *task) settleGo(w *worker.Worker) {
+	if t.goRunning == 0 {
+		return
+	}
+	t.goMu.Lock()
+	done := t.goDone
+	t.goDone = t.goSpare[:0]
+	t.goMu.Unlock()
+	st := t.st
+	for _, d := range done {
+		t.goRunning--
+		st.end[d.i], st.res[d.i] = w.Now(), 0
+		st.status[d.i] = stOK
+		if d.err != nil {
+			st.status[d.i], st.err[d.i] = stFailed, d.err
+		}
+		t.conclude(d.i)
+		t.s.settled(w, d.i)
+	}
+	clear(done)
+	t.goSpare = done[:0]
+}
+
+// guard calls fn, turning a panic into an error: user code must not take
+// the program down from a worker's thread.
+func guard(fn func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("panic: %v", r)
+		}
+	}()
+	return fn()
+}
+
+// callHook calls a node's hook under the same guard, without a closure
+// (a hook that does nothing costs a few nanoseconds).
+func callHook(hook func(dag.Inputs, dag.Result) error, in dag.Inputs, r dag.Result) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic: %v", p)
+		}
+	}()
+	return hook(in, r)
+}
+
+// callBind calls a node's binding under the same guard.
+func callBind(bind func(dag.Inputs, *dag.Params) error, in dag.Inputs, p *dag.Params) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("panic: %v", r)
+		}
+	}()
+	return bind(in, p)
+}
