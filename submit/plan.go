@@ -49,7 +49,7 @@ type plan struct {
 	files   []dag.FileSpec
 	useFile []bool  // spec files some node reads or writes
 	userBuf []int32 // nodes with a caller's buffer (pinned during runs)
-	opsUsed [dag.OpRename + 1]bool
+	opsUsed [dag.OpGo + 1]bool
 }
 
 func newPlan(g *dag.Graph) *plan {

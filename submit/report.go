@@ -196,8 +196,14 @@ type Errno syscall.Errno
 // Error returns the name and the text: "ENOENT (no such file or directory)".
 func (e Errno) Error() string { return e.String() + " (" + syscall.Errno(e).Error() + ")" }
 
-// Is reports whether e matches target as syscall.Errno does.
-func (e Errno) Is(target error) bool { return syscall.Errno(e).Is(target) }
+// Is reports whether e is target (a syscall.Errno), or matches it as
+// syscall.Errno does (fs.ErrNotExist, fs.ErrPermission, ...).
+func (e Errno) Is(target error) bool {
+	if t, ok := target.(syscall.Errno); ok {
+		return syscall.Errno(e) == t
+	}
+	return syscall.Errno(e).Is(target)
+}
 
 // String returns the errno's name ("ENOENT"), or its number if it has
 // none, and "" for 0.

@@ -78,6 +78,8 @@ func checkFinal(t testing.TB, g *dag.Graph, rep *Report) {
 			c.OK++
 		case StatusFailed:
 			c.Failed++
+		case StatusSkipped:
+			c.Skipped++
 		case StatusCanceled:
 			c.Canceled++
 			if n.Cause == "" {

@@ -1,0 +1,411 @@
+package submit
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/iodag/iodag/dag"
+	"github.com/iodag/iodag/internal/ramfstest"
+	"github.com/iodag/iodag/workers"
+	"golang.org/x/sys/unix"
+)
+
+// Reacting to results: what a program gets back, hooks, bindings, Go
+// tasks, on_failure cleanups, the observer and Stop, in every mode.
+
+// ending is what these tests check of a node: status, and the error's
+// text without the node's own prefix.
+type ending struct {
+	Status Status
+	Err    string
+}
+
+func states(rep *Report) map[string]ending {
+	m := map[string]ending{}
+	for _, n := range rep.Nodes {
+		s := ending{Status: n.Status}
+		if n.Err != nil {
+			s.Err = strings.TrimPrefix(n.Err.Error(), fmt.Sprintf("node %q (%s): ", n.ID, n.Op))
+		}
+		m[n.ID] = s
+	}
+	return m
+}
+
+// runReact runs g in mode m in a fresh root with g's files and setup.
+func runReact(t *testing.T, m Mode, g *dag.Graph, setup func(root string)) (*Report, error) {
+	t.Helper()
+	pool := newPool(t, workers.Config{Workers: 2, Entries: 16})
+	root := t.TempDir()
+	if err := CreateFiles(root, g); err != nil {
+		t.Fatal(err)
+	}
+	if setup != nil {
+		setup(root)
+	}
+	rep, err := Run(context.Background(), pool, g, m, Options{Root: root})
+	if rep != nil {
+		checkFinal(t, g, rep)
+	}
+	return rep, err
+}
+
+// TestResults: errors a program can match, kept bytes, statx sizes,
+// Report.Err.
+func TestResults(t *testing.T) {
+	b := dag.NewBuilder("results")
+	b.AddFile(dag.FileSpec{Name: "data", Size: 8192, Fill: 3})
+	b.AddFile(dag.FileSpec{Name: "small", Size: 100, Fill: 4})
+	b.Read("whole", dag.File("data"), 0, 8192).Keep()
+	b.Read("short", dag.File("small"), 0, 512)
+	b.Statx("size", "data")
+	b.Open("missing", "nothere", unix.O_RDONLY, "h")
+	b.Read("after", dag.Handle("h"), 0, 16).AfterID("missing")
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range Modes() {
+		t.Run(m.String(), func(t *testing.T) {
+			rep, err := runReact(t, m, g, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			byID := map[string]NodeResult{}
+			for _, n := range rep.Nodes {
+				byID[n.ID] = n
+			}
+			if d := byID["whole"].Data; !bytes.Equal(d, bytes.Repeat([]byte{3}, 8192)) {
+				t.Errorf("whole: Data has %d bytes, want 8192 of 3", len(d))
+			}
+			if got := byID["size"].Size; got != 8192 {
+				t.Errorf("size: Size = %d, want 8192", got)
+			}
+			if err := byID["missing"].Err; !errors.Is(err, fs.ErrNotExist) || !errors.Is(err, syscall.ENOENT) {
+				t.Errorf("missing: Err = %v, want it to match fs.ErrNotExist and ENOENT", err)
+			}
+			if err := byID["short"].Err; !errors.Is(err, ErrShort) {
+				t.Errorf("short: Err = %v, want ErrShort", err)
+			}
+			if err := byID["after"].Err; !errors.Is(err, ErrCanceled) {
+				t.Errorf("after: Err = %v, want ErrCanceled", err)
+			}
+			want := map[string]ending{
+				"whole": {StatusOK, ""}, "size": {StatusOK, ""},
+				"short":   {StatusFailed, "short read: 100 of 512 bytes"},
+				"missing": {StatusFailed, "ENOENT (no such file or directory)"},
+				"after":   {StatusCanceled, `canceled: node "missing" did not succeed`},
+			}
+			if diff := cmp.Diff(want, states(rep)); diff != "" {
+				t.Errorf("states (-want +got):\n%s", diff)
+			}
+			err = rep.Err()
+			if !errors.Is(err, fs.ErrNotExist) || !errors.Is(err, ErrShort) || errors.Is(err, ErrCanceled) {
+				t.Errorf("Report.Err() = %v, want the two failures joined", err)
+			}
+		})
+	}
+}
+
+// lookupFile writes a file of blocks and a footer: the 8-byte offset and
+// 4-byte length of the block to read, little-endian, in the last 16 bytes.
+func lookupFile(t *testing.T, root string, block int) []byte {
+	const blocks, size = 8, 4096
+	data := make([]byte, blocks*size+16)
+	for k := 0; k < blocks; k++ {
+		copy(data[k*size:], bytes.Repeat([]byte{byte('a' + k)}, size))
+	}
+	binary.LittleEndian.PutUint64(data[blocks*size:], uint64(block*size))
+	binary.LittleEndian.PutUint32(data[blocks*size+8:], 100)
+	if err := os.WriteFile(filepath.Join(root, "index"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return bytes.Repeat([]byte{byte('a' + block)}, 100)
+}
+
+// TestBind: a read whose offset and length come from the footer another
+// read returned (one graph, no round trip); a binding that fails, one that
+// chooses an offset out of range, and the footer's own failure.
+func TestBind(t *testing.T) {
+	const size = 8*4096 + 16
+	build := func(bind func(footer dag.Task) func(dag.Inputs, *dag.Params) error) *dag.Graph {
+		b := dag.NewBuilder("bind")
+		o := b.Open("open", "index", unix.O_RDONLY, "h")
+		footer := b.Read("footer", o.Handle(), size-16, 16).After(o).Keep()
+		blk := b.Read("block", o.Handle(), 0, 4096).After(footer).Keep().Bind(bind(footer))
+		b.Close("close", "h").Finally(blk)
+		g, err := b.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	fromFooter := func(footer dag.Task) func(dag.Inputs, *dag.Params) error {
+		return func(in dag.Inputs, p *dag.Params) error {
+			d := in.Result(footer).Data
+			p.Offset = int64(binary.LittleEndian.Uint64(d))
+			p.Len = int64(binary.LittleEndian.Uint32(d[8:]))
+			return nil
+		}
+	}
+	tests := []struct {
+		name  string
+		bind  func(footer dag.Task) func(dag.Inputs, *dag.Params) error
+		block ending
+		is    error
+	}{
+		{"from the footer", fromFooter, ending{StatusOK, ""}, nil},
+		{"binding fails", func(dag.Task) func(dag.Inputs, *dag.Params) error {
+			return func(dag.Inputs, *dag.Params) error { return fs.ErrInvalid }
+		}, ending{StatusFailed, "invalid argument"}, fs.ErrInvalid},
+		{"offset out of range", func(dag.Task) func(dag.Inputs, *dag.Params) error {
+			return func(_ dag.Inputs, p *dag.Params) error { p.Offset, p.Len = 2<<40, 16; return nil }
+		}, ending{StatusFailed, "bad parameter: offset 2199023255552 is out of [0, 1 TiB]"}, ErrBadParam},
+		{"binding panics", func(dag.Task) func(dag.Inputs, *dag.Params) error {
+			return func(dag.Inputs, *dag.Params) error { panic("boom") }
+		}, ending{StatusFailed, "panic: boom"}, nil},
+	}
+	for _, tc := range tests {
+		g := build(tc.bind)
+		for _, m := range Modes() {
+			t.Run(tc.name+"/"+m.String(), func(t *testing.T) {
+				var want []byte
+				rep, err := runReact(t, m, g, func(root string) { want = lookupFile(t, root, 5) })
+				if err != nil {
+					t.Fatal(err)
+				}
+				blk := rep.Nodes[2]
+				if got := states(rep)["block"]; got != tc.block {
+					t.Fatalf("block = %+v, want %+v", got, tc.block)
+				}
+				if tc.is != nil && !errors.Is(blk.Err, tc.is) {
+					t.Errorf("block: Err = %v, want it to match %v", blk.Err, tc.is)
+				}
+				if tc.block.Status == StatusOK && !bytes.Equal(blk.Data, want) {
+					t.Errorf("block read %q, want %q", blk.Data, want)
+				}
+				if got := states(rep)["close"]; got.Status != StatusOK {
+					t.Errorf("close = %+v, want ok", got)
+				}
+			})
+		}
+	}
+}
+
+// TestHooks: a hook sees its node's result before the dependents run; its
+// error fails the node and cancels them; a hook that does nothing changes
+// nothing; Stop from a hook ends the whole run with StopError.
+func TestHooks(t *testing.T) {
+	errBad := errors.New("bad header")
+	tests := []struct {
+		name    string
+		hook    func(in dag.Inputs, r dag.Result) error
+		want    map[string]ending
+		wantErr error
+	}{
+		{"accepts", func(_ dag.Inputs, r dag.Result) error {
+			if len(r.Data) != 512 || r.Data[0] != 9 {
+				return fmt.Errorf("saw %d bytes", len(r.Data))
+			}
+			return nil
+		}, map[string]ending{"head": {StatusOK, ""}, "next": {StatusOK, ""}, "other": {StatusOK, ""}}, nil},
+		{"vetoes", func(dag.Inputs, dag.Result) error { return errBad },
+			map[string]ending{"head": {StatusFailed, "bad header"}, "next": {StatusCanceled, `canceled: node "head" did not succeed`}, "other": {StatusOK, ""}}, nil},
+	}
+	for _, tc := range tests {
+		b := dag.NewBuilder("hooks")
+		b.AddFile(dag.FileSpec{Name: "data", Size: 4096, Fill: 9})
+		h := b.Read("head", dag.File("data"), 0, 512).Keep().Then(tc.hook)
+		b.Nop("next").After(h)
+		b.Nop("other")
+		g, err := b.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range Modes() {
+			t.Run(tc.name+"/"+m.String(), func(t *testing.T) {
+				rep, err := runReact(t, m, g, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(tc.want, states(rep)); diff != "" {
+					t.Errorf("states (-want +got):\n%s", diff)
+				}
+			})
+		}
+	}
+	// Stop: the first read's hook ends the run; nothing after it runs.
+	b := dag.NewBuilder("stop")
+	b.AddFile(dag.FileSpec{Name: "data", Size: 4096, Fill: 9})
+	errFound := errors.New("found it")
+	first := b.Read("first", dag.File("data"), 0, 512).Then(func(in dag.Inputs, _ dag.Result) error {
+		in.Stop(errFound)
+		return nil
+	})
+	b.Timeout("later", 1<<40).After(first)
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range Modes() {
+		t.Run("stop/"+m.String(), func(t *testing.T) {
+			rep, err := runReact(t, m, g, nil)
+			var se *StopError
+			if !errors.As(err, &se) || se.Node != "first" || !errors.Is(err, errFound) {
+				t.Fatalf("Run = %v, want a StopError from first wrapping errFound", err)
+			}
+			if got := states(rep)["later"]; got.Status != StatusCanceled {
+				t.Errorf("later = %+v, want canceled", got)
+			}
+		})
+	}
+}
+
+// TestGoTasks: a Go function in the graph sees its predecessors' data, its
+// error fails it (a panic too) and cancels its dependents; one that
+// succeeds releases them.
+func TestGoTasks(t *testing.T) {
+	tests := []struct {
+		name string
+		fn   func(read dag.Task) func(dag.Inputs) error
+		want map[string]ending
+	}{
+		{"checks", func(read dag.Task) func(dag.Inputs) error {
+			return func(in dag.Inputs) error {
+				if d := in.Result(read).Data; len(d) != 4096 || d[100] != 6 {
+					return fmt.Errorf("saw %d bytes", len(d))
+				}
+				return nil
+			}
+		}, map[string]ending{"read": {StatusOK, ""}, "check": {StatusOK, ""}, "then": {StatusOK, ""}}},
+		{"fails", func(dag.Task) func(dag.Inputs) error {
+			return func(dag.Inputs) error { return errors.New("checksum mismatch") }
+		}, map[string]ending{"read": {StatusOK, ""}, "check": {StatusFailed, "checksum mismatch"}, "then": {StatusCanceled, `canceled: node "check" did not succeed`}}},
+		{"panics", func(dag.Task) func(dag.Inputs) error {
+			return func(dag.Inputs) error { panic("oops") }
+		}, map[string]ending{"read": {StatusOK, ""}, "check": {StatusFailed, "panic: oops"}, "then": {StatusCanceled, `canceled: node "check" did not succeed`}}},
+	}
+	for _, tc := range tests {
+		b := dag.NewBuilder("go")
+		b.AddFile(dag.FileSpec{Name: "data", Size: 4096, Fill: 6})
+		r := b.Read("read", dag.File("data"), 0, 4096).Keep()
+		c := b.Go("check", tc.fn(r)).After(r)
+		b.Nop("then").After(c)
+		g, err := b.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range Modes() {
+			t.Run(tc.name+"/"+m.String(), func(t *testing.T) {
+				rep, err := runReact(t, m, g, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(tc.want, states(rep)); diff != "" {
+					t.Errorf("states (-want +got):\n%s", diff)
+				}
+			})
+		}
+	}
+}
+
+// atomicGraph is a durable replace: write tmp, fsync it, close it (both
+// whatever the write did), rename it over the target if all went well;
+// on any failure, unlink tmp.
+func atomicGraph(t *testing.T, size int64) *dag.Graph {
+	b := dag.NewBuilder("atomic")
+	o := b.Open("open", "tmp", unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC, "h").Mode(0o644)
+	w := b.Write("write", o.Handle(), 0, size, 7).After(o)
+	s := b.Fsync("fsync", o.Handle()).Finally(w)
+	c := b.Close("close", "h").Finally(s)
+	mv := b.Rename("rename", "tmp", "target").After(w, s).Finally(c)
+	b.Unlink("cleanup", "tmp").OnFailure(w, s, mv).Finally(c)
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// TestOnFailure: the cleanup of a durable replace is skipped when all
+// goes well (not a failure: Report.Err is nil), and runs after a failure,
+// in every mode: a full disk (a write surfaces ENOSPC, not a short count)
+// leaves no tmp file behind.
+func TestOnFailure(t *testing.T) {
+	for _, m := range Modes() {
+		t.Run("ok/"+m.String(), func(t *testing.T) {
+			g := atomicGraph(t, 64<<10)
+			rep, err := runReact(t, m, g, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := states(rep)["cleanup"]; got.Status != StatusSkipped {
+				t.Errorf("cleanup = %+v, want skipped", got)
+			}
+			if err := rep.Err(); err != nil || rep.Counts.Skipped != 1 {
+				t.Errorf("Report.Err() = %v, counts %+v; want nil and 1 skipped", err, rep.Counts)
+			}
+		})
+		t.Run("disk full/"+m.String(), func(t *testing.T) {
+			dir := ramfstest.Tmpfs(t, 256<<10)
+			g := atomicGraph(t, 1<<20)
+			pool := newPool(t, workers.Config{Workers: 1, Entries: 16})
+			rep, err := Run(context.Background(), pool, g, m, Options{Root: dir})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkFinal(t, g, rep)
+			st := states(rep)
+			if st["write"].Status != StatusFailed || !errors.Is(rep.Nodes[1].Err, syscall.ENOSPC) {
+				t.Errorf("write = %+v (%v), want failed with ENOSPC", st["write"], rep.Nodes[1].Err)
+			}
+			if st["cleanup"].Status != StatusOK {
+				t.Errorf("cleanup = %+v, want ok", st["cleanup"])
+			}
+			if _, err := os.Stat(filepath.Join(dir, "tmp")); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("tmp after the run: %v, want it gone", err)
+			}
+		})
+	}
+}
+
+// TestObserve: the observer sees every node once, with its final status.
+func TestObserve(t *testing.T) {
+	g := graphOf(dag.Layered(8, 4, dag.GenOptions{}))
+	pool := newPool(t, workers.Config{Workers: 2, Entries: 16})
+	for _, m := range Modes() {
+		var seen [32]atomic.Int32
+		var bad atomic.Int32
+		rep, err := Run(context.Background(), pool, g, m, Options{Observe: func(n NodeResult) {
+			i, ok := g.Index(n.ID)
+			if !ok || n.Status != StatusOK {
+				bad.Add(1)
+				return
+			}
+			seen[i].Add(1)
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkFinal(t, g, rep)
+		for i := range g.Len() {
+			if got := seen[i].Load(); got != 1 {
+				t.Errorf("%s: node %d observed %d times, want 1", m, i, got)
+			}
+		}
+		if bad.Load() != 0 {
+			t.Errorf("%s: %d observations of unknown or not-ok nodes", m, bad.Load())
+		}
+	}
+}
