@@ -409,3 +409,50 @@ func TestObserve(t *testing.T) {
 		}
 	}
 }
+
+// TestStream: outcomes arrive as they become final, every node once; a
+// reader can stop the run from inside its loop, and Wait returns the
+// complete report.
+func TestStream(t *testing.T) {
+	b := dag.NewBuilder("stream")
+	b.AddFile(dag.FileSpec{Name: "data", Size: 4096, Fill: 1})
+	first := b.Read("first", dag.File("data"), 0, 4096)
+	for k := 0; k < 8; k++ {
+		b.Timeout(fmt.Sprintf("slow%d", k), 1<<40).After(first)
+	}
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := newPool(t, workers.Config{Workers: 2, Entries: 16})
+	for _, m := range Modes() {
+		t.Run(m.String(), func(t *testing.T) {
+			root := t.TempDir()
+			if err := CreateFiles(root, g); err != nil {
+				t.Fatal(err)
+			}
+			r := NewRunner(pool, g)
+			defer r.Close()
+			s := r.Start(context.Background(), m, Options{Root: root})
+			seen := map[string]Status{}
+			for n := range s.Results() {
+				seen[n.ID] = n.Status
+				if n.ID == "first" {
+					s.Stop() // the timeouts would sleep for 18 minutes
+				}
+			}
+			rep, err := s.Wait()
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("Wait: %v, want context.Canceled", err)
+			}
+			checkFinal(t, g, rep)
+			want := map[string]Status{"first": StatusOK}
+			for k := 0; k < 8; k++ {
+				want[fmt.Sprintf("slow%d", k)] = StatusCanceled
+			}
+			if diff := cmp.Diff(want, seen); diff != "" {
+				t.Errorf("streamed outcomes (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -1,0 +1,91 @@
+package submit
+
+import (
+	"context"
+	"iter"
+	"sync"
+)
+
+// Stream is a run in progress whose node outcomes arrive as they become
+// final: Runner.Start.
+type Stream struct {
+	cancel context.CancelFunc
+	mu     sync.Mutex
+	queue  []NodeResult
+	more   chan struct{} // a send means the queue grew
+	done   chan struct{} // closed when the run has ended
+	rep    *Report
+	err    error
+}
+
+// Start runs the graph like Run, on the pool's workers, but returns at
+// once: Results yields each node's outcome as soon as it is final (a
+// node's hook has run by then), Stop ends the run early, and Wait returns
+// the report. The stream holds every outcome until Results takes it, so a
+// slow reader never holds up the workers. The Runner must not be used
+// again until Wait has returned.
+func (r *Runner) Start(ctx context.Context, mode Mode, o Options) *Stream {
+	ctx, cancel := context.WithCancel(ctx)
+	s := &Stream{cancel: cancel, more: make(chan struct{}, 1), done: make(chan struct{})}
+	observe := o.Observe
+	o.Observe = func(n NodeResult) {
+		if observe != nil {
+			observe(n)
+		}
+		s.mu.Lock()
+		s.queue = append(s.queue, n)
+		s.mu.Unlock()
+		select {
+		case s.more <- struct{}{}:
+		default:
+		}
+	}
+	go func() {
+		defer close(s.done)
+		defer cancel()
+		s.rep, s.err = r.Run(ctx, mode, o)
+	}()
+	return s
+}
+
+// Results yields node outcomes in the order they became final, until the
+// run has ended and every outcome was yielded (or the loop breaks). With
+// Options.Repeat above 1, each repeat's outcomes come in turn.
+func (s *Stream) Results() iter.Seq[NodeResult] {
+	return func(yield func(NodeResult) bool) {
+		for {
+			s.mu.Lock()
+			batch := s.queue
+			s.queue = nil
+			s.mu.Unlock()
+			for _, n := range batch {
+				if !yield(n) {
+					return
+				}
+			}
+			if len(batch) > 0 {
+				continue
+			}
+			select {
+			case <-s.more:
+			case <-s.done:
+				s.mu.Lock()
+				left := len(s.queue)
+				s.mu.Unlock()
+				if left == 0 {
+					return
+				}
+			}
+		}
+	}
+}
+
+// Stop ends the run early, as canceling its context would: requests in
+// flight are canceled, nodes not done are canceled.
+func (s *Stream) Stop() { s.cancel() }
+
+// Wait waits for the run to end and returns what Run would have.
+func (s *Stream) Wait() (*Report, error) {
+	<-s.done
+	return s.rep, s.err
+}
