@@ -8,15 +8,11 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/iodag/iodag/dag"
+	"github.com/iodag/iodag/internal/confine"
 	"golang.org/x/sys/unix"
 )
-
-// beneath confines every lookup to the root: no "..", absolute path or
-// symlink may lead out of it (the kernel enforces this in openat2).
-const beneath = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS
 
 // CreateFiles creates g's files (its spec "files" section) in root:
 // regular files of Size bytes of Fill, and directories of Count small
@@ -51,12 +47,12 @@ func CreateFiles(root string, g *dag.Graph) error {
 
 // createDir creates the directory f and its files under rootFd.
 func createDir(rootFd int, root string, f dag.FileSpec) error {
-	if err := mkdirBeneath(rootFd, f.Name); err != nil {
+	if err := confine.MkdirAll(rootFd, f.Name); err != nil {
 		return fmt.Errorf("submit: create %s in %s: %w", f.Name, root, err)
 	}
-	dirFd, err := openDir(rootFd, f.Name)
+	dirFd, err := confine.OpenDir(rootFd, f.Name)
 	if err != nil {
-		var r *refusedError
+		var r *confine.RefusedError
 		if errors.As(err, &r) {
 			return fmt.Errorf("submit: spec directory %q in %s %w", f.Name, root, err)
 		}
@@ -132,36 +128,15 @@ func checkSpace(rootFd int, root string, files []dag.FileSpec) error {
 	return nil
 }
 
-// mkdirBeneath creates dir and its parents under rootFd.
-func mkdirBeneath(rootFd int, dir string) error {
-	parts := strings.Split(filepath.Clean(dir), "/")
-	for k := range parts {
-		parent := "."
-		if k > 0 {
-			parent = strings.Join(parts[:k], "/")
-		}
-		pfd, err := unix.Openat2(rootFd, parent, &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: beneath})
-		if err != nil {
-			return err
-		}
-		err = unix.Mkdirat(pfd, parts[k], 0o755)
-		unix.Close(pfd)
-		if err != nil && err != unix.EEXIST {
-			return err
-		}
-	}
-	return nil
-}
-
 // createFile creates name under dirFd, a regular file of size bytes of
 // fill, or keeps it if it is one of that size already.
 func createFile(dirFd int, name string, size int64, fill byte) error {
 	if dir := filepath.Dir(name); dir != "." {
-		if err := mkdirBeneath(dirFd, dir); err != nil {
+		if err := confine.MkdirAll(dirFd, dir); err != nil {
 			return err
 		}
 	}
-	fd, err := openRegular(dirFd, name, unix.O_RDWR|unix.O_CREAT, 0o644)
+	fd, err := confine.OpenRegular(dirFd, name, unix.O_RDWR|unix.O_CREAT, 0o644)
 	if err != nil {
 		return err
 	}
@@ -192,14 +167,14 @@ func createFile(dirFd int, name string, size int64, fill byte) error {
 
 // openSpecFile opens the spec file f under rootFd for a run: read and
 // write, O_DIRECT if f asks for it, and only if it is a regular file with
-// one link (see openRegular). Its errors name the file in root.
+// one link (see confine.OpenRegular). Its errors name the file in root.
 func openSpecFile(rootFd int, root string, f dag.FileSpec) (int, error) {
 	flags := unix.O_RDWR
 	if f.Direct {
 		flags |= unix.O_DIRECT
 	}
-	fd, err := openRegular(rootFd, f.Name, flags, 0)
-	var r *refusedError
+	fd, err := confine.OpenRegular(rootFd, f.Name, flags, 0)
+	var r *confine.RefusedError
 	switch {
 	case err == nil:
 		return fd, nil
@@ -215,123 +190,9 @@ func openSpecFile(rootFd int, root string, f dag.FileSpec) (int, error) {
 // specFileError names the spec file name in root that err is about:
 // why it was refused, or what failed (verb) on it.
 func specFileError(root, name, verb string, err error) error {
-	var r *refusedError
+	var r *confine.RefusedError
 	if errors.As(err, &r) {
 		return fmt.Errorf("submit: spec file %q in %s %w", name, root, err)
 	}
 	return fmt.Errorf("submit: %s %s in %s: %w", verb, name, root, err)
-}
-
-// refusedError says why a name in the root is not what the spec says it
-// is, after the name: "has 2 links: ...", "is a FIFO: ...". It wraps the
-// open's errno when the open itself failed on it (ELOOP for a symlink,
-// EISDIR, ENXIO for a socket, ENOTDIR).
-type refusedError struct {
-	why string
-	err error
-}
-
-func (e *refusedError) Error() string { return e.why }
-func (e *refusedError) Unwrap() error { return e.err }
-
-// openRegular opens name under dirFd, confined to it, with flags (and
-// mode if they create it), and returns the fd only if it is a regular
-// file with one link. Anything else is refused with a *refusedError:
-// through a hard link planted in the root, a write would reach a file
-// outside it; a FIFO, socket or device would block the run or be no file
-// at all; a final symlink is not followed. The check is fstat on the
-// opened fd, so nothing can be swapped in between check and use, and the
-// open itself does not block: O_NONBLOCK, which opening a FIFO or device
-// needs, is cleared again once the fd is known to be a regular file.
-func openRegular(dirFd int, name string, flags int, mode uint32) (int, error) {
-	how := unix.OpenHow{Flags: uint64(flags | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC), Mode: uint64(mode), Resolve: beneath}
-	fd, err := unix.Openat2(dirFd, name, &how)
-	if err != nil {
-		// The open fails on a symlink (ELOOP), a directory (EISDIR) or
-		// a socket (ENXIO): say which.
-		if kind := kindAt(dirFd, name); kind != "" && kind != "a regular file" {
-			return -1, &refusedError{"is " + kind + ": refusing anything but a regular file", err}
-		}
-		return -1, err
-	}
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		unix.Close(fd)
-		return -1, err
-	}
-	if kind := kindOf(st.Mode); kind != "a regular file" {
-		unix.Close(fd)
-		return -1, &refusedError{"is " + kind + ": refusing anything but a regular file", nil}
-	}
-	if st.Nlink != 1 {
-		unix.Close(fd)
-		if st.Nlink == 0 {
-			return -1, &refusedError{"has no link: it was removed as it was opened", nil}
-		}
-		return -1, &refusedError{fmt.Sprintf("has %d links: refusing to write through a hard link", st.Nlink), nil}
-	}
-	// Left on, O_NONBLOCK would be the fd's to the end: io_uring takes it
-	// as "never wait" on a file system without nowait support (no
-	// FMODE_NOWAIT) and fails a read that must wait with EAGAIN.
-	fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
-	if err == nil {
-		_, err = unix.FcntlInt(uintptr(fd), unix.F_SETFL, fl&^unix.O_NONBLOCK)
-	}
-	if err != nil {
-		unix.Close(fd)
-		return -1, err
-	}
-	return fd, nil
-}
-
-// openDir opens the directory name under dirFd, confined to it and not
-// following a final symlink; anything but a directory is refused with a
-// *refusedError.
-func openDir(dirFd int, name string) (int, error) {
-	how := unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC, Resolve: beneath}
-	fd, err := unix.Openat2(dirFd, name, &how)
-	if err != nil {
-		if kind := kindAt(dirFd, name); kind != "" && kind != "a directory" {
-			return -1, &refusedError{"is " + kind + ": refusing anything but a directory", err}
-		}
-		return -1, err
-	}
-	return fd, nil
-}
-
-// kindAt says what name under dirFd is ("a FIFO"), without following a
-// final symlink or opening the file itself; "" if it cannot be looked up.
-func kindAt(dirFd int, name string) string {
-	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC, Resolve: beneath}
-	fd, err := unix.Openat2(dirFd, name, &how)
-	if err != nil {
-		return ""
-	}
-	defer unix.Close(fd)
-	var st unix.Stat_t
-	if unix.Fstat(fd, &st) != nil {
-		return ""
-	}
-	return kindOf(st.Mode)
-}
-
-// kindOf names the file type in an st_mode.
-func kindOf(mode uint32) string {
-	switch mode & unix.S_IFMT {
-	case unix.S_IFREG:
-		return "a regular file"
-	case unix.S_IFDIR:
-		return "a directory"
-	case unix.S_IFLNK:
-		return "a symbolic link"
-	case unix.S_IFIFO:
-		return "a FIFO"
-	case unix.S_IFSOCK:
-		return "a socket"
-	case unix.S_IFCHR:
-		return "a character device"
-	case unix.S_IFBLK:
-		return "a block device"
-	}
-	return fmt.Sprintf("of unknown type %#o", mode&unix.S_IFMT)
 }
