@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/iodag/iodag/dag"
 	"github.com/iodag/iodag/internal/confinetest"
+	"github.com/iodag/iodag/scratch"
 	"github.com/iodag/iodag/workers"
 	"golang.org/x/sys/unix"
 )
@@ -23,60 +24,10 @@ func must(t *testing.T, err error) {
 	}
 }
 
-// TestCreateFilesRefuses plants, under a spec file's or spec directory's
-// name, everything but what CreateFiles makes: it must refuse each with
-// an error naming the file and why, not write through it, not block.
-func TestCreateFilesRefuses(t *testing.T) {
-	file := dag.FileSpec{Name: "data", Size: 100, Fill: 1}
-	// Of the size found, the file would be kept as it is, then written
-	// through by runs.
-	sized := dag.FileSpec{Name: "data", Size: int64(len(confinetest.VictimContent)), Fill: 1}
-	mail := dag.FileSpec{Name: "mail", Dir: &dag.DirSpec{Count: 3, MinSize: 10, MaxSize: 100}}
-	tests := []struct {
-		name  string
-		file  dag.FileSpec
-		at    string // where to plant, relative to the root
-		plant confinetest.Plant
-		want  string // the error, after "submit: " and before the root
-	}{
-		{"hard link", file, "data", confinetest.HardLink, `spec file "data" in %s has 2 links: refusing to write through a hard link`},
-		{"hard link of the spec's size", sized, "data", confinetest.HardLink, `spec file "data" in %s has 2 links: refusing to write through a hard link`},
-		{"FIFO", file, "data", confinetest.FIFO, `spec file "data" in %s is a FIFO: refusing anything but a regular file`},
-		{"symlink", file, "data", confinetest.SymlinkOut, `spec file "data" in %s is a symbolic link: refusing anything but a regular file`},
-		{"directory", file, "data", confinetest.Dir, `spec file "data" in %s is a directory: refusing anything but a regular file`},
-		{"socket", file, "data", confinetest.Socket, `spec file "data" in %s is a socket: refusing anything but a regular file`},
-		{"char device", file, "data", confinetest.CharDevice, `spec file "data" in %s is a character device: refusing anything but a regular file`},
-		{"dir is a file", mail, "mail", confinetest.Regular, `spec directory "mail" in %s is a regular file: refusing anything but a directory`},
-		{"dir is a symlink", mail, "mail", confinetest.SymlinkOut, `spec directory "mail" in %s is a symbolic link: refusing anything but a directory`},
-		{"dir member hard link", mail, "mail/00001", confinetest.HardLink, `spec file "mail/00001" in %s has 2 links: refusing to write through a hard link`},
-		{"dir member FIFO", mail, "mail/00002", confinetest.FIFO, `spec file "mail/00002" in %s is a FIFO: refusing anything but a regular file`},
-		{"dir member socket", mail, "mail/00000", confinetest.Socket, `spec file "mail/00000" in %s is a socket: refusing anything but a regular file`},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			b := dag.NewBuilder("planted")
-			b.AddFile(tc.file)
-			b.Nop("n")
-			g, err := b.Build()
-			must(t, err)
-			outside, root := confinetest.Outside(t), t.TempDir()
-			if dir := filepath.Dir(tc.at); dir != "." {
-				must(t, os.Mkdir(filepath.Join(root, dir), 0o755))
-			}
-			tc.plant(t, filepath.Join(root, tc.at), outside)
-			err = CreateFiles(root, g)
-			if diff := cmp.Diff("submit: "+fmt.Sprintf(tc.want, root), fmt.Sprint(err)); diff != "" {
-				t.Errorf("CreateFiles over a planted %s: error mismatch (-want +got):\n%s", tc.name, diff)
-			}
-			confinetest.CheckOutside(t, outside)
-		})
-	}
-}
-
-// TestRunRefuses plants the same things under the name of a spec file
-// that a graph reads and writes, after CreateFiles: every mode must
-// refuse to run, naming the file and why, without writing through a
-// link or blocking on a FIFO.
+// TestRunRefuses plants, under the name of a spec file that a graph reads
+// and writes, after scratch.Create, what is not a regular file with one
+// link: every mode must refuse to run, naming the file and why, without
+// writing through a link or blocking on a FIFO.
 func TestRunRefuses(t *testing.T) {
 	b := dag.NewBuilder("planted")
 	size := int64(len(confinetest.VictimContent))
@@ -107,7 +58,7 @@ func TestRunRefuses(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			outside, root := confinetest.Outside(t), t.TempDir()
-			must(t, CreateFiles(root, g))
+			must(t, scratch.Create(root, g))
 			path := filepath.Join(root, "data")
 			must(t, os.Remove(path))
 			tc.plant(t, path, outside)
@@ -139,7 +90,7 @@ func TestRunRefuses(t *testing.T) {
 // there if the file asks for it.
 func TestOpenSpecFileFlags(t *testing.T) {
 	root := t.TempDir()
-	direct, err := DirectIO(root)
+	direct, err := scratch.DirectIO(root)
 	must(t, err)
 	type flags struct{ Nonblock, Direct bool }
 	tests := []struct {
@@ -162,7 +113,7 @@ func TestOpenSpecFileFlags(t *testing.T) {
 		b.Nop("n")
 		g, err := b.Build()
 		must(t, err)
-		must(t, CreateFiles(root, g))
+		must(t, scratch.Create(root, g))
 		fd, err := openSpecFile(rootFd, root, tc.file)
 		if err != nil {
 			t.Fatalf("openSpecFile(%s): %v", tc.file.Name, err)

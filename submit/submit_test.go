@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/iodag/iodag/dag"
+	"github.com/iodag/iodag/scratch"
 	"github.com/iodag/iodag/workers"
 	"go.uber.org/goleak"
 	"golang.org/x/sys/unix"
@@ -50,7 +51,7 @@ func graphOf(s *dag.Spec, err error) *dag.Graph {
 func runIn(t testing.TB, pool *workers.Pool, g *dag.Graph, mode Mode, setup func(root string)) *Report {
 	t.Helper()
 	root := t.TempDir()
-	if err := CreateFiles(root, g); err != nil {
+	if err := scratch.Create(root, g); err != nil {
 		t.Fatal(err)
 	}
 	if setup != nil {
@@ -120,7 +121,7 @@ func TestSpecs(t *testing.T) {
 	if err != nil || len(specs) == 0 {
 		t.Fatalf("no specs: %v", err)
 	}
-	direct, err := DirectIO(t.TempDir())
+	direct, err := scratch.DirectIO(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -408,7 +409,7 @@ func TestConcurrentRuns(t *testing.T) {
 				t.Fatal(err)
 			}
 			root := t.TempDir()
-			if err := CreateFiles(root, g); err != nil {
+			if err := scratch.Create(root, g); err != nil {
 				t.Fatal(err)
 			}
 			wg.Add(1)
@@ -441,7 +442,7 @@ func openFds(t *testing.T) int {
 func TestNoLeaks(t *testing.T) {
 	g := graphOf(dag.Maildir(100, dag.GenOptions{}))
 	root := t.TempDir()
-	if err := CreateFiles(root, g); err != nil {
+	if err := scratch.Create(root, g); err != nil {
 		t.Fatal(err)
 	}
 	// Remove some files so that opens fail and closes are canceled.

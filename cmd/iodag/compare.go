@@ -11,6 +11,7 @@ import (
 	"github.com/iodag/iodag/compare"
 	"github.com/iodag/iodag/dag"
 	"github.com/iodag/iodag/internal/human"
+	"github.com/iodag/iodag/scratch"
 	"github.com/iodag/iodag/submit"
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
@@ -139,7 +140,7 @@ func defaultGraph(root string, stderr io.Writer) (*dag.Graph, error) {
 	if err != nil {
 		return nil, err
 	}
-	direct, err := submit.DirectIO(root)
+	direct, err := scratch.DirectIO(root)
 	if err != nil {
 		return nil, err
 	}

@@ -17,6 +17,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/iodag/iodag/dag"
+	"github.com/iodag/iodag/scratch"
 	"github.com/iodag/iodag/submit"
 	"github.com/iodag/iodag/workers"
 )
@@ -51,10 +52,10 @@ func run(w io.Writer) error {
 		return err
 	}
 	defer os.RemoveAll(root)
-	if err := submit.CreateFiles(root, g); err != nil {
+	if err := scratch.Create(root, g); err != nil {
 		return err
 	}
-	direct, err := submit.DirectIO(root)
+	direct, err := scratch.DirectIO(root)
 	if err != nil {
 		return err
 	}

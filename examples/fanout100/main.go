@@ -23,6 +23,7 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/iodag/iodag/dag"
 	"github.com/iodag/iodag/internal/human"
+	"github.com/iodag/iodag/scratch"
 	"github.com/iodag/iodag/submit"
 	"github.com/iodag/iodag/workers"
 	"golang.org/x/sys/unix"
@@ -89,11 +90,11 @@ func run(ctx context.Context, w io.Writer, c config) error {
 		return err
 	}
 	defer os.RemoveAll(root)
-	if err := submit.CreateFiles(root, g); err != nil {
+	if err := scratch.Create(root, g); err != nil {
 		return err
 	}
 	how := "O_DIRECT"
-	direct, err := submit.DirectIO(root)
+	direct, err := scratch.DirectIO(root)
 	if err != nil {
 		return err
 	}
