@@ -26,7 +26,9 @@ type Options struct {
 	// per mode, creates the graph's files there (scratch.Create)
 	// and removes it after the mode ran, so that side effects of one mode
 	// (a mkdir, a rename, a write) cannot change what another sees.
-	// Required when the graph has files or paths.
+	// Required when the graph has files or paths. The graph's "direct"
+	// files need O_DIRECT there: scratch.Fit makes them buffered where it
+	// is refused.
 	Scratch string
 	// Repeat runs the graph this many times in each mode (default 1).
 	Repeat int

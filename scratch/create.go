@@ -2,8 +2,13 @@
 // directory, for runs, benchmarks and examples. A dag.Graph names the
 // files its nodes read and write (Graph.Files, a spec's "files"); a run
 // (submit.Options.Root) opens them in its root directory, which Create
-// fills. DirectIO says whether a directory's file system takes O_DIRECT,
-// which a "direct" file asks for.
+// fills.
+//
+// A "direct" file is opened with O_DIRECT, which some file systems refuse
+// (tmpfs before Linux 6.6, ramfs). DirectIO probes a directory; Fit
+// returns the graph with its files buffered where O_DIRECT is refused;
+// Setup is Fit, then Create: a program that uses it runs wherever it is
+// started, and can say whether it measured the device or the page cache.
 package scratch
 
 import (

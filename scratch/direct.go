@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/iodag/iodag/dag"
 	"golang.org/x/sys/unix"
 )
 
@@ -28,4 +29,75 @@ func DirectIO(dir string) (bool, error) {
 	}
 	unix.Close(fd)
 	return true, nil
+}
+
+// Setup is Fit, then Create: it returns g as it can run in root, with
+// its files made there, and whether g's "direct" files kept O_DIRECT.
+// Pass the graph it returns, not g, to the run.
+func Setup(root string, g *dag.Graph) (*dag.Graph, bool, error) {
+	fit, kept, err := Fit(root, g)
+	if err != nil {
+		return nil, false, err
+	}
+	if err := Create(root, fit); err != nil {
+		return nil, false, err
+	}
+	return fit, kept, nil
+}
+
+// Fit returns g as it can run in dir. If g has a "direct" file
+// (dag.FileSpec.Direct) and dir's file system refuses O_DIRECT
+// (DirectIO), it returns a copy of g whose files are all buffered, so
+// that runs read and write them through the page cache and measure that,
+// not the device; otherwise it returns g itself. The bool reports
+// whether g's direct files kept O_DIRECT: it is false only for the copy,
+// so that the caller can say what it measures.
+//
+// The copy is g in every other respect, caller buffers (Task.Buffer)
+// included; open nodes keep their flags, O_DIRECT included. Fit creates
+// and removes a probe file in dir, and only if g has a direct file.
+func Fit(dir string, g *dag.Graph) (*dag.Graph, bool, error) {
+	direct := false
+	for _, f := range g.Files() {
+		direct = direct || f.Direct
+	}
+	if !direct {
+		return g, true, nil
+	}
+	ok, err := DirectIO(dir)
+	if err != nil || ok {
+		return g, ok, err
+	}
+	b, err := buffered(g)
+	if err != nil {
+		return nil, false, fmt.Errorf("scratch: graph %q without O_DIRECT: %w", g.Name(), err)
+	}
+	return b, false, nil
+}
+
+// buffered rebuilds g with no direct file. It goes through a Builder,
+// not a dag.Spec, which cannot hold caller buffers.
+func buffered(g *dag.Graph) (*dag.Graph, error) {
+	b := dag.NewBuilder(g.Name(), dag.WithMaxNodes(g.Len()), dag.WithCapacity(g.Len(), g.Edges()))
+	for _, f := range g.Files() {
+		f.Direct = false
+		b.AddFile(f)
+	}
+	tasks := make([]dag.Task, g.Len())
+	for i := range int32(g.Len()) {
+		tasks[i] = b.Add(g.Node(i))
+	}
+	for i := range int32(g.Len()) {
+		for _, e := range g.Preds(i) {
+			if e.Kind == dag.Finally {
+				tasks[i].Finally(tasks[e.Node])
+			} else {
+				tasks[i].After(tasks[e.Node])
+			}
+		}
+		if from := g.Node(i).LenFrom; from >= 0 {
+			tasks[i].LenFrom(tasks[from])
+		}
+	}
+	return b.Build()
 }

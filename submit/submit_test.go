@@ -121,13 +121,6 @@ func TestSpecs(t *testing.T) {
 	if err != nil || len(specs) == 0 {
 		t.Fatalf("no specs: %v", err)
 	}
-	direct, err := scratch.DirectIO(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !direct {
-		t.Logf("%s refuses O_DIRECT: specs run with buffered files", os.TempDir())
-	}
 	pool := newPool(t, workers.Config{Workers: 2, Entries: 32})
 	for _, path := range specs {
 		name := strings.TrimSuffix(filepath.Base(path), ".json")
@@ -136,12 +129,16 @@ func TestSpecs(t *testing.T) {
 			if err != nil {
 				t.Fatalf("LoadSpec(%s) = %v", path, err)
 			}
-			for i := range spec.Files {
-				spec.Files[i].Direct = spec.Files[i].Direct && direct
-			}
 			g, err := spec.Build()
 			if err != nil {
 				t.Fatalf("Build(%s) = %v", path, err)
+			}
+			g, direct, err := scratch.Fit(t.TempDir(), g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !direct {
+				t.Logf("%s refuses O_DIRECT: %s runs with buffered files", os.TempDir(), name)
 			}
 			// Specs named fail_* inject failures; all others must succeed.
 			allOK := !strings.HasPrefix(name, "fail_")
