@@ -76,7 +76,8 @@ func Fit(dir string, g *dag.Graph) (*dag.Graph, bool, error) {
 }
 
 // buffered rebuilds g with no direct file. It goes through a Builder,
-// not a dag.Spec, which cannot hold caller buffers.
+// not a dag.Spec, which cannot hold what only the Go API sets (caller
+// buffers); node indexes are kept.
 func buffered(g *dag.Graph) (*dag.Graph, error) {
 	b := dag.NewBuilder(g.Name(), dag.WithMaxNodes(g.Len()), dag.WithCapacity(g.Len(), g.Edges()))
 	for _, f := range g.Files() {
@@ -89,10 +90,14 @@ func buffered(g *dag.Graph) (*dag.Graph, error) {
 	}
 	for i := range int32(g.Len()) {
 		for _, e := range g.Preds(i) {
-			if e.Kind == dag.Finally {
-				tasks[i].Finally(tasks[e.Node])
-			} else {
+			switch e.Kind {
+			case dag.After:
 				tasks[i].After(tasks[e.Node])
+			case dag.Finally:
+				tasks[i].Finally(tasks[e.Node])
+			default:
+				// Not copied as another kind: that would change when the node runs.
+				return nil, fmt.Errorf("node %q: cannot copy an edge of kind %s", g.Node(i).ID, e.Kind)
 			}
 		}
 		if from := g.Node(i).LenFrom; from >= 0 {
