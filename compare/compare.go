@@ -15,6 +15,7 @@ import (
 	"strconv"
 
 	"github.com/iodag/iodag/dag"
+	"github.com/iodag/iodag/scratch"
 	"github.com/iodag/iodag/submit"
 	"github.com/iodag/iodag/workers"
 )
@@ -22,10 +23,12 @@ import (
 // Options tune Run.
 type Options struct {
 	// Scratch is a directory in which Run makes one fresh subdirectory
-	// per mode, creates the graph's files there (submit.CreateFiles)
+	// per mode, creates the graph's files there (scratch.Create)
 	// and removes it after the mode ran, so that side effects of one mode
 	// (a mkdir, a rename, a write) cannot change what another sees.
-	// Required when the graph has files or paths.
+	// Required when the graph has files or paths. The graph's "direct"
+	// files need O_DIRECT there: scratch.Fit makes them buffered where it
+	// is refused.
 	Scratch string
 	// Repeat runs the graph this many times in each mode (default 1).
 	Repeat int
@@ -157,7 +160,7 @@ func runMode(ctx context.Context, r *submit.Runner, g *dag.Graph, m submit.Mode,
 			return nil, fmt.Errorf("compare: %w", err)
 		}
 		defer os.RemoveAll(dir)
-		if err := submit.CreateFiles(dir, g); err != nil {
+		if err := scratch.Create(dir, g); err != nil {
 			return nil, err
 		}
 		root = dir

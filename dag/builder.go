@@ -79,7 +79,8 @@ func NewBuilder(name string, opts ...BuilderOption) *Builder {
 // Len returns the number of nodes declared so far.
 func (b *Builder) Len() int { return len(b.nodes) }
 
-// AddFile declares a file the runner creates before a run.
+// AddFile declares a file the graph's nodes use, which must be in the run's
+// root before a run (scratch.Create makes it).
 func (b *Builder) AddFile(f FileSpec) *Builder {
 	b.files = append(b.files, f)
 	return b

@@ -30,9 +30,9 @@ type Node struct {
 	Func func(in Inputs) error
 }
 
-// FileSpec is a file the runner creates in the run root before a run: a regular
-// file of Size bytes of Fill, or, if Dir is set, a directory of small files.
-// Name is also its path in the root.
+// FileSpec is a file that must be in the run root before a run (scratch.Create
+// makes it): a regular file of Size bytes of Fill, or, if Dir is set, a
+// directory of small files. Name is also its path in the root.
 type FileSpec struct {
 	Name   string   `json:"name"`
 	Size   int64    `json:"size,omitempty"`
@@ -101,7 +101,7 @@ func (g *Graph) Preds(i int32) []Edge { return g.preds[g.predOff[i]:g.predOff[i+
 // Succs returns the successors of node i, sorted by node index.
 func (g *Graph) Succs(i int32) []Edge { return g.succs[g.succOff[i]:g.succOff[i+1]:g.succOff[i+1]] }
 
-// Files returns the files the runner creates before a run.
+// Files returns the files that must be in the run root before a run.
 func (g *Graph) Files() []FileSpec { return g.files }
 
 // Order returns every node in a deterministic topological order: level by

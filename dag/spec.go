@@ -14,8 +14,8 @@ import (
 	"syscall"
 )
 
-// Spec is the JSON form of a graph: its name, the files the runner creates
-// in the run's root before a run (FileSpec) and the nodes (NodeSpec), each
+// Spec is the JSON form of a graph: its name, the files that must be in the
+// run's root before a run (FileSpec) and the nodes (NodeSpec), each
 // naming the nodes it runs after. ParseSpec reads one strictly; Marshal
 // writes one; Build turns one into a Graph.
 type Spec struct {

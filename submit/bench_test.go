@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/iodag/iodag/dag"
+	"github.com/iodag/iodag/scratch"
 	"github.com/iodag/iodag/workers"
 	"golang.org/x/sys/unix"
 )
@@ -21,7 +22,7 @@ import (
 
 func benchModes(b *testing.B, g *dag.Graph, cfg workers.Config) {
 	root := b.TempDir()
-	if err := CreateFiles(root, g); err != nil {
+	if err := scratch.Create(root, g); err != nil {
 		b.Fatal(err)
 	}
 	pool, err := workers.New(cfg)
@@ -118,7 +119,7 @@ func BenchmarkGoroutineDAG(b *testing.B) {
 		b.Run("fanout100-"+op, func(b *testing.B) {
 			g := graphOf(dag.Fanout(100, dag.GenOptions{Op: op}))
 			root := b.TempDir()
-			if err := CreateFiles(root, g); err != nil {
+			if err := scratch.Create(root, g); err != nil {
 				b.Fatal(err)
 			}
 			fd := -1

@@ -3,43 +3,23 @@ package submit
 import (
 	"context"
 	"errors"
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/iodag/iodag/dag"
 	"github.com/iodag/iodag/internal/ramfstest"
+	"github.com/iodag/iodag/scratch"
 	"github.com/iodag/iodag/workers"
 	"golang.org/x/sys/unix"
 )
 
-// TestDirectIO probes O_DIRECT on a file system that refuses it (ramfs)
-// and one that does not: the probe says which and leaves nothing behind,
-// a run of a spec with "direct" files fails before submitting anything
+// TestRunWithoutDirectIO runs on a file system that refuses O_DIRECT
+// (ramfs): a spec with "direct" files fails before submitting anything,
 // with an error naming the file and the fix, and the same spec without
 // "direct" runs there.
-func TestDirectIO(t *testing.T) {
+func TestRunWithoutDirectIO(t *testing.T) {
 	ramfs := ramfstest.Dir(t)
-	disk := t.TempDir()
-	var st unix.Statfs_t
-	if err := unix.Statfs(disk, &st); err != nil {
-		t.Fatal(err)
-	}
-	// A disk file system has O_DIRECT; tmpfs has it since Linux 6.6.
-	for dir, want := range map[string]bool{ramfs: false, disk: true} {
-		got, err := DirectIO(dir)
-		if err != nil || got != want && !(dir == disk && st.Type == unix.TMPFS_MAGIC) {
-			t.Errorf("DirectIO(%s) = %v, %v; want %v", dir, got, err, want)
-		}
-		if ents, err := os.ReadDir(dir); err != nil || len(ents) != 0 {
-			t.Errorf("DirectIO(%s) left %v behind (%v)", dir, ents, err)
-		}
-	}
-	if _, err := DirectIO(disk + "/missing"); !errors.Is(err, unix.ENOENT) {
-		t.Errorf("DirectIO(missing dir) = %v, want ENOENT", err)
-	}
-
 	spec, err := dag.LoadSpec("../testdata/diamond.json")
 	if err != nil {
 		t.Fatal(err)
@@ -48,7 +28,7 @@ func TestDirectIO(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := CreateFiles(ramfs, g); err != nil {
+	if err := scratch.Create(ramfs, g); err != nil {
 		t.Fatal(err)
 	}
 	pool := newPool(t, workers.Config{Workers: 1, Entries: 16})

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/iodag/iodag/dag"
+	"github.com/iodag/iodag/scratch"
 	"github.com/iodag/iodag/workers"
 	"golang.org/x/sys/unix"
 )
@@ -400,7 +401,7 @@ func TestLinkHang(t *testing.T) {
 	pool := newPool(t, workers.Config{Workers: 2, Entries: 32})
 	for i := 0; i < 200; i++ {
 		root := t.TempDir()
-		if err := CreateFiles(root, fg.g); err != nil {
+		if err := scratch.Create(root, fg.g); err != nil {
 			t.Fatal(err)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

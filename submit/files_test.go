@@ -4,59 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/iodag/iodag/dag"
+	"github.com/iodag/iodag/internal/confinetest"
+	"github.com/iodag/iodag/scratch"
 	"github.com/iodag/iodag/workers"
 	"golang.org/x/sys/unix"
-)
-
-// A plant puts something other than a regular file with one link at
-// path, in a root next to the directory outside, which holds victim.
-type plant func(t *testing.T, path, outside string)
-
-// victim is the file outside the root, victimContent what it holds: as
-// long as the spec file of TestRunRefuses, so that a run writing through
-// a link reads and writes it all.
-const victim = "victim"
-
-var victimContent = strings.Repeat("outside ", 512)
-
-var (
-	plantHardLink plant = func(t *testing.T, path, outside string) {
-		must(t, os.Link(filepath.Join(outside, victim), path))
-	}
-	plantFIFO plant = func(t *testing.T, path, _ string) {
-		must(t, unix.Mkfifo(path, 0o644))
-	}
-	plantSymlinkOut plant = func(t *testing.T, path, outside string) {
-		must(t, os.Symlink(filepath.Join(outside, victim), path))
-	}
-	plantDir plant = func(t *testing.T, path, _ string) {
-		must(t, os.Mkdir(path, 0o755))
-	}
-	plantSocket plant = func(t *testing.T, path, _ string) {
-		l, err := net.Listen("unix", path)
-		must(t, err)
-		t.Cleanup(func() { l.Close() })
-	}
-	plantCharDevice plant = func(t *testing.T, path, _ string) {
-		// /dev/null's numbers: a device that opens without blocking.
-		if err := unix.Mknod(path, unix.S_IFCHR|0o644, int(unix.Mkdev(1, 3))); errors.Is(err, unix.EPERM) {
-			t.Skip("no CAP_MKNOD here")
-		} else {
-			must(t, err)
-		}
-	}
-	plantRegular plant = func(t *testing.T, path, _ string) {
-		must(t, os.WriteFile(path, []byte("x"), 0o644))
-	}
 )
 
 func must(t *testing.T, err error) {
@@ -66,118 +24,41 @@ func must(t *testing.T, err error) {
 	}
 }
 
-// newOutside makes the directory outside the root that a planted link
-// points into, holding victim.
-func newOutside(t *testing.T) string {
-	t.Helper()
-	outside := t.TempDir()
-	must(t, os.WriteFile(filepath.Join(outside, victim), []byte(victimContent), 0o644))
-	return outside
-}
-
-// checkOutside checks that the directory outside the root still holds
-// just victim, unchanged.
-func checkOutside(t *testing.T, outside string) {
-	t.Helper()
-	ents, err := os.ReadDir(outside)
-	must(t, err)
-	var names []string
-	for _, e := range ents {
-		names = append(names, e.Name())
-	}
-	if diff := cmp.Diff([]string{victim}, names); diff != "" {
-		t.Errorf("outside dir changed (-want +got):\n%s", diff)
-	}
-	if got, err := os.ReadFile(filepath.Join(outside, victim)); err != nil || string(got) != victimContent {
-		t.Errorf("outside file = %.32q (%d bytes), %v; want it unchanged, %.32q (%d bytes)", got, len(got), err, victimContent, len(victimContent))
-	}
-}
-
-// TestCreateFilesRefuses plants, under a spec file's or spec directory's
-// name, everything but what CreateFiles makes: it must refuse each with
-// an error naming the file and why, not write through it, not block.
-func TestCreateFilesRefuses(t *testing.T) {
-	file := dag.FileSpec{Name: "data", Size: 100, Fill: 1}
-	// Of the size found, the file would be kept as it is, then written
-	// through by runs.
-	sized := dag.FileSpec{Name: "data", Size: int64(len(victimContent)), Fill: 1}
-	mail := dag.FileSpec{Name: "mail", Dir: &dag.DirSpec{Count: 3, MinSize: 10, MaxSize: 100}}
-	tests := []struct {
-		name  string
-		file  dag.FileSpec
-		at    string // where to plant, relative to the root
-		plant plant
-		want  string // the error, after "submit: " and before the root
-	}{
-		{"hard link", file, "data", plantHardLink, `spec file "data" in %s has 2 links: refusing to write through a hard link`},
-		{"hard link of the spec's size", sized, "data", plantHardLink, `spec file "data" in %s has 2 links: refusing to write through a hard link`},
-		{"FIFO", file, "data", plantFIFO, `spec file "data" in %s is a FIFO: refusing anything but a regular file`},
-		{"symlink", file, "data", plantSymlinkOut, `spec file "data" in %s is a symbolic link: refusing anything but a regular file`},
-		{"directory", file, "data", plantDir, `spec file "data" in %s is a directory: refusing anything but a regular file`},
-		{"socket", file, "data", plantSocket, `spec file "data" in %s is a socket: refusing anything but a regular file`},
-		{"char device", file, "data", plantCharDevice, `spec file "data" in %s is a character device: refusing anything but a regular file`},
-		{"dir is a file", mail, "mail", plantRegular, `spec directory "mail" in %s is a regular file: refusing anything but a directory`},
-		{"dir is a symlink", mail, "mail", plantSymlinkOut, `spec directory "mail" in %s is a symbolic link: refusing anything but a directory`},
-		{"dir member hard link", mail, "mail/00001", plantHardLink, `spec file "mail/00001" in %s has 2 links: refusing to write through a hard link`},
-		{"dir member FIFO", mail, "mail/00002", plantFIFO, `spec file "mail/00002" in %s is a FIFO: refusing anything but a regular file`},
-		{"dir member socket", mail, "mail/00000", plantSocket, `spec file "mail/00000" in %s is a socket: refusing anything but a regular file`},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			b := dag.NewBuilder("planted")
-			b.AddFile(tc.file)
-			b.Nop("n")
-			g, err := b.Build()
-			must(t, err)
-			outside, root := newOutside(t), t.TempDir()
-			if dir := filepath.Dir(tc.at); dir != "." {
-				must(t, os.Mkdir(filepath.Join(root, dir), 0o755))
-			}
-			tc.plant(t, filepath.Join(root, tc.at), outside)
-			err = CreateFiles(root, g)
-			if diff := cmp.Diff("submit: "+fmt.Sprintf(tc.want, root), fmt.Sprint(err)); diff != "" {
-				t.Errorf("CreateFiles over a planted %s: error mismatch (-want +got):\n%s", tc.name, diff)
-			}
-			checkOutside(t, outside)
-		})
-	}
-}
-
-// TestRunRefuses plants the same things under the name of a spec file
-// that a graph reads and writes, after CreateFiles: every mode must
-// refuse to run, naming the file and why, without writing through a
-// link or blocking on a FIFO.
+// TestRunRefuses plants, under the name of a spec file that a graph reads
+// and writes, after scratch.Create, what is not a regular file with one
+// link: every mode must refuse to run, naming the file and why, without
+// writing through a link or blocking on a FIFO.
 func TestRunRefuses(t *testing.T) {
 	b := dag.NewBuilder("planted")
-	size := int64(len(victimContent))
+	size := int64(len(confinetest.VictimContent))
 	b.AddFile(dag.FileSpec{Name: "data", Size: size, Fill: 1})
 	r := b.Read("r", dag.File("data"), 0, size)
 	b.Write("w", dag.File("data"), 0, size, 9).After(r)
 	g, err := b.Build()
 	must(t, err)
 	plantSymlinkIn := func(t *testing.T, path, _ string) {
-		must(t, os.WriteFile(path+".real", []byte(victimContent), 0o644))
+		must(t, os.WriteFile(path+".real", []byte(confinetest.VictimContent), 0o644))
 		must(t, os.Symlink(filepath.Base(path)+".real", path))
 	}
 	tests := []struct {
 		name  string
-		plant plant
+		plant confinetest.Plant
 		want  string // the error, after "submit: " and before the root
 		errno error  // the open's errno it wraps, if the open failed
 	}{
-		{"hard link", plantHardLink, `spec file "data" in %s has 2 links: refusing to write through a hard link`, nil},
-		{"FIFO", plantFIFO, `spec file "data" in %s is a FIFO: refusing anything but a regular file`, nil},
-		{"symlink out of the root", plantSymlinkOut, `spec file "data" in %s is a symbolic link: refusing anything but a regular file`, unix.ELOOP},
+		{"hard link", confinetest.HardLink, `spec file "data" in %s has 2 links: refusing to write through a hard link`, nil},
+		{"FIFO", confinetest.FIFO, `spec file "data" in %s is a FIFO: refusing anything but a regular file`, nil},
+		{"symlink out of the root", confinetest.SymlinkOut, `spec file "data" in %s is a symbolic link: refusing anything but a regular file`, unix.ELOOP},
 		{"symlink in the root", plantSymlinkIn, `spec file "data" in %s is a symbolic link: refusing anything but a regular file`, unix.ELOOP},
-		{"directory", plantDir, `spec file "data" in %s is a directory: refusing anything but a regular file`, unix.EISDIR},
-		{"socket", plantSocket, `spec file "data" in %s is a socket: refusing anything but a regular file`, unix.ENXIO},
-		{"char device", plantCharDevice, `spec file "data" in %s is a character device: refusing anything but a regular file`, nil},
+		{"directory", confinetest.Dir, `spec file "data" in %s is a directory: refusing anything but a regular file`, unix.EISDIR},
+		{"socket", confinetest.Socket, `spec file "data" in %s is a socket: refusing anything but a regular file`, unix.ENXIO},
+		{"char device", confinetest.CharDevice, `spec file "data" in %s is a character device: refusing anything but a regular file`, nil},
 	}
 	pool := newPool(t, workers.Config{Workers: 1, Entries: 16})
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			outside, root := newOutside(t), t.TempDir()
-			must(t, CreateFiles(root, g))
+			outside, root := confinetest.Outside(t), t.TempDir()
+			must(t, scratch.Create(root, g))
 			path := filepath.Join(root, "data")
 			must(t, os.Remove(path))
 			tc.plant(t, path, outside)
@@ -197,7 +78,7 @@ func TestRunRefuses(t *testing.T) {
 					t.Errorf("%s: Run over a planted %s = %v, want it to wrap %v", m, tc.name, err, tc.errno)
 				}
 			}
-			checkOutside(t, outside)
+			confinetest.CheckOutside(t, outside)
 		})
 	}
 }
@@ -209,7 +90,7 @@ func TestRunRefuses(t *testing.T) {
 // there if the file asks for it.
 func TestOpenSpecFileFlags(t *testing.T) {
 	root := t.TempDir()
-	direct, err := DirectIO(root)
+	direct, err := scratch.DirectIO(root)
 	must(t, err)
 	type flags struct{ Nonblock, Direct bool }
 	tests := []struct {
@@ -232,7 +113,7 @@ func TestOpenSpecFileFlags(t *testing.T) {
 		b.Nop("n")
 		g, err := b.Build()
 		must(t, err)
-		must(t, CreateFiles(root, g))
+		must(t, scratch.Create(root, g))
 		fd, err := openSpecFile(rootFd, root, tc.file)
 		if err != nil {
 			t.Fatalf("openSpecFile(%s): %v", tc.file.Name, err)

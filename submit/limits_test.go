@@ -15,6 +15,7 @@ import (
 	"github.com/iodag/iodag/dag"
 	"github.com/iodag/iodag/internal/uring"
 	"github.com/iodag/iodag/internal/worker"
+	"github.com/iodag/iodag/scratch"
 	"github.com/iodag/iodag/workers"
 	"golang.org/x/sys/unix"
 )
@@ -54,7 +55,7 @@ func handlesGraph(t testing.TB, n int, alive bool) *dag.Graph {
 func runBounded(t testing.TB, pool *workers.Pool, g *dag.Graph, m Mode) *Report {
 	t.Helper()
 	root := t.TempDir()
-	if err := CreateFiles(root, g); err != nil {
+	if err := scratch.Create(root, g); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
@@ -167,7 +168,7 @@ func TestLimitsChild(t *testing.T) {
 	}
 	g := graphOf(dag.Maildir(20, dag.GenOptions{Seed: 1}))
 	root := t.TempDir()
-	if err := CreateFiles(root, g); err != nil {
+	if err := scratch.Create(root, g); err != nil {
 		t.Fatal(err)
 	}
 	switch kind {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/iodag/iodag/dag"
+	"github.com/iodag/iodag/scratch"
 	"github.com/iodag/iodag/workers"
 	"golang.org/x/sys/unix"
 )
@@ -52,7 +53,7 @@ func TestNoMemoryChild(t *testing.T) {
 	}
 	g := noMemGraph(t)
 	root := t.TempDir()
-	if err := CreateFiles(root, g); err != nil {
+	if err := scratch.Create(root, g); err != nil {
 		t.Fatal(err)
 	}
 	pool, err := workers.New(workers.Config{Workers: 1, Entries: 16})

@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/iodag/iodag/dag"
 	"github.com/iodag/iodag/internal/ramfstest"
+	"github.com/iodag/iodag/scratch"
 	"github.com/iodag/iodag/workers"
 	"golang.org/x/sys/unix"
 )
@@ -48,7 +49,7 @@ func runReact(t *testing.T, m Mode, g *dag.Graph, setup func(root string)) (*Rep
 	t.Helper()
 	pool := newPool(t, workers.Config{Workers: 2, Entries: 16})
 	root := t.TempDir()
-	if err := CreateFiles(root, g); err != nil {
+	if err := scratch.Create(root, g); err != nil {
 		t.Fatal(err)
 	}
 	if setup != nil {
@@ -428,7 +429,7 @@ func TestStream(t *testing.T) {
 	for _, m := range Modes() {
 		t.Run(m.String(), func(t *testing.T) {
 			root := t.TempDir()
-			if err := CreateFiles(root, g); err != nil {
+			if err := scratch.Create(root, g); err != nil {
 				t.Fatal(err)
 			}
 			r := NewRunner(pool, g)

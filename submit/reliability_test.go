@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/iodag/iodag/dag"
+	"github.com/iodag/iodag/scratch"
 	"github.com/iodag/iodag/workers"
 	"golang.org/x/sys/unix"
 )
@@ -146,7 +147,7 @@ func TestLenFromFailed(t *testing.T) {
 			r := NewRunner(pool, g)
 			defer r.Close()
 			root := t.TempDir()
-			if err := CreateFiles(root, g); err != nil {
+			if err := scratch.Create(root, g); err != nil {
 				t.Fatal(err)
 			}
 			if err := os.WriteFile(filepath.Join(root, "sized"), make([]byte, 100), 0o644); err != nil {
@@ -219,7 +220,7 @@ func TestPathsResolvedWhenRun(t *testing.T) {
 			defer r.Close()
 			for run := 0; run < 2; run++ {
 				root := t.TempDir()
-				if err := CreateFiles(root, g); err != nil {
+				if err := scratch.Create(root, g); err != nil {
 					t.Fatal(err)
 				}
 				rep, err := r.Run(context.Background(), m, Options{Root: root})

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/iodag/iodag/dag"
+	"github.com/iodag/iodag/scratch"
 	"github.com/iodag/iodag/workers"
 	"go.uber.org/goleak"
 	"golang.org/x/sys/unix"
@@ -50,7 +51,7 @@ func graphOf(s *dag.Spec, err error) *dag.Graph {
 func runIn(t testing.TB, pool *workers.Pool, g *dag.Graph, mode Mode, setup func(root string)) *Report {
 	t.Helper()
 	root := t.TempDir()
-	if err := CreateFiles(root, g); err != nil {
+	if err := scratch.Create(root, g); err != nil {
 		t.Fatal(err)
 	}
 	if setup != nil {
@@ -122,13 +123,6 @@ func TestSpecs(t *testing.T) {
 	if err != nil || len(specs) == 0 {
 		t.Fatalf("no specs: %v", err)
 	}
-	direct, err := DirectIO(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !direct {
-		t.Logf("%s refuses O_DIRECT: specs run with buffered files", os.TempDir())
-	}
 	pool := newPool(t, workers.Config{Workers: 2, Entries: 32})
 	for _, path := range specs {
 		name := strings.TrimSuffix(filepath.Base(path), ".json")
@@ -137,12 +131,16 @@ func TestSpecs(t *testing.T) {
 			if err != nil {
 				t.Fatalf("LoadSpec(%s) = %v", path, err)
 			}
-			for i := range spec.Files {
-				spec.Files[i].Direct = spec.Files[i].Direct && direct
-			}
 			g, err := spec.Build()
 			if err != nil {
 				t.Fatalf("Build(%s) = %v", path, err)
+			}
+			g, direct, err := scratch.Fit(t.TempDir(), g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !direct {
+				t.Logf("%s refuses O_DIRECT: %s runs with buffered files", os.TempDir(), name)
 			}
 			// Specs named fail_* inject failures; all others must succeed.
 			allOK := !strings.HasPrefix(name, "fail_")
@@ -410,7 +408,7 @@ func TestConcurrentRuns(t *testing.T) {
 				t.Fatal(err)
 			}
 			root := t.TempDir()
-			if err := CreateFiles(root, g); err != nil {
+			if err := scratch.Create(root, g); err != nil {
 				t.Fatal(err)
 			}
 			wg.Add(1)
@@ -443,7 +441,7 @@ func openFds(t *testing.T) int {
 func TestNoLeaks(t *testing.T) {
 	g := graphOf(dag.Maildir(100, dag.GenOptions{}))
 	root := t.TempDir()
-	if err := CreateFiles(root, g); err != nil {
+	if err := scratch.Create(root, g); err != nil {
 		t.Fatal(err)
 	}
 	// Remove some files so that opens fail and closes are canceled.

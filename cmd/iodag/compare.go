@@ -11,6 +11,7 @@ import (
 	"github.com/iodag/iodag/compare"
 	"github.com/iodag/iodag/dag"
 	"github.com/iodag/iodag/internal/human"
+	"github.com/iodag/iodag/scratch"
 	"github.com/iodag/iodag/submit"
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
@@ -139,17 +140,19 @@ func defaultGraph(root string, stderr io.Writer) (*dag.Graph, error) {
 	if err != nil {
 		return nil, err
 	}
-	direct, err := submit.DirectIO(root)
+	g, err := s.Build()
+	if err != nil {
+		return nil, err
+	}
+	// Fit, not Setup: compare.Run creates the files, once per mode.
+	g, direct, err := scratch.Fit(root, g)
 	if err != nil {
 		return nil, err
 	}
 	if !direct {
 		fmt.Fprintf(stderr, "iodag compare: note: %s refuses O_DIRECT (tmpfs before Linux 6.6?): the reads are buffered and measure the page cache; set TMPDIR to a disk file system to measure the device\n", filepath.Dir(root))
-		for i := range s.Files {
-			s.Files[i].Direct = false
-		}
 	}
-	return s.Build()
+	return g, nil
 }
 
 // progressBar returns a bar counting runs on stderr if it is a terminal,

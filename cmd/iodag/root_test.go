@@ -10,7 +10,8 @@ import (
 
 // TestRunRootRefuses plants, under the name of allops' spec file "data"
 // in a --root directory, what is not a regular file with one link: the
-// run must exit 1 with an error naming the file and why, and leave the
+// run must exit 1 with an error naming the file and why (scratch.Create,
+// which makes the files before the run, finds it first), and leave the
 // file outside the root unchanged.
 func TestRunRootRefuses(t *testing.T) {
 	emptyTMPDIR(t)
@@ -47,7 +48,7 @@ func TestRunRootRefuses(t *testing.T) {
 				t.Fatal(err)
 			}
 			cliCase{tc.name, []string{"run", "--root", root, "../../testdata/allops.json"}, exitFailed, nil,
-				`iodag run: submit: spec file "data" in ` + root + " " + tc.want + "\n"}.check(t)
+				`iodag run: scratch: spec file "data" in ` + root + " " + tc.want + "\n"}.check(t)
 			if got, err := os.ReadFile(victim); err != nil || string(got) != content {
 				t.Errorf("outside file = %.32q (%d bytes), %v; want it unchanged, %q", got, len(got), err, content)
 			}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/iodag/iodag/dag"
 	"github.com/iodag/iodag/internal/human"
+	"github.com/iodag/iodag/scratch"
 	"github.com/iodag/iodag/submit"
 	"github.com/iodag/iodag/workers"
 )
@@ -79,7 +80,7 @@ func runSpec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		defer remove()
 		root = dir
 	}
-	if err := submit.CreateFiles(root, g); err != nil {
+	if err := scratch.Create(root, g); err != nil {
 		fmt.Fprintf(stderr, "iodag run: %v\n", err)
 		return exitFailed
 	}

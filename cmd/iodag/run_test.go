@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/iodag/iodag/internal/ramfstest"
+	"github.com/iodag/iodag/scratch"
 	"github.com/iodag/iodag/submit"
 )
 
@@ -48,7 +49,7 @@ type runSummary struct {
 }
 
 func TestRunJSON(t *testing.T) {
-	direct, err := submit.DirectIO(emptyTMPDIR(t))
+	direct, err := scratch.DirectIO(emptyTMPDIR(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/iodag/iodag/dag"
+	"github.com/iodag/iodag/scratch"
 	"github.com/iodag/iodag/submit"
 	"github.com/iodag/iodag/workers"
 )
@@ -28,10 +29,10 @@ func main() {
 	}
 }
 
-// build declares the diamond; direct opens "data" with O_DIRECT.
-func build(direct bool) (*dag.Graph, error) {
+// build declares the diamond; "data" is opened with O_DIRECT.
+func build() (*dag.Graph, error) {
 	b := dag.NewBuilder("diamond")
-	b.AddFile(dag.FileSpec{Name: "data", Size: 1 << 20, Fill: dag.DataFill, Direct: direct})
+	b.AddFile(dag.FileSpec{Name: "data", Size: 1 << 20, Fill: dag.DataFill, Direct: true})
 	a := b.Nop("a")
 	x := b.Read("b", dag.File("data"), 0, 4096).After(a)
 	y := b.Read("c", dag.File("data"), 4096, 4096).After(a)
@@ -40,7 +41,7 @@ func build(direct bool) (*dag.Graph, error) {
 }
 
 func run(w io.Writer) error {
-	g, err := build(true)
+	g, err := build()
 	if err != nil {
 		return err
 	}
@@ -51,18 +52,12 @@ func run(w io.Writer) error {
 		return err
 	}
 	defer os.RemoveAll(root)
-	if err := submit.CreateFiles(root, g); err != nil {
-		return err
-	}
-	direct, err := submit.DirectIO(root)
+	g, direct, err := scratch.Setup(root, g)
 	if err != nil {
 		return err
 	}
 	if !direct {
 		fmt.Fprintf(w, "O_DIRECT refused in %s (tmpfs?): reading through the page cache\n", root)
-		if g, err = build(false); err != nil {
-			return err
-		}
 	}
 
 	pool, err := workers.New(workers.Config{Workers: 2, Entries: 64})

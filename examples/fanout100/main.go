@@ -23,6 +23,7 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/iodag/iodag/dag"
 	"github.com/iodag/iodag/internal/human"
+	"github.com/iodag/iodag/scratch"
 	"github.com/iodag/iodag/submit"
 	"github.com/iodag/iodag/workers"
 	"golang.org/x/sys/unix"
@@ -55,14 +56,11 @@ func main() {
 	}
 }
 
-// graph builds the fanout, with O_DIRECT reads if direct.
-func graph(direct bool) (*dag.Graph, error) {
+// graph builds the fanout, whose reads are O_DIRECT.
+func graph() (*dag.Graph, error) {
 	s, err := dag.Fanout(100, dag.GenOptions{Op: "read4k"})
 	if err != nil {
 		return nil, err
-	}
-	for i := range s.Files {
-		s.Files[i].Direct = direct
 	}
 	return s.Build()
 }
@@ -80,7 +78,7 @@ type result struct {
 func (r *result) iops() float64 { return float64(r.reads) / r.elapsed.Seconds() }
 
 func run(ctx context.Context, w io.Writer, c config) error {
-	g, err := graph(true)
+	g, err := graph()
 	if err != nil {
 		return err
 	}
@@ -89,14 +87,11 @@ func run(ctx context.Context, w io.Writer, c config) error {
 		return err
 	}
 	defer os.RemoveAll(root)
-	if err := submit.CreateFiles(root, g); err != nil {
-		return err
-	}
-	how := "O_DIRECT"
-	direct, err := submit.DirectIO(root)
+	g, direct, err := scratch.Setup(root, g)
 	if err != nil {
 		return err
 	}
+	how := "O_DIRECT"
 	if direct && isTmpfs(root) {
 		fmt.Fprintf(w, "note: %s is a tmpfs: O_DIRECT reads there copy memory, they do not reach a device\n\n", c.dir)
 	}
@@ -104,9 +99,6 @@ func run(ctx context.Context, w io.Writer, c config) error {
 		fmt.Fprintf(w, "O_DIRECT refused (EINVAL) in %s, a tmpfs or similar: falling back to buffered reads,\n"+
 			"which measure the page cache, not the device (use -dir on a disk file system)\n\n", c.dir)
 		how = "buffered"
-		if g, err = graph(false); err != nil {
-			return err
-		}
 	}
 
 	pool, err := workers.New(workers.Config{Workers: c.workers, Entries: uint32(c.ring)})

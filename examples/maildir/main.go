@@ -27,6 +27,7 @@ import (
 
 	"github.com/iodag/iodag/dag"
 	"github.com/iodag/iodag/internal/human"
+	"github.com/iodag/iodag/scratch"
 	"github.com/iodag/iodag/submit"
 	"github.com/iodag/iodag/workers"
 	"golang.org/x/sync/errgroup"
@@ -107,7 +108,7 @@ func run(ctx context.Context, w io.Writer, c config) error {
 		return err
 	}
 	t0 := time.Now()
-	if err := submit.CreateFiles(c.cache, g); err != nil {
+	if err := scratch.Create(c.cache, g); err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "%s: %d files of %d..%d bytes in %s (made or checked in %s)\n", g.Name(), c.n,
