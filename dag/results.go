@@ -34,7 +34,22 @@ type Inputs interface {
 	// flight are canceled, every node not done is canceled, and the run
 	// returns err (wrapped, with the node that stopped it).
 	Stop(err error)
+	// Run grows the graph by work found while it runs (a directory's
+	// entries, the next level of an index): it builds the subgraph that
+	// declare adds to a fresh Builder, validates it like any graph, runs it
+	// on the same pool, in the same mode and root, and waits for it. It
+	// returns the subgraph's first failure (its Report.Err) or why it could
+	// not run; stopping or canceling the outer run cancels it. Only a Go
+	// task may call Run: a hook or a binding runs on a worker's thread and
+	// must not wait. Subgraphs nest, at most MaxDepth deep.
+	Run(name string, declare func(b *Builder)) error
 }
+
+// MaxDepth is how deeply Inputs.Run may nest subgraphs.
+const MaxDepth = 64
+
+// ErrTooDeep is Inputs.Run's error beyond MaxDepth.
+var ErrTooDeep = errors.New("dag: subgraphs nested too deeply")
 
 // Params are what a binding (Task.Bind) may set for its node just before
 // it is submitted: a read's or write's offset and length (and buffer), an

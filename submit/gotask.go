@@ -1,10 +1,12 @@
 package submit
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/iodag/iodag/dag"
 	"github.com/iodag/iodag/internal/worker"
+	"github.com/iodag/iodag/workers"
 )
 
 // What a node's Go functions (hooks, bindings, Go tasks) see of a run,
@@ -14,6 +16,36 @@ import (
 type inputs struct {
 	t    *task
 	self int32
+	goes bool // a Go task's, on its own goroutine: it may wait
+}
+
+// ErrNotGoTask is Inputs.Run's error when a hook or binding calls it:
+// they run on a worker's thread, which must not wait.
+var ErrNotGoTask = errors.New("submit: only a Go task may run a subgraph")
+
+// Run grows the graph by a subgraph; see dag.Inputs.
+func (in *inputs) Run(name string, declare func(b *dag.Builder)) error {
+	r := in.t.r
+	switch {
+	case !in.goes:
+		return ErrNotGoTask
+	case r.depth >= dag.MaxDepth:
+		return dag.ErrTooDeep
+	}
+	b := dag.NewBuilder(name)
+	declare(b)
+	g, err := b.Build()
+	if err != nil {
+		return err
+	}
+	child := NewRunner((*workers.Pool)(r.pool), g)
+	defer child.Close()
+	child.depth = r.depth + 1
+	rep, err := child.Run(r.ctx, r.mode, Options{Root: r.root})
+	if err != nil {
+		return err
+	}
+	return rep.Err()
 }
 
 // Result returns node n's outcome; see dag.Inputs.
@@ -48,7 +80,7 @@ func (t *task) spawn(w *worker.Worker, i int32) {
 	st := t.st
 	st.status[i], st.start[i] = stInflight, w.Now()
 	t.goRunning++
-	in := &inputs{t: t, self: i}
+	in := &inputs{t: t, self: i, goes: true}
 	fn := t.p.nodes[i].Func
 	go func() {
 		err := guard(func() error { return fn(in) })

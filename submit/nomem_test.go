@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -67,8 +68,22 @@ func TestNoMemoryChild(t *testing.T) {
 		defer r.Close()
 		runners = append(runners, r)
 	}
-	// Let the Go heap reserve room before the cap, so that only new
-	// mappings (the buffer pool's) fail, not the runtime.
+	// Let the Go heap reserve room before the cap, and the runtime start
+	// threads it can reuse (a new one needs a new stack mapping), so that
+	// only new mappings of the buffer pool's fail, not the runtime.
+	var locked, release sync.WaitGroup
+	release.Add(1)
+	for range 16 {
+		locked.Add(1)
+		go func() {
+			runtime.LockOSThread()
+			locked.Done()
+			release.Wait()
+			runtime.UnlockOSThread() // the thread stays, idle, for reuse
+		}()
+	}
+	locked.Wait()
+	release.Done()
 	ballast := make([]byte, 64<<20)
 	ballast[len(ballast)-1] = 1
 	runtime.KeepAlive(ballast)

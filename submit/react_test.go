@@ -457,3 +457,119 @@ func TestStream(t *testing.T) {
 		})
 	}
 }
+
+// TestSubgraphs: a Go task grows the graph by what it finds while it
+// runs: a directory tree is walked level by level, each directory's files
+// read by a subgraph whose Go tasks walk the subdirectories; a hook may
+// not run a subgraph; nesting stops at dag.MaxDepth.
+func TestSubgraphs(t *testing.T) {
+	// root/tree: d0/{f0,f1,d1/{f0,f1,d2/{...}}} three levels deep.
+	makeTree := func(root string) (files int, size int64) {
+		dir := filepath.Join(root, "tree")
+		for level := 0; level < 3; level++ {
+			dir = filepath.Join(dir, fmt.Sprintf("d%d", level))
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			for k := 0; k < 2; k++ {
+				data := bytes.Repeat([]byte{'x'}, 100*(level+1)+k)
+				if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%d", k)), data, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				files++
+				size += int64(len(data))
+			}
+		}
+		return files, size
+	}
+	for _, m := range Modes() {
+		t.Run("walk/"+m.String(), func(t *testing.T) {
+			root := t.TempDir()
+			wantFiles, wantBytes := makeTree(root)
+			var files, total atomic.Int64
+			var walk func(rel string) func(dag.Inputs) error
+			walk = func(rel string) func(dag.Inputs) error {
+				return func(in dag.Inputs) error {
+					ents, err := os.ReadDir(filepath.Join(root, rel))
+					if err != nil {
+						return err
+					}
+					return in.Run(rel, func(b *dag.Builder) {
+						for _, e := range ents {
+							p := rel + "/" + e.Name()
+							if e.IsDir() {
+								b.Go("walk "+p, walk(p))
+								continue
+							}
+							h := "h " + p
+							o := b.Open("open "+p, p, unix.O_RDONLY, h)
+							s := b.Statx("stat "+p, p)
+							r := b.Read("read "+p, dag.Handle(h), 0, 0).After(o, s).LenFrom(s).Then(
+								func(_ dag.Inputs, r dag.Result) error {
+									files.Add(1)
+									total.Add(int64(r.Res))
+									return nil
+								})
+							b.Close("close "+p, h).Finally(r)
+						}
+					})
+				}
+			}
+			b := dag.NewBuilder("walk")
+			b.Go("walk tree", walk("tree"))
+			g, err := b.Build()
+			if err != nil {
+				t.Fatal(err)
+			}
+			pool := newPool(t, workers.Config{Workers: 2, Entries: 16})
+			rep, err := Run(context.Background(), pool, g, m, Options{Root: root})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := rep.Err(); err != nil {
+				t.Fatal(err)
+			}
+			if files.Load() != int64(wantFiles) || total.Load() != wantBytes {
+				t.Errorf("walked %d files, %d bytes; want %d, %d", files.Load(), total.Load(), wantFiles, wantBytes)
+			}
+		})
+	}
+	t.Run("hook", func(t *testing.T) {
+		b := dag.NewBuilder("hook-runs")
+		b.Nop("n").Then(func(in dag.Inputs, _ dag.Result) error {
+			return in.Run("sub", func(b *dag.Builder) { b.Nop("x") })
+		})
+		g, err := b.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		pool := newPool(t, workers.Config{Workers: 1, Entries: 8})
+		rep, err := Run(context.Background(), pool, g, Graph, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !errors.Is(rep.Nodes[0].Err, ErrNotGoTask) {
+			t.Errorf("a hook's Run: %v, want ErrNotGoTask", rep.Nodes[0].Err)
+		}
+	})
+	t.Run("depth", func(t *testing.T) {
+		var deeper func(in dag.Inputs) error
+		deeper = func(in dag.Inputs) error {
+			return in.Run("deeper", func(b *dag.Builder) { b.Go("go", deeper) })
+		}
+		b := dag.NewBuilder("deep")
+		b.Go("go", deeper)
+		g, err := b.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		pool := newPool(t, workers.Config{Workers: 2, Entries: 8})
+		rep, err := Run(context.Background(), pool, g, Graph, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !errors.Is(rep.Err(), dag.ErrTooDeep) {
+			t.Errorf("Report.Err() = %v, want dag.ErrTooDeep", rep.Err())
+		}
+	})
+}

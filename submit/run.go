@@ -148,6 +148,14 @@ type Runner struct {
 	barrier barrier
 	// observer is Options.Observe of the run in progress.
 	observer func(NodeResult)
+	// ctx, mode and root are the run in progress's, for its subgraphs
+	// (dag.Inputs.Run); endRun cancels ctx; depth counts the runs this
+	// one is a subgraph of.
+	ctx    context.Context
+	endRun context.CancelFunc
+	mode   Mode
+	root   string
+	depth  int
 	stopMu   sync.Mutex
 	stopErr  error // the first node that stopped the run, and why
 }
@@ -171,7 +179,7 @@ func (r *Runner) stop(i int32, err error) {
 		r.stopErr = &StopError{Node: r.p.nodes[i].ID, Err: err}
 	}
 	r.stopMu.Unlock()
-	r.cancel()
+	r.endRun()
 }
 
 // NewRunner prepares g to run on pool: flattens it and splits its
@@ -244,6 +252,9 @@ func (r *Runner) Run(ctx context.Context, mode Mode, o Options) (*Report, error)
 
 	r.t0 = r.pool.Now()
 	r.stopErr = nil
+	r.ctx, r.endRun = context.WithCancel(ctx)
+	defer r.endRun()
+	r.mode, r.root = mode, o.Root
 	r.observer = nil
 	if o.Observe != nil {
 		t0 := r.t0
@@ -269,7 +280,7 @@ func (r *Runner) Run(ctx context.Context, mode Mode, o Options) (*Report, error)
 		t.cancelReq.Store(ctx.Err() != nil)
 	}
 	canceled := make(chan struct{})
-	stop := context.AfterFunc(ctx, func() {
+	stop := context.AfterFunc(r.ctx, func() {
 		defer close(canceled)
 		r.cancel()
 	})
