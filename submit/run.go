@@ -151,13 +151,13 @@ type Runner struct {
 	// ctx, mode and root are the run in progress's, for its subgraphs
 	// (dag.Inputs.Run); endRun cancels ctx; depth counts the runs this
 	// one is a subgraph of.
-	ctx    context.Context
-	endRun context.CancelFunc
-	mode   Mode
-	root   string
-	depth  int
-	stopMu   sync.Mutex
-	stopErr  error // the first node that stopped the run, and why
+	ctx     context.Context
+	endRun  context.CancelFunc
+	mode    Mode
+	root    string
+	depth   int
+	stopMu  sync.Mutex
+	stopErr error // the first node that stopped the run, and why
 }
 
 // StopError is Run's error when a node's function stopped the run
