@@ -153,6 +153,7 @@ type task struct {
 	worker    atomic.Pointer[worker.Worker]
 	cancelReq atomic.Bool
 	canceled  bool // the context ended: dispatch nothing more
+	trace     bool // Options.Trace: wait for one completion at a time, stamp each
 	cancelPos int  // next node to send an ASYNC_CANCEL to
 	err       error
 	done      chan struct{}
@@ -259,7 +260,7 @@ func (t *task) Prep(w *worker.Worker) {
 // Want returns how many completions the task needs before it can
 // submit more.
 func (t *task) Want() int {
-	if t.canceled || t.goRunning > 0 {
+	if t.canceled || t.goRunning > 0 || t.trace {
 		return 1 // a Go task ends with a wake-up, not a CQE
 	}
 	return t.s.want()
@@ -324,6 +325,9 @@ func (t *task) Complete(w *worker.Worker, c uring.CQE) {
 	st := t.st
 	st.res[i] = c.Res
 	st.end[i] = w.Now()
+	if t.trace {
+		st.end[i] = t.r.pool.Now()
+	}
 	status := stOK
 	switch {
 	case c.Res == -int32(unix.ECANCELED) && st.linkedFrom[i] >= 0:

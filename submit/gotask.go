@@ -60,11 +60,14 @@ func (t *task) result(i int32) dag.Result {
 		return dag.Result{Err: dag.ErrNotDone}
 	}
 	st := t.st
-	if st.status[i] < stOK {
-		return dag.Result{Err: dag.ErrNotDone}
+	switch st.status[i] {
+	case stOK:
+		return dag.Result{Res: st.res[i], Data: st.data[i], Size: st.size[i]}
+	case stFailed, stCanceled, stSkipped:
+		n := t.r.nodeResult(i)
+		return dag.Result{Res: n.Res, Err: n.Err}
 	}
-	n := t.r.nodeResult(i)
-	return dag.Result{Res: n.Res, Err: n.Err, Data: n.Data, Size: n.Size}
+	return dag.Result{Err: dag.ErrNotDone}
 }
 
 // goResult is a Go task's end, handed from its goroutine to the worker.

@@ -573,3 +573,22 @@ func TestSubgraphs(t *testing.T) {
 		}
 	})
 }
+
+// TestTrace: with Trace, a link chain's nodes complete one after another,
+// each at its own time (without it, a batch shares one time).
+func TestTrace(t *testing.T) {
+	g := graphOf(dag.Stagger(1, 8, dag.GenOptions{}))
+	pool := newPool(t, workers.Config{Workers: 1, Entries: 16})
+	rep, err := Run(context.Background(), pool, g, Link, Options{Trace: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ends := map[int64]bool{}
+	for _, n := range rep.Nodes {
+		ends[n.EndNS] = true
+	}
+	// The chain's 4 timeouts of 100 µs end at 4 distinct times at least.
+	if len(ends) < 4 {
+		t.Errorf("traced link chain: %d distinct end times among %d nodes, want at least 4", len(ends), len(rep.Nodes))
+	}
+}

@@ -94,7 +94,7 @@ type NodeResult struct {
 	// StartNS and EndNS are when the node was submitted and completed,
 	// in ns since the last repeat began; the clock is read once per
 	// batch of submissions or completions, so the nodes of one batch
-	// share a time.
+	// share a time, unless the run traced (Options.Trace).
 	StartNS int64 `json:"start_ns"`
 	EndNS   int64 `json:"end_ns"`
 	Worker  int   `json:"worker"`

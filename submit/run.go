@@ -115,6 +115,11 @@ type Options struct {
 	// Repeat runs the graph this many times back to back (default 1);
 	// the report's nodes show the last run, its counters all of them.
 	Repeat int
+	// Trace stamps each node's completion with its own clock reading, for
+	// a true timeline, at a cost: the workers wait for one completion at
+	// a time. Otherwise the clock is read once per batch of completions,
+	// so the nodes of a batch share a time.
+	Trace bool
 	// Observe, if set, is called with each node's outcome as soon as it
 	// is final (times in ns since the run began), on the worker that ran
 	// the node: it must not block. For progress; Runner.Start streams
@@ -271,7 +276,7 @@ func (r *Runner) Run(ctx context.Context, mode Mode, o Options) (*Report, error)
 		t.waves.step = 0
 		t.repeat, t.iter = o.Repeat, 0
 		t.sqes, t.maxInflight, t.splits, t.enters = 0, 0, 0, 0
-		t.canceled, t.err = false, nil
+		t.canceled, t.err, t.trace = false, nil, o.Trace
 		t.worker.Store(nil)
 		copy(t.fileFds, files)
 		t.done = make(chan struct{})
