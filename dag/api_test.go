@@ -18,7 +18,7 @@ var (
 	_ func(*Graph) [][]int32             = (*Graph).Components
 	_ func(*Graph, int32) int            = (*Graph).Component
 	_                                    = []Op{OpNop, OpRead, OpWrite, OpFsync, OpOpen, OpStatx, OpClose, OpTimeout, OpUnlink, OpMkdir, OpRename}
-	_                                    = []EdgeKind{After, Finally}
+	_                                    = []EdgeKind{After, Finally, OnFailure}
 	_                                    = Edge{Node: int32(0), Kind: After}
 	_                                    = FileSpec{Name: "", Size: int64(0), Fill: byte(0), Direct: false, Dir: &DirSpec{Count: 0, MinSize: int64(0), MaxSize: int64(0), Seed: int64(0)}}
 	_                                    = Node{ID: "", Op: OpNop, File: "", Handle: "", As: "", Path: "", To: "", OpenFlags: 0, Mode: uint32(0),

@@ -105,6 +105,35 @@ func TestBuilderOps(t *testing.T) {
 	checkRoundTrip(t, g)
 }
 
+// TestOnFailureEdges checks that on_failure edges order nodes like any
+// edge (levels, handle flow) and that a node may have only on_failure
+// predecessors.
+func TestOnFailureEdges(t *testing.T) {
+	b := NewBuilder("cleanup")
+	o := b.Open("o", "f", unix.O_WRONLY|unix.O_CREAT, "h")
+	w := b.Write("w", Handle("h"), 0, 512, 1).After(o)
+	c := b.Close("c", "h").Finally(w)
+	b.Unlink("rm", "f").OnFailure(w).After(c)
+	b.Fsync("undo", Handle("h")).OnFailure(w) // the handle flows over on_failure
+	b.Nop("alert").OnFailureID("o")
+	g, err := b.Build()
+	if err != nil {
+		t.Fatalf("Build() = %v", err)
+	}
+	want := [][]Edge{{}, {{0, After}}, {{1, Finally}}, {{1, OnFailure}, {2, After}}, {{1, OnFailure}}, {{0, OnFailure}}}
+	var got [][]Edge
+	for i := range int32(g.Len()) {
+		got = append(got, g.Preds(i))
+	}
+	if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("Preds mismatch (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([][]int32{{0}, {1, 5}, {2, 4}, {3}}, g.Levels()); diff != "" {
+		t.Errorf("Levels() mismatch (-want +got):\n%s", diff)
+	}
+	checkRoundTrip(t, g)
+}
+
 func TestBuilderPrecedeAndFromGraphForwardRefs(t *testing.T) {
 	b := NewBuilder("p")
 	a, c := b.Nop("a"), b.Nop("c")
@@ -188,6 +217,40 @@ func TestBuildErrors(t *testing.T) {
 		{"self edge", nil, func(b *Builder) { a := b.Nop("a"); a.After(a) }, []problem{{"a", "after", ErrSelfEdge.Error()}}},
 		{"duplicate edge", nil, func(b *Builder) { a := b.Nop("a"); b.Nop("b").After(a, a) },
 			[]problem{{"b", "after", ErrDuplicateEdge.Error()}}},
+		{"duplicate edge across kinds", nil, func(b *Builder) {
+			a := b.Nop("a")
+			b.Nop("b").OnFailure(a).After(a)
+			b.Nop("c").OnFailure(a).Finally(a)
+			b.Nop("d").After(a).Finally(a).OnFailure(a)
+		}, []problem{
+			{"b", "on_failure", ErrDuplicateEdge.Error()},
+			{"c", "on_failure", ErrDuplicateEdge.Error()},
+			{"d", "finally", ErrDuplicateEdge.Error()},
+			{"d", "on_failure", ErrDuplicateEdge.Error()},
+		}},
+		{"on_failure unknown, self, foreign", nil, func(b *Builder) {
+			a := b.Nop("a").OnFailureID("zz")
+			a.OnFailure(a, foreign)
+		}, []problem{
+			{"a", "on_failure", ErrForeignTask.Error()},
+			{"a", "on_failure", ErrUnknownNode.Error()},
+			{"a", "on_failure", ErrSelfEdge.Error()},
+		}},
+		{"cycle through on_failure", nil, func(b *Builder) {
+			a := b.Nop("a")
+			c := b.Nop("b").After(a)
+			a.OnFailure(c)
+		}, []problem{{"a", "on_failure", ErrCycle.Error()}}},
+		{"handle after close on failure", nil, func(b *Builder) {
+			o := b.Open("o", "f", 0, "h")
+			c := b.Close("c", "h").After(o)
+			b.Fsync("s", Handle("h")).OnFailure(c)
+		}, []problem{{"s", "handle", ErrHandleClosed.Error()}}},
+		{"handle on failure of another open", nil, func(b *Builder) {
+			b.Open("o", "f", 0, "h")
+			o2 := b.Open("o2", "g", 0, "h2")
+			b.Fsync("s", Handle("h")).OnFailure(o2)
+		}, []problem{{"s", "handle", ErrNotAncestor.Error()}}},
 		{"cycle", nil, func(b *Builder) {
 			a := b.Nop("a")
 			c := b.Nop("b").After(a)
@@ -401,7 +464,7 @@ func TestOpString(t *testing.T) {
 	if got := Op(200).String(); got != "op(200)" {
 		t.Errorf("Op(200).String() = %q, want op(200)", got)
 	}
-	if After.String() != "after" || Finally.String() != "finally" {
-		t.Errorf("EdgeKind strings = %q, %q", After, Finally)
+	if After.String() != "after" || Finally.String() != "finally" || OnFailure.String() != "on_failure" {
+		t.Errorf("EdgeKind strings = %q, %q, %q", After, Finally, OnFailure)
 	}
 }

@@ -91,10 +91,12 @@ func ExampleGenerate() {
 	// fanout5 5 nodes, width 3
 }
 
+// A graph with an edge other than after ends with a legend of the edge kinds.
 func ExampleGraph_WriteDOT() {
 	s, _ := dag.ParseSpec([]byte(`{"name": "pair", "nodes": [
 		{"id": "a", "op": "nop"},
-		{"id": "b", "op": "timeout", "ns": 1000, "finally": ["a"]}]}`))
+		{"id": "b", "op": "timeout", "ns": 1000, "finally": ["a"]},
+		{"id": "c", "op": "nop", "on_failure": ["a"]}]}`))
 	g, _ := s.Build()
 	g.WriteDOT(os.Stdout)
 	// Output:
@@ -102,8 +104,23 @@ func ExampleGraph_WriteDOT() {
 	// 	label="pair";
 	// 	"a" [ label="a\nnop",  weight=0 ];
 	// 	"a" -> "b" [ style="dashed",  weight=0 ];
+	// 	"a" -> "c" [ style="dotted", color="red",  weight=0 ];
 	// 	"b" [ label="b\ntimeout",  weight=0 ];
+	// 	"c" [ label="c\nnop",  weight=0 ];
 	// 	{rank=same; "a";}
-	// 	{rank=same; "b";}
+	// 	{rank=same; "b"; "c";}
+	// 	subgraph "cluster_legend" {
+	// 		label="edges";
+	// 		color="gray";
+	// 		"\\legend after" [ label="after", shape="plaintext" ];
+	// 		"\\legend after end" [ label="", shape="point" ];
+	// 		"\\legend after" -> "\\legend after end" [  weight=0 ];
+	// 		"\\legend finally" [ label="finally", shape="plaintext" ];
+	// 		"\\legend finally end" [ label="", shape="point" ];
+	// 		"\\legend finally" -> "\\legend finally end" [ style="dashed",  weight=0 ];
+	// 		"\\legend on_failure" [ label="on_failure", shape="plaintext" ];
+	// 		"\\legend on_failure end" [ label="", shape="point" ];
+	// 		"\\legend on_failure" -> "\\legend on_failure end" [ style="dotted", color="red",  weight=0 ];
+	// 	}
 	// }
 }

@@ -24,6 +24,7 @@ func FuzzParseSpec(f *testing.F) {
 		}
 	}
 	f.Add([]byte(`{"name":"x","nodes":[{"id":"a","op":"nop"},{"id":"b","op":"nop","after":["a"]}]}`))
+	f.Add([]byte(`{"name":"x","nodes":[{"id":"a","op":"nop"},{"id":"b","op":"nop","on_failure":["a"]},{"id":"c","op":"nop","after":["b"],"finally":["a"]}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := ParseSpec(data)
 		if err != nil {
@@ -92,6 +93,8 @@ func FuzzSpecDecoders(f *testing.F) {
 	}
 	f.Add([]byte(`{"name":"n","nodes":[{"id":"a","op":"nop","offset":-9223372036854775808,"mode":4294967295,"fill":255}]}`))
 	f.Add([]byte(`{"files":[],"nodes":[{"id":"a","after":[],"flags":[]}],"name":""}`))
+	f.Add([]byte(`{"name":"n","nodes":[{"id":"a","op":"nop","on_failure":["b","c"],"finally":[]},{"id":"b","on_failure":[]}]}`))
+	f.Add([]byte(`{"name":"n","nodes":[{"id":"a","on_failure":null}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		fast, ok := decodeSpecFast(data)
 		slow, err := decodeSpecJSON(data)

@@ -28,8 +28,8 @@ type Spec struct {
 }
 
 // NodeSpec is the JSON form of one node. Every node has an id and an op, and
-// may have after and finally (the ids of the nodes it runs after: see
-// Task.After and Task.Finally) and async. Each op takes the fields below,
+// may have after, finally and on_failure (the ids of the nodes it runs
+// after: see Task.After, Task.Finally and Task.OnFailure) and async. Each op takes the fields below,
 // and Build rejects a node that sets any other:
 //
 //	nop
@@ -64,6 +64,7 @@ type NodeSpec struct {
 	NS         int64    `json:"ns,omitempty"`
 	After      []string `json:"after,omitempty"`
 	Finally    []string `json:"finally,omitempty"`
+	OnFailure  []string `json:"on_failure,omitempty"`
 	AllowShort bool     `json:"allow_short,omitempty"`
 	Async      bool     `json:"async,omitempty"`
 }
@@ -373,7 +374,7 @@ func (p *specParser) element(raw []byte, off int64, v any) *NodeError {
 func (s *Spec) Build(opts ...BuilderOption) (*Graph, error) {
 	edges := 0
 	for i := range s.Nodes {
-		edges += len(s.Nodes[i].After) + len(s.Nodes[i].Finally)
+		edges += len(s.Nodes[i].After) + len(s.Nodes[i].Finally) + len(s.Nodes[i].OnFailure)
 	}
 	b := NewBuilder(s.Name, append([]BuilderOption{WithCapacity(len(s.Nodes), edges)}, opts...)...)
 	b.src = s.src
@@ -413,6 +414,7 @@ func (s *Spec) Build(opts ...BuilderOption) (*Graph, error) {
 		t := b.Add(nd)
 		t.AfterID(ns.After...)
 		t.FinallyID(ns.Finally...)
+		t.OnFailureID(ns.OnFailure...)
 		if ns.LenFrom != "" {
 			t.LenFromID(ns.LenFrom)
 		}
@@ -447,10 +449,14 @@ func (g *Graph) Spec() *Spec {
 			ns.LenFrom = g.nodes[nd.LenFrom].ID
 		}
 		for _, e := range g.Preds(i) {
-			if e.Kind == Finally {
-				ns.Finally = append(ns.Finally, g.nodes[e.Node].ID)
-			} else {
-				ns.After = append(ns.After, g.nodes[e.Node].ID)
+			id := g.nodes[e.Node].ID
+			switch e.Kind {
+			case Finally:
+				ns.Finally = append(ns.Finally, id)
+			case OnFailure:
+				ns.OnFailure = append(ns.OnFailure, id)
+			default:
+				ns.After = append(ns.After, id)
 			}
 		}
 	}

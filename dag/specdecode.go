@@ -135,10 +135,12 @@ func (d *fastDecoder) node(n *NodeSpec) bool {
 			return d.once(&seen, 14) && d.strs(&n.After)
 		case "finally":
 			return d.once(&seen, 15) && d.strs(&n.Finally)
+		case "on_failure":
+			return d.once(&seen, 16) && d.strs(&n.OnFailure)
 		case "allow_short":
-			return d.once(&seen, 16) && d.bool(&n.AllowShort)
+			return d.once(&seen, 17) && d.bool(&n.AllowShort)
 		case "async":
-			return d.once(&seen, 17) && d.bool(&n.Async)
+			return d.once(&seen, 18) && d.bool(&n.Async)
 		}
 		return false
 	})

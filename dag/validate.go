@@ -189,10 +189,9 @@ func (v *validator) checkDuplicateEdges() {
 		ps := g.Preds(i)
 		for k := 1; k < len(ps); k++ {
 			if ps[k].Node == ps[k-1].Node {
-				field := ps[k].Kind.String()
-				if ps[k].Kind != ps[k-1].Kind {
-					field = "finally"
-				}
+				// Of two kinds, name the later spec field (after, finally,
+				// on_failure): the one a spec lists second.
+				field := max(ps[k].Kind, ps[k-1].Kind).String()
 				v.nodeErr(i, field, wrap(ErrDuplicateEdge, "duplicate edge from %q", g.nodes[ps[k].Node].ID))
 			}
 		}
