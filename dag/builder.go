@@ -268,7 +268,8 @@ func (t Task) Buffer(buf []byte) Task {
 func (t Task) Handle() Target { return Handle(t.b.nodes[t.i].As) }
 
 // Keep makes the read t keep the bytes it returned: its Result.Data, and
-// NodeResult.Data in the run's report.
+// NodeResult.Data in the run's report. Only a read takes it: a statx's size
+// is in its Result.Size whatever.
 func (t Task) Keep() Task {
 	t.b.nodes[t.i].Keep = true
 	return t

@@ -105,6 +105,50 @@ func TestBuilderOps(t *testing.T) {
 	checkRoundTrip(t, g)
 }
 
+func bindNothing(Inputs, *Params) error { return nil }
+func goNothing(Inputs) error            { return nil }
+func thenNothing(Inputs, Result) error  { return nil }
+
+// TestGoFields checks where the fields of the Go API are accepted: Keep on
+// a read, Bind on a read, write or open, Then on any node, Func on a go
+// node, which has the edges of any node.
+func TestGoFields(t *testing.T) {
+	b := NewBuilder("go")
+	b.AddFile(FileSpec{Name: "f", Size: 4096})
+	r := b.Read("r", File("f"), 0, 16).Keep().Bind(bindNothing).Then(thenNothing)
+	w := b.Write("w", File("f"), 16, 16, 1).Bind(bindNothing).After(r)
+	o := b.Open("o", "f", 0, "h").Bind(bindNothing).Then(thenNothing)
+	g := b.Go("g", goNothing).After(r, o).Finally(w).Then(thenNothing)
+	b.Go("cleanup", goNothing).OnFailure(g)
+	for _, op := range []Task{b.Nop("n"), b.Statx("s", "f"), b.Timeout("t", time.Millisecond), b.Mkdir("m", "d", 0o755)} {
+		op.Then(thenNothing)
+	}
+	gr, err := b.Build()
+	if err != nil {
+		t.Fatalf("Build() = %v", err)
+	}
+	type fns struct {
+		ID                     string
+		Keep, Bind, Then, Func bool
+	}
+	var got []fns
+	for i := range int32(gr.Len()) {
+		nd := gr.Node(i)
+		got = append(got, fns{nd.ID, nd.Keep, nd.Bind != nil, nd.Then != nil, nd.Func != nil})
+	}
+	want := []fns{
+		{"r", true, true, true, false}, {"w", false, true, false, false}, {"o", false, true, true, false},
+		{"g", false, false, true, true}, {"cleanup", false, false, false, true},
+		{"n", false, false, true, false}, {"s", false, false, true, false}, {"t", false, false, true, false}, {"m", false, false, true, false},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Go API fields of the built nodes (-want +got):\n%s", diff)
+	}
+	if got, want := gr.Preds(3), []Edge{{0, After}, {1, Finally}, {2, After}}; !cmp.Equal(got, want) {
+		t.Errorf("Preds(g) = %v, want %v", got, want)
+	}
+}
+
 // TestOnFailureEdges checks that on_failure edges order nodes like any
 // edge (levels, handle flow) and that a node may have only on_failure
 // predecessors.
@@ -333,6 +377,44 @@ func TestBuildErrors(t *testing.T) {
 			{"nul", "path", ErrBadPath.Error()}, {"empty", "to", ErrMissingField.Error()},
 		}},
 		{"timeout", nil, func(b *Builder) { b.Timeout("t", 0) }, []problem{{"t", "ns", ErrBadValue.Error()}}},
+		{"keep on other than a read", nil, func(b *Builder) {
+			b.AddFile(FileSpec{Name: "f"})
+			b.Write("w", File("f"), 0, 1, 1).Keep()
+			b.Statx("s", "f").Keep()
+			b.Nop("n").Keep()
+		}, []problem{
+			{"w", "keep", ErrUnexpectedField.Error()},
+			{"s", "keep", ErrUnexpectedField.Error()},
+			{"n", "keep", ErrUnexpectedField.Error()},
+		}},
+		{"bind on other than read, write, open", nil, func(b *Builder) {
+			b.AddFile(FileSpec{Name: "f"})
+			b.Fsync("s", File("f")).Bind(bindNothing)
+			b.Statx("x", "f").Bind(bindNothing)
+			b.Nop("n").Bind(bindNothing)
+			b.Go("g", goNothing).Bind(bindNothing)
+		}, []problem{
+			{"s", "bind", ErrUnexpectedField.Error()},
+			{"x", "bind", ErrUnexpectedField.Error()},
+			{"n", "bind", ErrUnexpectedField.Error()},
+			{"g", "bind", ErrUnexpectedField.Error()},
+		}},
+		{"func on other than go", nil, func(b *Builder) {
+			b.Add(Node{ID: "n", Op: OpNop, Func: goNothing})
+		}, []problem{{"n", "func", ErrUnexpectedField.Error()}}},
+		{"go without func", nil, func(b *Builder) { b.Go("g", nil) }, []problem{{"g", "func", ErrMissingField.Error()}}},
+		{"go with I/O fields", nil, func(b *Builder) {
+			b.AddFile(FileSpec{Name: "f"})
+			b.Add(Node{ID: "g", Op: OpGo, Func: goNothing, File: "f", Path: "p", Len: 3, AllowShort: true, Async: true, Keep: true, Buf: []byte{1}})
+		}, []problem{
+			{"g", "file", ErrUnexpectedField.Error()},
+			{"g", "path", ErrUnexpectedField.Error()},
+			{"g", "len", ErrUnexpectedField.Error()},
+			{"g", "allow_short", ErrUnexpectedField.Error()},
+			{"g", "keep", ErrUnexpectedField.Error()},
+			{"g", "buf", ErrUnexpectedField.Error()},
+			{"g", "async", ErrUnexpectedField.Error()},
+		}},
 		{"unexpected fields", nil, func(b *Builder) { b.Add(Node{ID: "n", Op: OpNop, Path: "p", Len: 3, LenFrom: -1}) },
 			[]problem{{"n", "path", ErrUnexpectedField.Error()}, {"n", "len", ErrUnexpectedField.Error()}}},
 		{"file and handle", nil, func(b *Builder) {

@@ -18,7 +18,8 @@ type Node struct {
 	AllowShort bool
 	Async      bool
 	Buf        []byte // caller-supplied buffer (Go API only), nil otherwise
-	// Keep makes a read keep the bytes it returned (Result.Data).
+	// Keep makes a read keep the bytes it returned (Result.Data); only a
+	// read takes it (a statx's size is in Result.Size whatever).
 	Keep bool
 	// Bind, if set, computes the node's parameters from the results of
 	// the nodes before it, just before it is submitted (Go API only).
@@ -26,7 +27,8 @@ type Node struct {
 	// Then, if set, runs when the node completes, before its dependents
 	// are released; an error fails the node (Go API only).
 	Then func(in Inputs, r Result) error
-	// Func is the function of an OpGo node (Go API only).
+	// Func is the function of an OpGo node, which takes no other field
+	// (Go API only).
 	Func func(in Inputs) error
 }
 

@@ -33,7 +33,7 @@ type Spec struct {
 // and Build rejects a node that sets any other:
 //
 //	nop
-//	read     file or handle, offset, len, len_from, allow_short
+//	read     file or handle, offset, len, len_from, allow_short, keep
 //	write    file or handle, offset, len, fill, allow_short
 //	fsync    file or handle
 //	open     path, flags, mode, as
@@ -45,8 +45,10 @@ type Spec struct {
 //	rename   path, to
 //
 // file names a spec file, handle the as of an open; len_from names a statx
-// whose size is the read's length (len, if set, caps it); paths are
-// relative to the run's root, in clean form, without "..".
+// whose size is the read's length (len, if set, caps it); keep makes a read
+// keep the bytes it returned, for the run's report (a statx takes no keep:
+// its size is in its result whatever); paths are relative to the run's
+// root, in clean form, without "..".
 type NodeSpec struct {
 	ID         string   `json:"id"`
 	Op         string   `json:"op"`
@@ -67,6 +69,7 @@ type NodeSpec struct {
 	OnFailure  []string `json:"on_failure,omitempty"`
 	AllowShort bool     `json:"allow_short,omitempty"`
 	Async      bool     `json:"async,omitempty"`
+	Keep       bool     `json:"keep,omitempty"`
 }
 
 // MaxSpecSize is the largest spec file LoadSpec and LoadFile read (256 MiB).
@@ -391,11 +394,11 @@ func (s *Spec) Build(opts ...BuilderOption) (*Graph, error) {
 		nd := Node{
 			ID: ns.ID, File: ns.File, Handle: ns.Handle, As: ns.As, Path: ns.Path, To: ns.To,
 			Mode: ns.Mode, Offset: ns.Offset, Len: ns.Len, LenFrom: -1, Fill: ns.Fill, NS: ns.NS,
-			AllowShort: ns.AllowShort, Async: ns.Async,
+			AllowShort: ns.AllowShort, Async: ns.Async, Keep: ns.Keep,
 		}
 		op, ok := ParseOp(ns.Op)
 		nd.Op = op
-		if !ok {
+		if !ok || op == OpGo {
 			nd.Op = numOps
 			if b.badOps == nil {
 				b.badOps = make(map[int32]string)
@@ -423,7 +426,9 @@ func (s *Spec) Build(opts ...BuilderOption) (*Graph, error) {
 }
 
 // Spec returns the graph as a spec; Build of it gives an equal graph, except
-// for caller-supplied buffers, which a spec cannot hold. Edges are listed in
+// for what a spec cannot hold: caller-supplied buffers and Go functions
+// (Task.Bind, Task.Then), which are left out, and go nodes (Builder.Go),
+// written with op "go", which Build refuses. Edges are listed in
 // predecessor index order and open flags in FormatOpenFlags order.
 func (g *Graph) Spec() *Spec {
 	s := &Spec{Name: g.name, Nodes: make([]NodeSpec, len(g.nodes))}
@@ -440,7 +445,7 @@ func (g *Graph) Spec() *Spec {
 		*ns = NodeSpec{
 			ID: nd.ID, Op: nd.Op.String(), File: nd.File, Handle: nd.Handle, Path: nd.Path, To: nd.To,
 			Offset: nd.Offset, Len: nd.Len, Fill: nd.Fill, Mode: nd.Mode, As: nd.As, NS: nd.NS,
-			AllowShort: nd.AllowShort, Async: nd.Async,
+			AllowShort: nd.AllowShort, Async: nd.Async, Keep: nd.Keep,
 		}
 		if nd.Op == OpOpen {
 			ns.Flags = FormatOpenFlags(nd.OpenFlags)

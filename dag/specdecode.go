@@ -141,6 +141,8 @@ func (d *fastDecoder) node(n *NodeSpec) bool {
 			return d.once(&seen, 17) && d.bool(&n.AllowShort)
 		case "async":
 			return d.once(&seen, 18) && d.bool(&n.Async)
+		case "keep":
+			return d.once(&seen, 19) && d.bool(&n.Keep)
 		}
 		return false
 	})

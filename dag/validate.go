@@ -230,7 +230,7 @@ func (v *validator) resolveBindings() {
 
 // Fields a node may set, per op.
 const (
-	fFile uint16 = 1 << iota
+	fFile uint32 = 1 << iota
 	fHandle
 	fPath
 	fTo
@@ -242,20 +242,24 @@ const (
 	fAs
 	fNS
 	fAllowShort
+	fKeep
 	fBuf
+	fBind
+	fFunc
 )
 
-// opFields returns the fields op may set.
-func opFields(op Op) uint16 {
+// opFields returns the fields op may set. Then (Task.Then) is not among
+// them: any node may have a hook.
+func opFields(op Op) uint32 {
 	switch op {
 	case OpRead:
-		return fFile | fHandle | fOffset | fLen | fAllowShort | fBuf
+		return fFile | fHandle | fOffset | fLen | fAllowShort | fKeep | fBuf | fBind
 	case OpWrite:
-		return fFile | fHandle | fOffset | fLen | fFill | fAllowShort | fBuf
+		return fFile | fHandle | fOffset | fLen | fFill | fAllowShort | fBuf | fBind
 	case OpFsync:
 		return fFile | fHandle
 	case OpOpen:
-		return fPath | fFlags | fMode | fAs
+		return fPath | fFlags | fMode | fAs | fBind
 	case OpStatx, OpUnlink:
 		return fPath
 	case OpClose:
@@ -266,35 +270,43 @@ func opFields(op Op) uint16 {
 		return fPath | fMode
 	case OpRename:
 		return fPath | fTo
+	case OpGo:
+		return fFunc
 	}
 	return 0
 }
 
-// fieldSet is one field of opFields, by its spec name ("buf": Task.Buffer,
-// Go API only), and whether a node sets it.
+// fieldSet is one field of opFields, by its spec name, or for a field of
+// the Go API only (goOnly) the name of the Task method that sets it in
+// lower case ("buf": Task.Buffer, "bind", "func": Builder.Go), and whether
+// a node sets it.
 type fieldSet struct {
-	bit  uint16
-	name string
-	on   bool
+	bit    uint32
+	name   string
+	goOnly bool
+	on     bool
 }
 
 // opFieldsSet lists the fields of opFields and whether nd sets each. It is
 // an array, not a slice, so that the check of each node allocates nothing.
-func opFieldsSet(nd *Node) [13]fieldSet {
+func opFieldsSet(nd *Node) [16]fieldSet {
 	return [...]fieldSet{
-		{fFile, "file", nd.File != ""},
-		{fHandle, "handle", nd.Handle != ""},
-		{fPath, "path", nd.Path != ""},
-		{fTo, "to", nd.To != ""},
-		{fOffset, "offset", nd.Offset != 0},
-		{fLen, "len", nd.Len != 0},
-		{fFill, "fill", nd.Fill != 0},
-		{fFlags, "flags", nd.OpenFlags != 0},
-		{fMode, "mode", nd.Mode != 0},
-		{fAs, "as", nd.As != ""},
-		{fNS, "ns", nd.NS != 0},
-		{fAllowShort, "allow_short", nd.AllowShort},
-		{fBuf, "buf", nd.Buf != nil},
+		{fFile, "file", false, nd.File != ""},
+		{fHandle, "handle", false, nd.Handle != ""},
+		{fPath, "path", false, nd.Path != ""},
+		{fTo, "to", false, nd.To != ""},
+		{fOffset, "offset", false, nd.Offset != 0},
+		{fLen, "len", false, nd.Len != 0},
+		{fFill, "fill", false, nd.Fill != 0},
+		{fFlags, "flags", false, nd.OpenFlags != 0},
+		{fMode, "mode", false, nd.Mode != 0},
+		{fAs, "as", false, nd.As != ""},
+		{fNS, "ns", false, nd.NS != 0},
+		{fAllowShort, "allow_short", false, nd.AllowShort},
+		{fKeep, "keep", false, nd.Keep},
+		{fBuf, "buf", true, nd.Buf != nil},
+		{fBind, "bind", true, nd.Bind != nil},
+		{fFunc, "func", true, nd.Func != nil},
 	}
 }
 
@@ -310,6 +322,8 @@ func (v *validator) checkNode(i int32) {
 		switch name, ok := v.b.badOps[i]; {
 		case ok && name == "":
 			v.nodeErr(i, "op", wrap(ErrMissingField, "missing op"))
+		case ok && name == OpGo.String():
+			v.nodeErr(i, "op", wrap(ErrUnknownOp, "op %q runs a Go function (Builder.Go), which a spec cannot hold", name))
 		case ok:
 			v.nodeErr(i, "op", wrap(ErrUnknownOp, "unknown op %q", name))
 		default:
@@ -348,6 +362,13 @@ func (v *validator) checkNode(i int32) {
 	case OpTimeout:
 		if nd.NS <= 0 {
 			v.nodeErr(i, "ns", wrap(ErrBadValue, "ns must be > 0, got %d", nd.NS))
+		}
+	case OpGo:
+		if nd.Func == nil {
+			v.nodeErr(i, "func", wrap(ErrMissingField, "missing func (the function a go node runs)"))
+		}
+		if nd.Async {
+			v.nodeErr(i, "async", wrap(ErrUnexpectedField, "not used by op %q", nd.Op))
 		}
 	}
 }
