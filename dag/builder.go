@@ -38,10 +38,33 @@ type pendingEdge struct {
 	name       string
 }
 
-// binding is "node's length is the size statx'ed by from", by index or, if from < 0, by id.
+// binding is "node's length is the size statx'ed by from" (lenFromStatx),
+// or "node's offset or length is the integer of size bytes at at of what
+// the read from returned" (offsetAt, lenAt); from is an index or, if < 0,
+// name is the id.
 type binding struct {
 	node, from int32
 	name       string
+	kind       bindKind
+	at         int64
+	size       int
+}
+
+// bindKind is what a binding sets.
+type bindKind uint8
+
+const (
+	lenFromStatx bindKind = iota
+	offsetAt
+	lenAt
+)
+
+// field returns the spec field of a binding of kind k.
+func (k bindKind) field() string {
+	if k == offsetAt {
+		return "offset_from"
+	}
+	return "len_from"
 }
 
 // BuilderOption configures a Builder.
@@ -103,11 +126,12 @@ type Task struct {
 	i int32
 }
 
-// Add declares a node as given, except for n.LenFrom, which is ignored (use
-// Task.LenFrom). Prefer the typed methods (Nop, Read, ...).
+// Add declares a node as given, except for n.LenFrom, n.OffsetAt and
+// n.LenAt, which are ignored (use Task.LenFrom, Task.OffsetAt and
+// Task.LenAt). Prefer the typed methods (Nop, Read, ...).
 func (b *Builder) Add(n Node) Task {
 	i := int32(len(b.nodes))
-	n.LenFrom = -1
+	n.LenFrom, n.OffsetAt, n.LenAt = -1, Source{}, Source{}
 	b.nodes = append(b.nodes, n)
 	return Task{b, i}
 }
@@ -241,6 +265,41 @@ func (t Task) LenFrom(s Task) Task {
 // LenFromID is LenFrom by node id.
 func (t Task) LenFromID(id string) Task {
 	t.b.bindings = append(t.b.bindings, binding{node: t.i, from: -1, name: id})
+	return t
+}
+
+// OffsetAt makes the offset of the read or write t the little-endian
+// unsigned integer of size bytes (4 or 8) at byte at of what the read src
+// returned: a pointer in a header, an entry of an index. src must be an
+// after-ancestor of t (a path of After edges leads from it to t, so it
+// succeeded when t runs), and its len, if set, must hold the integer. t's
+// declared offset must be 0, and t takes no Bind of its own: Build gives t
+// a Bind that reads the integer (failing t if src returned too few bytes
+// for it, or a 64-bit one over math.MaxInt64) and makes src Keep its data.
+// In a spec, offset_from in object form.
+func (t Task) OffsetAt(src Task, at int64, size int) Task {
+	return t.source(offsetAt, src, at, size)
+}
+
+// LenAt makes the length of the read or write t an integer in what the
+// read src returned, as OffsetAt does its offset. t's len, if not 0, caps
+// it, as with LenFrom. In a spec, len_from in object form.
+func (t Task) LenAt(src Task, at int64, size int) Task {
+	return t.source(lenAt, src, at, size)
+}
+
+func (t Task) source(kind bindKind, src Task, at int64, size int) Task {
+	if src.b != t.b {
+		t.b.errs = append(t.b.errs, &NodeError{Node: t.ID(), Field: kind.field(), Err: ErrForeignTask, idx: t.i})
+		return t
+	}
+	t.b.bindings = append(t.b.bindings, binding{node: t.i, from: src.i, kind: kind, at: at, size: size})
+	return t
+}
+
+// sourceID is OffsetAt or LenAt by node id, for specs.
+func (t Task) sourceID(kind bindKind, s SourceSpec) Task {
+	t.b.bindings = append(t.b.bindings, binding{node: t.i, from: -1, name: s.Node, kind: kind, at: s.At, size: s.Size})
 	return t
 }
 

@@ -242,6 +242,7 @@ func TestBuildErrors(t *testing.T) {
 	unaligned := AlignedBuffer(8192)[1:4097]
 	other := NewBuilder("other")
 	foreign := other.Nop("x")
+	foreignRead := other.Read("y", File("f"), 0, 8)
 	tests := []struct {
 		name  string
 		opts  []BuilderOption
@@ -362,6 +363,38 @@ func TestBuildErrors(t *testing.T) {
 			s := b.Statx("s", "f")
 			b.Read("r", File("f"), 0, 0).LenFrom(s).LenFromID("s").After(s)
 		}, []problem{{"r", "len_from", ErrConflict.Error()}}},
+		{"sources", nil, func(b *Builder) {
+			b.AddFile(FileSpec{Name: "f"})
+			hdr := b.Read("hdr", File("f"), 0, 16)
+			s := b.Statx("s", "f")
+			b.Nop("nop").OffsetAt(hdr, 0, 8).After(hdr)
+			b.Read("twice", File("f"), 0, 1).OffsetAt(hdr, 0, 8).OffsetAt(hdr, 8, 8).After(hdr)
+			b.Read("both len", File("f"), 0, 1).LenFrom(s).LenAt(hdr, 0, 4).After(hdr, s)
+			b.Read("from statx", File("f"), 0, 1).OffsetAt(s, 0, 8).After(s)
+			b.Read("size", File("f"), 0, 1).OffsetAt(hdr, 0, 2).After(hdr)
+			b.Read("at", File("f"), 0, 1).LenAt(hdr, -1, 4).After(hdr)
+			b.Read("past", File("f"), 0, 1).LenAt(hdr, 9, 8).After(hdr)
+			b.Write("finally only", File("f"), 0, 1, 1).OffsetAt(hdr, 0, 8).Finally(hdr)
+			b.Write("no path", File("f"), 0, 1, 1).LenAt(hdr, 0, 4)
+			b.Read("and bind", File("f"), 0, 1).OffsetAt(hdr, 0, 8).Bind(bindNothing).After(hdr)
+			b.Read("and offset", File("f"), 4096, 1).OffsetAt(hdr, 0, 8).After(hdr)
+			b.Read("negative cap", File("f"), 0, -1).LenAt(hdr, 0, 8).After(hdr)
+			b.Read("foreign", File("f"), 0, 1).LenAt(foreignRead, 0, 8)
+		}, []problem{
+			{"nop", "offset_from", ErrUnexpectedField.Error()},
+			{"twice", "offset_from", ErrConflict.Error()},
+			{"both len", "len_from", ErrConflict.Error()},
+			{"from statx", "offset_from", ErrBadBinding.Error()},
+			{"size", "offset_from", ErrBadValue.Error()},
+			{"at", "len_from", ErrBadValue.Error()},
+			{"past", "len_from", ErrBadBinding.Error()},
+			{"finally only", "offset_from", ErrNotAncestor.Error()},
+			{"no path", "len_from", ErrNotAncestor.Error()},
+			{"and bind", "bind", ErrConflict.Error()},
+			{"and offset", "offset_from", ErrConflict.Error()},
+			{"negative cap", "len", ErrBadLength.Error()},
+			{"foreign", "len_from", ErrForeignTask.Error()},
+		}},
 		{"negative cap", nil, func(b *Builder) {
 			b.AddFile(FileSpec{Name: "f"})
 			s := b.Statx("s", "f")

@@ -75,6 +75,33 @@ func ExampleTask_LenFrom() {
 	// }
 }
 
+// A read at an offset a header holds: the first 8 bytes of what hdr read,
+// a little-endian integer. Build makes hdr keep its data, and gives the
+// second read a Bind that reads the offset just before it is submitted.
+func ExampleTask_OffsetAt() {
+	b := dag.NewBuilder("indexed")
+	b.AddFile(dag.FileSpec{Name: "db", Size: 1 << 20})
+	hdr := b.Read("hdr", dag.File("db"), 0, 16)
+	b.Read("rec", dag.File("db"), 0, 4096).OffsetAt(hdr, 0, 8).LenAt(hdr, 8, 4).After(hdr)
+	g, err := b.Build()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(g.Spec())
+	// Output:
+	// {
+	//   "name": "indexed",
+	//   "files": [
+	//     {"name":"db","size":1048576}
+	//   ],
+	//   "nodes": [
+	//     {"id":"hdr","op":"read","file":"db","len":16,"keep":true},
+	//     {"id":"rec","op":"read","file":"db","offset_from":{"node":"hdr","at":0,"size":8},"len":4096,"len_from":{"node":"hdr","at":8,"size":4},"after":["hdr"]}
+	//   ]
+	// }
+}
+
 func ExampleGenerate() {
 	s, err := dag.Generate("fanout", []int{5}, dag.GenOptions{Seed: 1})
 	if err != nil {

@@ -25,6 +25,7 @@ func FuzzParseSpec(f *testing.F) {
 	}
 	f.Add([]byte(`{"name":"x","nodes":[{"id":"a","op":"nop"},{"id":"b","op":"nop","after":["a"]}]}`))
 	f.Add([]byte(`{"name":"x","nodes":[{"id":"a","op":"nop"},{"id":"b","op":"nop","on_failure":["a"]},{"id":"c","op":"nop","after":["b"],"finally":["a"]}]}`))
+	f.Add([]byte(roundTripSpec))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := ParseSpec(data)
 		if err != nil {
@@ -96,6 +97,10 @@ func FuzzSpecDecoders(f *testing.F) {
 	f.Add([]byte(`{"name":"n","nodes":[{"id":"a","op":"nop","on_failure":["b","c"],"finally":[]},{"id":"b","on_failure":[]}]}`))
 	f.Add([]byte(`{"name":"n","nodes":[{"id":"a","on_failure":null}]}`))
 	f.Add([]byte(`{"name":"n","nodes":[{"id":"r","op":"read","keep":true,"async":false},{"id":"w","keep":false}]}`))
+	f.Add([]byte(`{"name":"n","nodes":[{"id":"a","offset_from":{"node":"h","at":8,"size":4},"len_from":{"size":8,"at":0,"node":"h"}},{"id":"b","len_from":"s","offset_from":""}]}`))
+	f.Add([]byte(`{"name":"n","nodes":[{"id":"a","offset_from":{},"len_from":{"node":""}},{"id":"b","len_from":{"at":-9223372036854775808,"size":9223372036854775807}}]}`))
+	f.Add([]byte(`{"name":"n","nodes":[{"id":"a","offset_from":null,"len_from":{"node":null,"at":null}}]}`))
+	f.Add([]byte(`{"name":"n","nodes":[{"id":"a","len_from":{"node":"h","at":1e2}},{"id":"b","offset_from":{"node":"h","Size":4}}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		fast, ok := decodeSpecFast(data)
 		slow, err := decodeSpecJSON(data)

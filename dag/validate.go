@@ -93,6 +93,9 @@ func (v *validator) build() *Graph {
 	}
 	v.checkHandles()
 	v.checkBindingAncestry()
+	if len(v.errs) == 0 {
+		v.bindSources()
+	}
 	return g
 }
 
@@ -202,28 +205,60 @@ func (v *validator) resolveBindings() {
 	b, g := v.b, v.g
 	v.bound = make(map[int32]bool, len(b.bindings))
 	for _, bd := range b.bindings {
-		v.bound[bd.node] = true
+		field := bd.kind.field()
+		if bd.kind != offsetAt {
+			v.bound[bd.node] = true
+		}
 		from := bd.from
 		if from < 0 {
+			if bd.name == "" && bd.kind != lenFromStatx {
+				v.nodeErr(bd.node, field, wrap(ErrMissingField, "missing node (the read whose data holds the integer)"))
+				continue
+			}
 			p, ok := g.index.lookup(bd.name)
 			if !ok {
-				v.nodeErr(bd.node, "len_from", wrap(ErrUnknownNode, "unknown node %q", bd.name))
+				v.nodeErr(bd.node, field, wrap(ErrUnknownNode, "unknown node %q", bd.name))
 				continue
 			}
 			from = p
 		}
-		nd := &b.nodes[bd.node]
+		if int(from) >= len(b.nodes) {
+			v.nodeErr(bd.node, field, wrap(ErrUnknownNode, "unknown node index %d", from))
+			continue
+		}
+		nd, src := &b.nodes[bd.node], &b.nodes[from]
+		if bd.kind == lenFromStatx {
+			switch {
+			case nd.Op != OpRead:
+				v.nodeErr(bd.node, field, wrap(ErrUnexpectedField, "not used by op %q", nd.Op))
+			case nd.LenFrom >= 0 || nd.LenAt.Size != 0:
+				v.nodeErr(bd.node, field, wrap(ErrConflict, "len_from given twice"))
+			case src.Op != OpStatx:
+				v.nodeErr(bd.node, field, wrap(ErrBadBinding, "node %q is %s, not a statx", src.ID, article(src.Op)))
+			default:
+				nd.LenFrom = from
+			}
+			continue
+		}
+		dst := &nd.OffsetAt
+		if bd.kind == lenAt {
+			dst = &nd.LenAt
+		}
 		switch {
-		case int(from) >= len(b.nodes):
-			v.nodeErr(bd.node, "len_from", wrap(ErrUnknownNode, "unknown node index %d", from))
-		case nd.Op != OpRead:
-			v.nodeErr(bd.node, "len_from", wrap(ErrUnexpectedField, "not used by op %q", nd.Op))
-		case nd.LenFrom >= 0:
-			v.nodeErr(bd.node, "len_from", wrap(ErrConflict, "len_from given twice"))
-		case b.nodes[from].Op != OpStatx:
-			v.nodeErr(bd.node, "len_from", wrap(ErrBadBinding, "node %q is %s, not a statx", b.nodes[from].ID, article(b.nodes[from].Op)))
+		case nd.Op != OpRead && nd.Op != OpWrite:
+			v.nodeErr(bd.node, field, wrap(ErrUnexpectedField, "not used by op %q", nd.Op))
+		case dst.Size != 0 || (bd.kind == lenAt && nd.LenFrom >= 0):
+			v.nodeErr(bd.node, field, wrap(ErrConflict, "%s given twice", field))
+		case src.Op != OpRead:
+			v.nodeErr(bd.node, field, wrap(ErrBadBinding, "node %q is %s, not a read", src.ID, article(src.Op)))
+		case bd.size != 4 && bd.size != 8:
+			v.nodeErr(bd.node, field, wrap(ErrBadValue, "size must be 4 or 8 (bytes of a little-endian integer), got %d", bd.size))
+		case bd.at < 0:
+			v.nodeErr(bd.node, field, wrap(ErrBadValue, "at must be >= 0, got %d", bd.at))
+		case src.Len > 0 && bd.at > src.Len-int64(bd.size):
+			v.nodeErr(bd.node, field, wrap(ErrBadBinding, "at %d + size %d is past the %d bytes read %q reads", bd.at, bd.size, src.Len, src.ID))
 		default:
-			nd.LenFrom = from
+			*dst = Source{Node: from, At: bd.at, Size: int8(bd.size)}
 		}
 	}
 }
@@ -243,6 +278,8 @@ const (
 	fNS
 	fAllowShort
 	fKeep
+	fOffsetFrom
+	fLenFrom
 	fBuf
 	fBind
 	fFunc
@@ -253,9 +290,9 @@ const (
 func opFields(op Op) uint32 {
 	switch op {
 	case OpRead:
-		return fFile | fHandle | fOffset | fLen | fAllowShort | fKeep | fBuf | fBind
+		return fFile | fHandle | fOffset | fOffsetFrom | fLen | fLenFrom | fAllowShort | fKeep | fBuf | fBind
 	case OpWrite:
-		return fFile | fHandle | fOffset | fLen | fFill | fAllowShort | fBuf | fBind
+		return fFile | fHandle | fOffset | fOffsetFrom | fLen | fLenFrom | fFill | fAllowShort | fBuf | fBind
 	case OpFsync:
 		return fFile | fHandle
 	case OpOpen:
@@ -289,7 +326,7 @@ type fieldSet struct {
 
 // opFieldsSet lists the fields of opFields and whether nd sets each. It is
 // an array, not a slice, so that the check of each node allocates nothing.
-func opFieldsSet(nd *Node) [16]fieldSet {
+func opFieldsSet(nd *Node) [18]fieldSet {
 	return [...]fieldSet{
 		{fFile, "file", false, nd.File != ""},
 		{fHandle, "handle", false, nd.Handle != ""},
@@ -304,6 +341,8 @@ func opFieldsSet(nd *Node) [16]fieldSet {
 		{fNS, "ns", false, nd.NS != 0},
 		{fAllowShort, "allow_short", false, nd.AllowShort},
 		{fKeep, "keep", false, nd.Keep},
+		{fOffsetFrom, "offset_from", false, nd.OffsetAt.Size != 0},
+		{fLenFrom, "len_from", false, nd.LenFrom >= 0 || nd.LenAt.Size != 0},
 		{fBuf, "buf", true, nd.Buf != nil},
 		{fBind, "bind", true, nd.Bind != nil},
 		{fFunc, "func", true, nd.Func != nil},
@@ -479,6 +518,12 @@ func (v *validator) checkTransfer(i int32) {
 	case nd.Offset > math.MaxInt64-nd.Len:
 		v.nodeErr(i, "offset", wrap(ErrBadValue, "offset %d + len %d overflows", nd.Offset, nd.Len))
 	}
+	if nd.OffsetAt.Size != 0 && nd.Offset != 0 {
+		v.nodeErr(i, "offset_from", wrap(ErrConflict, "offset_from and offset are exclusive, got offset %d", nd.Offset))
+	}
+	if nd.Bind != nil && (nd.OffsetAt.Size != 0 || nd.LenAt.Size != 0) {
+		v.nodeErr(i, "bind", wrap(ErrConflict, "a Bind and offset_from or len_from in object form are exclusive (both set the parameters)"))
+	}
 	if nd.Buf != nil && int64(len(nd.Buf)) < nd.Len {
 		v.nodeErr(i, "buf", wrap(ErrBadLength, "buffer of %d bytes is shorter than len %d", len(nd.Buf), nd.Len))
 	}
@@ -583,13 +628,17 @@ func newReach(g *Graph) *reach {
 }
 
 // forward marks the descendants of from whose Order position is at most
-// limit (no later node can reach an earlier one); seen reports the marks.
-func (r *reach) forward(from int32, limit int32) {
+// limit (no later node can reach an earlier one), over every edge or, if
+// afterOnly, over after-edges only; seen reports the marks.
+func (r *reach) forward(from int32, limit int32, afterOnly bool) {
 	r.gen++
 	r.stamp[from] = r.gen
 	r.queue = append(r.queue[:0], from)
 	for h := 0; h < len(r.queue); h++ {
 		for _, e := range r.g.Succs(r.queue[h]) {
+			if afterOnly && e.Kind != After {
+				continue
+			}
 			if r.stamp[e.Node] != r.gen && r.pos[e.Node] <= limit {
 				r.stamp[e.Node] = r.gen
 				r.queue = append(r.queue, e.Node)
@@ -647,7 +696,7 @@ func (v *validator) checkHandles() {
 		for _, u := range us {
 			limit = max(limit, r.pos[u])
 		}
-		r.forward(open, limit)
+		r.forward(open, limit, false)
 		for _, u := range us {
 			if !r.seen(u) {
 				v.nodeErr(u, "handle", wrap(ErrNotAncestor, "open %q of handle %q is not an ancestor", g.nodes[open].ID, h))
@@ -657,7 +706,7 @@ func (v *validator) checkHandles() {
 			if g.nodes[c].Op != OpClose {
 				continue
 			}
-			r.forward(c, limit)
+			r.forward(c, limit, false)
 			for _, u := range us {
 				if u != c && r.seen(u) && !reported[u] {
 					reported[u] = true
@@ -668,21 +717,51 @@ func (v *validator) checkHandles() {
 	}
 }
 
-// checkBindingAncestry checks that each len_from statx is an ancestor.
+// checkBindingAncestry checks that each len_from statx is an ancestor, and
+// each read an offset or length comes from (Source) an after-ancestor: a
+// node runs only if its after-predecessors succeeded, so a read with a path
+// of after-edges to it succeeded too.
 func (v *validator) checkBindingAncestry() {
 	g := v.g
 	var r *reach
-	for i := range g.nodes {
-		from := g.nodes[i].LenFrom
-		if from < 0 {
-			continue
-		}
+	check := func(i, from int32, field, what string, afterOnly bool) {
 		if r == nil {
 			r = newReach(g)
 		}
-		r.forward(from, r.pos[i])
-		if !r.seen(int32(i)) {
-			v.nodeErr(int32(i), "len_from", wrap(ErrNotAncestor, "statx %q is not an ancestor", g.nodes[from].ID))
+		r.forward(from, r.pos[i], afterOnly)
+		if from == i || !r.seen(i) {
+			v.nodeErr(i, field, wrap(ErrNotAncestor, "%s %q is not an %s", g.nodes[from].Op, g.nodes[from].ID, what))
+		}
+	}
+	for i := range int32(len(g.nodes)) {
+		nd := &g.nodes[i]
+		if nd.LenFrom >= 0 {
+			check(i, nd.LenFrom, "len_from", "ancestor", false)
+		}
+		if nd.OffsetAt.Size != 0 {
+			check(i, nd.OffsetAt.Node, "offset_from", "after-ancestor (no path of after edges leads from it)", true)
+		}
+		if nd.LenAt.Size != 0 {
+			check(i, nd.LenAt.Node, "len_from", "after-ancestor (no path of after edges leads from it)", true)
+		}
+	}
+}
+
+// bindSources gives each node with a Source its Bind, and makes each
+// source read keep its data.
+func (v *validator) bindSources() {
+	g := v.g
+	for i := range g.nodes {
+		nd := &g.nodes[i]
+		if nd.OffsetAt.Size == 0 && nd.LenAt.Size == 0 {
+			continue
+		}
+		nd.Bind = sourceBind(v.b, g.nodes, nd.OffsetAt, nd.LenAt)
+		if nd.OffsetAt.Size != 0 {
+			g.nodes[nd.OffsetAt.Node].Keep = true
+		}
+		if nd.LenAt.Size != 0 {
+			g.nodes[nd.LenAt.Node].Keep = true
 		}
 	}
 }
