@@ -3,6 +3,7 @@ package dag
 import (
 	"math"
 	"slices"
+	"strconv"
 	"time"
 )
 
@@ -12,6 +13,10 @@ const DefaultMaxNodes = 10_000_000
 // Builder declares a graph node by node. Its zero value is not usable; call
 // NewBuilder. Methods record problems instead of failing, and Build reports
 // them all at once. A Builder is not safe for concurrent use.
+//
+// A node declared with an empty id gets one made of its op's name, '#' and
+// its index ("read#12"); Build reports a node declared later with the same
+// id as a duplicate, as always.
 //
 // The diamond:
 //
@@ -108,7 +113,8 @@ func (b *Builder) AddFile(f FileSpec) *Builder {
 	return b
 }
 
-// Target is what a read, write or fsync works on: a spec file or a handle.
+// Target is what a read, write, fsync or close works on: a spec file or a
+// handle (a close takes only a handle).
 type Target struct {
 	file, handle string
 }
@@ -116,7 +122,8 @@ type Target struct {
 // File targets the spec file called name, opened and registered by the runner.
 func File(name string) Target { return Target{file: name} }
 
-// Handle targets the file an open node produced as name.
+// Handle targets the file an open node produced as name (see also
+// Task.Handle).
 func Handle(name string) Target { return Target{handle: name} }
 
 // Task is a declared node, used to add its edges and options. Methods return
@@ -128,8 +135,18 @@ type Task struct {
 
 // Add declares a node as given, except for n.LenFrom, n.OffsetAt and
 // n.LenAt, which are ignored (use Task.LenFrom, Task.OffsetAt and
-// Task.LenAt). Prefer the typed methods (Nop, Read, ...).
+// Task.LenAt), and an empty n.ID, which gets a generated id. Prefer the
+// typed methods (Nop, Read, ...).
 func (b *Builder) Add(n Node) Task {
+	if n.ID == "" {
+		n.ID = n.Op.String() + "#" + strconv.Itoa(len(b.nodes))
+	}
+	return b.add(n)
+}
+
+// add is Add without generated ids, for specs: a spec node without an id
+// is an error.
+func (b *Builder) add(n Node) Task {
 	i := int32(len(b.nodes))
 	n.LenFrom, n.OffsetAt, n.LenAt = -1, Source{}, Source{}
 	b.nodes = append(b.nodes, n)
@@ -165,9 +182,16 @@ func (b *Builder) Fsync(id string, t Target) Task {
 }
 
 // Open declares an open of path (relative to the run root) with unix.O_*
-// flags, producing the handle as.
+// flags, producing the handle as. An empty as gives the handle '@' and the
+// node's id, "@" + t.ID(), a name no other open may produce (Build refuses
+// a handle starting with '@' that is not its open's), so that it never
+// collides; Task.Handle returns it.
 func (b *Builder) Open(id, path string, flags int, as string) Task {
-	return b.Add(Node{ID: id, Op: OpOpen, Path: path, OpenFlags: flags, As: as, LenFrom: -1})
+	t := b.Add(Node{ID: id, Op: OpOpen, Path: path, OpenFlags: flags, As: as, LenFrom: -1})
+	if as == "" {
+		b.nodes[t.i].As = "@" + b.nodes[t.i].ID
+	}
+	return t
 }
 
 // Statx declares a statx of path.
@@ -175,9 +199,9 @@ func (b *Builder) Statx(id, path string) Task {
 	return b.Add(Node{ID: id, Op: OpStatx, Path: path, LenFrom: -1})
 }
 
-// Close declares a close of handle.
-func (b *Builder) Close(id, handle string) Task {
-	return b.Add(Node{ID: id, Op: OpClose, Handle: handle, LenFrom: -1})
+// Close declares a close of t, which must be a handle.
+func (b *Builder) Close(id string, t Target) Task {
+	return b.Add(Node{ID: id, Op: OpClose, File: t.file, Handle: t.handle, LenFrom: -1})
 }
 
 // Timeout declares a timeout of d.

@@ -65,7 +65,7 @@ func TestBuilderOps(t *testing.T) {
 	fs := b.Fsync("fsync", Handle("h")).After(w)
 	st := b.Statx("statx", "dir/f").After(fs)
 	r := b.Read("read", Handle("h"), 0, 8192).LenFrom(st).AllowShort().Buffer(buf).After(st)
-	cl := b.Close("close", "h").Finally(r)
+	cl := b.Close("close", Handle("h")).Finally(r)
 	to := b.Timeout("timeout", 2*time.Millisecond).After(root)
 	rn := b.Rename("rename", "dir/f", "dir/g").After(cl, to)
 	b.Unlink("unlink", "dir/g").After(rn)
@@ -149,6 +149,48 @@ func TestGoFields(t *testing.T) {
 	}
 }
 
+// TestGeneratedIDs checks the ids the Builder makes for nodes declared
+// without one, and the handles it makes for opens declared without one;
+// a spec node without an id is still an error.
+func TestGeneratedIDs(t *testing.T) {
+	b := NewBuilder("ids")
+	n := b.Nop("")
+	o := b.Open("", "dir", unix.O_RDONLY, "")
+	named := b.Open("named", "dir/f", 0, "")
+	s := b.Fsync("", o.Handle()).After(o)
+	r := b.Read("", named.Handle(), 0, 1).After(named)
+	b.Close("", o.Handle()).Finally(s)
+	b.Close("", named.Handle()).Finally(r)
+	b.Add(Node{Op: OpTimeout, NS: 1}).After(n)
+	if got, want := o.Handle(), Handle("@open#1"); got != want {
+		t.Errorf("Handle() = %v, want %v", got, want)
+	}
+	g, err := b.Build()
+	if err != nil {
+		t.Fatalf("Build() = %v", err)
+	}
+	type idAs struct{ ID, As, Handle string }
+	var got []idAs
+	for i := range int32(g.Len()) {
+		nd := g.Node(i)
+		got = append(got, idAs{nd.ID, nd.As, nd.Handle})
+	}
+	want := []idAs{
+		{"nop#0", "", ""}, {"open#1", "@open#1", ""}, {"named", "@named", ""}, {"fsync#3", "", "@open#1"},
+		{"read#4", "", "@named"}, {"close#5", "", "@open#1"}, {"close#6", "", "@named"}, {"timeout#7", "", ""},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("generated ids and handles (-want +got):\n%s", diff)
+	}
+	checkRoundTrip(t, g)
+
+	spec := &Spec{Name: "s", Nodes: []NodeSpec{{Op: "nop"}, {ID: "o", Op: "open", Path: "f"}}}
+	_, err = spec.Build()
+	if diff := cmp.Diff([]problem{{"", "id", ErrMissingField.Error()}, {"o", "as", ErrMissingField.Error()}}, problems(err)); diff != "" {
+		t.Errorf("Spec.Build() without id and as: problems (-want +got):\n%s", diff)
+	}
+}
+
 // TestOnFailureEdges checks that on_failure edges order nodes like any
 // edge (levels, handle flow) and that a node may have only on_failure
 // predecessors.
@@ -156,7 +198,7 @@ func TestOnFailureEdges(t *testing.T) {
 	b := NewBuilder("cleanup")
 	o := b.Open("o", "f", unix.O_WRONLY|unix.O_CREAT, "h")
 	w := b.Write("w", Handle("h"), 0, 512, 1).After(o)
-	c := b.Close("c", "h").Finally(w)
+	c := b.Close("c", Handle("h")).Finally(w)
 	b.Unlink("rm", "f").OnFailure(w).After(c)
 	b.Fsync("undo", Handle("h")).OnFailure(w) // the handle flows over on_failure
 	b.Nop("alert").OnFailureID("o")
@@ -253,7 +295,23 @@ func TestBuildErrors(t *testing.T) {
 		{"too large", []BuilderOption{WithMaxNodes(2)}, func(b *Builder) { b.Nop("a"); b.Nop("b"); b.Nop("c") },
 			[]problem{{"", "", ErrTooLarge.Error()}}},
 		{"duplicate id", nil, func(b *Builder) { b.Nop("a"); b.Nop("a") }, []problem{{"a", "id", ErrDuplicateID.Error()}}},
-		{"missing id", nil, func(b *Builder) { b.Nop("") }, []problem{{"", "id", ErrMissingField.Error()}}},
+		{"generated id declared again", nil, func(b *Builder) { b.Nop(""); b.Nop("nop#0") },
+			[]problem{{"nop#0", "id", ErrDuplicateID.Error()}}},
+		{"handle named like a generated one", nil, func(b *Builder) {
+			b.Open("o", "f", 0, "@x")
+			b.Open("x", "f", 0, "@x") // its own: accepted, but a duplicate
+			b.Open("y", "f", 0, "")   // @y
+			b.Open("z", "f", 0, "@y")
+		}, []problem{
+			{"o", "as", ErrBadValue.Error()},
+			{"x", "as", ErrDuplicateHandle.Error()},
+			{"z", "as", ErrBadValue.Error()},
+			{"z", "as", ErrDuplicateHandle.Error()},
+		}},
+		{"close of a file", nil, func(b *Builder) {
+			b.AddFile(FileSpec{Name: "f"})
+			b.Close("c", File("f"))
+		}, []problem{{"c", "file", ErrUnexpectedField.Error()}}},
 		{"bad id", nil, func(b *Builder) { b.Nop("a\nb") }, []problem{{"a\nb", "id", ErrBadID.Error()}}},
 		{"unknown op", nil, func(b *Builder) { b.Add(Node{ID: "a", Op: 99, LenFrom: -1}) }, []problem{{"a", "op", ErrUnknownOp.Error()}}},
 		{"unknown node", nil, func(b *Builder) { b.Nop("a").AfterID("zz").FinallyID("yy") },
@@ -288,7 +346,7 @@ func TestBuildErrors(t *testing.T) {
 		}, []problem{{"a", "on_failure", ErrCycle.Error()}}},
 		{"handle after close on failure", nil, func(b *Builder) {
 			o := b.Open("o", "f", 0, "h")
-			c := b.Close("c", "h").After(o)
+			c := b.Close("c", Handle("h")).After(o)
 			b.Fsync("s", Handle("h")).OnFailure(c)
 		}, []problem{{"s", "handle", ErrHandleClosed.Error()}}},
 		{"handle on failure of another open", nil, func(b *Builder) {
@@ -325,14 +383,14 @@ func TestBuildErrors(t *testing.T) {
 			o := b.Open("o", "f", unix.O_DIRECT, "h")
 			b.Read("r", Handle("h"), 4096, 100).After(o)
 		}, []problem{{"r", "len", ErrMisaligned.Error()}}},
-		{"unknown handle", nil, func(b *Builder) { b.Close("c", "h") }, []problem{{"c", "handle", ErrUnknownHandle.Error()}}},
+		{"unknown handle", nil, func(b *Builder) { b.Close("c", Handle("h")) }, []problem{{"c", "handle", ErrUnknownHandle.Error()}}},
 		{"duplicate handle", nil, func(b *Builder) { b.Open("o1", "f", 0, "h"); b.Open("o2", "f", 0, "h") },
 			[]problem{{"o2", "as", ErrDuplicateHandle.Error()}}},
-		{"handle not from open", nil, func(b *Builder) { b.Open("o", "f", 0, "h"); b.Close("c", "h") },
+		{"handle not from open", nil, func(b *Builder) { b.Open("o", "f", 0, "h"); b.Close("c", Handle("h")) },
 			[]problem{{"c", "handle", ErrNotAncestor.Error()}}},
 		{"handle after close", nil, func(b *Builder) {
 			o := b.Open("o", "f", 0, "h")
-			c := b.Close("c", "h").After(o)
+			c := b.Close("c", Handle("h")).After(o)
 			b.Fsync("s", Handle("h")).After(c)
 		}, []problem{{"s", "handle", ErrHandleClosed.Error()}}},
 		{"two handles", nil, func(b *Builder) {
@@ -340,13 +398,13 @@ func TestBuildErrors(t *testing.T) {
 			o2 := b.Open("o2", "g", 0, "h2")
 			r1 := b.Read("r1", Handle("h1"), 0, 1).After(o2) // wrong open
 			r2 := b.Read("r2", Handle("h2"), 0, 1).After(o2)
-			b.Close("c1", "h1").Finally(r1, o1)
-			b.Close("c2", "h2").Finally(r2)
+			b.Close("c1", Handle("h1")).Finally(r1, o1)
+			b.Close("c2", Handle("h2")).Finally(r2)
 		}, []problem{{"r1", "handle", ErrNotAncestor.Error()}}},
 		{"closed twice", nil, func(b *Builder) {
 			o := b.Open("o", "f", 0, "h")
-			c := b.Close("c", "h").After(o)
-			b.Close("c2", "h").Finally(c)
+			c := b.Close("c", Handle("h")).After(o)
+			b.Close("c2", Handle("h")).Finally(c)
 		}, []problem{{"c2", "handle", ErrHandleClosed.Error()}}},
 		{"binding not statx", nil, func(b *Builder) {
 			b.AddFile(FileSpec{Name: "f"})

@@ -56,7 +56,7 @@ func ExampleTask_LenFrom() {
 	o := b.Open("open", "mail/00000", 0, "h")
 	s := b.Statx("stat", "mail/00000")
 	r := b.Read("read", dag.Handle("h"), 0, 0).LenFrom(s).After(o, s)
-	b.Close("close", "h").Finally(r)
+	b.Close("close", dag.Handle("h")).Finally(r)
 	g, err := b.Build()
 	if err != nil {
 		fmt.Println(err)

@@ -74,6 +74,9 @@ func (v *validator) build() *Graph {
 		if nd.Op != OpOpen || nd.As == "" {
 			continue
 		}
+		if own := "@" + nd.ID; strings.HasPrefix(nd.As, "@") && nd.As != own {
+			v.nodeErr(int32(i), "as", wrap(ErrBadValue, "handle %q: a name starting with '@' is the one an open gets from its id, %q for this one", nd.As, own))
+		}
 		if first, dup := v.opens[nd.As]; dup {
 			v.nodeErr(int32(i), "as", wrap(ErrDuplicateHandle, "handle %q already produced by %q", nd.As, b.nodes[first].ID))
 			continue
@@ -394,7 +397,9 @@ func (v *validator) checkNode(i int32) {
 		v.checkPathField(i, "to", nd.To)
 	case OpClose:
 		if nd.Handle == "" {
-			v.nodeErr(i, "handle", wrap(ErrMissingField, "missing handle"))
+			if nd.File == "" { // else refused above: a close takes no file
+				v.nodeErr(i, "handle", wrap(ErrMissingField, "missing handle"))
+			}
 		} else if _, ok := v.opens[nd.Handle]; !ok {
 			v.nodeErr(i, "handle", wrap(ErrUnknownHandle, "no open produces handle %q", nd.Handle))
 		}
