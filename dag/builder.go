@@ -185,7 +185,10 @@ func (b *Builder) Fsync(id string, t Target) Task {
 // flags, producing the handle as. An empty as gives the handle '@' and the
 // node's id, "@" + t.ID(), a name no other open may produce (Build refuses
 // a handle starting with '@' that is not its open's), so that it never
-// collides; Task.Handle returns it.
+// collides; Task.Handle returns it. Path "." names the root itself, which
+// only an open with O_DIRECTORY may open (to fsync the directory after a
+// rename in it). With O_CREAT and no mode (see Task.Mode), Build gives
+// the open mode 0o644.
 func (b *Builder) Open(id, path string, flags int, as string) Task {
 	t := b.Add(Node{ID: id, Op: OpOpen, Path: path, OpenFlags: flags, As: as, LenFrom: -1})
 	if as == "" {

@@ -596,6 +596,91 @@ func TestBuildPaths(t *testing.T) {
 	}
 }
 
+// TestOpenRoot checks that only an open with O_DIRECTORY may name the run's
+// root, ".", and only so: a durable rename fsyncs its directory.
+func TestOpenRoot(t *testing.T) {
+	notClean := `path %q is not clean (no empty or '.' components, no trailing '/'): write it %q`
+	tests := []struct {
+		path  string
+		flags int
+		want  string // the problem, "" if accepted
+	}{
+		{".", unix.O_DIRECTORY, ""},
+		{".", unix.O_DIRECTORY | unix.O_RDONLY, ""},
+		{"dir", unix.O_DIRECTORY, ""},
+		{".", unix.O_RDONLY, `path "." names the root itself: only an open with O_DIRECTORY (flag "directory") of "." may`},
+		{".", unix.O_WRONLY | unix.O_CREAT, `path "." names the root itself: only an open with O_DIRECTORY (flag "directory") of "." may`},
+		{"./", unix.O_DIRECTORY, `path "./" names the root itself: only an open with O_DIRECTORY (flag "directory") of "." may`},
+		{"a/..", unix.O_DIRECTORY, `path "a/.." has a '..' component`},
+		{"./.", unix.O_DIRECTORY, `path "./." names the root itself: only an open with O_DIRECTORY (flag "directory") of "." may`},
+		{"./a", unix.O_DIRECTORY, fmt.Sprintf(notClean, "./a", "a")},
+	}
+	for _, tc := range tests {
+		t.Run(fmt.Sprintf("%s %#x", tc.path, tc.flags), func(t *testing.T) {
+			b := NewBuilder("root")
+			o := b.Open("o", tc.path, tc.flags, "")
+			s := b.Fsync("s", o.Handle()).After(o)
+			b.Close("c", o.Handle()).Finally(s)
+			b.Statx("st", ".") // refused whatever the opens
+			_, err := b.Build()
+			want := `node "st": field "path": path "." names the root itself`
+			if tc.want != "" {
+				want = fmt.Sprintf("node \"o\": field \"path\": %s\n", tc.want) + want
+			}
+			if got := fmt.Sprint(err); got != want {
+				t.Errorf("Build() with open of %q, flags %#x = %q, want %q", tc.path, tc.flags, got, want)
+			}
+		})
+	}
+	b := NewBuilder("root")
+	o := b.Open("o", ".", unix.O_DIRECTORY, "")
+	b.Close("c", o.Handle()).Finally(b.Fsync("s", o.Handle()).After(o))
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := g.Spec().Nodes[0].Flags, []string{"rdonly", "directory"}; !cmp.Equal(got, want) {
+		t.Errorf("Spec() flags = %q, want %q", got, want)
+	}
+	checkRoundTrip(t, g)
+}
+
+// TestOpenDefaultMode checks that an open with O_CREAT and no mode gets 0o644.
+func TestOpenDefaultMode(t *testing.T) {
+	tests := []struct {
+		flags      int
+		mode, want uint32
+	}{
+		{unix.O_WRONLY | unix.O_CREAT, 0, 0o644},
+		{unix.O_RDWR | unix.O_CREAT | unix.O_EXCL, 0, 0o644},
+		{unix.O_WRONLY | unix.O_CREAT, 0o600, 0o600},
+		{unix.O_WRONLY, 0, 0},
+		{unix.O_RDONLY, 0o600, 0o600},
+	}
+	for _, tc := range tests {
+		b := NewBuilder("mode")
+		b.Open("o", "f", tc.flags, "h").Mode(tc.mode)
+		g, err := b.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := g.Node(0).Mode; got != tc.want {
+			t.Errorf("Build() of an open with flags %v and mode %#o: mode %#o, want %#o", FormatOpenFlags(tc.flags), tc.mode, got, tc.want)
+		}
+	}
+	s, err := ParseSpec([]byte(`{"name": "m", "nodes": [{"id": "o", "op": "open", "path": "f", "flags": ["wronly", "creat"], "as": "h"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := s.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := g.Spec().Nodes[0].Mode; got != 0o644 {
+		t.Errorf("Spec() of an open with creat and no mode: mode %#o, want 0o644", got)
+	}
+}
+
 func TestCycleError(t *testing.T) {
 	b := NewBuilder("c")
 	b.Nop("a").AfterID("c")

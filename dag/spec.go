@@ -45,7 +45,10 @@ type Spec struct {
 //	rename   path, to
 //
 // file names a spec file, handle the as of an open; paths are relative to
-// the run's root, in clean form, without "..".
+// the run's root, in clean form, without ".."; only an open with flag
+// directory may have path ".", the root itself (to fsync it after a
+// rename). An open with flag creat and no mode creates with mode 0644
+// (420).
 //
 // keep makes a read keep the bytes it returned, for the run's report (a
 // statx takes no keep: its size is in its result whatever).

@@ -146,7 +146,8 @@ func summarize(g *Graph) summary {
 }
 
 // roundTripSpec uses every spec field that a result feeds: on_failure
-// edges, keep, and offset_from and len_from in both forms.
+// edges, keep, and offset_from and len_from in both forms; and an open of
+// the root with flag directory, and one with creat and no mode.
 const roundTripSpec = `{"name": "results",
  "files": [{"name": "data", "size": 1048576, "fill": 3}],
  "nodes": [
@@ -157,11 +158,18 @@ const roundTripSpec = `{"name": "results",
    {"id": "all", "op": "read", "file": "data", "len_from": "st", "after": ["st"], "keep": true},
    {"id": "out", "op": "write", "file": "data", "offset_from": {"node": "hdr", "at": 0, "size": 8}, "len": 512, "fill": 9, "after": ["hdr"]},
    {"id": "undo", "op": "write", "file": "data", "len": 512, "on_failure": ["rec", "out"], "after": ["all"]},
-   {"id": "alert", "op": "nop", "on_failure": ["undo"], "finally": ["hdr"]}]}`
+   {"id": "alert", "op": "nop", "on_failure": ["undo"], "finally": ["hdr"]},
+   {"id": "new", "op": "open", "path": "new", "flags": ["wronly", "creat", "excl"], "as": "n"},
+   {"id": "nclose", "op": "close", "handle": "n", "finally": ["new"]},
+   {"id": "mv", "op": "rename", "path": "new", "to": "old", "after": ["nclose"]},
+   {"id": "root", "op": "open", "path": ".", "flags": ["rdonly", "directory"], "as": "r", "after": ["mv"]},
+   {"id": "rsync", "op": "fsync", "handle": "r", "after": ["root"]},
+   {"id": "rclose", "op": "close", "handle": "r", "finally": ["rsync"]}]}`
 
 // TestSpecRoundTripResults checks ParseSpec -> Build -> Spec -> Marshal ->
 // ParseSpec -> Build on roundTripSpec: the spec comes back as written, but
-// for keep, which Build sets on every read an offset or length comes from.
+// for keep, which Build sets on every read an offset or length comes from,
+// and the mode of an open with creat and none, 0644.
 func TestSpecRoundTripResults(t *testing.T) {
 	s, err := ParseSpec([]byte(roundTripSpec))
 	if err != nil {
@@ -182,7 +190,8 @@ func TestSpecRoundTripResults(t *testing.T) {
 	}
 	want := *s
 	want.Nodes = slices.Clone(s.Nodes)
-	want.Nodes[0].Keep = true // hdr: a source
+	want.Nodes[0].Keep = true  // hdr: a source
+	want.Nodes[8].Mode = 0o644 // new
 	if diff := cmp.Diff(&want, back, cmpopts.IgnoreUnexported(Spec{}), cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("ParseSpec(Marshal(Spec(Build(spec)))) mismatch (-want +got):\n%s\n%s", diff, data)
 	}
@@ -254,6 +263,7 @@ func TestOpenFlags(t *testing.T) {
 		{[]string{"creat", "wronly", "trunc", "excl"}, []string{"wronly", "creat", "trunc", "excl"}, false},
 		{[]string{"rdwr", "append", "sync"}, []string{"rdwr", "append", "sync"}, false},
 		{[]string{"dsync"}, []string{"rdonly", "dsync"}, false},
+		{[]string{"directory", "rdonly"}, []string{"rdonly", "directory"}, false},
 		{[]string{"wronly", "rdwr"}, nil, true},
 		{[]string{"nope"}, nil, true},
 	}

@@ -266,6 +266,9 @@ func (v *validator) resolveBindings() {
 	}
 }
 
+// defaultMode is the mode of an open with O_CREAT that gives none.
+const defaultMode = 0o644
+
 // Fields a node may set, per op.
 const (
 	fFile uint32 = 1 << iota
@@ -386,7 +389,17 @@ func (v *validator) checkNode(i int32) {
 	case OpFsync:
 		v.checkTarget(i)
 	case OpOpen:
-		v.checkPathField(i, "path", nd.Path)
+		switch {
+		case nd.Path == "." && nd.OpenFlags&unix.O_DIRECTORY != 0:
+			// The run's root itself, to fsync it after a rename.
+		case nd.Path != "" && !dotDot(nd.Path) && path.Clean(nd.Path) == ".":
+			v.nodeErr(i, "path", wrap(ErrBadPath, "path %q names the root itself: only an open with O_DIRECTORY (flag \"directory\") of \".\" may", nd.Path))
+		default:
+			v.checkPathField(i, "path", nd.Path)
+		}
+		if nd.OpenFlags&unix.O_CREAT != 0 && nd.Mode == 0 {
+			nd.Mode = defaultMode
+		}
 		if nd.As == "" {
 			v.nodeErr(i, "as", wrap(ErrMissingField, "missing as (the handle to produce)"))
 		}
@@ -449,7 +462,8 @@ func (v *validator) checkPathField(i int32, field, p string) {
 }
 
 // checkPath accepts only relative paths in clean form (path.Clean(p) == p)
-// without a '..' component. The kernel resolves an open's path component by
+// without a '..' component, other than "." (the root: only an open with
+// O_DIRECTORY may name it, see checkNode). The kernel resolves an open's path component by
 // component, so "lnk/../f" is f beside lnk's target, while statx, unlink,
 // mkdir and rename split their path at its last '/' in userspace: a '..'
 // after a symlink would name different files for the two. A clean path with
@@ -462,7 +476,7 @@ func checkPath(p string) error {
 		return wrap(ErrBadPath, "path %q contains a NUL byte", p)
 	case path.IsAbs(p):
 		return wrap(ErrBadPath, "path %q is absolute", p)
-	case p == ".." || strings.HasPrefix(p, "../") || strings.HasSuffix(p, "/..") || strings.Contains(p, "/../"):
+	case dotDot(p):
 		return wrap(ErrBadPath, "path %q has a '..' component", p)
 	}
 	switch c := path.Clean(p); {
@@ -472,6 +486,11 @@ func checkPath(p string) error {
 		return wrap(ErrBadPath, "path %q is not clean (no empty or '.' components, no trailing '/'): write it %q", p, c)
 	}
 	return nil
+}
+
+// dotDot reports whether p has a '..' component.
+func dotDot(p string) bool {
+	return p == ".." || strings.HasPrefix(p, "../") || strings.HasSuffix(p, "/..") || strings.Contains(p, "/../")
 }
 
 func (v *validator) checkTarget(i int32) {
