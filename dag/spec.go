@@ -29,8 +29,13 @@ type Spec struct {
 
 // NodeSpec is the JSON form of one node. Every node has an id and an op, and
 // may have after, finally and on_failure (the ids of the nodes it runs
-// after: see Task.After, Task.Finally and Task.OnFailure) and async. Each op
-// takes the fields below, and Build rejects a node that sets any other:
+// after) and async. An after edge runs the node only if the predecessor
+// succeeded, a finally edge once it ran, whatever its result, and an
+// on_failure edge only if it failed or was canceled: otherwise the node is
+// skipped (not a failure), and so is what depends on it (see Task.After,
+// Task.Finally and Task.OnFailure). Each op takes the fields below, and
+// Build rejects a node that sets any other (op "go" is of the Go API
+// only, Builder.Go):
 //
 //	nop
 //	read     file or handle, offset, offset_from, len, len_from, allow_short, keep
@@ -51,7 +56,8 @@ type Spec struct {
 // (420).
 //
 // keep makes a read keep the bytes it returned, for the run's report (a
-// statx takes no keep: its size is in its result whatever).
+// statx takes no keep: its size is in its result whatever). Build sets it
+// on every read an offset_from or len_from object names.
 //
 // len_from and offset_from bind a read's or write's length and offset to
 // results of earlier nodes (see SourceSpec). len_from as a string names a
