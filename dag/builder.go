@@ -141,15 +141,17 @@ func (b *Builder) Add(n Node) Task {
 	if n.ID == "" {
 		n.ID = n.Op.String() + "#" + strconv.Itoa(len(b.nodes))
 	}
-	return b.add(n)
+	return b.add(&n)
 }
 
 // add is Add without generated ids, for specs: a spec node without an id
-// is an error.
-func (b *Builder) add(n Node) Task {
+// is an error. It takes a pointer so that a Node (some 250 bytes) is
+// copied once, into the builder.
+func (b *Builder) add(n *Node) Task {
 	i := int32(len(b.nodes))
-	n.LenFrom, n.OffsetAt, n.LenAt = -1, Source{}, Source{}
-	b.nodes = append(b.nodes, n)
+	b.nodes = append(b.nodes, *n)
+	nd := &b.nodes[i]
+	nd.LenFrom, nd.OffsetAt, nd.LenAt = -1, Source{}, Source{}
 	return Task{b, i}
 }
 

@@ -184,8 +184,22 @@ func TestSpecFieldNames(t *testing.T) {
 	if diff := cmp.Diff(&s, fast, cmpopts.IgnoreUnexported(Spec{})); diff != "" {
 		t.Errorf("decodeSpecFast mismatch (-want +got):\n%s", diff)
 	}
+	// fieldNames and setFields list the same fields, each its own bit.
+	all := Node{File: "f", Handle: "h", Path: "p", To: "t", Offset: 1, Len: 1, Fill: 1, OpenFlags: 1, Mode: 1, As: "a",
+		NS: 1, AllowShort: true, Keep: true, OffsetAt: Source{Size: 4}, LenFrom: 0, Buf: []byte{},
+		Bind: func(Inputs, *Params) error { return nil }, Func: func(Inputs) error { return nil }}
+	union := uint32(0)
+	for _, f := range fieldNames() {
+		if union&f.bit != 0 {
+			t.Errorf("field %q shares its bit %#x", f.name, f.bit)
+		}
+		union |= f.bit
+	}
+	if got := setFields(&all); got != union {
+		t.Errorf("setFields(every field) = %#x, fieldNames cover %#x", got, union)
+	}
 	keys := specKeys()
-	for _, f := range opFieldsSet(&Node{}) {
+	for _, f := range fieldNames() {
 		switch key := keys[strconv.Quote(f.name)]; {
 		case f.goOnly && key:
 			t.Errorf("Build's op check has field %q as of the Go API only, but it is a spec key", f.name)

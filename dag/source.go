@@ -13,8 +13,8 @@ import (
 // read Node. Size 0 means no source.
 type Source struct {
 	Node int32 // index of the read
+	Size int8  // before At: a Source is 16 bytes, not 24
 	At   int64
-	Size int8
 }
 
 // value returns the integer s locates in r, the result of the read s.Node.

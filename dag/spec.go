@@ -516,7 +516,7 @@ func (s *Spec) Build(opts ...BuilderOption) (*Graph, error) {
 				nd.OpenFlags = flags
 			}
 		}
-		t := b.add(nd)
+		t := b.add(&nd)
 		t.AfterID(ns.After...)
 		t.FinallyID(ns.Finally...)
 		t.OnFailureID(ns.OnFailure...)

@@ -470,7 +470,7 @@ func TestNodeSpecDoc(t *testing.T) {
 			continue // Go API only: a spec cannot hold a Go function
 		}
 		fields := []string{}
-		for _, fs := range opFieldsSet(&Node{}) {
+		for _, fs := range fieldNames() {
 			if opFields(op)&fs.bit != 0 && !fs.goOnly {
 				fields = append(fields, fs.name)
 			}

@@ -319,40 +319,67 @@ func opFields(op Op) uint32 {
 	return 0
 }
 
-// fieldSet is one field of opFields, by its spec name, or for a field of
+// fieldName is one field of opFields, by its spec name, or for a field of
 // the Go API only (goOnly) the name of the Task method that sets it in
-// lower case ("buf": Task.Buffer, "bind", "func": Builder.Go), and whether
-// a node sets it.
-type fieldSet struct {
+// lower case ("buf": Task.Buffer, "bind", "func": Builder.Go).
+type fieldName struct {
 	bit    uint32
 	name   string
 	goOnly bool
-	on     bool
 }
 
-// opFieldsSet lists the fields of opFields and whether nd sets each. It is
-// an array, not a slice, so that the check of each node allocates nothing.
-func opFieldsSet(nd *Node) [18]fieldSet {
-	return [...]fieldSet{
-		{fFile, "file", false, nd.File != ""},
-		{fHandle, "handle", false, nd.Handle != ""},
-		{fPath, "path", false, nd.Path != ""},
-		{fTo, "to", false, nd.To != ""},
-		{fOffset, "offset", false, nd.Offset != 0},
-		{fLen, "len", false, nd.Len != 0},
-		{fFill, "fill", false, nd.Fill != 0},
-		{fFlags, "flags", false, nd.OpenFlags != 0},
-		{fMode, "mode", false, nd.Mode != 0},
-		{fAs, "as", false, nd.As != ""},
-		{fNS, "ns", false, nd.NS != 0},
-		{fAllowShort, "allow_short", false, nd.AllowShort},
-		{fKeep, "keep", false, nd.Keep},
-		{fOffsetFrom, "offset_from", false, nd.OffsetAt.Size != 0},
-		{fLenFrom, "len_from", false, nd.LenFrom >= 0 || nd.LenAt.Size != 0},
-		{fBuf, "buf", true, nd.Buf != nil},
-		{fBind, "bind", true, nd.Bind != nil},
-		{fFunc, "func", true, nd.Func != nil},
+// fieldNames lists the fields of opFields in the order Build reports them.
+func fieldNames() [18]fieldName {
+	return [...]fieldName{
+		{fFile, "file", false},
+		{fHandle, "handle", false},
+		{fPath, "path", false},
+		{fTo, "to", false},
+		{fOffset, "offset", false},
+		{fLen, "len", false},
+		{fFill, "fill", false},
+		{fFlags, "flags", false},
+		{fMode, "mode", false},
+		{fAs, "as", false},
+		{fNS, "ns", false},
+		{fAllowShort, "allow_short", false},
+		{fKeep, "keep", false},
+		{fOffsetFrom, "offset_from", false},
+		{fLenFrom, "len_from", false},
+		{fBuf, "buf", true},
+		{fBind, "bind", true},
+		{fFunc, "func", true},
 	}
+}
+
+// setFields returns the fields of opFields that nd sets: a mask, so that
+// the check of a node that sets only what its op takes is a few tests.
+func setFields(nd *Node) uint32 {
+	var m uint32
+	set := func(bit uint32, on bool) {
+		if on {
+			m |= bit
+		}
+	}
+	set(fFile, nd.File != "")
+	set(fHandle, nd.Handle != "")
+	set(fPath, nd.Path != "")
+	set(fTo, nd.To != "")
+	set(fOffset, nd.Offset != 0)
+	set(fLen, nd.Len != 0)
+	set(fFill, nd.Fill != 0)
+	set(fFlags, nd.OpenFlags != 0)
+	set(fMode, nd.Mode != 0)
+	set(fAs, nd.As != "")
+	set(fNS, nd.NS != 0)
+	set(fAllowShort, nd.AllowShort)
+	set(fKeep, nd.Keep)
+	set(fOffsetFrom, nd.OffsetAt.Size != 0)
+	set(fLenFrom, nd.LenFrom >= 0 || nd.LenAt.Size != 0)
+	set(fBuf, nd.Buf != nil)
+	set(fBind, nd.Bind != nil)
+	set(fFunc, nd.Func != nil)
+	return m
 }
 
 func (v *validator) checkNode(i int32) {
@@ -376,10 +403,11 @@ func (v *validator) checkNode(i int32) {
 		}
 		return
 	}
-	allowed := opFields(nd.Op)
-	for _, f := range opFieldsSet(nd) {
-		if f.on && allowed&f.bit == 0 {
-			v.nodeErr(i, f.name, wrap(ErrUnexpectedField, "not used by op %q", nd.Op))
+	if extra := setFields(nd) &^ opFields(nd.Op); extra != 0 {
+		for _, f := range fieldNames() {
+			if extra&f.bit != 0 {
+				v.nodeErr(i, f.name, wrap(ErrUnexpectedField, "not used by op %q", nd.Op))
+			}
 		}
 	}
 	switch nd.Op {
@@ -746,6 +774,9 @@ func (v *validator) checkHandles() {
 // node runs only if its after-predecessors succeeded, so a read with a path
 // of after-edges to it succeeded too.
 func (v *validator) checkBindingAncestry() {
+	if len(v.b.bindings) == 0 {
+		return
+	}
 	g := v.g
 	var r *reach
 	check := func(i, from int32, field, what string, afterOnly bool) {
@@ -774,6 +805,9 @@ func (v *validator) checkBindingAncestry() {
 // bindSources gives each node with a Source its Bind, and makes each
 // source read keep its data.
 func (v *validator) bindSources() {
+	if len(v.b.bindings) == 0 {
+		return
+	}
 	g := v.g
 	for i := range g.nodes {
 		nd := &g.nodes[i]
