@@ -223,6 +223,16 @@ func TestParseSpecErrors(t *testing.T) {
 			`2:27: node "b": field "id": duplicate field`},
 		{"file field", `{"name": "x", "files": [{"name": "d", "sise": 1}], "nodes": []}`, ErrUnknownField,
 			`1:39: file "d": field "sise": unknown field`},
+		{"on_failure type", "{\"name\": \"x\", \"nodes\": [\n {\"id\": \"a\", \"on_failure\": \"b\"}]}", ErrBadValue,
+			`2:14: node "a": field "on_failure": JSON string where []string expected`},
+		{"source type", "{\"name\": \"x\", \"nodes\": [\n {\"id\": \"a\", \"len_from\": 5}]}", ErrBadValue,
+			`2:14: node "a": field "len_from": JSON number where string or {"node", "at", "size"} object expected`},
+		{"source field type", "{\"name\": \"x\", \"nodes\": [\n {\"id\": \"a\", \"len_from\": {\"node\": \"b\"}, \"offset_from\": {\"node\": 1}}]}", ErrBadValue,
+			`2:57: node "a": field "offset_from.node": JSON number where string expected`},
+		{"source unknown field", "{\"name\": \"x\", \"nodes\": [\n {\"id\": \"a\", \"offset_from\": {\"node\": \"b\", \"of\": 1}}]}", ErrUnknownField,
+			`2:43: node "a": field "of": unknown field`},
+		{"keep type", "{\"name\": \"x\", \"nodes\": [\n {\"id\": \"a\", \"keep\": 1}]}", ErrBadValue,
+			`2:14: node "a": field "keep": JSON number where bool expected`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
