@@ -3,6 +3,7 @@ package dag
 import (
 	"math"
 	"slices"
+	"strconv"
 	"time"
 )
 
@@ -12,6 +13,10 @@ const DefaultMaxNodes = 10_000_000
 // Builder declares a graph node by node. Its zero value is not usable; call
 // NewBuilder. Methods record problems instead of failing, and Build reports
 // them all at once. A Builder is not safe for concurrent use.
+//
+// A node declared with an empty id gets one made of its op's name, '#' and
+// its index ("read#12"); Build reports a node declared later with the same
+// id as a duplicate, as always.
 //
 // The diamond:
 //
@@ -38,10 +43,33 @@ type pendingEdge struct {
 	name       string
 }
 
-// binding is "node's length is the size statx'ed by from", by index or, if from < 0, by id.
+// binding is "node's length is the size statx'ed by from" (lenFromStatx),
+// or "node's offset or length is the integer of size bytes at at of what
+// the read from returned" (offsetAt, lenAt); from is an index or, if < 0,
+// name is the id.
 type binding struct {
 	node, from int32
 	name       string
+	kind       bindKind
+	at         int64
+	size       int
+}
+
+// bindKind is what a binding sets.
+type bindKind uint8
+
+const (
+	lenFromStatx bindKind = iota
+	offsetAt
+	lenAt
+)
+
+// field returns the spec field of a binding of kind k.
+func (k bindKind) field() string {
+	if k == offsetAt {
+		return "offset_from"
+	}
+	return "len_from"
 }
 
 // BuilderOption configures a Builder.
@@ -86,7 +114,8 @@ func (b *Builder) AddFile(f FileSpec) *Builder {
 	return b
 }
 
-// Target is what a read, write or fsync works on: a spec file or a handle.
+// Target is what a read, write, fsync or close works on: a spec file or a
+// handle (a close takes only a handle).
 type Target struct {
 	file, handle string
 }
@@ -94,7 +123,8 @@ type Target struct {
 // File targets the spec file called name, opened and registered by the runner.
 func File(name string) Target { return Target{file: name} }
 
-// Handle targets the file an open node produced as name.
+// Handle targets the file an open node produced as name (see also
+// Task.Handle).
 func Handle(name string) Target { return Target{handle: name} }
 
 // Task is a declared node, used to add its edges and options. Methods return
@@ -104,12 +134,25 @@ type Task struct {
 	i int32
 }
 
-// Add declares a node as given, except for n.LenFrom, which is ignored (use
-// Task.LenFrom). Prefer the typed methods (Nop, Read, ...).
+// Add declares a node as given, except for n.LenFrom, n.OffsetAt and
+// n.LenAt, which are ignored (use Task.LenFrom, Task.OffsetAt and
+// Task.LenAt), and an empty n.ID, which gets a generated id. Prefer the
+// typed methods (Nop, Read, ...).
 func (b *Builder) Add(n Node) Task {
+	if n.ID == "" {
+		n.ID = n.Op.String() + "#" + strconv.Itoa(len(b.nodes))
+	}
+	return b.add(&n)
+}
+
+// add is Add without generated ids, for specs: a spec node without an id
+// is an error. It takes a pointer so that a Node (some 250 bytes) is
+// copied once, into the builder.
+func (b *Builder) add(n *Node) Task {
 	i := int32(len(b.nodes))
-	n.LenFrom = -1
-	b.nodes = append(b.nodes, n)
+	b.nodes = append(b.nodes, *n)
+	nd := &b.nodes[i]
+	nd.LenFrom, nd.OffsetAt, nd.LenAt = -1, Source{}, Source{}
 	return Task{b, i}
 }
 
@@ -142,9 +185,19 @@ func (b *Builder) Fsync(id string, t Target) Task {
 }
 
 // Open declares an open of path (relative to the run root) with unix.O_*
-// flags, producing the handle as.
+// flags, producing the handle as. An empty as gives the handle '@' and the
+// node's id, "@" + t.ID(), a name no other open may produce (Build refuses
+// a handle starting with '@' that is not its open's), so that it never
+// collides; Task.Handle returns it. Path "." names the root itself, which
+// only an open with O_DIRECTORY may open (to fsync the directory after a
+// rename in it). With O_CREAT and no mode (see Task.Mode), Build gives
+// the open mode 0o644.
 func (b *Builder) Open(id, path string, flags int, as string) Task {
-	return b.Add(Node{ID: id, Op: OpOpen, Path: path, OpenFlags: flags, As: as, LenFrom: -1})
+	t := b.Add(Node{ID: id, Op: OpOpen, Path: path, OpenFlags: flags, As: as, LenFrom: -1})
+	if as == "" {
+		b.nodes[t.i].As = "@" + b.nodes[t.i].ID
+	}
+	return t
 }
 
 // Statx declares a statx of path.
@@ -152,9 +205,9 @@ func (b *Builder) Statx(id, path string) Task {
 	return b.Add(Node{ID: id, Op: OpStatx, Path: path, LenFrom: -1})
 }
 
-// Close declares a close of handle.
-func (b *Builder) Close(id, handle string) Task {
-	return b.Add(Node{ID: id, Op: OpClose, Handle: handle, LenFrom: -1})
+// Close declares a close of t, which must be a handle.
+func (b *Builder) Close(id string, t Target) Task {
+	return b.Add(Node{ID: id, Op: OpClose, File: t.file, Handle: t.handle, LenFrom: -1})
 }
 
 // Timeout declares a timeout of d.
@@ -245,6 +298,41 @@ func (t Task) LenFromID(id string) Task {
 	return t
 }
 
+// OffsetAt makes the offset of the read or write t the little-endian
+// unsigned integer of size bytes (4 or 8) at byte at of what the read src
+// returned: a pointer in a header, an entry of an index. src must be an
+// after-ancestor of t (a path of After edges leads from it to t, so it
+// succeeded when t runs), and its len, if set, must hold the integer. t's
+// declared offset must be 0, and t takes no Bind of its own: Build gives t
+// a Bind that reads the integer (failing t if src returned too few bytes
+// for it, or a 64-bit one over math.MaxInt64) and makes src Keep its data.
+// In a spec, offset_from in object form.
+func (t Task) OffsetAt(src Task, at int64, size int) Task {
+	return t.source(offsetAt, src, at, size)
+}
+
+// LenAt makes the length of the read or write t an integer in what the
+// read src returned, as OffsetAt does its offset. t's len, if not 0, caps
+// it, as with LenFrom. In a spec, len_from in object form.
+func (t Task) LenAt(src Task, at int64, size int) Task {
+	return t.source(lenAt, src, at, size)
+}
+
+func (t Task) source(kind bindKind, src Task, at int64, size int) Task {
+	if src.b != t.b {
+		t.b.errs = append(t.b.errs, &NodeError{Node: t.ID(), Field: kind.field(), Err: ErrForeignTask, idx: t.i})
+		return t
+	}
+	t.b.bindings = append(t.b.bindings, binding{node: t.i, from: src.i, kind: kind, at: at, size: size})
+	return t
+}
+
+// sourceID is OffsetAt or LenAt by node id, for specs.
+func (t Task) sourceID(kind bindKind, s SourceSpec) Task {
+	t.b.bindings = append(t.b.bindings, binding{node: t.i, from: -1, name: s.Node, kind: kind, at: s.At, size: s.Size})
+	return t
+}
+
 // AllowShort makes a short read or write count as a success.
 func (t Task) AllowShort() Task {
 	t.b.nodes[t.i].AllowShort = true
@@ -269,7 +357,8 @@ func (t Task) Buffer(buf []byte) Task {
 func (t Task) Handle() Target { return Handle(t.b.nodes[t.i].As) }
 
 // Keep makes the read t keep the bytes it returned: its Result.Data, and
-// NodeResult.Data in the run's report.
+// NodeResult.Data in the run's report. Only a read takes it: a statx's size
+// is in its Result.Size whatever.
 func (t Task) Keep() Task {
 	t.b.nodes[t.i].Keep = true
 	return t

@@ -65,7 +65,7 @@ func TestBuilderOps(t *testing.T) {
 	fs := b.Fsync("fsync", Handle("h")).After(w)
 	st := b.Statx("statx", "dir/f").After(fs)
 	r := b.Read("read", Handle("h"), 0, 8192).LenFrom(st).AllowShort().Buffer(buf).After(st)
-	cl := b.Close("close", "h").Finally(r)
+	cl := b.Close("close", Handle("h")).Finally(r)
 	to := b.Timeout("timeout", 2*time.Millisecond).After(root)
 	rn := b.Rename("rename", "dir/f", "dir/g").After(cl, to)
 	b.Unlink("unlink", "dir/g").After(rn)
@@ -101,6 +101,121 @@ func TestBuilderOps(t *testing.T) {
 	}
 	if got, want := g.Succs(0), []Edge{{1, After}, {8, After}, {11, After}}; !cmp.Equal(got, want) {
 		t.Errorf("Succs(nop) = %v, want %v", got, want)
+	}
+	checkRoundTrip(t, g)
+}
+
+func bindNothing(Inputs, *Params) error { return nil }
+func goNothing(Inputs) error            { return nil }
+func thenNothing(Inputs, Result) error  { return nil }
+
+// TestGoFields checks where the fields of the Go API are accepted: Keep on
+// a read, Bind on a read, write or open, Then on any node, Func on a go
+// node, which has the edges of any node.
+func TestGoFields(t *testing.T) {
+	b := NewBuilder("go")
+	b.AddFile(FileSpec{Name: "f", Size: 4096})
+	r := b.Read("r", File("f"), 0, 16).Keep().Bind(bindNothing).Then(thenNothing)
+	w := b.Write("w", File("f"), 16, 16, 1).Bind(bindNothing).After(r)
+	o := b.Open("o", "f", 0, "h").Bind(bindNothing).Then(thenNothing)
+	g := b.Go("g", goNothing).After(r, o).Finally(w).Then(thenNothing)
+	b.Go("cleanup", goNothing).OnFailure(g)
+	for _, op := range []Task{b.Nop("n"), b.Statx("s", "f"), b.Timeout("t", time.Millisecond), b.Mkdir("m", "d", 0o755)} {
+		op.Then(thenNothing)
+	}
+	gr, err := b.Build()
+	if err != nil {
+		t.Fatalf("Build() = %v", err)
+	}
+	type fns struct {
+		ID                     string
+		Keep, Bind, Then, Func bool
+	}
+	var got []fns
+	for i := range int32(gr.Len()) {
+		nd := gr.Node(i)
+		got = append(got, fns{nd.ID, nd.Keep, nd.Bind != nil, nd.Then != nil, nd.Func != nil})
+	}
+	want := []fns{
+		{"r", true, true, true, false}, {"w", false, true, false, false}, {"o", false, true, true, false},
+		{"g", false, false, true, true}, {"cleanup", false, false, false, true},
+		{"n", false, false, true, false}, {"s", false, false, true, false}, {"t", false, false, true, false}, {"m", false, false, true, false},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Go API fields of the built nodes (-want +got):\n%s", diff)
+	}
+	if got, want := gr.Preds(3), []Edge{{0, After}, {1, Finally}, {2, After}}; !cmp.Equal(got, want) {
+		t.Errorf("Preds(g) = %v, want %v", got, want)
+	}
+}
+
+// TestGeneratedIDs checks the ids the Builder makes for nodes declared
+// without one, and the handles it makes for opens declared without one;
+// a spec node without an id is still an error.
+func TestGeneratedIDs(t *testing.T) {
+	b := NewBuilder("ids")
+	n := b.Nop("")
+	o := b.Open("", "dir", unix.O_RDONLY, "")
+	named := b.Open("named", "dir/f", 0, "")
+	s := b.Fsync("", o.Handle()).After(o)
+	r := b.Read("", named.Handle(), 0, 1).After(named)
+	b.Close("", o.Handle()).Finally(s)
+	b.Close("", named.Handle()).Finally(r)
+	b.Add(Node{Op: OpTimeout, NS: 1}).After(n)
+	if got, want := o.Handle(), Handle("@open#1"); got != want {
+		t.Errorf("Handle() = %v, want %v", got, want)
+	}
+	g, err := b.Build()
+	if err != nil {
+		t.Fatalf("Build() = %v", err)
+	}
+	type idAs struct{ ID, As, Handle string }
+	var got []idAs
+	for i := range int32(g.Len()) {
+		nd := g.Node(i)
+		got = append(got, idAs{nd.ID, nd.As, nd.Handle})
+	}
+	want := []idAs{
+		{"nop#0", "", ""}, {"open#1", "@open#1", ""}, {"named", "@named", ""}, {"fsync#3", "", "@open#1"},
+		{"read#4", "", "@named"}, {"close#5", "", "@open#1"}, {"close#6", "", "@named"}, {"timeout#7", "", ""},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("generated ids and handles (-want +got):\n%s", diff)
+	}
+	checkRoundTrip(t, g)
+
+	spec := &Spec{Name: "s", Nodes: []NodeSpec{{Op: "nop"}, {ID: "o", Op: "open", Path: "f"}}}
+	_, err = spec.Build()
+	if diff := cmp.Diff([]problem{{"", "id", ErrMissingField.Error()}, {"o", "as", ErrMissingField.Error()}}, problems(err)); diff != "" {
+		t.Errorf("Spec.Build() without id and as: problems (-want +got):\n%s", diff)
+	}
+}
+
+// TestOnFailureEdges checks that on_failure edges order nodes like any
+// edge (levels, handle flow) and that a node may have only on_failure
+// predecessors.
+func TestOnFailureEdges(t *testing.T) {
+	b := NewBuilder("cleanup")
+	o := b.Open("o", "f", unix.O_WRONLY|unix.O_CREAT, "h")
+	w := b.Write("w", Handle("h"), 0, 512, 1).After(o)
+	c := b.Close("c", Handle("h")).Finally(w)
+	b.Unlink("rm", "f").OnFailure(w).After(c)
+	b.Fsync("undo", Handle("h")).OnFailure(w) // the handle flows over on_failure
+	b.Nop("alert").OnFailureID("o")
+	g, err := b.Build()
+	if err != nil {
+		t.Fatalf("Build() = %v", err)
+	}
+	want := [][]Edge{{}, {{0, After}}, {{1, Finally}}, {{1, OnFailure}, {2, After}}, {{1, OnFailure}}, {{0, OnFailure}}}
+	var got [][]Edge
+	for i := range int32(g.Len()) {
+		got = append(got, g.Preds(i))
+	}
+	if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("Preds mismatch (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([][]int32{{0}, {1, 5}, {2, 4}, {3}}, g.Levels()); diff != "" {
+		t.Errorf("Levels() mismatch (-want +got):\n%s", diff)
 	}
 	checkRoundTrip(t, g)
 }
@@ -169,6 +284,7 @@ func TestBuildErrors(t *testing.T) {
 	unaligned := AlignedBuffer(8192)[1:4097]
 	other := NewBuilder("other")
 	foreign := other.Nop("x")
+	foreignRead := other.Read("y", File("f"), 0, 8)
 	tests := []struct {
 		name  string
 		opts  []BuilderOption
@@ -179,7 +295,23 @@ func TestBuildErrors(t *testing.T) {
 		{"too large", []BuilderOption{WithMaxNodes(2)}, func(b *Builder) { b.Nop("a"); b.Nop("b"); b.Nop("c") },
 			[]problem{{"", "", ErrTooLarge.Error()}}},
 		{"duplicate id", nil, func(b *Builder) { b.Nop("a"); b.Nop("a") }, []problem{{"a", "id", ErrDuplicateID.Error()}}},
-		{"missing id", nil, func(b *Builder) { b.Nop("") }, []problem{{"", "id", ErrMissingField.Error()}}},
+		{"generated id declared again", nil, func(b *Builder) { b.Nop(""); b.Nop("nop#0") },
+			[]problem{{"nop#0", "id", ErrDuplicateID.Error()}}},
+		{"handle named like a generated one", nil, func(b *Builder) {
+			b.Open("o", "f", 0, "@x")
+			b.Open("x", "f", 0, "@x") // its own: accepted, but a duplicate
+			b.Open("y", "f", 0, "")   // @y
+			b.Open("z", "f", 0, "@y")
+		}, []problem{
+			{"o", "as", ErrBadValue.Error()},
+			{"x", "as", ErrDuplicateHandle.Error()},
+			{"z", "as", ErrBadValue.Error()},
+			{"z", "as", ErrDuplicateHandle.Error()},
+		}},
+		{"close of a file", nil, func(b *Builder) {
+			b.AddFile(FileSpec{Name: "f"})
+			b.Close("c", File("f"))
+		}, []problem{{"c", "file", ErrUnexpectedField.Error()}}},
 		{"bad id", nil, func(b *Builder) { b.Nop("a\nb") }, []problem{{"a\nb", "id", ErrBadID.Error()}}},
 		{"unknown op", nil, func(b *Builder) { b.Add(Node{ID: "a", Op: 99, LenFrom: -1}) }, []problem{{"a", "op", ErrUnknownOp.Error()}}},
 		{"unknown node", nil, func(b *Builder) { b.Nop("a").AfterID("zz").FinallyID("yy") },
@@ -188,6 +320,40 @@ func TestBuildErrors(t *testing.T) {
 		{"self edge", nil, func(b *Builder) { a := b.Nop("a"); a.After(a) }, []problem{{"a", "after", ErrSelfEdge.Error()}}},
 		{"duplicate edge", nil, func(b *Builder) { a := b.Nop("a"); b.Nop("b").After(a, a) },
 			[]problem{{"b", "after", ErrDuplicateEdge.Error()}}},
+		{"duplicate edge across kinds", nil, func(b *Builder) {
+			a := b.Nop("a")
+			b.Nop("b").OnFailure(a).After(a)
+			b.Nop("c").OnFailure(a).Finally(a)
+			b.Nop("d").After(a).Finally(a).OnFailure(a)
+		}, []problem{
+			{"b", "on_failure", ErrDuplicateEdge.Error()},
+			{"c", "on_failure", ErrDuplicateEdge.Error()},
+			{"d", "finally", ErrDuplicateEdge.Error()},
+			{"d", "on_failure", ErrDuplicateEdge.Error()},
+		}},
+		{"on_failure unknown, self, foreign", nil, func(b *Builder) {
+			a := b.Nop("a").OnFailureID("zz")
+			a.OnFailure(a, foreign)
+		}, []problem{
+			{"a", "on_failure", ErrForeignTask.Error()},
+			{"a", "on_failure", ErrUnknownNode.Error()},
+			{"a", "on_failure", ErrSelfEdge.Error()},
+		}},
+		{"cycle through on_failure", nil, func(b *Builder) {
+			a := b.Nop("a")
+			c := b.Nop("b").After(a)
+			a.OnFailure(c)
+		}, []problem{{"a", "on_failure", ErrCycle.Error()}}},
+		{"handle after close on failure", nil, func(b *Builder) {
+			o := b.Open("o", "f", 0, "h")
+			c := b.Close("c", Handle("h")).After(o)
+			b.Fsync("s", Handle("h")).OnFailure(c)
+		}, []problem{{"s", "handle", ErrHandleClosed.Error()}}},
+		{"handle on failure of another open", nil, func(b *Builder) {
+			b.Open("o", "f", 0, "h")
+			o2 := b.Open("o2", "g", 0, "h2")
+			b.Fsync("s", Handle("h")).OnFailure(o2)
+		}, []problem{{"s", "handle", ErrNotAncestor.Error()}}},
 		{"cycle", nil, func(b *Builder) {
 			a := b.Nop("a")
 			c := b.Nop("b").After(a)
@@ -217,14 +383,14 @@ func TestBuildErrors(t *testing.T) {
 			o := b.Open("o", "f", unix.O_DIRECT, "h")
 			b.Read("r", Handle("h"), 4096, 100).After(o)
 		}, []problem{{"r", "len", ErrMisaligned.Error()}}},
-		{"unknown handle", nil, func(b *Builder) { b.Close("c", "h") }, []problem{{"c", "handle", ErrUnknownHandle.Error()}}},
+		{"unknown handle", nil, func(b *Builder) { b.Close("c", Handle("h")) }, []problem{{"c", "handle", ErrUnknownHandle.Error()}}},
 		{"duplicate handle", nil, func(b *Builder) { b.Open("o1", "f", 0, "h"); b.Open("o2", "f", 0, "h") },
 			[]problem{{"o2", "as", ErrDuplicateHandle.Error()}}},
-		{"handle not from open", nil, func(b *Builder) { b.Open("o", "f", 0, "h"); b.Close("c", "h") },
+		{"handle not from open", nil, func(b *Builder) { b.Open("o", "f", 0, "h"); b.Close("c", Handle("h")) },
 			[]problem{{"c", "handle", ErrNotAncestor.Error()}}},
 		{"handle after close", nil, func(b *Builder) {
 			o := b.Open("o", "f", 0, "h")
-			c := b.Close("c", "h").After(o)
+			c := b.Close("c", Handle("h")).After(o)
 			b.Fsync("s", Handle("h")).After(c)
 		}, []problem{{"s", "handle", ErrHandleClosed.Error()}}},
 		{"two handles", nil, func(b *Builder) {
@@ -232,13 +398,13 @@ func TestBuildErrors(t *testing.T) {
 			o2 := b.Open("o2", "g", 0, "h2")
 			r1 := b.Read("r1", Handle("h1"), 0, 1).After(o2) // wrong open
 			r2 := b.Read("r2", Handle("h2"), 0, 1).After(o2)
-			b.Close("c1", "h1").Finally(r1, o1)
-			b.Close("c2", "h2").Finally(r2)
+			b.Close("c1", Handle("h1")).Finally(r1, o1)
+			b.Close("c2", Handle("h2")).Finally(r2)
 		}, []problem{{"r1", "handle", ErrNotAncestor.Error()}}},
 		{"closed twice", nil, func(b *Builder) {
 			o := b.Open("o", "f", 0, "h")
-			c := b.Close("c", "h").After(o)
-			b.Close("c2", "h").Finally(c)
+			c := b.Close("c", Handle("h")).After(o)
+			b.Close("c2", Handle("h")).Finally(c)
 		}, []problem{{"c2", "handle", ErrHandleClosed.Error()}}},
 		{"binding not statx", nil, func(b *Builder) {
 			b.AddFile(FileSpec{Name: "f"})
@@ -255,6 +421,38 @@ func TestBuildErrors(t *testing.T) {
 			s := b.Statx("s", "f")
 			b.Read("r", File("f"), 0, 0).LenFrom(s).LenFromID("s").After(s)
 		}, []problem{{"r", "len_from", ErrConflict.Error()}}},
+		{"sources", nil, func(b *Builder) {
+			b.AddFile(FileSpec{Name: "f"})
+			hdr := b.Read("hdr", File("f"), 0, 16)
+			s := b.Statx("s", "f")
+			b.Nop("nop").OffsetAt(hdr, 0, 8).After(hdr)
+			b.Read("twice", File("f"), 0, 1).OffsetAt(hdr, 0, 8).OffsetAt(hdr, 8, 8).After(hdr)
+			b.Read("both len", File("f"), 0, 1).LenFrom(s).LenAt(hdr, 0, 4).After(hdr, s)
+			b.Read("from statx", File("f"), 0, 1).OffsetAt(s, 0, 8).After(s)
+			b.Read("size", File("f"), 0, 1).OffsetAt(hdr, 0, 2).After(hdr)
+			b.Read("at", File("f"), 0, 1).LenAt(hdr, -1, 4).After(hdr)
+			b.Read("past", File("f"), 0, 1).LenAt(hdr, 9, 8).After(hdr)
+			b.Write("finally only", File("f"), 0, 1, 1).OffsetAt(hdr, 0, 8).Finally(hdr)
+			b.Write("no path", File("f"), 0, 1, 1).LenAt(hdr, 0, 4)
+			b.Read("and bind", File("f"), 0, 1).OffsetAt(hdr, 0, 8).Bind(bindNothing).After(hdr)
+			b.Read("and offset", File("f"), 4096, 1).OffsetAt(hdr, 0, 8).After(hdr)
+			b.Read("negative cap", File("f"), 0, -1).LenAt(hdr, 0, 8).After(hdr)
+			b.Read("foreign", File("f"), 0, 1).LenAt(foreignRead, 0, 8)
+		}, []problem{
+			{"nop", "offset_from", ErrUnexpectedField.Error()},
+			{"twice", "offset_from", ErrConflict.Error()},
+			{"both len", "len_from", ErrConflict.Error()},
+			{"from statx", "offset_from", ErrBadBinding.Error()},
+			{"size", "offset_from", ErrBadValue.Error()},
+			{"at", "len_from", ErrBadValue.Error()},
+			{"past", "len_from", ErrBadBinding.Error()},
+			{"finally only", "offset_from", ErrNotAncestor.Error()},
+			{"no path", "len_from", ErrNotAncestor.Error()},
+			{"and bind", "bind", ErrConflict.Error()},
+			{"and offset", "offset_from", ErrConflict.Error()},
+			{"negative cap", "len", ErrBadLength.Error()},
+			{"foreign", "len_from", ErrForeignTask.Error()},
+		}},
 		{"negative cap", nil, func(b *Builder) {
 			b.AddFile(FileSpec{Name: "f"})
 			s := b.Statx("s", "f")
@@ -270,6 +468,44 @@ func TestBuildErrors(t *testing.T) {
 			{"nul", "path", ErrBadPath.Error()}, {"empty", "to", ErrMissingField.Error()},
 		}},
 		{"timeout", nil, func(b *Builder) { b.Timeout("t", 0) }, []problem{{"t", "ns", ErrBadValue.Error()}}},
+		{"keep on other than a read", nil, func(b *Builder) {
+			b.AddFile(FileSpec{Name: "f"})
+			b.Write("w", File("f"), 0, 1, 1).Keep()
+			b.Statx("s", "f").Keep()
+			b.Nop("n").Keep()
+		}, []problem{
+			{"w", "keep", ErrUnexpectedField.Error()},
+			{"s", "keep", ErrUnexpectedField.Error()},
+			{"n", "keep", ErrUnexpectedField.Error()},
+		}},
+		{"bind on other than read, write, open", nil, func(b *Builder) {
+			b.AddFile(FileSpec{Name: "f"})
+			b.Fsync("s", File("f")).Bind(bindNothing)
+			b.Statx("x", "f").Bind(bindNothing)
+			b.Nop("n").Bind(bindNothing)
+			b.Go("g", goNothing).Bind(bindNothing)
+		}, []problem{
+			{"s", "bind", ErrUnexpectedField.Error()},
+			{"x", "bind", ErrUnexpectedField.Error()},
+			{"n", "bind", ErrUnexpectedField.Error()},
+			{"g", "bind", ErrUnexpectedField.Error()},
+		}},
+		{"func on other than go", nil, func(b *Builder) {
+			b.Add(Node{ID: "n", Op: OpNop, Func: goNothing})
+		}, []problem{{"n", "func", ErrUnexpectedField.Error()}}},
+		{"go without func", nil, func(b *Builder) { b.Go("g", nil) }, []problem{{"g", "func", ErrMissingField.Error()}}},
+		{"go with I/O fields", nil, func(b *Builder) {
+			b.AddFile(FileSpec{Name: "f"})
+			b.Add(Node{ID: "g", Op: OpGo, Func: goNothing, File: "f", Path: "p", Len: 3, AllowShort: true, Async: true, Keep: true, Buf: []byte{1}})
+		}, []problem{
+			{"g", "file", ErrUnexpectedField.Error()},
+			{"g", "path", ErrUnexpectedField.Error()},
+			{"g", "len", ErrUnexpectedField.Error()},
+			{"g", "allow_short", ErrUnexpectedField.Error()},
+			{"g", "keep", ErrUnexpectedField.Error()},
+			{"g", "buf", ErrUnexpectedField.Error()},
+			{"g", "async", ErrUnexpectedField.Error()},
+		}},
 		{"unexpected fields", nil, func(b *Builder) { b.Add(Node{ID: "n", Op: OpNop, Path: "p", Len: 3, LenFrom: -1}) },
 			[]problem{{"n", "path", ErrUnexpectedField.Error()}, {"n", "len", ErrUnexpectedField.Error()}}},
 		{"file and handle", nil, func(b *Builder) {
@@ -360,6 +596,91 @@ func TestBuildPaths(t *testing.T) {
 	}
 }
 
+// TestOpenRoot checks that only an open with O_DIRECTORY may name the run's
+// root, ".", and only so: a durable rename fsyncs its directory.
+func TestOpenRoot(t *testing.T) {
+	notClean := `path %q is not clean (no empty or '.' components, no trailing '/'): write it %q`
+	tests := []struct {
+		path  string
+		flags int
+		want  string // the problem, "" if accepted
+	}{
+		{".", unix.O_DIRECTORY, ""},
+		{".", unix.O_DIRECTORY | unix.O_RDONLY, ""},
+		{"dir", unix.O_DIRECTORY, ""},
+		{".", unix.O_RDONLY, `path "." names the root itself: only an open with O_DIRECTORY (flag "directory") of "." may`},
+		{".", unix.O_WRONLY | unix.O_CREAT, `path "." names the root itself: only an open with O_DIRECTORY (flag "directory") of "." may`},
+		{"./", unix.O_DIRECTORY, `path "./" names the root itself: only an open with O_DIRECTORY (flag "directory") of "." may`},
+		{"a/..", unix.O_DIRECTORY, `path "a/.." has a '..' component`},
+		{"./.", unix.O_DIRECTORY, `path "./." names the root itself: only an open with O_DIRECTORY (flag "directory") of "." may`},
+		{"./a", unix.O_DIRECTORY, fmt.Sprintf(notClean, "./a", "a")},
+	}
+	for _, tc := range tests {
+		t.Run(fmt.Sprintf("%s %#x", tc.path, tc.flags), func(t *testing.T) {
+			b := NewBuilder("root")
+			o := b.Open("o", tc.path, tc.flags, "")
+			s := b.Fsync("s", o.Handle()).After(o)
+			b.Close("c", o.Handle()).Finally(s)
+			b.Statx("st", ".") // refused whatever the opens
+			_, err := b.Build()
+			want := `node "st": field "path": path "." names the root itself`
+			if tc.want != "" {
+				want = fmt.Sprintf("node \"o\": field \"path\": %s\n", tc.want) + want
+			}
+			if got := fmt.Sprint(err); got != want {
+				t.Errorf("Build() with open of %q, flags %#x = %q, want %q", tc.path, tc.flags, got, want)
+			}
+		})
+	}
+	b := NewBuilder("root")
+	o := b.Open("o", ".", unix.O_DIRECTORY, "")
+	b.Close("c", o.Handle()).Finally(b.Fsync("s", o.Handle()).After(o))
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := g.Spec().Nodes[0].Flags, []string{"rdonly", "directory"}; !cmp.Equal(got, want) {
+		t.Errorf("Spec() flags = %q, want %q", got, want)
+	}
+	checkRoundTrip(t, g)
+}
+
+// TestOpenDefaultMode checks that an open with O_CREAT and no mode gets 0o644.
+func TestOpenDefaultMode(t *testing.T) {
+	tests := []struct {
+		flags      int
+		mode, want uint32
+	}{
+		{unix.O_WRONLY | unix.O_CREAT, 0, 0o644},
+		{unix.O_RDWR | unix.O_CREAT | unix.O_EXCL, 0, 0o644},
+		{unix.O_WRONLY | unix.O_CREAT, 0o600, 0o600},
+		{unix.O_WRONLY, 0, 0},
+		{unix.O_RDONLY, 0o600, 0o600},
+	}
+	for _, tc := range tests {
+		b := NewBuilder("mode")
+		b.Open("o", "f", tc.flags, "h").Mode(tc.mode)
+		g, err := b.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := g.Node(0).Mode; got != tc.want {
+			t.Errorf("Build() of an open with flags %v and mode %#o: mode %#o, want %#o", FormatOpenFlags(tc.flags), tc.mode, got, tc.want)
+		}
+	}
+	s, err := ParseSpec([]byte(`{"name": "m", "nodes": [{"id": "o", "op": "open", "path": "f", "flags": ["wronly", "creat"], "as": "h"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := s.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := g.Spec().Nodes[0].Mode; got != 0o644 {
+		t.Errorf("Spec() of an open with creat and no mode: mode %#o, want 0o644", got)
+	}
+}
+
 func TestCycleError(t *testing.T) {
 	b := NewBuilder("c")
 	b.Nop("a").AfterID("c")
@@ -401,7 +722,7 @@ func TestOpString(t *testing.T) {
 	if got := Op(200).String(); got != "op(200)" {
 		t.Errorf("Op(200).String() = %q, want op(200)", got)
 	}
-	if After.String() != "after" || Finally.String() != "finally" {
-		t.Errorf("EdgeKind strings = %q, %q", After, Finally)
+	if After.String() != "after" || Finally.String() != "finally" || OnFailure.String() != "on_failure" {
+		t.Errorf("EdgeKind strings = %q, %q, %q", After, Finally, OnFailure)
 	}
 }

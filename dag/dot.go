@@ -16,7 +16,8 @@ import (
 // into DOT unescaped, so WriteDOT does not use it.
 
 // ToGraph returns g as a directed github.com/dominikbraun/graph graph whose
-// vertices are node ids, labeled "id\nop", and whose finally-edges are dashed.
+// vertices are node ids, labeled "id\nop", and whose edges are drawn as
+// WriteDOT draws them: finally-edges dashed, on_failure-edges dotted red.
 func (g *Graph) ToGraph() (graph.Graph[string, string], error) {
 	dg := graph.New(graph.StringHash, graph.Directed())
 	for i := range g.nodes {
@@ -28,8 +29,8 @@ func (g *Graph) ToGraph() (graph.Graph[string, string], error) {
 	for i := range int32(len(g.nodes)) {
 		for _, e := range g.Succs(i) {
 			var opts []func(*graph.EdgeProperties)
-			if e.Kind == Finally {
-				opts = append(opts, graph.EdgeAttribute("style", "dashed"))
+			for _, a := range edgeStyle(e.Kind) {
+				opts = append(opts, graph.EdgeAttribute(a[0], a[1]))
 			}
 			if err := dg.AddEdge(g.nodes[i].ID, g.nodes[e.Node].ID, opts...); err != nil {
 				return nil, err
@@ -39,12 +40,36 @@ func (g *Graph) ToGraph() (graph.Graph[string, string], error) {
 	return dg, nil
 }
 
+// edgeStyle returns the DOT attributes that draw an edge of kind k: after
+// solid (none), finally dashed, on_failure dotted red.
+func edgeStyle(k EdgeKind) [][2]string {
+	switch k {
+	case Finally:
+		return [][2]string{{"style", "dashed"}}
+	case OnFailure:
+		return [][2]string{{"style", "dotted"}, {"color", "red"}}
+	}
+	return nil
+}
+
+// writeEdgeAttrs writes the attribute list of an edge of kind k.
+func writeEdgeAttrs(out *bytes.Buffer, k EdgeKind) {
+	out.WriteString(" [ ")
+	for _, a := range edgeStyle(k) {
+		fmt.Fprintf(out, "%s=%s, ", a[0], dotQuote(a[1]))
+	}
+	out.WriteString(" weight=0 ];\n")
+}
+
 // WriteDOT writes g in Graphviz DOT, in the layout of the graph library's
 // draw package: the graph's name as its label, then per node in Order its
 // statement (labeled "id\nop") and its edges in Order of their targets
-// (finally-edges dashed), then one {rank=same; ...} group per level. Every
-// string is written as a DOT quoted string (see dotQuote), so no name or id
-// can end its quotes and add attributes or statements.
+// (finally-edges dashed, on_failure-edges dotted red), then one
+// {rank=same; ...} group per level. A graph with an edge other than after
+// ends with a legend, a cluster that draws each kind of edge once, labeled
+// with its name. Every string is written as a DOT quoted string (see
+// dotQuote), so no name or id can end its quotes and add attributes or
+// statements.
 func (g *Graph) WriteDOT(w io.Writer) error {
 	pos := make([]int32, len(g.nodes))
 	for p, i := range g.order {
@@ -60,11 +85,8 @@ func (g *Graph) WriteDOT(w io.Writer) error {
 		succs = append(succs[:0], g.Succs(i)...)
 		slices.SortFunc(succs, func(a, b Edge) int { return int(pos[a.Node] - pos[b.Node]) })
 		for _, e := range succs {
-			style := ""
-			if e.Kind == Finally {
-				style = `style="dashed", `
-			}
-			fmt.Fprintf(&out, "\t%s -> %s [ %s weight=0 ];\n", id, dotQuote(g.nodes[e.Node].ID), style)
+			fmt.Fprintf(&out, "\t%s -> %s", id, dotQuote(g.nodes[e.Node].ID))
+			writeEdgeAttrs(&out, e.Kind)
 		}
 	}
 	for _, lv := range g.levels {
@@ -74,9 +96,27 @@ func (g *Graph) WriteDOT(w io.Writer) error {
 		}
 		out.WriteString("}\n")
 	}
+	if slices.ContainsFunc(g.succs, func(e Edge) bool { return e.Kind != After }) {
+		writeLegend(&out)
+	}
 	out.WriteString("}\n")
 	_, err := w.Write(out.Bytes())
 	return err
+}
+
+// writeLegend writes a cluster that draws one edge of each kind, from the
+// kind's name to a point. Its node names start with a backslash, which no
+// node id holds (goodID), so a legend node is never one of the graph's.
+func writeLegend(out *bytes.Buffer) {
+	out.WriteString("\tsubgraph \"cluster_legend\" {\n\t\tlabel=\"edges\";\n\t\tcolor=\"gray\";\n")
+	for _, k := range []EdgeKind{After, Finally, OnFailure} {
+		from, to := dotQuote(`\legend `+k.String()), dotQuote(`\legend `+k.String()+" end")
+		fmt.Fprintf(out, "\t\t%s [ label=%s, shape=\"plaintext\" ];\n", from, dotQuote(k.String()))
+		fmt.Fprintf(out, "\t\t%s [ label=\"\", shape=\"point\" ];\n", to)
+		fmt.Fprintf(out, "\t\t%s -> %s", from, to)
+		writeEdgeAttrs(out, k)
+	}
+	out.WriteString("\t}\n")
 }
 
 // dotQuote returns s as a DOT quoted string. Inside quotes DOT ends the
@@ -106,7 +146,8 @@ func dotQuote(s string) string {
 
 // FromGraph declares every vertex of dg as a nop, in lexical order of the
 // vertex hashes, and every edge as an after-edge (a finally-edge if it has
-// the attribute kind=finally or style=dashed), in a new Builder named name.
+// the attribute kind=finally or style=dashed, an on_failure-edge if it has
+// kind=on_failure or style=dotted), in a new Builder named name.
 // The caller may add files and nodes before calling Build.
 func FromGraph(name string, dg graph.Graph[string, string], opts ...BuilderOption) (*Builder, error) {
 	if !dg.Traits().IsDirected {
@@ -134,9 +175,12 @@ func FromGraph(name string, dg graph.Graph[string, string], opts ...BuilderOptio
 		slices.Sort(dsts)
 		for _, dst := range dsts {
 			a := adj[src][dst].Properties.Attributes
-			if a["kind"] == "finally" || a["style"] == "dashed" {
+			switch {
+			case a["kind"] == "finally" || a["style"] == "dashed":
 				tasks[dst].Finally(tasks[src])
-			} else {
+			case a["kind"] == "on_failure" || a["style"] == "dotted":
+				tasks[dst].OnFailure(tasks[src])
+			default:
 				tasks[dst].After(tasks[src])
 			}
 		}

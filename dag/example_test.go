@@ -56,7 +56,7 @@ func ExampleTask_LenFrom() {
 	o := b.Open("open", "mail/00000", 0, "h")
 	s := b.Statx("stat", "mail/00000")
 	r := b.Read("read", dag.Handle("h"), 0, 0).LenFrom(s).After(o, s)
-	b.Close("close", "h").Finally(r)
+	b.Close("close", dag.Handle("h")).Finally(r)
 	g, err := b.Build()
 	if err != nil {
 		fmt.Println(err)
@@ -71,6 +71,33 @@ func ExampleTask_LenFrom() {
 	//     {"id":"stat","op":"statx","path":"mail/00000"},
 	//     {"id":"read","op":"read","handle":"h","len_from":"stat","after":["open","stat"]},
 	//     {"id":"close","op":"close","handle":"h","finally":["read"]}
+	//   ]
+	// }
+}
+
+// A read at an offset a header holds: the first 8 bytes of what hdr read,
+// a little-endian integer. Build makes hdr keep its data, and gives the
+// second read a Bind that reads the offset just before it is submitted.
+func ExampleTask_OffsetAt() {
+	b := dag.NewBuilder("indexed")
+	b.AddFile(dag.FileSpec{Name: "db", Size: 1 << 20})
+	hdr := b.Read("hdr", dag.File("db"), 0, 16)
+	b.Read("rec", dag.File("db"), 0, 4096).OffsetAt(hdr, 0, 8).LenAt(hdr, 8, 4).After(hdr)
+	g, err := b.Build()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(g.Spec())
+	// Output:
+	// {
+	//   "name": "indexed",
+	//   "files": [
+	//     {"name":"db","size":1048576}
+	//   ],
+	//   "nodes": [
+	//     {"id":"hdr","op":"read","file":"db","len":16,"keep":true},
+	//     {"id":"rec","op":"read","file":"db","offset_from":{"node":"hdr","at":0,"size":8},"len":4096,"len_from":{"node":"hdr","at":8,"size":4},"after":["hdr"]}
 	//   ]
 	// }
 }
@@ -91,10 +118,12 @@ func ExampleGenerate() {
 	// fanout5 5 nodes, width 3
 }
 
+// A graph with an edge other than after ends with a legend of the edge kinds.
 func ExampleGraph_WriteDOT() {
 	s, _ := dag.ParseSpec([]byte(`{"name": "pair", "nodes": [
 		{"id": "a", "op": "nop"},
-		{"id": "b", "op": "timeout", "ns": 1000, "finally": ["a"]}]}`))
+		{"id": "b", "op": "timeout", "ns": 1000, "finally": ["a"]},
+		{"id": "c", "op": "nop", "on_failure": ["a"]}]}`))
 	g, _ := s.Build()
 	g.WriteDOT(os.Stdout)
 	// Output:
@@ -102,8 +131,23 @@ func ExampleGraph_WriteDOT() {
 	// 	label="pair";
 	// 	"a" [ label="a\nnop",  weight=0 ];
 	// 	"a" -> "b" [ style="dashed",  weight=0 ];
+	// 	"a" -> "c" [ style="dotted", color="red",  weight=0 ];
 	// 	"b" [ label="b\ntimeout",  weight=0 ];
+	// 	"c" [ label="c\nnop",  weight=0 ];
 	// 	{rank=same; "a";}
-	// 	{rank=same; "b";}
+	// 	{rank=same; "b"; "c";}
+	// 	subgraph "cluster_legend" {
+	// 		label="edges";
+	// 		color="gray";
+	// 		"\\legend after" [ label="after", shape="plaintext" ];
+	// 		"\\legend after end" [ label="", shape="point" ];
+	// 		"\\legend after" -> "\\legend after end" [  weight=0 ];
+	// 		"\\legend finally" [ label="finally", shape="plaintext" ];
+	// 		"\\legend finally end" [ label="", shape="point" ];
+	// 		"\\legend finally" -> "\\legend finally end" [ style="dashed",  weight=0 ];
+	// 		"\\legend on_failure" [ label="on_failure", shape="plaintext" ];
+	// 		"\\legend on_failure end" [ label="", shape="point" ];
+	// 		"\\legend on_failure" -> "\\legend on_failure end" [ style="dotted", color="red",  weight=0 ];
+	// 	}
 	// }
 }

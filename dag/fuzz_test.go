@@ -24,6 +24,8 @@ func FuzzParseSpec(f *testing.F) {
 		}
 	}
 	f.Add([]byte(`{"name":"x","nodes":[{"id":"a","op":"nop"},{"id":"b","op":"nop","after":["a"]}]}`))
+	f.Add([]byte(`{"name":"x","nodes":[{"id":"a","op":"nop"},{"id":"b","op":"nop","on_failure":["a"]},{"id":"c","op":"nop","after":["b"],"finally":["a"]}]}`))
+	f.Add([]byte(roundTripSpec))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := ParseSpec(data)
 		if err != nil {
@@ -92,6 +94,13 @@ func FuzzSpecDecoders(f *testing.F) {
 	}
 	f.Add([]byte(`{"name":"n","nodes":[{"id":"a","op":"nop","offset":-9223372036854775808,"mode":4294967295,"fill":255}]}`))
 	f.Add([]byte(`{"files":[],"nodes":[{"id":"a","after":[],"flags":[]}],"name":""}`))
+	f.Add([]byte(`{"name":"n","nodes":[{"id":"a","op":"nop","on_failure":["b","c"],"finally":[]},{"id":"b","on_failure":[]}]}`))
+	f.Add([]byte(`{"name":"n","nodes":[{"id":"a","on_failure":null}]}`))
+	f.Add([]byte(`{"name":"n","nodes":[{"id":"r","op":"read","keep":true,"async":false},{"id":"w","keep":false}]}`))
+	f.Add([]byte(`{"name":"n","nodes":[{"id":"a","offset_from":{"node":"h","at":8,"size":4},"len_from":{"size":8,"at":0,"node":"h"}},{"id":"b","len_from":"s","offset_from":""}]}`))
+	f.Add([]byte(`{"name":"n","nodes":[{"id":"a","offset_from":{},"len_from":{"node":""}},{"id":"b","len_from":{"at":-9223372036854775808,"size":9223372036854775807}}]}`))
+	f.Add([]byte(`{"name":"n","nodes":[{"id":"a","offset_from":null,"len_from":{"node":null,"at":null}}]}`))
+	f.Add([]byte(`{"name":"n","nodes":[{"id":"a","len_from":{"node":"h","at":1e2}},{"id":"b","offset_from":{"node":"h","Size":4}}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		fast, ok := decodeSpecFast(data)
 		slow, err := decodeSpecJSON(data)
@@ -148,7 +157,7 @@ func fillAll(v reflect.Value) {
 // TestSpecFieldNames checks the lists of spec field names against the one
 // source, the json tags: every key of a spec with every field set is in
 // specKeys, all three decoders take it and agree, and every field name
-// Build's op check reports is a spec key (or buf, of the Go API).
+// Build's op check reports is a spec key, unless it is of the Go API only.
 func TestSpecFieldNames(t *testing.T) {
 	var s Spec
 	fillAll(reflect.ValueOf(&s).Elem())
@@ -175,9 +184,26 @@ func TestSpecFieldNames(t *testing.T) {
 	if diff := cmp.Diff(&s, fast, cmpopts.IgnoreUnexported(Spec{})); diff != "" {
 		t.Errorf("decodeSpecFast mismatch (-want +got):\n%s", diff)
 	}
+	// fieldNames and setFields list the same fields, each its own bit.
+	all := Node{File: "f", Handle: "h", Path: "p", To: "t", Offset: 1, Len: 1, Fill: 1, OpenFlags: 1, Mode: 1, As: "a",
+		NS: 1, AllowShort: true, Keep: true, OffsetAt: Source{Size: 4}, LenFrom: 0, Buf: []byte{},
+		Bind: func(Inputs, *Params) error { return nil }, Func: func(Inputs) error { return nil }}
+	union := uint32(0)
+	for _, f := range fieldNames() {
+		if union&f.bit != 0 {
+			t.Errorf("field %q shares its bit %#x", f.name, f.bit)
+		}
+		union |= f.bit
+	}
+	if got := setFields(&all); got != union {
+		t.Errorf("setFields(every field) = %#x, fieldNames cover %#x", got, union)
+	}
 	keys := specKeys()
-	for _, f := range opFieldsSet(&Node{}) {
-		if f.name != "buf" && !keys[strconv.Quote(f.name)] {
+	for _, f := range fieldNames() {
+		switch key := keys[strconv.Quote(f.name)]; {
+		case f.goOnly && key:
+			t.Errorf("Build's op check has field %q as of the Go API only, but it is a spec key", f.name)
+		case !f.goOnly && !key:
 			t.Errorf("Build's op check names field %q, which is no spec key", f.name)
 		}
 	}

@@ -342,7 +342,7 @@ func Maildir(n int, o GenOptions) (*Spec, error) {
 		path := "mail/" + num
 		g.add(NodeSpec{ID: "o" + num, Op: "open", Path: path, Flags: []string{"rdonly"}, As: "h" + num})
 		g.add(NodeSpec{ID: "s" + num, Op: "statx", Path: path})
-		g.add(NodeSpec{ID: "r" + num, Op: "read", Handle: "h" + num, Len: MaildirMaxSize, LenFrom: "s" + num, After: []string{"o" + num, "s" + num}})
+		g.add(NodeSpec{ID: "r" + num, Op: "read", Handle: "h" + num, Len: MaildirMaxSize, LenFrom: SourceSpec{Node: "s" + num}, After: []string{"o" + num, "s" + num}})
 		g.add(NodeSpec{ID: "c" + num, Op: "close", Handle: "h" + num, Finally: []string{"r" + num}})
 	}
 	return g.s, nil

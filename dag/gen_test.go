@@ -89,11 +89,11 @@ func TestMaildir(t *testing.T) {
 		Nodes: []NodeSpec{
 			{ID: "o00000", Op: "open", Path: "mail/00000", Flags: []string{"rdonly"}, As: "h00000"},
 			{ID: "s00000", Op: "statx", Path: "mail/00000"},
-			{ID: "r00000", Op: "read", Handle: "h00000", Len: 4096, LenFrom: "s00000", After: []string{"o00000", "s00000"}},
+			{ID: "r00000", Op: "read", Handle: "h00000", Len: 4096, LenFrom: SourceSpec{Node: "s00000"}, After: []string{"o00000", "s00000"}},
 			{ID: "c00000", Op: "close", Handle: "h00000", Finally: []string{"r00000"}},
 			{ID: "o00001", Op: "open", Path: "mail/00001", Flags: []string{"rdonly"}, As: "h00001"},
 			{ID: "s00001", Op: "statx", Path: "mail/00001"},
-			{ID: "r00001", Op: "read", Handle: "h00001", Len: 4096, LenFrom: "s00001", After: []string{"o00001", "s00001"}},
+			{ID: "r00001", Op: "read", Handle: "h00001", Len: 4096, LenFrom: SourceSpec{Node: "s00001"}, After: []string{"o00001", "s00001"}},
 			{ID: "c00001", Op: "close", Handle: "h00001", Finally: []string{"r00001"}},
 		},
 	}

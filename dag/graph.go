@@ -11,14 +11,21 @@ type Node struct {
 	OpenFlags  int    // unix.O_* flags of an open (O_DIRECT etc.), already translated
 	Mode       uint32 // open/mkdir mode
 	Offset     int64
-	Len        int64 // read/write length; for a LenFrom read, a cap (0: none)
+	Len        int64 // read/write length; with LenFrom or LenAt, a cap (0: none)
 	LenFrom    int32 // index of the statx node whose size is this read's length, -1 if none
 	Fill       byte  // byte a write writes (0 with Buf: the write writes Buf)
 	NS         int64 // timeout duration
 	AllowShort bool
 	Async      bool
 	Buf        []byte // caller-supplied buffer (Go API only), nil otherwise
-	// Keep makes a read keep the bytes it returned (Result.Data).
+	// OffsetAt and LenAt, if their Size is not 0, are where a read's or
+	// write's offset and length are found in what an earlier read
+	// returned (offset_from and len_from in object form). Build gives such
+	// a node a Bind that reads them, and makes each source read Keep its
+	// data.
+	OffsetAt, LenAt Source
+	// Keep makes a read keep the bytes it returned (Result.Data); only a
+	// read takes it (a statx's size is in Result.Size whatever).
 	Keep bool
 	// Bind, if set, computes the node's parameters from the results of
 	// the nodes before it, just before it is submitted (Go API only).
@@ -26,7 +33,8 @@ type Node struct {
 	// Then, if set, runs when the node completes, before its dependents
 	// are released; an error fails the node (Go API only).
 	Then func(in Inputs, r Result) error
-	// Func is the function of an OpGo node (Go API only).
+	// Func is the function of an OpGo node, which takes no other field
+	// (Go API only).
 	Func func(in Inputs) error
 }
 
@@ -56,7 +64,8 @@ type DirSpec struct {
 //
 // Nodes are numbered by declaration order, 0 to Len()-1, and a node index is
 // an int32 everywhere in this package's API (parameters, results, Edge.Node,
-// Node.LenFrom and the slices of Order, Levels, CriticalPath and Components),
+// Node.LenFrom, Source.Node and the slices of Order, Levels, CriticalPath and
+// Components),
 // as the graph stores it: a graph has at most math.MaxInt32 nodes (see
 // WithMaxNodes). Counts (Len, Edges, Width) and the level and component
 // numbers that index Levels and Components are ints.

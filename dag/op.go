@@ -135,12 +135,13 @@ func openFlags() []openFlag {
 		{"direct", unix.O_DIRECT},
 		{"sync", unix.O_SYNC},
 		{"dsync", unix.O_DSYNC},
+		{"directory", unix.O_DIRECTORY},
 	}
 }
 
 // ParseOpenFlags translates spec flag names (rdonly, wronly, rdwr, creat, trunc,
-// excl, append, direct, sync, dsync) into unix.O_* bits. At most one access mode
-// may be given; none means rdonly.
+// excl, append, direct, sync, dsync, directory) into unix.O_* bits. At most one
+// access mode may be given; none means rdonly.
 func ParseOpenFlags(names []string) (int, error) {
 	flags, modes := 0, 0
 	known := openFlags()

@@ -28,13 +28,18 @@ type Spec struct {
 }
 
 // NodeSpec is the JSON form of one node. Every node has an id and an op, and
-// may have after and finally (the ids of the nodes it runs after: see
-// Task.After and Task.Finally) and async. Each op takes the fields below,
-// and Build rejects a node that sets any other:
+// may have after, finally and on_failure (the ids of the nodes it runs
+// after) and async. An after edge runs the node only if the predecessor
+// succeeded, a finally edge once it ran, whatever its result, and an
+// on_failure edge only if it failed or was canceled: otherwise the node is
+// skipped (not a failure), and so is what depends on it (see Task.After,
+// Task.Finally and Task.OnFailure). Each op takes the fields below, and
+// Build rejects a node that sets any other (op "go" is of the Go API
+// only, Builder.Go):
 //
 //	nop
-//	read     file or handle, offset, len, len_from, allow_short
-//	write    file or handle, offset, len, fill, allow_short
+//	read     file or handle, offset, offset_from, len, len_from, allow_short, keep
+//	write    file or handle, offset, offset_from, len, len_from, fill, allow_short
 //	fsync    file or handle
 //	open     path, flags, mode, as
 //	statx    path
@@ -44,28 +49,124 @@ type Spec struct {
 //	mkdir    path, mode
 //	rename   path, to
 //
-// file names a spec file, handle the as of an open; len_from names a statx
-// whose size is the read's length (len, if set, caps it); paths are
-// relative to the run's root, in clean form, without "..".
+// file names a spec file, handle the as of an open; paths are relative to
+// the run's root, in clean form, without ".."; only an open with flag
+// directory may have path ".", the root itself (to fsync it after a
+// rename). An open with flag creat and no mode creates with mode 0644
+// (420).
+//
+// keep makes a read keep the bytes it returned, for the run's report (a
+// statx takes no keep: its size is in its result whatever). Build sets it
+// on every read an offset_from or len_from object names.
+//
+// len_from and offset_from bind a read's or write's length and offset to
+// results of earlier nodes (see SourceSpec). len_from as a string names a
+// statx, an ancestor, whose size is a read's length. In object form,
+// {"node": ID, "at": BYTE, "size": 4 or 8}, either names a read, an
+// after-ancestor (a path of after edges leads from it to the node), and
+// takes the little-endian unsigned integer of size bytes at byte at of what
+// it returned; at + size must be within the read's len, if set. Either form
+// of len_from makes len, if set, a cap; offset_from excludes offset.
 type NodeSpec struct {
-	ID         string   `json:"id"`
-	Op         string   `json:"op"`
-	File       string   `json:"file,omitempty"`
-	Handle     string   `json:"handle,omitempty"`
-	Path       string   `json:"path,omitempty"`
-	To         string   `json:"to,omitempty"`
-	Offset     int64    `json:"offset,omitempty"`
-	Len        int64    `json:"len,omitempty"`
-	LenFrom    string   `json:"len_from,omitempty"`
-	Fill       byte     `json:"fill,omitempty"`
-	Flags      []string `json:"flags,omitempty"`
-	Mode       uint32   `json:"mode,omitempty"`
-	As         string   `json:"as,omitempty"`
-	NS         int64    `json:"ns,omitempty"`
-	After      []string `json:"after,omitempty"`
-	Finally    []string `json:"finally,omitempty"`
-	AllowShort bool     `json:"allow_short,omitempty"`
-	Async      bool     `json:"async,omitempty"`
+	ID         string     `json:"id"`
+	Op         string     `json:"op"`
+	File       string     `json:"file,omitempty"`
+	Handle     string     `json:"handle,omitempty"`
+	Path       string     `json:"path,omitempty"`
+	To         string     `json:"to,omitempty"`
+	Offset     int64      `json:"offset,omitempty"`
+	OffsetFrom SourceSpec `json:"offset_from,omitzero"`
+	Len        int64      `json:"len,omitempty"`
+	LenFrom    SourceSpec `json:"len_from,omitzero"`
+	Fill       byte       `json:"fill,omitempty"`
+	Flags      []string   `json:"flags,omitempty"`
+	Mode       uint32     `json:"mode,omitempty"`
+	As         string     `json:"as,omitempty"`
+	NS         int64      `json:"ns,omitempty"`
+	After      []string   `json:"after,omitempty"`
+	Finally    []string   `json:"finally,omitempty"`
+	OnFailure  []string   `json:"on_failure,omitempty"`
+	AllowShort bool       `json:"allow_short,omitempty"`
+	Async      bool       `json:"async,omitempty"`
+	Keep       bool       `json:"keep,omitempty"`
+}
+
+// SourceSpec is the JSON form of a node's offset_from or len_from: either a
+// string, the id of a statx whose size is the read's length (len_from
+// only; Data is false), or an object {"node": ID, "at": BYTE, "size": 4 or
+// 8}, the little-endian unsigned integer of size bytes at byte at of what
+// the read ID returned (Data is true; see Task.OffsetAt). The zero
+// SourceSpec, which a spec writes as no field (or as ""), is none.
+type SourceSpec struct {
+	Node string `json:"node"`
+	At   int64  `json:"at"`   // object form only
+	Size int    `json:"size"` // object form only
+	Data bool   `json:"-"`    // the object form
+}
+
+// sourceObject is SourceSpec's object form.
+type sourceObject struct {
+	Node string `json:"node"`
+	At   int64  `json:"at"`
+	Size int    `json:"size"`
+}
+
+// MarshalJSON writes the string form, or the object form if s.Data.
+func (s SourceSpec) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // as Spec.Marshal
+	var err error
+	if s.Data {
+		err = enc.Encode(sourceObject{s.Node, s.At, s.Size})
+	} else {
+		err = enc.Encode(s.Node)
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), err
+}
+
+// UnmarshalJSON reads either form strictly (an object has no field other
+// than node, at and size); null leaves s as it is.
+func (s *SourceSpec) UnmarshalJSON(b []byte) error {
+	if len(b) == 0 {
+		return errors.New("dag: SourceSpec: no JSON value")
+	}
+	switch b[0] {
+	case 'n':
+		return nil
+	case '"':
+		var id string
+		if err := json.Unmarshal(b, &id); err != nil {
+			return err
+		}
+		*s = SourceSpec{Node: id}
+		return nil
+	case '{':
+		var o sourceObject
+		d := json.NewDecoder(bytes.NewReader(b))
+		d.DisallowUnknownFields()
+		if err := d.Decode(&o); err != nil {
+			return err
+		}
+		*s = SourceSpec{Node: o.Node, At: o.At, Size: o.Size, Data: true}
+		return nil
+	}
+	kind := "number"
+	switch b[0] {
+	case 't', 'f':
+		kind = "bool"
+	case '[':
+		kind = "array"
+	}
+	return &json.UnmarshalTypeError{Value: kind, Type: reflect.TypeFor[SourceSpec]()}
+}
+
+// typeName names what a spec field of Go type t holds, for errors.
+func typeName(t reflect.Type) string {
+	if t == reflect.TypeFor[SourceSpec]() {
+		return `string or {"node", "at", "size"} object`
+	}
+	return t.String()
 }
 
 // MaxSpecSize is the largest spec file LoadSpec and LoadFile read (256 MiB).
@@ -346,17 +447,22 @@ func (p *specParser) element(raw []byte, off int64, v any) *NodeError {
 		}
 		return p.fail(off+int64(at), -1, "", key, wrap(kind, "%s", msg))
 	}
-	// Point at the key of the field at fault.
-	keyAt := func(key string) int64 {
-		if k := bytes.Index(raw, []byte(strconv.Quote(key))); k >= 0 {
-			return off + int64(k)
+	// Point at the key of the field at fault: for "a.b", the first "b"
+	// after the first "a".
+	keyAt := func(field string) int64 {
+		at := 0
+		for _, key := range strings.Split(field, ".") {
+			k := bytes.Index(raw[at:], []byte(strconv.Quote(key)))
+			if k < 0 {
+				break
+			}
+			at += k
 		}
-		return off
+		return off + int64(at)
 	}
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
-		key := te.Field[strings.LastIndexByte(te.Field, '.')+1:]
-		return p.fail(keyAt(key), -1, "", te.Field, wrap(ErrBadValue, "JSON %s where %s expected", te.Value, te.Type))
+		return p.fail(keyAt(te.Field), -1, "", te.Field, wrap(ErrBadValue, "JSON %s where %s expected", te.Value, typeName(te.Type)))
 	}
 	const unknown = "json: unknown field "
 	if msg := err.Error(); strings.HasPrefix(msg, unknown) {
@@ -373,7 +479,7 @@ func (p *specParser) element(raw []byte, off int64, v any) *NodeError {
 func (s *Spec) Build(opts ...BuilderOption) (*Graph, error) {
 	edges := 0
 	for i := range s.Nodes {
-		edges += len(s.Nodes[i].After) + len(s.Nodes[i].Finally)
+		edges += len(s.Nodes[i].After) + len(s.Nodes[i].Finally) + len(s.Nodes[i].OnFailure)
 	}
 	b := NewBuilder(s.Name, append([]BuilderOption{WithCapacity(len(s.Nodes), edges)}, opts...)...)
 	b.src = s.src
@@ -390,11 +496,11 @@ func (s *Spec) Build(opts ...BuilderOption) (*Graph, error) {
 		nd := Node{
 			ID: ns.ID, File: ns.File, Handle: ns.Handle, As: ns.As, Path: ns.Path, To: ns.To,
 			Mode: ns.Mode, Offset: ns.Offset, Len: ns.Len, LenFrom: -1, Fill: ns.Fill, NS: ns.NS,
-			AllowShort: ns.AllowShort, Async: ns.Async,
+			AllowShort: ns.AllowShort, Async: ns.Async, Keep: ns.Keep,
 		}
 		op, ok := ParseOp(ns.Op)
 		nd.Op = op
-		if !ok {
+		if !ok || op == OpGo {
 			nd.Op = numOps
 			if b.badOps == nil {
 				b.badOps = make(map[int32]string)
@@ -410,18 +516,31 @@ func (s *Spec) Build(opts ...BuilderOption) (*Graph, error) {
 				nd.OpenFlags = flags
 			}
 		}
-		t := b.Add(nd)
+		t := b.add(&nd)
 		t.AfterID(ns.After...)
 		t.FinallyID(ns.Finally...)
-		if ns.LenFrom != "" {
-			t.LenFromID(ns.LenFrom)
+		t.OnFailureID(ns.OnFailure...)
+		switch {
+		case ns.LenFrom.Data:
+			t.sourceID(lenAt, ns.LenFrom)
+		case ns.LenFrom.Node != "":
+			t.LenFromID(ns.LenFrom.Node)
+		}
+		switch {
+		case ns.OffsetFrom.Data:
+			t.sourceID(offsetAt, ns.OffsetFrom)
+		case ns.OffsetFrom.Node != "":
+			b.errs = append(b.errs, &NodeError{Node: ns.ID, Field: "offset_from", idx: int32(i),
+				Err: wrap(ErrBadValue, `takes an object {"node": ID, "at": BYTE, "size": 4 or 8}, not an id`)})
 		}
 	}
 	return b.Build()
 }
 
 // Spec returns the graph as a spec; Build of it gives an equal graph, except
-// for caller-supplied buffers, which a spec cannot hold. Edges are listed in
+// for what a spec cannot hold: caller-supplied buffers and Go functions
+// (Task.Bind, Task.Then), which are left out, and go nodes (Builder.Go),
+// written with op "go", which Build refuses. Edges are listed in
 // predecessor index order and open flags in FormatOpenFlags order.
 func (g *Graph) Spec() *Spec {
 	s := &Spec{Name: g.name, Nodes: make([]NodeSpec, len(g.nodes))}
@@ -438,19 +557,29 @@ func (g *Graph) Spec() *Spec {
 		*ns = NodeSpec{
 			ID: nd.ID, Op: nd.Op.String(), File: nd.File, Handle: nd.Handle, Path: nd.Path, To: nd.To,
 			Offset: nd.Offset, Len: nd.Len, Fill: nd.Fill, Mode: nd.Mode, As: nd.As, NS: nd.NS,
-			AllowShort: nd.AllowShort, Async: nd.Async,
+			AllowShort: nd.AllowShort, Async: nd.Async, Keep: nd.Keep,
 		}
 		if nd.Op == OpOpen {
 			ns.Flags = FormatOpenFlags(nd.OpenFlags)
 		}
 		if nd.LenFrom >= 0 {
-			ns.LenFrom = g.nodes[nd.LenFrom].ID
+			ns.LenFrom = SourceSpec{Node: g.nodes[nd.LenFrom].ID}
+		}
+		if s := nd.LenAt; s.Size != 0 {
+			ns.LenFrom = SourceSpec{Node: g.nodes[s.Node].ID, At: s.At, Size: int(s.Size), Data: true}
+		}
+		if s := nd.OffsetAt; s.Size != 0 {
+			ns.OffsetFrom = SourceSpec{Node: g.nodes[s.Node].ID, At: s.At, Size: int(s.Size), Data: true}
 		}
 		for _, e := range g.Preds(i) {
-			if e.Kind == Finally {
-				ns.Finally = append(ns.Finally, g.nodes[e.Node].ID)
-			} else {
-				ns.After = append(ns.After, g.nodes[e.Node].ID)
+			id := g.nodes[e.Node].ID
+			switch e.Kind {
+			case Finally:
+				ns.Finally = append(ns.Finally, id)
+			case OnFailure:
+				ns.OnFailure = append(ns.OnFailure, id)
+			default:
+				ns.After = append(ns.After, id)
 			}
 		}
 	}

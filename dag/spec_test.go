@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"syscall"
@@ -92,9 +93,15 @@ func checkRoundTrip(t *testing.T, g *Graph) {
 	}
 	want := summarize(g)
 	for i := range want.Nodes {
-		want.Nodes[i].Buf = nil // a spec holds no buffers
+		// A spec holds no buffers and no Go functions, but for the Bind
+		// Build gives a node whose offset or length has a Source.
+		nd := &want.Nodes[i]
+		nd.Buf, nd.Then, nd.Func = nil, nil, nil
+		if nd.OffsetAt.Size == 0 && nd.LenAt.Size == 0 {
+			nd.Bind = nil
+		}
 	}
-	if diff := cmp.Diff(want, summarize(g2)); diff != "" {
+	if diff := cmp.Diff(want, summarize(g2), cmpopts.EquateEmpty(), sameNil[func(Inputs, *Params) error]()); diff != "" {
 		t.Errorf("graph changed over a round trip (-want +got):\n%s", diff)
 	}
 	data2, err := g2.Spec().Marshal()
@@ -104,6 +111,14 @@ func checkRoundTrip(t *testing.T, g *Graph) {
 	if diff := cmp.Diff(string(data), string(data2)); diff != "" {
 		t.Errorf("Marshal is not stable over a round trip (-want +got):\n%s", diff)
 	}
+}
+
+// sameNil compares functions of type F by whether they are nil, all cmp
+// can tell of them.
+func sameNil[F any]() cmp.Option {
+	return cmp.Comparer(func(a, b F) bool {
+		return reflect.ValueOf(&a).Elem().IsNil() == reflect.ValueOf(&b).Elem().IsNil()
+	})
 }
 
 // summary is everything a Graph exposes, in comparable form.
@@ -130,6 +145,61 @@ func summarize(g *Graph) summary {
 	return s
 }
 
+// roundTripSpec uses every spec field that a result feeds: on_failure
+// edges, keep, and offset_from and len_from in both forms; and an open of
+// the root with flag directory, and one with creat and no mode.
+const roundTripSpec = `{"name": "results",
+ "files": [{"name": "data", "size": 1048576, "fill": 3}],
+ "nodes": [
+   {"id": "hdr", "op": "read", "file": "data", "len": 16},
+   {"id": "idx", "op": "read", "file": "data", "len": 4096, "len_from": {"node": "hdr", "at": 8, "size": 4}, "after": ["hdr"], "keep": true},
+   {"id": "rec", "op": "read", "file": "data", "offset_from": {"node": "idx", "at": 0, "size": 8}, "len_from": {"node": "hdr", "at": 12, "size": 4}, "after": ["idx"]},
+   {"id": "st", "op": "statx", "path": "data"},
+   {"id": "all", "op": "read", "file": "data", "len_from": "st", "after": ["st"], "keep": true},
+   {"id": "out", "op": "write", "file": "data", "offset_from": {"node": "hdr", "at": 0, "size": 8}, "len": 512, "fill": 9, "after": ["hdr"]},
+   {"id": "undo", "op": "write", "file": "data", "len": 512, "on_failure": ["rec", "out"], "after": ["all"]},
+   {"id": "alert", "op": "nop", "on_failure": ["undo"], "finally": ["hdr"]},
+   {"id": "new", "op": "open", "path": "new", "flags": ["wronly", "creat", "excl"], "as": "n"},
+   {"id": "nclose", "op": "close", "handle": "n", "finally": ["new"]},
+   {"id": "mv", "op": "rename", "path": "new", "to": "old", "after": ["nclose"]},
+   {"id": "root", "op": "open", "path": ".", "flags": ["rdonly", "directory"], "as": "r", "after": ["mv"]},
+   {"id": "rsync", "op": "fsync", "handle": "r", "after": ["root"]},
+   {"id": "rclose", "op": "close", "handle": "r", "finally": ["rsync"]}]}`
+
+// TestSpecRoundTripResults checks ParseSpec -> Build -> Spec -> Marshal ->
+// ParseSpec -> Build on roundTripSpec: the spec comes back as written, but
+// for keep, which Build sets on every read an offset or length comes from,
+// and the mode of an open with creat and none, 0644.
+func TestSpecRoundTripResults(t *testing.T) {
+	s, err := ParseSpec([]byte(roundTripSpec))
+	if err != nil {
+		t.Fatalf("ParseSpec() = %v", err)
+	}
+	g, err := s.Build()
+	if err != nil {
+		t.Fatalf("Build() = %v", err)
+	}
+	checkRoundTrip(t, g)
+	data, err := g.Spec().Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := ParseSpec(data)
+	if err != nil {
+		t.Fatalf("ParseSpec(Marshal()) = %v", err)
+	}
+	want := *s
+	want.Nodes = slices.Clone(s.Nodes)
+	want.Nodes[0].Keep = true  // hdr: a source
+	want.Nodes[8].Mode = 0o644 // new
+	if diff := cmp.Diff(&want, back, cmpopts.IgnoreUnexported(Spec{}), cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("ParseSpec(Marshal(Spec(Build(spec)))) mismatch (-want +got):\n%s\n%s", diff, data)
+	}
+	if got, want := string(data), `    {"id":"rec","op":"read","file":"data","offset_from":{"node":"idx","at":0,"size":8},"len_from":{"node":"hdr","at":12,"size":4},"after":["idx"]},`; !strings.Contains(got, want+"\n") {
+		t.Errorf("Marshal() = \n%s\nwant a line\n%s", got, want)
+	}
+}
+
 func TestParseSpecErrors(t *testing.T) {
 	tests := []struct {
 		name     string
@@ -153,6 +223,16 @@ func TestParseSpecErrors(t *testing.T) {
 			`2:27: node "b": field "id": duplicate field`},
 		{"file field", `{"name": "x", "files": [{"name": "d", "sise": 1}], "nodes": []}`, ErrUnknownField,
 			`1:39: file "d": field "sise": unknown field`},
+		{"on_failure type", "{\"name\": \"x\", \"nodes\": [\n {\"id\": \"a\", \"on_failure\": \"b\"}]}", ErrBadValue,
+			`2:14: node "a": field "on_failure": JSON string where []string expected`},
+		{"source type", "{\"name\": \"x\", \"nodes\": [\n {\"id\": \"a\", \"len_from\": 5}]}", ErrBadValue,
+			`2:14: node "a": field "len_from": JSON number where string or {"node", "at", "size"} object expected`},
+		{"source field type", "{\"name\": \"x\", \"nodes\": [\n {\"id\": \"a\", \"len_from\": {\"node\": \"b\"}, \"offset_from\": {\"node\": 1}}]}", ErrBadValue,
+			`2:57: node "a": field "offset_from.node": JSON number where string expected`},
+		{"source unknown field", "{\"name\": \"x\", \"nodes\": [\n {\"id\": \"a\", \"offset_from\": {\"node\": \"b\", \"of\": 1}}]}", ErrUnknownField,
+			`2:43: node "a": field "of": unknown field`},
+		{"keep type", "{\"name\": \"x\", \"nodes\": [\n {\"id\": \"a\", \"keep\": 1}]}", ErrBadValue,
+			`2:14: node "a": field "keep": JSON number where bool expected`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -193,6 +273,7 @@ func TestOpenFlags(t *testing.T) {
 		{[]string{"creat", "wronly", "trunc", "excl"}, []string{"wronly", "creat", "trunc", "excl"}, false},
 		{[]string{"rdwr", "append", "sync"}, []string{"rdwr", "append", "sync"}, false},
 		{[]string{"dsync"}, []string{"rdonly", "dsync"}, false},
+		{[]string{"directory", "rdonly"}, []string{"rdonly", "directory"}, false},
 		{[]string{"wronly", "rdwr"}, nil, true},
 		{[]string{"nope"}, nil, true},
 	}
@@ -269,6 +350,13 @@ func TestFastDecoder(t *testing.T) {
 		`{"name": "x", "nodes": [{"id": "a", "op": "nop"},]}`,
 		`{"name": "x", "nodes": []} x`,
 		`{"name": "x", "name": "y"}`,
+		`{"name": "x", "nodes": [{"id": "a", "len_from": null}]}`,
+		`{"name": "x", "nodes": [{"id": "a", "len_from": 5}]}`,
+		`{"name": "x", "nodes": [{"id": "a", "offset_from": {"node": "b", "node": "c"}}]}`,
+		`{"name": "x", "nodes": [{"id": "a", "offset_from": {"Node": "b"}}]}`,
+		`{"name": "x", "nodes": [{"id": "a", "offset_from": {"at": 1.0}}]}`,
+		`{"name": "x", "nodes": [{"id": "a", "offset_from": {"node": "b", "x": 1}}]}`,
+		`{"name": "x", "nodes": [{"id": "a", "offset_from": {"node": "b"},}]}`,
 	} {
 		if _, ok := decodeSpecFast([]byte(in)); ok {
 			t.Errorf("decodeSpecFast(%s) succeeded, want it to give up", in)
@@ -361,8 +449,7 @@ func TestLoadSpecFileKinds(t *testing.T) {
 }
 
 // TestNodeSpecDoc checks NodeSpec's doc comment, which lists the fields
-// each op takes, against what Build accepts (opFields, and len_from for a
-// read).
+// each op takes, against what Build accepts (opFields).
 func TestNodeSpecDoc(t *testing.T) {
 	f, err := parser.ParseFile(token.NewFileSet(), "spec.go", nil, parser.ParseComments)
 	if err != nil {
@@ -393,13 +480,10 @@ func TestNodeSpecDoc(t *testing.T) {
 			continue // Go API only: a spec cannot hold a Go function
 		}
 		fields := []string{}
-		for _, fs := range opFieldsSet(&Node{}) {
-			if opFields(op)&fs.bit != 0 && fs.name != "buf" {
+		for _, fs := range fieldNames() {
+			if opFields(op)&fs.bit != 0 && !fs.goOnly {
 				fields = append(fields, fs.name)
 			}
-		}
-		if op == OpRead {
-			fields = append(fields, "len_from")
 		}
 		slices.Sort(fields)
 		want[op.String()] = fields

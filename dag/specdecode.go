@@ -114,10 +114,12 @@ func (d *fastDecoder) node(n *NodeSpec) bool {
 			return d.once(&seen, 5) && d.str(&n.To)
 		case "offset":
 			return d.once(&seen, 6) && d.int64(&n.Offset)
+		case "offset_from":
+			return d.once(&seen, 20) && d.source(&n.OffsetFrom)
 		case "len":
 			return d.once(&seen, 7) && d.int64(&n.Len)
 		case "len_from":
-			return d.once(&seen, 8) && d.str(&n.LenFrom)
+			return d.once(&seen, 8) && d.source(&n.LenFrom)
 		case "fill":
 			return d.once(&seen, 9) && d.byte(&n.Fill)
 		case "flags":
@@ -135,10 +137,38 @@ func (d *fastDecoder) node(n *NodeSpec) bool {
 			return d.once(&seen, 14) && d.strs(&n.After)
 		case "finally":
 			return d.once(&seen, 15) && d.strs(&n.Finally)
+		case "on_failure":
+			return d.once(&seen, 16) && d.strs(&n.OnFailure)
 		case "allow_short":
-			return d.once(&seen, 16) && d.bool(&n.AllowShort)
+			return d.once(&seen, 17) && d.bool(&n.AllowShort)
 		case "async":
-			return d.once(&seen, 17) && d.bool(&n.Async)
+			return d.once(&seen, 18) && d.bool(&n.Async)
+		case "keep":
+			return d.once(&seen, 19) && d.bool(&n.Keep)
+		}
+		return false
+	})
+}
+
+// source decodes a SourceSpec: a string, or an object of node, at and size.
+func (d *fastDecoder) source(s *SourceSpec) bool {
+	d.ws()
+	if d.i < len(d.src) && d.src[d.i] == '"' {
+		return d.str(&s.Node)
+	}
+	s.Data = true
+	var seen uint32
+	return d.object(func(key []byte) bool {
+		switch string(key) {
+		case "node":
+			return d.once(&seen, 0) && d.str(&s.Node)
+		case "at":
+			return d.once(&seen, 1) && d.int64(&s.At)
+		case "size":
+			var v int64
+			ok := d.once(&seen, 2) && d.int64(&v)
+			s.Size = int(v)
+			return ok
 		}
 		return false
 	})

@@ -74,6 +74,9 @@ func (v *validator) build() *Graph {
 		if nd.Op != OpOpen || nd.As == "" {
 			continue
 		}
+		if own := "@" + nd.ID; strings.HasPrefix(nd.As, "@") && nd.As != own {
+			v.nodeErr(int32(i), "as", wrap(ErrBadValue, "handle %q: a name starting with '@' is the one an open gets from its id, %q for this one", nd.As, own))
+		}
 		if first, dup := v.opens[nd.As]; dup {
 			v.nodeErr(int32(i), "as", wrap(ErrDuplicateHandle, "handle %q already produced by %q", nd.As, b.nodes[first].ID))
 			continue
@@ -93,6 +96,9 @@ func (v *validator) build() *Graph {
 	}
 	v.checkHandles()
 	v.checkBindingAncestry()
+	if len(v.errs) == 0 {
+		v.bindSources()
+	}
 	return g
 }
 
@@ -189,10 +195,9 @@ func (v *validator) checkDuplicateEdges() {
 		ps := g.Preds(i)
 		for k := 1; k < len(ps); k++ {
 			if ps[k].Node == ps[k-1].Node {
-				field := ps[k].Kind.String()
-				if ps[k].Kind != ps[k-1].Kind {
-					field = "finally"
-				}
+				// Of two kinds, name the later spec field (after, finally,
+				// on_failure): the one a spec lists second.
+				field := max(ps[k].Kind, ps[k-1].Kind).String()
 				v.nodeErr(i, field, wrap(ErrDuplicateEdge, "duplicate edge from %q", g.nodes[ps[k].Node].ID))
 			}
 		}
@@ -203,35 +208,70 @@ func (v *validator) resolveBindings() {
 	b, g := v.b, v.g
 	v.bound = make(map[int32]bool, len(b.bindings))
 	for _, bd := range b.bindings {
-		v.bound[bd.node] = true
+		field := bd.kind.field()
+		if bd.kind != offsetAt {
+			v.bound[bd.node] = true
+		}
 		from := bd.from
 		if from < 0 {
+			if bd.name == "" && bd.kind != lenFromStatx {
+				v.nodeErr(bd.node, field, wrap(ErrMissingField, "missing node (the read whose data holds the integer)"))
+				continue
+			}
 			p, ok := g.index.lookup(bd.name)
 			if !ok {
-				v.nodeErr(bd.node, "len_from", wrap(ErrUnknownNode, "unknown node %q", bd.name))
+				v.nodeErr(bd.node, field, wrap(ErrUnknownNode, "unknown node %q", bd.name))
 				continue
 			}
 			from = p
 		}
-		nd := &b.nodes[bd.node]
+		if int(from) >= len(b.nodes) {
+			v.nodeErr(bd.node, field, wrap(ErrUnknownNode, "unknown node index %d", from))
+			continue
+		}
+		nd, src := &b.nodes[bd.node], &b.nodes[from]
+		if bd.kind == lenFromStatx {
+			switch {
+			case nd.Op != OpRead:
+				v.nodeErr(bd.node, field, wrap(ErrUnexpectedField, "not used by op %q", nd.Op))
+			case nd.LenFrom >= 0 || nd.LenAt.Size != 0:
+				v.nodeErr(bd.node, field, wrap(ErrConflict, "len_from given twice"))
+			case src.Op != OpStatx:
+				v.nodeErr(bd.node, field, wrap(ErrBadBinding, "node %q is %s, not a statx", src.ID, article(src.Op)))
+			default:
+				nd.LenFrom = from
+			}
+			continue
+		}
+		dst := &nd.OffsetAt
+		if bd.kind == lenAt {
+			dst = &nd.LenAt
+		}
 		switch {
-		case int(from) >= len(b.nodes):
-			v.nodeErr(bd.node, "len_from", wrap(ErrUnknownNode, "unknown node index %d", from))
-		case nd.Op != OpRead:
-			v.nodeErr(bd.node, "len_from", wrap(ErrUnexpectedField, "not used by op %q", nd.Op))
-		case nd.LenFrom >= 0:
-			v.nodeErr(bd.node, "len_from", wrap(ErrConflict, "len_from given twice"))
-		case b.nodes[from].Op != OpStatx:
-			v.nodeErr(bd.node, "len_from", wrap(ErrBadBinding, "node %q is %s, not a statx", b.nodes[from].ID, article(b.nodes[from].Op)))
+		case nd.Op != OpRead && nd.Op != OpWrite:
+			v.nodeErr(bd.node, field, wrap(ErrUnexpectedField, "not used by op %q", nd.Op))
+		case dst.Size != 0 || (bd.kind == lenAt && nd.LenFrom >= 0):
+			v.nodeErr(bd.node, field, wrap(ErrConflict, "%s given twice", field))
+		case src.Op != OpRead:
+			v.nodeErr(bd.node, field, wrap(ErrBadBinding, "node %q is %s, not a read", src.ID, article(src.Op)))
+		case bd.size != 4 && bd.size != 8:
+			v.nodeErr(bd.node, field, wrap(ErrBadValue, "size must be 4 or 8 (bytes of a little-endian integer), got %d", bd.size))
+		case bd.at < 0:
+			v.nodeErr(bd.node, field, wrap(ErrBadValue, "at must be >= 0, got %d", bd.at))
+		case src.Len > 0 && bd.at > src.Len-int64(bd.size):
+			v.nodeErr(bd.node, field, wrap(ErrBadBinding, "at %d + size %d is past the %d bytes read %q reads", bd.at, bd.size, src.Len, src.ID))
 		default:
-			nd.LenFrom = from
+			*dst = Source{Node: from, At: bd.at, Size: int8(bd.size)}
 		}
 	}
 }
 
+// defaultMode is the mode of an open with O_CREAT that gives none.
+const defaultMode = 0o644
+
 // Fields a node may set, per op.
 const (
-	fFile uint16 = 1 << iota
+	fFile uint32 = 1 << iota
 	fHandle
 	fPath
 	fTo
@@ -243,20 +283,26 @@ const (
 	fAs
 	fNS
 	fAllowShort
+	fKeep
+	fOffsetFrom
+	fLenFrom
 	fBuf
+	fBind
+	fFunc
 )
 
-// opFields returns the fields op may set.
-func opFields(op Op) uint16 {
+// opFields returns the fields op may set. Then (Task.Then) is not among
+// them: any node may have a hook.
+func opFields(op Op) uint32 {
 	switch op {
 	case OpRead:
-		return fFile | fHandle | fOffset | fLen | fAllowShort | fBuf
+		return fFile | fHandle | fOffset | fOffsetFrom | fLen | fLenFrom | fAllowShort | fKeep | fBuf | fBind
 	case OpWrite:
-		return fFile | fHandle | fOffset | fLen | fFill | fAllowShort | fBuf
+		return fFile | fHandle | fOffset | fOffsetFrom | fLen | fLenFrom | fFill | fAllowShort | fBuf | fBind
 	case OpFsync:
 		return fFile | fHandle
 	case OpOpen:
-		return fPath | fFlags | fMode | fAs
+		return fPath | fFlags | fMode | fAs | fBind
 	case OpStatx, OpUnlink:
 		return fPath
 	case OpClose:
@@ -267,36 +313,73 @@ func opFields(op Op) uint16 {
 		return fPath | fMode
 	case OpRename:
 		return fPath | fTo
+	case OpGo:
+		return fFunc
 	}
 	return 0
 }
 
-// fieldSet is one field of opFields, by its spec name ("buf": Task.Buffer,
-// Go API only), and whether a node sets it.
-type fieldSet struct {
-	bit  uint16
-	name string
-	on   bool
+// fieldName is one field of opFields, by its spec name, or for a field of
+// the Go API only (goOnly) the name of the Task method that sets it in
+// lower case ("buf": Task.Buffer, "bind", "func": Builder.Go).
+type fieldName struct {
+	bit    uint32
+	name   string
+	goOnly bool
 }
 
-// opFieldsSet lists the fields of opFields and whether nd sets each. It is
-// an array, not a slice, so that the check of each node allocates nothing.
-func opFieldsSet(nd *Node) [13]fieldSet {
-	return [...]fieldSet{
-		{fFile, "file", nd.File != ""},
-		{fHandle, "handle", nd.Handle != ""},
-		{fPath, "path", nd.Path != ""},
-		{fTo, "to", nd.To != ""},
-		{fOffset, "offset", nd.Offset != 0},
-		{fLen, "len", nd.Len != 0},
-		{fFill, "fill", nd.Fill != 0},
-		{fFlags, "flags", nd.OpenFlags != 0},
-		{fMode, "mode", nd.Mode != 0},
-		{fAs, "as", nd.As != ""},
-		{fNS, "ns", nd.NS != 0},
-		{fAllowShort, "allow_short", nd.AllowShort},
-		{fBuf, "buf", nd.Buf != nil},
+// fieldNames lists the fields of opFields in the order Build reports them.
+func fieldNames() [18]fieldName {
+	return [...]fieldName{
+		{fFile, "file", false},
+		{fHandle, "handle", false},
+		{fPath, "path", false},
+		{fTo, "to", false},
+		{fOffset, "offset", false},
+		{fLen, "len", false},
+		{fFill, "fill", false},
+		{fFlags, "flags", false},
+		{fMode, "mode", false},
+		{fAs, "as", false},
+		{fNS, "ns", false},
+		{fAllowShort, "allow_short", false},
+		{fKeep, "keep", false},
+		{fOffsetFrom, "offset_from", false},
+		{fLenFrom, "len_from", false},
+		{fBuf, "buf", true},
+		{fBind, "bind", true},
+		{fFunc, "func", true},
 	}
+}
+
+// setFields returns the fields of opFields that nd sets: a mask, so that
+// the check of a node that sets only what its op takes is a few tests.
+func setFields(nd *Node) uint32 {
+	var m uint32
+	set := func(bit uint32, on bool) {
+		if on {
+			m |= bit
+		}
+	}
+	set(fFile, nd.File != "")
+	set(fHandle, nd.Handle != "")
+	set(fPath, nd.Path != "")
+	set(fTo, nd.To != "")
+	set(fOffset, nd.Offset != 0)
+	set(fLen, nd.Len != 0)
+	set(fFill, nd.Fill != 0)
+	set(fFlags, nd.OpenFlags != 0)
+	set(fMode, nd.Mode != 0)
+	set(fAs, nd.As != "")
+	set(fNS, nd.NS != 0)
+	set(fAllowShort, nd.AllowShort)
+	set(fKeep, nd.Keep)
+	set(fOffsetFrom, nd.OffsetAt.Size != 0)
+	set(fLenFrom, nd.LenFrom >= 0 || nd.LenAt.Size != 0)
+	set(fBuf, nd.Buf != nil)
+	set(fBind, nd.Bind != nil)
+	set(fFunc, nd.Func != nil)
+	return m
 }
 
 func (v *validator) checkNode(i int32) {
@@ -311,6 +394,8 @@ func (v *validator) checkNode(i int32) {
 		switch name, ok := v.b.badOps[i]; {
 		case ok && name == "":
 			v.nodeErr(i, "op", wrap(ErrMissingField, "missing op"))
+		case ok && name == OpGo.String():
+			v.nodeErr(i, "op", wrap(ErrUnknownOp, "op %q runs a Go function (Builder.Go), which a spec cannot hold", name))
 		case ok:
 			v.nodeErr(i, "op", wrap(ErrUnknownOp, "unknown op %q", name))
 		default:
@@ -318,10 +403,11 @@ func (v *validator) checkNode(i int32) {
 		}
 		return
 	}
-	allowed := opFields(nd.Op)
-	for _, f := range opFieldsSet(nd) {
-		if f.on && allowed&f.bit == 0 {
-			v.nodeErr(i, f.name, wrap(ErrUnexpectedField, "not used by op %q", nd.Op))
+	if extra := setFields(nd) &^ opFields(nd.Op); extra != 0 {
+		for _, f := range fieldNames() {
+			if extra&f.bit != 0 {
+				v.nodeErr(i, f.name, wrap(ErrUnexpectedField, "not used by op %q", nd.Op))
+			}
 		}
 	}
 	switch nd.Op {
@@ -331,7 +417,17 @@ func (v *validator) checkNode(i int32) {
 	case OpFsync:
 		v.checkTarget(i)
 	case OpOpen:
-		v.checkPathField(i, "path", nd.Path)
+		switch {
+		case nd.Path == "." && nd.OpenFlags&unix.O_DIRECTORY != 0:
+			// The run's root itself, to fsync it after a rename.
+		case nd.Path != "" && !dotDot(nd.Path) && path.Clean(nd.Path) == ".":
+			v.nodeErr(i, "path", wrap(ErrBadPath, "path %q names the root itself: only an open with O_DIRECTORY (flag \"directory\") of \".\" may", nd.Path))
+		default:
+			v.checkPathField(i, "path", nd.Path)
+		}
+		if nd.OpenFlags&unix.O_CREAT != 0 && nd.Mode == 0 {
+			nd.Mode = defaultMode
+		}
 		if nd.As == "" {
 			v.nodeErr(i, "as", wrap(ErrMissingField, "missing as (the handle to produce)"))
 		}
@@ -342,13 +438,22 @@ func (v *validator) checkNode(i int32) {
 		v.checkPathField(i, "to", nd.To)
 	case OpClose:
 		if nd.Handle == "" {
-			v.nodeErr(i, "handle", wrap(ErrMissingField, "missing handle"))
+			if nd.File == "" { // else refused above: a close takes no file
+				v.nodeErr(i, "handle", wrap(ErrMissingField, "missing handle"))
+			}
 		} else if _, ok := v.opens[nd.Handle]; !ok {
 			v.nodeErr(i, "handle", wrap(ErrUnknownHandle, "no open produces handle %q", nd.Handle))
 		}
 	case OpTimeout:
 		if nd.NS <= 0 {
 			v.nodeErr(i, "ns", wrap(ErrBadValue, "ns must be > 0, got %d", nd.NS))
+		}
+	case OpGo:
+		if nd.Func == nil {
+			v.nodeErr(i, "func", wrap(ErrMissingField, "missing func (the function a go node runs)"))
+		}
+		if nd.Async {
+			v.nodeErr(i, "async", wrap(ErrUnexpectedField, "not used by op %q", nd.Op))
 		}
 	}
 }
@@ -385,7 +490,8 @@ func (v *validator) checkPathField(i int32, field, p string) {
 }
 
 // checkPath accepts only relative paths in clean form (path.Clean(p) == p)
-// without a '..' component. The kernel resolves an open's path component by
+// without a '..' component, other than "." (the root: only an open with
+// O_DIRECTORY may name it, see checkNode). The kernel resolves an open's path component by
 // component, so "lnk/../f" is f beside lnk's target, while statx, unlink,
 // mkdir and rename split their path at its last '/' in userspace: a '..'
 // after a symlink would name different files for the two. A clean path with
@@ -398,7 +504,7 @@ func checkPath(p string) error {
 		return wrap(ErrBadPath, "path %q contains a NUL byte", p)
 	case path.IsAbs(p):
 		return wrap(ErrBadPath, "path %q is absolute", p)
-	case p == ".." || strings.HasPrefix(p, "../") || strings.HasSuffix(p, "/..") || strings.Contains(p, "/../"):
+	case dotDot(p):
 		return wrap(ErrBadPath, "path %q has a '..' component", p)
 	}
 	switch c := path.Clean(p); {
@@ -408,6 +514,11 @@ func checkPath(p string) error {
 		return wrap(ErrBadPath, "path %q is not clean (no empty or '.' components, no trailing '/'): write it %q", p, c)
 	}
 	return nil
+}
+
+// dotDot reports whether p has a '..' component.
+func dotDot(p string) bool {
+	return p == ".." || strings.HasPrefix(p, "../") || strings.HasSuffix(p, "/..") || strings.Contains(p, "/../")
 }
 
 func (v *validator) checkTarget(i int32) {
@@ -458,6 +569,12 @@ func (v *validator) checkTransfer(i int32) {
 		v.nodeErr(i, "len", wrap(ErrBadLength, "len must be <= %d (the kernel's largest transfer), got %d", MaxTransfer, nd.Len))
 	case nd.Offset > math.MaxInt64-nd.Len:
 		v.nodeErr(i, "offset", wrap(ErrBadValue, "offset %d + len %d overflows", nd.Offset, nd.Len))
+	}
+	if nd.OffsetAt.Size != 0 && nd.Offset != 0 {
+		v.nodeErr(i, "offset_from", wrap(ErrConflict, "offset_from and offset are exclusive, got offset %d", nd.Offset))
+	}
+	if nd.Bind != nil && (nd.OffsetAt.Size != 0 || nd.LenAt.Size != 0) {
+		v.nodeErr(i, "bind", wrap(ErrConflict, "a Bind and offset_from or len_from in object form are exclusive (both set the parameters)"))
 	}
 	if nd.Buf != nil && int64(len(nd.Buf)) < nd.Len {
 		v.nodeErr(i, "buf", wrap(ErrBadLength, "buffer of %d bytes is shorter than len %d", len(nd.Buf), nd.Len))
@@ -563,13 +680,17 @@ func newReach(g *Graph) *reach {
 }
 
 // forward marks the descendants of from whose Order position is at most
-// limit (no later node can reach an earlier one); seen reports the marks.
-func (r *reach) forward(from int32, limit int32) {
+// limit (no later node can reach an earlier one), over every edge or, if
+// afterOnly, over after-edges only; seen reports the marks.
+func (r *reach) forward(from int32, limit int32, afterOnly bool) {
 	r.gen++
 	r.stamp[from] = r.gen
 	r.queue = append(r.queue[:0], from)
 	for h := 0; h < len(r.queue); h++ {
 		for _, e := range r.g.Succs(r.queue[h]) {
+			if afterOnly && e.Kind != After {
+				continue
+			}
 			if r.stamp[e.Node] != r.gen && r.pos[e.Node] <= limit {
 				r.stamp[e.Node] = r.gen
 				r.queue = append(r.queue, e.Node)
@@ -627,7 +748,7 @@ func (v *validator) checkHandles() {
 		for _, u := range us {
 			limit = max(limit, r.pos[u])
 		}
-		r.forward(open, limit)
+		r.forward(open, limit, false)
 		for _, u := range us {
 			if !r.seen(u) {
 				v.nodeErr(u, "handle", wrap(ErrNotAncestor, "open %q of handle %q is not an ancestor", g.nodes[open].ID, h))
@@ -637,7 +758,7 @@ func (v *validator) checkHandles() {
 			if g.nodes[c].Op != OpClose {
 				continue
 			}
-			r.forward(c, limit)
+			r.forward(c, limit, false)
 			for _, u := range us {
 				if u != c && r.seen(u) && !reported[u] {
 					reported[u] = true
@@ -648,21 +769,57 @@ func (v *validator) checkHandles() {
 	}
 }
 
-// checkBindingAncestry checks that each len_from statx is an ancestor.
+// checkBindingAncestry checks that each len_from statx is an ancestor, and
+// each read an offset or length comes from (Source) an after-ancestor: a
+// node runs only if its after-predecessors succeeded, so a read with a path
+// of after-edges to it succeeded too.
 func (v *validator) checkBindingAncestry() {
+	if len(v.b.bindings) == 0 {
+		return
+	}
 	g := v.g
 	var r *reach
-	for i := range g.nodes {
-		from := g.nodes[i].LenFrom
-		if from < 0 {
-			continue
-		}
+	check := func(i, from int32, field, what string, afterOnly bool) {
 		if r == nil {
 			r = newReach(g)
 		}
-		r.forward(from, r.pos[i])
-		if !r.seen(int32(i)) {
-			v.nodeErr(int32(i), "len_from", wrap(ErrNotAncestor, "statx %q is not an ancestor", g.nodes[from].ID))
+		r.forward(from, r.pos[i], afterOnly)
+		if from == i || !r.seen(i) {
+			v.nodeErr(i, field, wrap(ErrNotAncestor, "%s %q is not an %s", g.nodes[from].Op, g.nodes[from].ID, what))
+		}
+	}
+	for i := range int32(len(g.nodes)) {
+		nd := &g.nodes[i]
+		if nd.LenFrom >= 0 {
+			check(i, nd.LenFrom, "len_from", "ancestor", false)
+		}
+		if nd.OffsetAt.Size != 0 {
+			check(i, nd.OffsetAt.Node, "offset_from", "after-ancestor (no path of after edges leads from it)", true)
+		}
+		if nd.LenAt.Size != 0 {
+			check(i, nd.LenAt.Node, "len_from", "after-ancestor (no path of after edges leads from it)", true)
+		}
+	}
+}
+
+// bindSources gives each node with a Source its Bind, and makes each
+// source read keep its data.
+func (v *validator) bindSources() {
+	if len(v.b.bindings) == 0 {
+		return
+	}
+	g := v.g
+	for i := range g.nodes {
+		nd := &g.nodes[i]
+		if nd.OffsetAt.Size == 0 && nd.LenAt.Size == 0 {
+			continue
+		}
+		nd.Bind = sourceBind(v.b, g.nodes, nd.OffsetAt, nd.LenAt)
+		if nd.OffsetAt.Size != 0 {
+			g.nodes[nd.OffsetAt.Node].Keep = true
+		}
+		if nd.LenAt.Size != 0 {
+			g.nodes[nd.LenAt.Node].Keep = true
 		}
 	}
 }

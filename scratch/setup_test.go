@@ -75,7 +75,7 @@ func everything(t *testing.T) *dag.Graph {
 	s := b.Statx("s", "f").After(w)
 	o := b.Open("o", "f", unix.O_RDONLY|unix.O_DIRECT, "h")
 	rh := b.Read("rh", dag.Handle("h"), 0, 4096).LenFrom(s).After(o, s).AllowShort()
-	b.Close("c", "h").Finally(rh)
+	b.Close("c", dag.Handle("h")).Finally(rh)
 	g, err := b.Build()
 	must(t, err)
 	return g

@@ -23,7 +23,7 @@ func TestConfinement(t *testing.T) {
 	b.Rename("rename-to", "inside", "esc/planted")
 	o := b.Open("open", "esc/victim", unix.O_RDONLY, "h")
 	r := b.Read("read", dag.Handle("h"), 0, 6).After(o)
-	b.Close("close", "h").Finally(r)
+	b.Close("close", dag.Handle("h")).Finally(r)
 	b.Open("create", "esc/created", unix.O_WRONLY|unix.O_CREAT, "c")
 	g, err := b.Build()
 	if err != nil {

@@ -61,7 +61,7 @@ func ExampleRunner() {
 	b := dag.NewBuilder("missing")
 	o := b.Open("open", "no-such-file", 0, "h")
 	r := b.Read("read", dag.Handle("h"), 0, 512).After(o)
-	b.Close("close", "h").Finally(r)
+	b.Close("close", dag.Handle("h")).Finally(r)
 	g, err := b.Build()
 	if err != nil {
 		fmt.Println(err)

@@ -156,12 +156,12 @@ func genFaults(seed uint64, n, pct int) (*faultGraph, error) {
 				h := "h" + id
 				first = add(b.Open(id, "missing/"+id, unix.O_RDONLY, h), enoent, true)
 				r := add(b.Read(id+"r", dag.Handle(h), 0, faultIO).After(first), 0, false)
-				last = add(b.Close(id+"c", h).Finally(r), 0, false)
+				last = add(b.Close(id+"c", dag.Handle(h)).Finally(r), 0, false)
 			default: // a short read of a handle, closed on a finally-edge
 				h := "h" + id
 				first = add(b.Open(id, "small", unix.O_RDONLY, h), 0, false)
 				r := add(b.Read(id+"r", dag.Handle(h), 0, faultIO).After(first), faultSmallSize, true)
-				c := add(b.Close(id+"c", h).Finally(r), 0, false)
+				c := add(b.Close(id+"c", dag.Handle(h)).Finally(r), 0, false)
 				last = r
 				if rng.IntN(2) == 0 {
 					last = c
@@ -185,7 +185,7 @@ func genFaults(seed uint64, n, pct int) (*faultGraph, error) {
 				first = add(b.Open(id, "data", unix.O_RDONLY, h), 0, false)
 				off := int64(rng.IntN(faultDataSize/faultIO)) * faultIO
 				r := add(b.Read(id+"r", dag.Handle(h), off, faultIO).After(first), 0, false)
-				c := add(b.Close(id+"c", h).Finally(r), 0, false)
+				c := add(b.Close(id+"c", dag.Handle(h)).Finally(r), 0, false)
 				last = r
 				if rng.IntN(2) == 0 {
 					last = c

@@ -40,7 +40,7 @@ func handlesGraph(t testing.TB, n int, alive bool) *dag.Graph {
 		if alive {
 			r.After(join)
 		}
-		b.Close(fmt.Sprintf("c%02d", i), fmt.Sprintf("h%02d", i)).Finally(r)
+		b.Close(fmt.Sprintf("c%02d", i), dag.Handle(fmt.Sprintf("h%02d", i))).Finally(r)
 	}
 	g, err := b.Build()
 	if err != nil {

@@ -36,7 +36,7 @@ func noMemGraph(t testing.TB) *dag.Graph {
 	b.Read("read", dag.File("data"), 0, 4096)
 	o := b.Open("open", "data", unix.O_RDONLY, "h")
 	r := b.Read("hread", dag.Handle("h"), 0, 64).After(o)
-	b.Close("close", "h").Finally(r)
+	b.Close("close", dag.Handle("h")).Finally(r)
 	g, err := b.Build()
 	if err != nil {
 		t.Fatal(err)

@@ -74,7 +74,7 @@ func pathOpsGraph(t testing.TB, seed uint64, ops []pathOp) (*dag.Graph, []string
 		case dag.OpOpen:
 			h := "h" + id
 			first = b.Open(id, o.path, unix.O_CREAT|unix.O_WRONLY, h)
-			last = b.Close(id+"c", h).Finally(first)
+			last = b.Close(id+"c", dag.Handle(h)).Finally(first)
 		}
 		if i > 0 {
 			first.Finally(prev)

@@ -145,7 +145,7 @@ func TestBind(t *testing.T) {
 		o := b.Open("open", "index", unix.O_RDONLY, "h")
 		footer := b.Read("footer", o.Handle(), size-16, 16).After(o).Keep()
 		blk := b.Read("block", o.Handle(), 0, 4096).After(footer).Keep().Bind(bind(footer))
-		b.Close("close", "h").Finally(blk)
+		b.Close("close", dag.Handle("h")).Finally(blk)
 		g, err := b.Build()
 		if err != nil {
 			t.Fatal(err)
@@ -329,7 +329,7 @@ func atomicGraph(t *testing.T, size int64) *dag.Graph {
 	o := b.Open("open", "tmp", unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC, "h").Mode(0o644)
 	w := b.Write("write", o.Handle(), 0, size, 7).After(o)
 	s := b.Fsync("fsync", o.Handle()).Finally(w)
-	c := b.Close("close", "h").Finally(s)
+	c := b.Close("close", dag.Handle("h")).Finally(s)
 	mv := b.Rename("rename", "tmp", "target").After(w, s).Finally(c)
 	b.Unlink("cleanup", "tmp").OnFailure(w, s, mv).Finally(c)
 	g, err := b.Build()
@@ -510,7 +510,7 @@ func TestSubgraphs(t *testing.T) {
 									total.Add(int64(r.Res))
 									return nil
 								})
-							b.Close("close "+p, h).Finally(r)
+							b.Close("close "+p, dag.Handle(h)).Finally(r)
 						}
 					})
 				}

@@ -40,7 +40,7 @@ func slotGraph(t *testing.T, shape string) *dag.Graph {
 		nodes = append(nodes, b.Read("r"+name, dag.Handle("h"+name), 0, 4096))
 	}
 	for k := 0; k < 3; k++ {
-		nodes = append(nodes, b.Close(fmt.Sprintf("cf%d", k), fmt.Sprintf("hf%d", k)))
+		nodes = append(nodes, b.Close(fmt.Sprintf("cf%d", k), dag.Handle(fmt.Sprintf("hf%d", k))))
 	}
 	for k := 1; k < 3; k++ {
 		nodes[k].After(nodes[k-1])
@@ -136,7 +136,7 @@ func TestLenFromFailed(t *testing.T) {
 	o := b.Open("open", "data", unix.O_RDONLY, "h")
 	s := b.Statx("stat", "sized")
 	r := b.Read("read", dag.Handle("h"), 0, 0).After(o).Finally(s).LenFrom(s)
-	b.Close("close", "h").Finally(r)
+	b.Close("close", dag.Handle("h")).Finally(r)
 	g, err := b.Build()
 	if err != nil {
 		t.Fatal(err)
@@ -262,7 +262,7 @@ func TestTransferLimits(t *testing.T) {
 		if tc.buf > 0 {
 			r.Buffer(make([]byte, tc.buf))
 		}
-		b.Close("close", "h").Finally(r)
+		b.Close("close", dag.Handle("h")).Finally(r)
 		g, err := b.Build()
 		if err != nil {
 			t.Fatal(err)

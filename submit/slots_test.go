@@ -33,7 +33,7 @@ func genSlots(seed uint64) *dag.Graph {
 		h := "h" + name
 		o := b.Open("o"+name, name, unix.O_RDONLY, h)
 		r := b.Read("r"+name, dag.Handle(h), 0, 512).After(o)
-		c := b.Close("c"+name, h).Finally(r)
+		c := b.Close("c"+name, dag.Handle(h)).Finally(r)
 		if k > 0 && rng.IntN(4) > 0 {
 			// After an earlier node: most often the previous triple's
 			// open or read, which makes linear runs of opens.
@@ -74,7 +74,7 @@ func slotLine(b *dag.Builder, n int) *dag.Graph {
 		link(b.Read(fmt.Sprintf("rf%d", k), dag.Handle(fmt.Sprintf("hf%d", k)), 0, 512), false)
 	}
 	for k := 0; k < n; k++ {
-		link(b.Close(fmt.Sprintf("cf%d", k), fmt.Sprintf("hf%d", k)), true)
+		link(b.Close(fmt.Sprintf("cf%d", k), dag.Handle(fmt.Sprintf("hf%d", k))), true)
 	}
 	g, err := b.Build()
 	if err != nil {

@@ -203,7 +203,7 @@ func TestFailures(t *testing.T) {
 			s := b.Nop("start")
 			o := b.Open("o", "missing", unix.O_RDONLY, "h").After(s)
 			r := b.Read("r", dag.Handle("h"), 0, page).After(o)
-			b.Close("c", "h").Finally(r)
+			b.Close("c", dag.Handle("h")).Finally(r)
 			b.Read("other", dag.File("data"), 0, page).After(s)
 		},
 		want: modeWant{"start": ok, "o": enoent, "r": canceled("o"), "c": canceled("o"),
@@ -233,7 +233,7 @@ func TestFailures(t *testing.T) {
 			b.AddFile(dag.FileSpec{Name: "data", Size: 100, Fill: 3})
 			o := b.Open("o", "data", unix.O_RDONLY, "h")
 			r := b.Read("r", dag.Handle("h"), 0, page).After(o)
-			b.Close("c", "h").Finally(r)
+			b.Close("c", dag.Handle("h")).Finally(r)
 			b.Nop("after-r").After(r)
 		},
 		want: modeWant{"o": ok, "r": {Status: StatusFailed, Res: 100}, "c": ok, "after-r": canceled("r")},
@@ -265,11 +265,11 @@ func TestFailures(t *testing.T) {
 			s := b.Statx("s", "missing")
 			o := b.Open("o", "data", unix.O_RDONLY, "h")
 			r := b.Read("r", dag.Handle("h"), 0, 0).LenFrom(s).After(s, o)
-			b.Close("c", "h").Finally(r)
+			b.Close("c", dag.Handle("h")).Finally(r)
 			s2 := b.Statx("s2", "data")
 			o2 := b.Open("o2", "data", unix.O_RDONLY, "h2")
 			r2 := b.Read("r2", dag.Handle("h2"), 0, 0).LenFrom(s2).After(s2, o2)
-			b.Close("c2", "h2").Finally(r2)
+			b.Close("c2", dag.Handle("h2")).Finally(r2)
 		},
 		want: modeWant{"s": enoent, "o": ok, "r": canceled("s"), "c": canceled("s"),
 			"s2": ok, "o2": ok, "r2": {Status: StatusOK, Res: 100, Digest: fillDigest(4, 100)}, "c2": ok},
