@@ -127,6 +127,7 @@ func newPlan(g *dag.Graph) *plan {
 		case dag.OpRead, dag.OpWrite, dag.OpStatx, dag.OpTimeout, dag.OpOpen:
 			p.needs[i] = true
 		}
+		p.needs[i] = p.needs[i] || nd.Handle != "" || nd.Bind != nil
 		for _, e := range g.Preds(int32(i)) {
 			p.onFail[i] = p.onFail[i] || e.Kind == dag.OnFailure
 		}

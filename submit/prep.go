@@ -67,11 +67,18 @@ func (t *task) take(w *worker.Worker, i int32) int32 {
 // takeSome is take for the ops that need something.
 func (t *task) takeSome(w *worker.Worker, i int32) int32 {
 	p, st := t.p, t.st
+	if h := p.handle[i]; h >= 0 && p.op[i] != dag.OpOpen && !st.alive[h] {
+		// Its open failed before taking a slot, or never ran (a cleanup
+		// reached on an on_failure edge): the slot number is stale.
+		return -int32(unix.EBADF)
+	}
 	var need int
 	path := ""
 	switch p.op[i] {
 	case dag.OpRead, dag.OpWrite:
 		return t.takeTransfer(i)
+	case dag.OpFsync, dag.OpClose:
+		return taken
 	case dag.OpStatx:
 		need = int(unsafe.Sizeof(unix.Statx_t{}))
 	case dag.OpTimeout:

@@ -592,3 +592,36 @@ func TestTrace(t *testing.T) {
 		t.Errorf("traced link chain: %d distinct end times among %d nodes, want at least 4", len(ends), len(rep.Nodes))
 	}
 }
+
+// TestHandleNeverOpened: a cleanup that closes a handle whose open never
+// ran fails with EBADF without being submitted: the handle has no slot,
+// and the number it had in an earlier run may be another file's now.
+func TestHandleNeverOpened(t *testing.T) {
+	b := dag.NewBuilder("never-opened")
+	b.AddFile(dag.FileSpec{Name: "data", Size: 4096, Fill: 1})
+	st := b.Statx("stat", "missing")
+	o := b.Open("open", "data", unix.O_RDONLY, "h").After(st)
+	r := b.Read("read", dag.Handle("h"), 0, 4096).After(o)
+	b.Close("close", dag.Handle("h")).OnFailure(r)
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range Modes() {
+		t.Run(m.String(), func(t *testing.T) {
+			rep, err := runReact(t, m, g, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := map[string]ending{
+				"stat":  {StatusFailed, "ENOENT (no such file or directory)"},
+				"open":  {StatusCanceled, `canceled: node "stat" did not succeed`},
+				"read":  {StatusCanceled, `canceled: node "stat" did not succeed`},
+				"close": {StatusFailed, "EBADF (bad file descriptor)"},
+			}
+			if diff := cmp.Diff(want, states(rep)); diff != "" {
+				t.Errorf("states (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
