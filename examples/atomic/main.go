@@ -107,11 +107,11 @@ func build(contents []byte) (*dag.Graph, error) {
 	open := b.Open("open", tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC, "tmp").Mode(0o644)
 	write := b.Write("write", open.Handle(), 0, int64(len(contents)), 0).Buffer(contents).After(open)
 	sync := b.Fsync("fsync", open.Handle()).Finally(write)
-	closed := b.Close("close", "tmp").Finally(sync)
+	closed := b.Close("close", open.Handle()).Finally(sync)
 	rename := b.Rename("rename", tmp, target).After(write, sync).Finally(closed)
 	od := b.Open("opendir", dir, unix.O_DIRECTORY|unix.O_RDONLY, "dir").After(rename)
 	sd := b.Fsync("fsyncdir", od.Handle()).After(od)
-	b.Close("closedir", "dir").Finally(sd)
+	b.Close("closedir", od.Handle()).Finally(sd)
 	b.Unlink("cleanup", tmp).OnFailure(write, sync, rename).Finally(closed)
 	return b.Build()
 }

@@ -324,7 +324,7 @@ func build(keys []int64, l layout, direct bool, c config) (*lookups, error) {
 		ids[i] = blk.ID()
 	}
 	if c.open == "node" {
-		b.Close("close", "index").Finally(ends...)
+		b.Close("close", dag.Handle("index")).Finally(ends...)
 	}
 	g, err := b.Build()
 	if err != nil {
