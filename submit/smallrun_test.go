@@ -1,0 +1,64 @@
+package submit
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/iodag/iodag/dag"
+	"github.com/iodag/iodag/workers"
+)
+
+// BenchmarkSmallRuns measures what a Run costs a program that runs a
+// small graph (the 4-node diamond of NOPs) per request: one goroutine
+// running it again and again, and 64 goroutines on a 2-worker pool, with
+// private queues and with the shared one.
+//
+//	go test -run '^$' -bench SmallRuns ./submit
+func BenchmarkSmallRuns(b *testing.B) {
+	g := graphOf(dag.Diamond(dag.GenOptions{}))
+	b.Run("1-goroutine", func(b *testing.B) {
+		pool, err := workers.New(workers.Config{Workers: 1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer pool.Close()
+		r := NewRunner(pool, g)
+		defer r.Close()
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := r.Run(context.Background(), Graph, Options{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "graphs/s")
+	})
+	for _, d := range []workers.Dispatch{workers.RoundRobin, workers.Shared} {
+		b.Run("64-goroutines/"+d.String(), func(b *testing.B) {
+			pool, err := workers.New(workers.Config{Workers: 2, Dispatch: d})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer pool.Close()
+			const clients = 64
+			var wg sync.WaitGroup
+			b.ResetTimer()
+			for c := 0; c < clients; c++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					r := NewRunner(pool, g)
+					defer r.Close()
+					for i := c; i < b.N; i += clients {
+						if _, err := r.Run(context.Background(), Graph, Options{}); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "graphs/s")
+		})
+	}
+}
