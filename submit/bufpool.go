@@ -16,7 +16,7 @@ const (
 // arena memory, outside the Go heap) in power-of-two classes, 4 KiB
 // aligned from 4 KiB up so O_DIRECT accepts them. A buffer goes back to
 // its class's free stack when its CQE is reaped, so memory stays bounded
-// by what is in flight, and a rerun allocates nothing.
+// by the most that was in flight at once, and a rerun allocates nothing.
 type bufPool struct {
 	arenas []*uring.Arena
 	free   [numClasses][][]byte

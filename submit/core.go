@@ -19,10 +19,10 @@ import (
 // wavemode.go) only decides what goes down next and how many completions
 // to wait for.
 
-// Node statuses during a run; the last three are final.
+// Node statuses during a run; the last four are final.
 const (
 	stPending  uint8 = iota
-	stReady          // every predecessor settled as the node needs (graph mode's queue)
+	stReady          // every predecessor settled as the node needs; it may run
 	stInflight       // its SQE is submitted
 	stOK
 	stFailed
@@ -99,7 +99,8 @@ type strategy interface {
 	// want returns how many completions the task needs before prep can
 	// dispatch more.
 	want() int
-	// settled reacts to node i's final status, given by its CQE.
+	// settled reacts to node i's final status, given by its CQE (or, for
+	// a Go task, by its function's return).
 	settled(w *worker.Worker, i int32)
 	// done reports whether the iteration has ended, given that every
 	// node is final and nothing is in flight.
@@ -134,7 +135,7 @@ type task struct {
 	// seen since nothing was in flight (O(1) per edge, never rescanned;
 	// it can only be low, which wakes the worker early, never late).
 	minPending int32
-	ready      []int32 // nodes released by their predecessors (graph mode's FIFO)
+	ready      []int32 // nodes released by their predecessors, in order (graph mode dispatches from it; the others go by their own order)
 	stack      []int32
 
 	fileSlot  []uint32 // per spec file: its slot on this worker, if used
@@ -194,6 +195,7 @@ func (t *task) Start(w *worker.Worker) error {
 		}
 		s, err := w.RegisterFile(fd)
 		if err != nil {
+			t.reset() // Finish cancels these nodes, not an earlier run's
 			return err
 		}
 		t.fileSlot[f] = s
@@ -205,9 +207,20 @@ func (t *task) Start(w *worker.Worker) error {
 
 // begin resets this task's nodes and starts an iteration.
 func (t *task) begin(w *worker.Worker) {
-	st, p := t.st, t.p
 	t.releaseHandles(w)
 	t.closeDirs() // paths are resolved anew in each iteration
+	t.pinner.Unpin()
+	t.reset()
+	t.iterStart = w.Now()
+	t.minPending = math.MaxInt32
+	t.ready = t.ready[:0]
+	t.s.begin()
+}
+
+// reset makes every node of the task pending, with nothing left of an
+// earlier run.
+func (t *task) reset() {
+	st, p := t.st, t.p
 	for _, i := range t.nodes {
 		st.status[i] = stPending
 		st.res[i] = 0
@@ -222,10 +235,6 @@ func (t *task) begin(w *worker.Worker) {
 		st.data[i], st.err[i] = nil, nil
 	}
 	t.remaining = len(t.nodes)
-	t.iterStart = w.Now()
-	t.minPending = math.MaxInt32
-	t.ready = t.ready[:0]
-	t.s.begin()
 }
 
 // Prep dispatches ready work, or the cancellation of the run.
@@ -260,8 +269,10 @@ func (t *task) Prep(w *worker.Worker) {
 // Want returns how many completions the task needs before it can
 // submit more.
 func (t *task) Want() int {
-	if t.canceled || t.goRunning > 0 || t.trace {
-		return 1 // a Go task ends with a wake-up, not a CQE
+	if t.canceled || t.goRunning > 0 || t.trace || t.r.observer != nil {
+		// A Go task ends with a wake-up, not a CQE; a trace, an observer
+		// or a stream wants each completion as it comes.
+		return 1
 	}
 	return t.s.want()
 }
@@ -366,7 +377,8 @@ func (t *task) conclude(i int32) {
 // observe reports node i's final status to the run's observer, if any.
 func (t *task) observe(i int32) {
 	if obs := t.r.observer; obs != nil {
-		obs(t.r.nodeResult(i))
+		n := t.r.nodeResult(i)
+		guard(func() error { obs(n); return nil }) // its panic must not take the worker down
 	}
 }
 
@@ -382,11 +394,14 @@ func (t *task) settle(w *worker.Worker, i int32, status uint8, res int32) uint8 
 			break
 		}
 		moved := st.moved[i] + res
-		if res > 0 && int(moved) < len(b) && !p.nodes[i].AllowShort && w.Room() > 0 {
+		if res > 0 && int(moved) < len(b) && !p.nodes[i].AllowShort && !t.canceled && w.Room() > 1 {
 			// Like os.File.Write: go on with the rest, so that a full
-			// disk surfaces as ENOSPC, not as a short count.
+			// disk surfaces as ENOSPC, not as a short count. (One SQE
+			// stays free for the worker's doorbell.)
 			st.moved[i] = moved
+			start := st.start[i]
 			t.prep(w, i, 0)
+			st.start[i] = start
 			return stInflight
 		}
 		st.res[i] = moved
@@ -430,7 +445,8 @@ func (t *task) settle(w *worker.Worker, i int32, status uint8, res int32) uint8 
 }
 
 // end gives node i, which will not run (or ran without a CQE of its
-// own), its final status: the one place a node ends outside Complete.
+// own), its final status without its hook: for canceled and skipped
+// nodes, and for failures that release nothing themselves.
 func (t *task) end(w *worker.Worker, i int32, status uint8, res, cause int32) {
 	st := t.st
 	st.status[i], st.res[i], st.cause[i], st.end[i] = status, res, cause, w.Now()
@@ -604,8 +620,8 @@ func (t *task) sendCancels(w *worker.Worker) {
 	st := t.st
 	for ; t.cancelPos < len(t.nodes) && w.Room() > 0; t.cancelPos++ {
 		i := t.nodes[t.cancelPos]
-		if st.status[i] != stInflight {
-			continue
+		if st.status[i] != stInflight || t.p.op[i] == dag.OpGo {
+			continue // a Go task has no request to cancel: it is waited for
 		}
 		s := w.SQE(cancelBit | uint64(i))
 		s.PrepCancel(w.UserData(uint64(i)), 0)

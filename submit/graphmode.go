@@ -171,7 +171,8 @@ func (g *graphMode) settled(w *worker.Worker, i int32) {
 // for room.
 func (g *graphMode) want() int {
 	t := g.t
-	if g.rhead < len(t.ready) {
+	if g.rhead < len(t.ready) || t.p.cleanups {
+		// A failure can release a cleanup at any completion.
 		return 1
 	}
 	want := min(int32(t.inflight), t.minPending)
@@ -189,7 +190,7 @@ func (g *graphMode) done() bool { return true }
 // nothing of this task is in flight. It reports whether it failed any.
 func (g *graphMode) starved(w *worker.Worker) bool {
 	t := g.t
-	if t.inflight > 0 || g.rhead == len(t.ready) || w.FreeSlots() > 0 {
+	if t.inflight > 0 || t.goRunning > 0 || g.rhead == len(t.ready) || w.FreeSlots() > 0 {
 		return false
 	}
 	for end := len(t.ready); g.rhead < end; g.rhead++ {

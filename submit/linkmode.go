@@ -71,8 +71,8 @@ func (l *linkMode) segment(w *worker.Worker, k int32) {
 	var pos int
 	for {
 		pos = int(l.pos[k])
-		for pos < len(seq) && st.status[seq[pos]] != stPending {
-			pos++ // canceled at a hardlink boundary
+		for pos < len(seq) && st.status[seq[pos]] > stReady {
+			pos++ // final already: canceled or skipped
 		}
 		l.pos[k] = int32(pos)
 		if pos == len(seq) {
@@ -97,7 +97,7 @@ func (l *linkMode) segment(w *worker.Worker, k int32) {
 			break
 		}
 		if v == noSlot {
-			if t.inflight > 0 {
+			if t.inflight > 0 || t.goRunning > 0 {
 				return // a close in flight may free one
 			}
 			v = -int32(unix.EMFILE)
@@ -110,7 +110,7 @@ func (l *linkMode) segment(w *worker.Worker, k int32) {
 	room := w.Room()
 	for j := pos + 1; j < len(seq) && len(seg) < room; j++ {
 		x := seq[j]
-		if st.status[x] != stPending {
+		if st.status[x] > stReady {
 			continue
 		}
 		if p.kernelLink(seg[len(seg)-1], x) == 0 || !t.canFollow(x) {
@@ -197,17 +197,18 @@ func (l *linkMode) after(w *worker.Worker, k int32, x int32) {
 		}
 	}
 	for _, v := range seq[l.pos[k]:] {
-		if st.status[v] == stPending && !t.p.onFail[v] {
+		if st.status[v] <= stReady && !t.p.onFail[v] {
 			t.end(w, v, stCanceled, 0, t.rootOf(x))
 		}
 	}
 }
 
-// nextPending returns the first pending node of component k's chain
-// from its position, or -1.
+// nextPending returns the first node of component k's chain from its
+// position that has not run (pending, or released by a cancellation: a
+// cleanup), or -1.
 func (l *linkMode) nextPending(k int32) int32 {
 	for _, x := range l.seq(k)[l.pos[k]:] {
-		if l.t.st.status[x] == stPending {
+		if l.t.st.status[x] <= stReady {
 			return x
 		}
 	}

@@ -21,8 +21,10 @@ type plan struct {
 	flags  []uint8 // SQE flags of the node itself (IOSQE_ASYNC)
 	needs  []bool  // the node needs a slot, memory, a length or its binding before it runs (see take)
 	onFail []bool  // the node has on_failure edges: it runs only after a failure
-	direct []bool  // a read's or write's file is open with O_DIRECT
-	npred  []int32
+	// cleanups reports whether any node has on_failure edges.
+	cleanups bool
+	direct   []bool // a read's or write's file is open with O_DIRECT
+	npred    []int32
 	// chainNext is the successor graph mode passes to the kernel as a
 	// link (see kernelLink), or -1; chainLink is the SQE flag for it.
 	chainNext []int32
@@ -131,6 +133,7 @@ func newPlan(g *dag.Graph) *plan {
 		for _, e := range g.Preds(int32(i)) {
 			p.onFail[i] = p.onFail[i] || e.Kind == dag.OnFailure
 		}
+		p.cleanups = p.cleanups || p.onFail[i]
 		p.npred[i] = int32(len(g.Preds(i)))
 		p.compOf[i] = int32(g.Component(i))
 		p.file[i] = -1

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -623,5 +624,58 @@ func TestHandleNeverOpened(t *testing.T) {
 				t.Errorf("states (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestCleanupChains: a cleanup of a canceled cleanup runs, in every mode
+// (link mode left it waiting forever), and a Stop from the run's last
+// node still reaches Run's error.
+func TestCleanupChains(t *testing.T) {
+	b := dag.NewBuilder("cleanups")
+	x := b.Statx("x", "missing")
+	y := b.Nop("y")
+	c := b.Nop("c").After(x).OnFailure(y)
+	b.Nop("d").OnFailure(c)
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]ending{
+		"x": {StatusFailed, "ENOENT (no such file or directory)"},
+		"y": {StatusOK, ""},
+		"c": {StatusCanceled, `canceled: node "x" did not succeed`},
+		"d": {StatusOK, ""},
+	}
+	for _, m := range Modes() {
+		t.Run(m.String(), func(t *testing.T) {
+			pool := newPool(t, workers.Config{Workers: 1, Entries: 8})
+			rep := runBounded(t, pool, g, m)
+			got := states(rep)
+			if m == Link {
+				// Link's chain x, y, c, d: x's failure cancels y too.
+				want := maps.Clone(want)
+				want["y"] = ending{StatusCanceled, `canceled: node "x" did not succeed`}
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Errorf("states (-want +got):\n%s", diff)
+				}
+				return
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("states (-want +got):\n%s", diff)
+			}
+		})
+	}
+	b = dag.NewBuilder("last-stops")
+	errLast := errors.New("last")
+	b.Nop("n").Then(func(in dag.Inputs, _ dag.Result) error { in.Stop(errLast); return nil })
+	g, err = b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := newPool(t, workers.Config{Workers: 1, Entries: 8})
+	for _, m := range Modes() {
+		if _, err := Run(context.Background(), pool, g, m, Options{}); !errors.Is(err, errLast) {
+			t.Errorf("%s: Run = %v, want the Stop's error", m, err)
+		}
 	}
 }

@@ -32,11 +32,14 @@ type Report struct {
 	Counts      Counts `json:"counts"`
 	// Splits counts where link mode ended a kernel chain early because
 	// the kernel's rule would differ from the graph's semantics: before a
-	// node that needs a result of its own chain (a read sized by a
-	// statx), after an op whose failure does not break a kernel link
-	// (statx, unlink, rename, mkdir), after an allow_short transfer, and
-	// before a hardlink from a node with after-dependents. Counted once per
-	// run, not per repeat.
+	// node that needs a result of its own chain (a read sized by a statx,
+	// a binding) or a directory that does not exist yet; after an op
+	// whose failure does not break a kernel link (statx, unlink, rename,
+	// mkdir), an allow_short transfer, a write (a short one goes on with
+	// the rest), a rename (later paths resolve after it), a node with a
+	// hook; at a Go task or a node with on_failure edges; and before a
+	// hardlink from a node with after-dependents. Counted once per run,
+	// not per repeat.
 	Splits int `json:"splits,omitempty"`
 	// Nodes has one entry per node, in declaration order (last repeat).
 	Nodes []NodeResult `json:"nodes"`

@@ -12,17 +12,31 @@
 //
 // An after-edge runs its dependent only if the predecessor succeeded; a
 // finally-edge once the predecessor ran, whatever its result (for a
-// close). A predecessor that never ran cancels both kinds of dependents.
-// Success is a result >= 0, except that a read or write that moved fewer
-// bytes than asked fails (unless the node allows short transfers).
+// close); an on_failure edge only if the predecessor failed or was
+// canceled (for a cleanup: a node with on_failure edges runs if one of
+// those predecessors did not succeed). A predecessor that never ran
+// cancels its after- and finally-dependents. Success is a result >= 0,
+// except that a read or write that moved fewer bytes than asked fails
+// (unless the node allows short transfers; a write first goes on with the
+// rest, so that a full disk surfaces as ENOSPC).
 //
 // Every node ends with exactly one status: ok, failed (the kernel
-// returned an error, or a short transfer; Res and Errno say which), or
-// canceled (it never ran; Cause names the failed node that started the
-// cancellations, or "context"). Graph and waves cancel exactly the
-// transitive dependents of a failure. Link serializes each component into
-// one chain, so a failure also cancels later nodes of the chain that did
-// not depend on it: that over-cancellation is link mode's cost.
+// returned an error, a short transfer, or its hook, binding or Go
+// function returned one; Err says which), canceled (it never ran; Cause
+// names the failed node that started the cancellations, or "context"),
+// or skipped (its on_failure condition did not hold, or it depends on a
+// skipped node: not a failure). Graph and waves cancel exactly the
+// transitive dependents of a failure, and run its cleanups. Link
+// serializes each component into one chain, so a failure also cancels
+// later nodes of the chain that did not depend on it (cleanups still get
+// their turn): that over-cancellation is link mode's cost.
+//
+// Go code takes part through the dag package: a hook (Task.Then) runs on
+// the worker as its node completes, before its dependents are released; a
+// binding (Task.Bind) computes a node's parameters just before it is
+// submitted; a Go task (Builder.Go) runs a function on a goroutine; any
+// of them may stop the run (dag.Inputs.Stop), and a Go task may grow the
+// graph (dag.Inputs.Run).
 //
 // Results feed later nodes: an open's file (a direct descriptor in the
 // worker's fixed-file table) is used by the reads, writes, fsyncs and
@@ -303,6 +317,7 @@ func (r *Runner) Run(ctx context.Context, mode Mode, o Options) (*Report, error)
 		r.barrier.abort.Store(true)
 		r.cancel()
 		for _, t := range r.tasks[started:] {
+			t.reset()
 			for _, i := range t.nodes {
 				r.st.status[i], r.st.cause[i] = stCanceled, causeContext
 			}
@@ -331,6 +346,11 @@ func (r *Runner) Run(ctx context.Context, mode Mode, o Options) (*Report, error)
 			errs = append(errs, workers.ErrClosed)
 		}
 	}
+	// A Stop may end the run without any task seeing the cancellation
+	// (the stopping node was the last).
+	r.stopMu.Lock()
+	errs = append(errs, r.stopErr)
+	r.stopMu.Unlock()
 	return rep, errors.Join(dedupe(errs)...)
 }
 

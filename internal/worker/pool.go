@@ -56,6 +56,7 @@ type Pool struct {
 	next    atomic.Uint32
 	shared  *queue
 	closing atomic.Bool
+	closeMu sync.RWMutex // GoOn's check and push against Close
 	epoch   time.Time
 	wg      sync.WaitGroup
 }
@@ -120,6 +121,11 @@ func (p *Pool) Go(t Task) error {
 // GoOn hands t to worker i % Size() (with Shared dispatch, to whichever
 // worker takes it first). Tasks given to one worker run in one event loop.
 func (p *Pool) GoOn(i int, t Task) error {
+	// The read lock keeps Close from slipping between the check and the
+	// push: a task pushed after a worker saw an empty queue and left
+	// would never run.
+	p.closeMu.RLock()
+	defer p.closeMu.RUnlock()
 	if p.closing.Load() {
 		return ErrClosed
 	}
@@ -140,7 +146,9 @@ func (p *Pool) GoOn(i int, t Task) error {
 // cancels what it has in flight and ends), then stops the workers and
 // closes their rings. It waits for all of it.
 func (p *Pool) Close() error {
+	p.closeMu.Lock()
 	p.closing.Store(true)
+	p.closeMu.Unlock()
 	for _, w := range p.workers {
 		w.wake()
 	}

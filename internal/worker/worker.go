@@ -28,8 +28,8 @@ type Task interface {
 	// bits the task set.
 	Complete(w *Worker, c uring.CQE)
 	// Want returns how many of its in-flight completions the task needs
-	// before it can submit more (1 for dataflow; a whole level for
-	// waves). The worker waits for the fewest any task wants.
+	// before it can submit more (a whole level for waves). The worker
+	// waits for the fewest any task wants.
 	Want() int
 	// Done reports whether the task has nothing in flight and nothing
 	// left to submit.
