@@ -88,27 +88,32 @@ func BenchmarkDispatch(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer pool.Close()
-			const clients = 8
-			var wg sync.WaitGroup
-			b.ResetTimer()
-			for c := 0; c < clients; c++ {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					r := NewRunner(pool, g)
-					defer r.Close()
-					for i := c; i < b.N; i += clients {
-						if _, err := r.Run(context.Background(), Graph, Options{Repeat: 10}); err != nil {
-							b.Error(err)
-							return
-						}
-					}
-				}()
-			}
-			wg.Wait()
+			runClients(b, pool, g, 8, 10)
 			b.ReportMetric(float64(b.N)*10*float64(g.Len())/b.Elapsed().Seconds(), "nodes/s")
 		})
 	}
+}
+
+// runClients runs g b.N times in all, repeat times per Run, from clients
+// goroutines with a Runner each.
+func runClients(b *testing.B, pool *workers.Pool, g *dag.Graph, clients, repeat int) {
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	for c := 0; c < clients; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := NewRunner(pool, g)
+			defer r.Close()
+			for i := c; i < b.N; i += clients {
+				if _, err := r.Run(context.Background(), Graph, Options{Repeat: repeat}); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // BenchmarkGoroutineDAG is the baseline the modes are measured against: a

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"maps"
 	"os"
 	"path/filepath"
@@ -69,14 +68,6 @@ func slotGraph(t *testing.T, shape string) *dag.Graph {
 	return g
 }
 
-func fillDigest(fill byte, n int) Digest {
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = fill
-	}
-	return Digest(crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli)))
-}
-
 // TestSlotPressure: a worker with two fixed-file slots never hands out a
 // slot still in use. Three opens in a row, each read after its own open:
 // the third open waits for a close and every read returns its own file's
@@ -84,7 +75,7 @@ func fillDigest(fill byte, n int) Digest {
 // ever have a slot (EMFILE), and nothing reads another file's bytes. The
 // pool stays sound for the next run (each case runs twice).
 func TestSlotPressure(t *testing.T) {
-	ok := func(fill byte) outcome { return outcome{StatusOK, 4096, "", fillDigest(fill, 4096)} }
+	ok := func(fill byte) outcome { return outcome{StatusOK, 4096, "", fillCRC(fill, 4096)} }
 	opened := outcome{StatusOK, 0, "", 0}
 	emfile := outcome{StatusFailed, -int32(unix.EMFILE), "", 0}
 	canceled := outcome{StatusCanceled, -int32(unix.ECANCELED), "of2", 0}
@@ -157,7 +148,7 @@ func TestLenFromFailed(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := outcomes(rep)["read"]; got != (outcome{StatusOK, 100, "", fillDigest(9, 100)}) {
+			if got := outcomes(rep)["read"]; got != (outcome{StatusOK, 100, "", fillCRC(9, 100)}) {
 				t.Fatalf("with the statx ok: read = %+v, want 100 bytes", got)
 			}
 			if err := os.Remove(filepath.Join(root, "sized")); err != nil {
@@ -250,7 +241,7 @@ func TestTransferLimits(t *testing.T) {
 		buf  int
 		want outcome
 	}{
-		{"fits the buffer", 100, 4096, outcome{StatusOK, 100, "", fillDigest(0, 100)}},
+		{"fits the buffer", 100, 4096, outcome{StatusOK, 100, "", fillCRC(0, 100)}},
 		{"over the buffer", 100, 10, outcome{StatusFailed, -int32(unix.EOVERFLOW), "", 0}},
 		{"over MAX_RW_COUNT", 3 << 30, 0, outcome{StatusFailed, -int32(unix.EFBIG), "", 0}},
 	}

@@ -95,7 +95,7 @@ func checkSlots(t *testing.T, seed uint64) {
 				case nd.Status == StatusFailed && (nd.Op != dag.OpOpen || nd.Errno != Errno(unix.EMFILE)):
 					t.Errorf("seed %d (%d slots) %s: %s failed with %v; only an open may fail, with EMFILE", seed, files, m, nd.ID, nd.Errno)
 				case nd.Status == StatusOK && nd.Op == dag.OpRead:
-					if want := fillDigest(g.Node(int32(i)).ID[2]-'0'+1, 512); nd.Digest != want {
+					if want := fillCRC(g.Node(int32(i)).ID[2]-'0'+1, 512); nd.Digest != want {
 						t.Errorf("seed %d (%d slots) %s: %s read %v, not its own file's bytes %v", seed, files, m, nd.ID, nd.Digest, want)
 					}
 				}

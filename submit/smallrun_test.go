@@ -2,7 +2,6 @@ package submit
 
 import (
 	"context"
-	"sync"
 	"testing"
 
 	"github.com/iodag/iodag/dag"
@@ -40,24 +39,7 @@ func BenchmarkSmallRuns(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer pool.Close()
-			const clients = 64
-			var wg sync.WaitGroup
-			b.ResetTimer()
-			for c := 0; c < clients; c++ {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					r := NewRunner(pool, g)
-					defer r.Close()
-					for i := c; i < b.N; i += clients {
-						if _, err := r.Run(context.Background(), Graph, Options{}); err != nil {
-							b.Error(err)
-							return
-						}
-					}
-				}()
-			}
-			wg.Wait()
+			runClients(b, pool, g, 64, 1)
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "graphs/s")
 		})
 	}

@@ -3,7 +3,6 @@ package submit
 import (
 	"context"
 	"errors"
-	"hash/crc32"
 	"os"
 	"path/filepath"
 	"strings"
@@ -177,13 +176,6 @@ func TestSpecs(t *testing.T) {
 // outcome: what is canceled and why, what still runs.
 func TestFailures(t *testing.T) {
 	const page = 4096
-	fillDigest := func(v byte, n int) Digest {
-		b := make([]byte, n)
-		for i := range b {
-			b[i] = v
-		}
-		return Digest(crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli)))
-	}
 	ok := outcome{Status: StatusOK}
 	enoent := outcome{Status: StatusFailed, Res: -int32(unix.ENOENT)}
 	canceled := func(cause string) outcome {
@@ -207,7 +199,7 @@ func TestFailures(t *testing.T) {
 			b.Read("other", dag.File("data"), 0, page).After(s)
 		},
 		want: modeWant{"start": ok, "o": enoent, "r": canceled("o"), "c": canceled("o"),
-			"other": {Status: StatusOK, Res: page, Digest: fillDigest(1, page)}},
+			"other": {Status: StatusOK, Res: page, Digest: fillCRC(1, page)}},
 		// One chain start -> o -> other -> r -> c: o's failure cancels
 		// "other" too.
 		link: modeWant{"other": canceled("o")},
@@ -226,7 +218,7 @@ func TestFailures(t *testing.T) {
 			r := b.Read("r", dag.File("data"), 0, page).AllowShort()
 			b.Nop("n").After(r)
 		},
-		want: modeWant{"r": {Status: StatusOK, Res: 100, Digest: fillDigest(2, 100)}, "n": ok},
+		want: modeWant{"r": {Status: StatusOK, Res: 100, Digest: fillCRC(2, 100)}, "n": ok},
 	}, {
 		name: "finally-edge closes after a failed read",
 		build: func(b *dag.Builder) {
@@ -246,8 +238,8 @@ func TestFailures(t *testing.T) {
 			b.Read("r2", dag.File("data"), page, page).After(w)
 		},
 		want: modeWant{"w": {Status: StatusOK, Res: page},
-			"r":  {Status: StatusOK, Res: page, Digest: fillDigest(9, page)},
-			"r2": {Status: StatusOK, Res: page, Digest: fillDigest(1, page)}},
+			"r":  {Status: StatusOK, Res: page, Digest: fillCRC(9, page)},
+			"r2": {Status: StatusOK, Res: page, Digest: fillCRC(1, page)}},
 	}, {
 		// A failed mkdirat does not break a kernel link (Linux 6.18):
 		// the runner must cancel the dependent itself.
@@ -272,7 +264,7 @@ func TestFailures(t *testing.T) {
 			b.Close("c2", dag.Handle("h2")).Finally(r2)
 		},
 		want: modeWant{"s": enoent, "o": ok, "r": canceled("s"), "c": canceled("s"),
-			"s2": ok, "o2": ok, "r2": {Status: StatusOK, Res: 100, Digest: fillDigest(4, 100)}, "c2": ok},
+			"s2": ok, "o2": ok, "r2": {Status: StatusOK, Res: 100, Digest: fillCRC(4, 100)}, "c2": ok},
 		// The chain s -> o -> r -> c ends at s's failure.
 		link: modeWant{"o": canceled("s")},
 	}, {
