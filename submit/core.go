@@ -153,9 +153,10 @@ type task struct {
 	goSpare   []goResult
 	worker    atomic.Pointer[worker.Worker]
 	cancelReq atomic.Bool
-	canceled  bool // the context ended: dispatch nothing more
-	trace     bool // Options.Trace: wait for one completion at a time, stamp each
-	cancelPos int  // next node to send an ASYNC_CANCEL to
+	canceled  bool             // the context ended: dispatch nothing more
+	trace     bool             // Options.Trace: wait for one completion at a time, stamp each
+	obs       func(NodeResult) // the run's observer (Runner.observer), or nil
+	cancelPos int              // next node to send an ASYNC_CANCEL to
 	err       error
 	done      chan struct{}
 }
@@ -269,7 +270,7 @@ func (t *task) Prep(w *worker.Worker) {
 // Want returns how many completions the task needs before it can
 // submit more.
 func (t *task) Want() int {
-	if t.canceled || t.goRunning > 0 || t.trace || t.r.observer != nil {
+	if t.canceled || t.goRunning > 0 || t.trace || t.obs != nil {
 		// A Go task ends with a wake-up, not a CQE; a trace, an observer
 		// or a stream wants each completion as it comes.
 		return 1
@@ -364,7 +365,7 @@ func (t *task) Complete(w *worker.Worker, c uring.CQE) {
 // releases its successors.
 func (t *task) conclude(i int32) {
 	st := t.st
-	if hook := t.p.nodes[i].Then; hook != nil {
+	if hook := t.p.then[i]; hook != nil {
 		t.in.self = i
 		if err := callHook(hook, &t.in, t.result(i)); err != nil && st.status[i] == stOK {
 			st.status[i], st.err[i] = stFailed, err
@@ -376,7 +377,7 @@ func (t *task) conclude(i int32) {
 
 // observe reports node i's final status to the run's observer, if any.
 func (t *task) observe(i int32) {
-	if obs := t.r.observer; obs != nil {
+	if obs := t.obs; obs != nil {
 		n := t.r.nodeResult(i)
 		guard(func() error { obs(n); return nil }) // its panic must not take the worker down
 	}

@@ -18,9 +18,10 @@ type plan struct {
 	n      int
 	nodes  []dag.Node // the graph's nodes, copied once
 	op     []dag.Op
-	flags  []uint8 // SQE flags of the node itself (IOSQE_ASYNC)
-	needs  []bool  // the node needs a slot, memory, a length or its binding before it runs (see take)
-	onFail []bool  // the node has on_failure edges: it runs only after a failure
+	flags  []uint8                              // SQE flags of the node itself (IOSQE_ASYNC)
+	then   []func(dag.Inputs, dag.Result) error // hooks, apart from the nodes: read for every node
+	needs  []bool                               // the node needs a slot, memory, a length or its binding before it runs (see take)
+	onFail []bool                               // the node has on_failure edges: it runs only after a failure
 	// cleanups reports whether any node has on_failure edges.
 	cleanups bool
 	direct   []bool // a read's or write's file is open with O_DIRECT
@@ -61,6 +62,7 @@ func newPlan(g *dag.Graph) *plan {
 		nodes:     make([]dag.Node, n),
 		op:        make([]dag.Op, n),
 		flags:     make([]uint8, n),
+		then:      make([]func(dag.Inputs, dag.Result) error, n),
 		needs:     make([]bool, n),
 		onFail:    make([]bool, n),
 		direct:    make([]bool, n),
@@ -125,6 +127,7 @@ func newPlan(g *dag.Graph) *plan {
 			p.flags[i] = uring.SQEAsync
 		}
 		p.opsUsed[nd.Op] = true
+		p.then[i] = nd.Then
 		switch nd.Op {
 		case dag.OpRead, dag.OpWrite, dag.OpStatx, dag.OpTimeout, dag.OpOpen:
 			p.needs[i] = true

@@ -290,7 +290,7 @@ func (r *Runner) Run(ctx context.Context, mode Mode, o Options) (*Report, error)
 		t.waves.step = 0
 		t.repeat, t.iter = o.Repeat, 0
 		t.sqes, t.maxInflight, t.splits, t.enters = 0, 0, 0, 0
-		t.canceled, t.err, t.trace = false, nil, o.Trace
+		t.canceled, t.err, t.trace, t.obs = false, nil, o.Trace, r.observer
 		t.worker.Store(nil)
 		copy(t.fileFds, files)
 		t.done = make(chan struct{})
