@@ -1,4 +1,5 @@
 // Command iodag validates, stages, draws, generates and runs iodag graphs.
+// Install it with go install github.com/iodag/iodag/cmd/iodag@latest.
 //
 //	iodag validate SPEC
 //	iodag stage SPEC [--json]
@@ -6,6 +7,7 @@
 //	iodag gen SHAPE ARGS [--op nop|read4k] [--seed N]
 //	iodag run SPEC --mode graph|link|waves [--workers N] [--ring N] [--repeat R] [--root DIR] [--json]
 //	iodag compare [SPEC] [--repeat R] [--workers N] [--ring N] [--json] [--svg FILE]
+//	iodag version
 //
 // Exit status: 0 ok; 1 some node not ok (for compare: the modes disagree)
 // or the run could not be set up; 2 bad spec or usage; 130 or 143 after
@@ -48,6 +50,7 @@ func verbs() map[string]verb {
 		"gen":      {genMain, "gen SHAPE ARGS [--op nop|read4k] [--seed N]"},
 		"run":      {runMain, "run SPEC --mode graph|link|waves [--workers N] [--ring N] [--repeat R] [--root DIR] [--json]"},
 		"compare":  {compareMain, "compare [SPEC] [--repeat R] [--workers N] [--ring N] [--json] [--svg FILE]"},
+		"version":  {versionMain, "version"},
 	}
 }
 
