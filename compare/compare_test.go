@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/iodag/iodag/dag"
+	"github.com/iodag/iodag/scratch"
 	"github.com/iodag/iodag/submit"
 	"github.com/iodag/iodag/workers"
 )
@@ -128,6 +129,13 @@ func TestRun(t *testing.T) {
 				if m.OpsPerSec <= 0 || m.RatioToLink <= 0 || len(m.Nodes) != g.Len() {
 					t.Errorf("%s: ops/s %v, ratio %v, %d nodes", m.Mode, m.OpsPerSec, m.RatioToLink, len(m.Nodes))
 				}
+				// The last run of each batch is timed: its nodes that ran.
+				ran := int64(m.Counts.OK + m.Counts.Failed)
+				l := m.Latency
+				if runs := min(tc.repeat, 20); l.Runs != runs || l.Nodes < ran || l.Nodes > int64(runs)*int64(g.Len()) ||
+					l.P50NS > l.P99NS || l.P99NS > l.MaxNS {
+					t.Errorf("%s: latency %+v, want %d runs, at least %d nodes, p50 <= p99 <= max", m.Mode, l, runs, ran)
+				}
 			}
 			if ents, err := os.ReadDir(root); err != nil || len(ents) != 0 {
 				t.Errorf("root holds %v (%v), want the per-mode directories removed", ents, err)
@@ -145,6 +153,53 @@ func TestRun(t *testing.T) {
 				t.Errorf("JSON round trip mismatch (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestTrace checks that Options.Trace reaches every mode's runs: traced,
+// link mode's chain of 100 reads completes one read at a time, each node
+// stamped with its own time (a staircase); untraced, a batch of
+// completions shares one.
+func TestTrace(t *testing.T) {
+	pool, err := workers.New(workers.Config{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	spec, err := dag.Fanout(100, dag.GenOptions{Op: "read4k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := spec.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	if g, _, err = scratch.Fit(root, g); err != nil {
+		t.Fatal(err)
+	}
+	distinct := func(m *ModeResult) int {
+		ends := map[int64]bool{}
+		for _, n := range m.Nodes {
+			ends[n.EndNS] = true
+		}
+		return len(ends)
+	}
+	for _, trace := range []bool{false, true} {
+		c, err := Run(context.Background(), pool, g, Options{Scratch: root, Repeat: 2, Trace: trace})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Trace != trace || !c.OK() {
+			t.Errorf("Run(Trace: %v): Trace %v, OK %v", trace, c.Trace, c.OK())
+		}
+		link := distinct(c.Mode(submit.Link))
+		switch {
+		case trace && link < 95:
+			t.Errorf("traced link mode: %d distinct completion times of 100 nodes, want one per node (a staircase)", link)
+		case !trace && link > 50:
+			t.Errorf("untraced link mode: %d distinct completion times of 100 nodes, want batches sharing one", link)
+		}
 	}
 }
 
@@ -251,6 +306,9 @@ func TestReports(t *testing.T) {
 			}
 			if diff := cmp.Diff([]float64{1, 2.5, 3}, ratios); diff != "" {
 				t.Errorf("ratios mismatch (-want +got):\n%s", diff)
+			}
+			if l := c.Modes[0].Latency; l.Runs != 1 || l.Nodes < 2 {
+				t.Errorf("link latency %+v, want 1 run, its nodes that ran", l)
 			}
 		})
 	}
