@@ -116,7 +116,7 @@ func (d Disagreement) String() string {
 
 // OverCancel is link mode's expected over-cancellation of one node: link
 // canceled Node because Cause, an earlier node of its chain, failed,
-// while graph mode ran it (to Graph, ok or failed).
+// while graph mode ran it (to Graph, ok or failed) or skipped it.
 type OverCancel struct {
 	Node  string        `json:"node"`
 	Cause string        `json:"cause"`
@@ -221,9 +221,10 @@ func needsRoot(g *dag.Graph) bool {
 //     and digest;
 //   - link and graph: a node ok in both must have the same res and
 //     digest, a node failed in both the same errno (or, for a short
-//     transfer, res); a node link canceled after a failure in its chain
-//     but graph ran is an expected difference (OverCancel); any other
-//     difference of status is a disagreement.
+//     transfer, res); canceled or skipped in both, they agree; a node link
+//     canceled after a failure in its chain but graph ran (or skipped) is
+//     an expected difference (OverCancel); any other difference of status
+//     is a disagreement.
 //
 // Timing-dependent fields (start, end, worker) and the causes of nodes
 // canceled in both are never compared. The error reports reports that
@@ -329,6 +330,7 @@ func (c *Comparison) linkVsGraph(l, g *submit.NodeResult) {
 			c.disagree(g.ID, submit.Link, submit.Graph, "res", res(l), res(g))
 		}
 	case l.Status == submit.StatusCanceled && g.Status == submit.StatusCanceled:
+	case l.Status == submit.StatusSkipped && g.Status == submit.StatusSkipped:
 	case l.Status == submit.StatusCanceled && l.Cause != "" && l.Cause != submit.CauseContext:
 		c.Expected = append(c.Expected, OverCancel{Node: g.ID, Cause: l.Cause, Graph: g.Status})
 	default:

@@ -63,6 +63,14 @@ func TestRun(t *testing.T) {
 			want: compareSummary{Counts: every(submit.Counts{OK: 15}), Repeat: every(1), Checked: true, OK: true},
 		},
 		{
+			// A durable write whose cleanup (rm, on_failure of sync)
+			// and alert (on_failure of mv) are skipped: not failures,
+			// and the same in every mode. Once: a second run's mkdir
+			// would find the first's directory.
+			name: "cleanup skipped", spec: "dot/cleanup", repeat: 1,
+			want: compareSummary{Counts: every(submit.Counts{OK: 6, Skipped: 2}), Repeat: every(1), Checked: true, OK: true},
+		},
+		{
 			// No files: no root needed, none made.
 			name: "stagger", spec: "stagger4x8", repeat: 3,
 			want: compareSummary{Counts: every(submit.Counts{OK: 32}), Repeat: every(3), Checked: true, OK: true},
@@ -240,6 +248,9 @@ func TestReports(t *testing.T) {
 	canceled := func(id, cause string) submit.NodeResult {
 		return submit.NodeResult{ID: id, Op: dag.OpNop, Status: submit.StatusCanceled, Res: -125, Errno: submit.Errno(syscall.ECANCELED), Cause: cause}
 	}
+	skipped := func(id string) submit.NodeResult {
+		return submit.NodeResult{ID: id, Op: dag.OpUnlink, Status: submit.StatusSkipped}
+	}
 	report := func(mode submit.Mode, ops float64, ns ...submit.NodeResult) *submit.Report {
 		return &submit.Report{Name: "g", Mode: mode, OpsPerSec: ops, Nodes: ns}
 	}
@@ -275,6 +286,13 @@ func TestReports(t *testing.T) {
 			dis: []Disagreement{{Node: "b", Modes: [2]submit.Mode{submit.Link, submit.Graph}, Field: "status", Values: [2]string{"ok", "failed"}}}},
 		{name: "ran in link, canceled in graph", waves: base, grph: base, link: with(2, ok("c", 0, 0)),
 			dis: []Disagreement{{Node: "c", Modes: [2]submit.Mode{submit.Link, submit.Graph}, Field: "status", Values: [2]string{"ok", "canceled"}}}},
+		{name: "skipped in both", link: with(3, skipped("d")), waves: with(3, skipped("d")), grph: with(3, skipped("d"))},
+		{name: "skipped in link, ran in graph", waves: base, grph: base, link: with(3, skipped("d")),
+			dis: []Disagreement{{Node: "d", Modes: [2]submit.Mode{submit.Link, submit.Graph}, Field: "status", Values: [2]string{"skipped", "ok"}}}},
+		{name: "skipped graph vs waves", link: base, grph: base, waves: with(3, skipped("d")),
+			dis: []Disagreement{{Node: "d", Modes: [2]submit.Mode{submit.Graph, submit.Waves}, Field: "status", Values: [2]string{"ok", "skipped"}}}},
+		{name: "over-cancellation of a skipped node", waves: with(3, skipped("d")), grph: with(3, skipped("d")), link: with(3, canceled("d", "b")),
+			exp: []OverCancel{{Node: "d", Cause: "b", Graph: submit.StatusSkipped}}},
 		{name: "over-cancellation", waves: base, grph: base, link: with(3, canceled("d", "b")),
 			exp: []OverCancel{{Node: "d", Cause: "b", Graph: submit.StatusOK}}},
 		{name: "canceled by the context is no over-cancellation", waves: base, grph: base, link: with(3, canceled("d", submit.CauseContext)),
