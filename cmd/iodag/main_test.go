@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,31 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/iodag/iodag/dag"
 )
+
+var update = flag.Bool("update", false, "rewrite the golden files in ../../testdata")
+
+// checkGolden compares got with the golden file ../../testdata/NAME, or
+// rewrites it with -update.
+func checkGolden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("../../testdata", name)
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update)", err)
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		t.Errorf("%s mismatch (-want +got):\n%s", name, diff)
+	}
+}
 
 func TestRun(t *testing.T) {
 	dir := t.TempDir()
