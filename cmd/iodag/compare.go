@@ -94,7 +94,7 @@ func compareSpec(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	defer pool.Close()
 
 	o := compare.Options{Scratch: root, Repeat: *repeat, Trace: *trace}
-	if bar := progressBar(stderr, *repeat); bar != nil {
+	if bar := progressBar(stderr, len(submit.Modes())*(*repeat), submit.Modes()[0].String()); bar != nil {
 		o.Progress = func(done, total int) {
 			if done < total {
 				bar.Describe(submit.Modes()[done / *repeat].String())
@@ -160,16 +160,16 @@ func defaultGraph(root string, stderr io.Writer) (*dag.Graph, error) {
 	return g, nil
 }
 
-// progressBar returns a bar counting runs on stderr if it is a terminal,
-// else nil.
-func progressBar(stderr io.Writer, repeat int) *progressbar.ProgressBar {
+// progressBar returns a bar counting to runs on stderr, described as what,
+// if stderr is a terminal and there is more than one run, else nil.
+func progressBar(stderr io.Writer, runs int, what string) *progressbar.ProgressBar {
 	f, ok := stderr.(*os.File)
-	if !ok || !term.IsTerminal(int(f.Fd())) {
+	if !ok || runs < 2 || !term.IsTerminal(int(f.Fd())) {
 		return nil
 	}
-	return progressbar.NewOptions(len(submit.Modes())*repeat,
+	return progressbar.NewOptions(runs,
 		progressbar.OptionSetWriter(f),
-		progressbar.OptionSetDescription(submit.Modes()[0].String()),
+		progressbar.OptionSetDescription(what),
 		progressbar.OptionSetItsString("runs"),
 		progressbar.OptionShowCount(),
 		progressbar.OptionSetWidth(30),
