@@ -65,8 +65,13 @@ type Comparison struct {
 	Disagreements []Disagreement `json:"disagreements"`
 	// Expected lists the differences the semantics allow: nodes link mode
 	// canceled because an earlier node of their chain failed, although
-	// they did not depend on it, and which graph mode ran.
+	// they did not depend on it, and which graph mode ran; and what
+	// follows (Run only: it takes the graph's edges): nodes link ran,
+	// which graph skipped, because they run on the failure of a node link
+	// so canceled.
 	Expected []OverCancel `json:"expected"`
+
+	g *dag.Graph // Run's graph, for the edges; nil from Reports
 }
 
 // ModeResult is one mode's report, its ops/s relative to link mode's and
@@ -115,12 +120,16 @@ func (d Disagreement) String() string {
 }
 
 // OverCancel is link mode's expected over-cancellation of one node: link
-// canceled Node because Cause, an earlier node of its chain, failed,
-// while graph mode ran it (to Graph, ok or failed) or skipped it.
+// canceled Node (Link is canceled) because Cause, an earlier node of its
+// chain, failed, while graph mode ran it (to Graph, ok or failed) or
+// skipped it. Or it is what follows: link ran Node (Link is ok or
+// failed) where graph skipped it, because an on_failure predecessor of
+// Node, or of a node Node depends on, is one link so canceled.
 type OverCancel struct {
 	Node  string        `json:"node"`
 	Cause string        `json:"cause"`
 	Graph submit.Status `json:"graph"`
+	Link  submit.Status `json:"link"`
 }
 
 // OK reports whether the comparison was completed and found no
@@ -152,7 +161,7 @@ func Run(ctx context.Context, pool *workers.Pool, g *dag.Graph, o Options) (*Com
 	}
 	r := submit.NewRunner(pool, g)
 	defer r.Close()
-	c := &Comparison{Name: g.Name(), Trace: o.Trace}
+	c := &Comparison{Name: g.Name(), Trace: o.Trace, g: g}
 	done, total := 0, len(submit.Modes())*o.Repeat
 	for _, m := range submit.Modes() {
 		var lat latency.Recorder
@@ -224,7 +233,10 @@ func needsRoot(g *dag.Graph) bool {
 //     transfer, res); canceled or skipped in both, they agree; a node link
 //     canceled after a failure in its chain but graph ran (or skipped) is
 //     an expected difference (OverCancel); any other difference of status
-//     is a disagreement.
+//     is a disagreement. Reports, which has no graph, counts among them
+//     what Run, which has, knows to follow from an over-cancellation: a
+//     node link ran and graph skipped because it runs on the failure of an
+//     over-canceled node.
 //
 // Timing-dependent fields (start, end, worker) and the causes of nodes
 // canceled in both are never compared. The error reports reports that
@@ -291,11 +303,50 @@ func (c *Comparison) check() error {
 		if l.ID != g.ID || w.ID != g.ID {
 			return fmt.Errorf("compare: node %d is %q in link, %q in waves, %q in graph", i, l.ID, w.ID, g.ID)
 		}
+	}
+	ranAfter := c.ranAfterOverCancel(link.Nodes, graph.Nodes)
+	for i := 0; i < n; i++ {
+		l, w, g := &link.Nodes[i], &waves.Nodes[i], &graph.Nodes[i]
 		c.exact(submit.Graph, submit.Waves, g, w)
+		if cause, ok := ranAfter[int32(i)]; ok {
+			c.Expected = append(c.Expected, OverCancel{Node: g.ID, Cause: cause, Graph: g.Status, Link: l.Status})
+			continue
+		}
 		c.linkVsGraph(l, g)
 	}
 	c.Checked = true
 	return nil
+}
+
+// ranAfterOverCancel returns the nodes link ran and graph skipped because
+// of an over-cancellation (see OverCancel), each with the failure that
+// started it; none without the graph's edges (c.g, from Run), or if the
+// reports are not of c.g.
+func (c *Comparison) ranAfterOverCancel(link, graph []submit.NodeResult) map[int32]string {
+	if c.g == nil || c.g.Len() != len(link) {
+		return nil
+	}
+	overCanceled := func(p int32) bool {
+		l := &link[p]
+		return l.Status == submit.StatusCanceled && l.Cause != "" && l.Cause != submit.CauseContext && graph[p].Status != submit.StatusCanceled
+	}
+	out := map[int32]string{}
+	for _, i := range c.g.Order() {
+		if ran := link[i].Status == submit.StatusOK || link[i].Status == submit.StatusFailed; !ran || graph[i].Status != submit.StatusSkipped {
+			continue
+		}
+		for _, e := range c.g.Preds(i) {
+			if cause, ok := out[e.Node]; ok {
+				out[i] = cause
+				break
+			}
+			if e.Kind == dag.OnFailure && overCanceled(e.Node) {
+				out[i] = link[e.Node].Cause
+				break
+			}
+		}
+	}
+	return out
 }
 
 // exact records every difference of status, res and digest between two
@@ -332,7 +383,7 @@ func (c *Comparison) linkVsGraph(l, g *submit.NodeResult) {
 	case l.Status == submit.StatusCanceled && g.Status == submit.StatusCanceled:
 	case l.Status == submit.StatusSkipped && g.Status == submit.StatusSkipped:
 	case l.Status == submit.StatusCanceled && l.Cause != "" && l.Cause != submit.CauseContext:
-		c.Expected = append(c.Expected, OverCancel{Node: g.ID, Cause: l.Cause, Graph: g.Status})
+		c.Expected = append(c.Expected, OverCancel{Node: g.ID, Cause: l.Cause, Graph: g.Status, Link: l.Status})
 	default:
 		c.disagree(g.ID, submit.Link, submit.Graph, "status", string(l.Status), string(g.Status))
 	}

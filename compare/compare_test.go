@@ -3,6 +3,7 @@ package compare
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"syscall"
 	"testing"
@@ -91,9 +92,9 @@ func TestRun(t *testing.T) {
 				},
 				Repeat: every(2), Checked: true, OK: true,
 				Expected: []OverCancel{
-					{Node: "r1", Cause: "open", Graph: submit.StatusOK},
-					{Node: "r2", Cause: "open", Graph: submit.StatusOK},
-					{Node: "end", Cause: "open", Graph: submit.StatusOK},
+					{Node: "r1", Cause: "open", Graph: submit.StatusOK, Link: submit.StatusCanceled},
+					{Node: "r2", Cause: "open", Graph: submit.StatusOK, Link: submit.StatusCanceled},
+					{Node: "end", Cause: "open", Graph: submit.StatusOK, Link: submit.StatusCanceled},
 				},
 			},
 		},
@@ -157,10 +158,82 @@ func TestRun(t *testing.T) {
 				t.Fatal(err)
 			}
 			// Err is Go's alone: the JSON has errno and cause.
-			if diff := cmp.Diff(c, &back, cmpopts.IgnoreFields(submit.NodeResult{}, "Err")); diff != "" {
+			if diff := cmp.Diff(c, &back, cmpopts.IgnoreFields(submit.NodeResult{}, "Err"), cmpopts.IgnoreUnexported(Comparison{})); diff != "" {
 				t.Errorf("JSON round trip mismatch (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestReacting compares a graph that reacts to results, in every mode:
+// a hook, a Go task that succeeds, one that fails (its dependent is
+// canceled, its on_failure cleanup runs) and a cleanup that is skipped.
+// Link mode's chain also cancels what follows the failure: expected.
+func TestReacting(t *testing.T) {
+	pool, err := workers.New(workers.Config{Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	b := dag.NewBuilder("reacting")
+	b.AddFile(dag.FileSpec{Name: "data", Size: 1 << 16, Fill: 5})
+	start := b.Nop("start")
+	r := b.Read("r", dag.File("data"), 0, 4096).After(start).Then(func(dag.Inputs, dag.Result) error { return nil })
+	check := b.Go("check", func(dag.Inputs) error { return nil }).After(r)
+	bad := b.Go("bad", func(dag.Inputs) error { return errors.New("no") }).After(start)
+	b.Nop("after_bad").After(bad)
+	b.Nop("cleanup").OnFailure(bad)
+	b.Nop("not_needed").OnFailure(check)
+	b.Read("r2", dag.File("data"), 4096, 4096).After(start)
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Run(context.Background(), pool, g, Options{Scratch: t.TempDir(), Repeat: 3, Trace: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.OK() {
+		t.Fatalf("Run(reacting): disagreements %v", c.Disagreements)
+	}
+	for _, m := range c.Modes {
+		status := map[string]submit.Status{}
+		for _, n := range m.Nodes {
+			status[n.ID] = n.Status
+		}
+		want := map[string]submit.Status{"start": "ok", "r": "ok", "check": "ok", "bad": "failed", "after_bad": "canceled",
+			"cleanup": "ok", "not_needed": "skipped", "r2": "ok"}
+		for _, e := range c.Expected {
+			if m.Mode == submit.Link {
+				want[e.Node] = e.Link
+			}
+		}
+		if diff := cmp.Diff(want, status); diff != "" {
+			t.Errorf("%s: statuses mismatch (-want +got):\n%s", m.Mode, diff)
+		}
+		if l, ran := m.Latency, m.Counts.OK+m.Counts.Failed; l.Runs != 3 || l.Nodes != int64(3*ran) {
+			t.Errorf("%s: latency %+v, want 3 runs of %d nodes that ran", m.Mode, l, ran)
+		}
+	}
+	// Link's chain puts check after bad: it cancels check, so runs
+	// check's cleanup, which graph skips.
+	want := []OverCancel{
+		{Node: "check", Cause: "bad", Graph: submit.StatusOK, Link: submit.StatusCanceled},
+		{Node: "not_needed", Cause: "bad", Graph: submit.StatusSkipped, Link: submit.StatusOK},
+		{Node: "r2", Cause: "bad", Graph: submit.StatusOK, Link: submit.StatusCanceled},
+	}
+	if diff := cmp.Diff(want, c.Expected); diff != "" {
+		t.Errorf("Expected mismatch (-want +got):\n%s", diff)
+	}
+	// Reports has no edges: what follows an over-cancellation is a
+	// disagreement there.
+	rc, err := Reports(c.Modes[0].Report, c.Modes[1].Report, c.Modes[2].Report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantDis := []Disagreement{{Node: "not_needed", Modes: [2]submit.Mode{submit.Link, submit.Graph}, Field: "status", Values: [2]string{"ok", "skipped"}}}
+	if diff := cmp.Diff(wantDis, rc.Disagreements); diff != "" {
+		t.Errorf("Reports: Disagreements mismatch (-want +got):\n%s", diff)
 	}
 }
 
@@ -292,9 +365,9 @@ func TestReports(t *testing.T) {
 		{name: "skipped graph vs waves", link: base, grph: base, waves: with(3, skipped("d")),
 			dis: []Disagreement{{Node: "d", Modes: [2]submit.Mode{submit.Graph, submit.Waves}, Field: "status", Values: [2]string{"ok", "skipped"}}}},
 		{name: "over-cancellation of a skipped node", waves: with(3, skipped("d")), grph: with(3, skipped("d")), link: with(3, canceled("d", "b")),
-			exp: []OverCancel{{Node: "d", Cause: "b", Graph: submit.StatusSkipped}}},
+			exp: []OverCancel{{Node: "d", Cause: "b", Graph: submit.StatusSkipped, Link: submit.StatusCanceled}}},
 		{name: "over-cancellation", waves: base, grph: base, link: with(3, canceled("d", "b")),
-			exp: []OverCancel{{Node: "d", Cause: "b", Graph: submit.StatusOK}}},
+			exp: []OverCancel{{Node: "d", Cause: "b", Graph: submit.StatusOK, Link: submit.StatusCanceled}}},
 		{name: "canceled by the context is no over-cancellation", waves: base, grph: base, link: with(3, canceled("d", submit.CauseContext)),
 			dis: []Disagreement{{Node: "d", Modes: [2]submit.Mode{submit.Link, submit.Graph}, Field: "status", Values: [2]string{"canceled", "ok"}}}},
 	}

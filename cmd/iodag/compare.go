@@ -220,20 +220,29 @@ func printComparison(w io.Writer, c *compare.Comparison, a about) {
 			fmt.Fprintf(w, "  %s\n", d)
 		}
 	}
-	// Group link's over-cancellations by the failure that caused them,
-	// in the order the failures first appear.
+	// Group link's over-cancellations, and the nodes it ran because of
+	// them, by the failure that caused them, in the order the failures
+	// first appear.
 	var causes []string
-	count := map[string]int{}
+	canceled, ran := map[string]int{}, map[string][]string{}
 	for _, e := range c.Expected {
-		if count[e.Cause] == 0 {
+		if canceled[e.Cause] == 0 && ran[e.Cause] == nil {
 			causes = append(causes, e.Cause)
 		}
-		count[e.Cause]++
+		if e.Link == submit.StatusCanceled {
+			canceled[e.Cause]++
+		} else {
+			ran[e.Cause] = append(ran[e.Cause], e.Node)
+		}
 	}
 	for _, cause := range causes {
-		fmt.Fprintf(w, "expected: link over-cancels %d %s after %s\n", count[cause], plural(count[cause], "node"), cause)
+		if n := canceled[cause]; n > 0 {
+			fmt.Fprintf(w, "expected: link over-cancels %d %s after %s\n", n, plural(n, "node"), cause)
+		}
+		if ids := ran[cause]; len(ids) > 0 {
+			fmt.Fprintf(w, "expected: so link runs %d %s graph skips, on_failure of what it over-canceled: %s\n", len(ids), plural(len(ids), "node"), list(ids))
+		}
 	}
-
 	fmt.Fprintln(w)
 	runs := 0
 	if len(c.Modes) > 0 {
