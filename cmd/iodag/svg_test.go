@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/xml"
 	"errors"
 	"image"
@@ -17,6 +18,7 @@ import (
 	"github.com/iodag/iodag/compare"
 	"github.com/iodag/iodag/dag"
 	"github.com/iodag/iodag/submit"
+	"github.com/iodag/iodag/workers"
 )
 
 // svgShape is what TestSVG checks of a timeline: per mode, its lanes'
@@ -274,6 +276,58 @@ func TestSVGRenders(t *testing.T) {
 			t.Errorf("%s: %d pixels of %s, want at least %d", c.name, n, c.color, c.min)
 		}
 	}
+}
+
+// TestSVGReacting draws a real comparison of a graph that reacts to
+// results: Go tasks that succeed and fail, a hook, a cleanup that runs and
+// one that is skipped, a node canceled by a failure.
+func TestSVGReacting(t *testing.T) {
+	pool, err := workers.New(workers.Config{Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	b := dag.NewBuilder("reacting")
+	b.AddFile(dag.FileSpec{Name: "data", Size: 1 << 16, Fill: 5})
+	start := b.Nop("start")
+	r := b.Read("r", dag.File("data"), 0, 4096).After(start).Then(func(dag.Inputs, dag.Result) error { return nil })
+	check := b.Go("check", func(dag.Inputs) error { return nil }).After(r)
+	bad := b.Go("bad", func(dag.Inputs) error { return errors.New("no") }).After(start)
+	b.Nop("after_bad").After(bad)
+	b.Nop("cleanup").OnFailure(bad)
+	b.Nop("not_needed").OnFailure(check)
+	b.Nop("other") // a second component, for the second worker
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := compare.Run(context.Background(), pool, g, compare.Options{Scratch: t.TempDir(), Trace: true})
+	if err != nil || !c.OK() {
+		t.Fatalf("compare.Run = %v, disagreements %v", err, c.Disagreements)
+	}
+	path := filepath.Join(t.TempDir(), "reacting.svg")
+	if err := writeSVGFile(path, c); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, shape, _, _, _ := parseSVG(t, data)
+	// Link's chain puts check after bad: canceled there, so it runs
+	// not_needed, which the others skip.
+	want := svgShape{
+		Lanes: map[string][]int{"link": {0, 1}, "waves": {0, 1}, "graph": {0, 1}},
+		Drawn: map[string]map[string]int{
+			"link":  {"bar ok": 5, "bar go failed": 1, "mark canceled": 2},
+			"waves": {"bar ok": 4, "bar go ok": 1, "bar go failed": 1, "mark canceled": 1, "mark skipped": 1},
+			"graph": {"bar ok": 4, "bar go ok": 1, "bar go failed": 1, "mark canceled": 1, "mark skipped": 1},
+		},
+	}
+	if diff := cmp.Diff(want, shape); diff != "" {
+		t.Errorf("lanes and marks mismatch (-want +got):\n%s", diff)
+	}
+	renderSVG(t, path)
 }
 
 // renderSVG converts the SVG at path to PNG with rsvg-convert and decodes
