@@ -15,6 +15,8 @@ import (
 	"strconv"
 
 	"github.com/iodag/iodag/dag"
+	"github.com/iodag/iodag/internal/batch"
+	"github.com/iodag/iodag/internal/latency"
 	"github.com/iodag/iodag/scratch"
 	"github.com/iodag/iodag/submit"
 	"github.com/iodag/iodag/workers"
@@ -30,11 +32,18 @@ type Options struct {
 	// files need O_DIRECT there: scratch.Fit makes them buffered where it
 	// is refused.
 	Scratch string
-	// Repeat runs the graph this many times in each mode (default 1).
+	// Repeat runs the graph this many times in each mode (default 1), in
+	// at most 20 batches (calls of submit.Runner.Run): ModeResult.Latency
+	// times the nodes of the last run of each.
 	Repeat int
 	// Progress, if set, is called on Run's goroutine after each batch
 	// of runs with the runs done so far and the total, 3 × Repeat.
 	Progress func(done, total int)
+	// Trace runs every mode traced (submit.Options.Trace): each node's
+	// completion is stamped with its own clock reading, for a true
+	// timeline, but the workers wait for one completion at a time, which
+	// slows the modes that keep many requests in flight.
+	Trace bool
 }
 
 // Comparison is the outcome of running one graph in every mode: each
@@ -48,21 +57,52 @@ type Comparison struct {
 	// Checked reports whether every mode ran to completion and the
 	// nodes were compared; an interrupted Run leaves it false.
 	Checked bool `json:"checked"`
+	// Trace reports whether the runs were traced (Options.Trace): node
+	// times are each node's own, not its batch's.
+	Trace bool `json:"trace"`
 	// Disagreements lists what differs where the semantics say it must
 	// not.
 	Disagreements []Disagreement `json:"disagreements"`
 	// Expected lists the differences the semantics allow: nodes link mode
 	// canceled because an earlier node of their chain failed, although
-	// they did not depend on it, and which graph mode ran.
+	// they did not depend on it, and which graph mode ran; and what
+	// follows (Run only: it takes the graph's edges): nodes link ran,
+	// which graph skipped, because they run on the failure of a node link
+	// so canceled.
 	Expected []OverCancel `json:"expected"`
+
+	g *dag.Graph // Run's graph, for the edges; nil from Reports
 }
 
-// ModeResult is one mode's report and its ops/s relative to link mode's.
+// ModeResult is one mode's report, its ops/s relative to link mode's and
+// its nodes' latencies.
 type ModeResult struct {
 	*submit.Report
 	// RatioToLink is OpsPerSec divided by link mode's (0 if link mode
 	// did not run or measured nothing).
 	RatioToLink float64 `json:"ratio_to_link"`
+	// Latency is of the nodes that ran (ok or failed) in the last run of
+	// each batch (Run), or in the report (Reports).
+	Latency Latency `json:"latency"`
+}
+
+// Latency is how long nodes took from submission to completion: of how
+// many runs and nodes, and the nodes' median, 99th percentile and
+// maximum, in nanoseconds (an HdrHistogram's, to 3 significant digits; the
+// maximum exact). Unless the runs were traced, a node's completion is
+// stamped with its batch's time (see submit.NodeResult), which can only
+// make it later.
+type Latency struct {
+	Runs  int   `json:"runs"`
+	Nodes int64 `json:"nodes"`
+	P50NS int64 `json:"p50_ns"`
+	P99NS int64 `json:"p99_ns"`
+	MaxNS int64 `json:"max_ns"`
+}
+
+func latencyOf(r *latency.Recorder) Latency {
+	s := r.Summary()
+	return Latency{Runs: s.Runs, Nodes: s.Nodes, P50NS: s.P50NS, P99NS: s.P99NS, MaxNS: s.MaxNS}
 }
 
 // Disagreement is one field of one node that two modes must agree on
@@ -80,12 +120,16 @@ func (d Disagreement) String() string {
 }
 
 // OverCancel is link mode's expected over-cancellation of one node: link
-// canceled Node because Cause, an earlier node of its chain, failed,
-// while graph mode ran it (to Graph, ok or failed).
+// canceled Node (Link is canceled) because Cause, an earlier node of its
+// chain, failed, while graph mode ran it (to Graph, ok or failed) or
+// skipped it. Or it is what follows: link ran Node (Link is ok or
+// failed) where graph skipped it, because an on_failure predecessor of
+// Node, or of a node Node depends on, is one link so canceled.
 type OverCancel struct {
 	Node  string        `json:"node"`
 	Cause string        `json:"cause"`
 	Graph submit.Status `json:"graph"`
+	Link  submit.Status `json:"link"`
 }
 
 // OK reports whether the comparison was completed and found no
@@ -115,24 +159,21 @@ func Run(ctx context.Context, pool *workers.Pool, g *dag.Graph, o Options) (*Com
 	if o.Scratch == "" && needsRoot(g) {
 		return nil, fmt.Errorf("compare %q: the graph uses files or paths: compare.Options.Scratch must name a scratch directory", g.Name())
 	}
-	// Batches let Progress move during long comparisons; each costs one
-	// Run call (a few microseconds), so 20 of them do not show in the
-	// figures.
-	batch := o.Repeat
-	if o.Progress != nil {
-		batch = max(1, (o.Repeat+19)/20)
-	}
 	r := submit.NewRunner(pool, g)
 	defer r.Close()
-	c := &Comparison{Name: g.Name()}
+	c := &Comparison{Name: g.Name(), Trace: o.Trace, g: g}
 	done, total := 0, len(submit.Modes())*o.Repeat
 	for _, m := range submit.Modes() {
-		rep, err := runMode(ctx, r, g, m, o, batch, func(n int) {
-			done += n
-			o.Progress(done, total)
+		var lat latency.Recorder
+		rep, err := runMode(ctx, r, g, m, o, func(rep *submit.Report, runs int) {
+			lat.Add(rep.Nodes)
+			if o.Progress != nil {
+				o.Progress(done+runs, total)
+			}
 		})
+		done += o.Repeat
 		if rep != nil {
-			c.Modes = append(c.Modes, ModeResult{Report: rep})
+			c.Modes = append(c.Modes, ModeResult{Report: rep, Latency: latencyOf(&lat)})
 		}
 		if err != nil {
 			if ctx.Err() != nil {
@@ -149,10 +190,10 @@ func Run(ctx context.Context, pool *workers.Pool, g *dag.Graph, o Options) (*Com
 	return c, nil
 }
 
-// runMode runs mode m o.Repeat times in batches in its own root and
-// returns a report of its own (the Runner reuses its report) summing the
-// batches.
-func runMode(ctx context.Context, r *submit.Runner, g *dag.Graph, m submit.Mode, o Options, batch int, progress func(int)) (*submit.Report, error) {
+// runMode runs mode m o.Repeat times, in batches (batch.Run), in its own
+// root, calling each after every batch, and returns a report of its own
+// (the Runner reuses its report) summing the batches.
+func runMode(ctx context.Context, r *submit.Runner, g *dag.Graph, m submit.Mode, o Options, each func(rep *submit.Report, runs int)) (*submit.Report, error) {
 	var root string
 	if o.Scratch != "" {
 		dir, err := os.MkdirTemp(o.Scratch, m.String()+"-")
@@ -165,45 +206,7 @@ func runMode(ctx context.Context, r *submit.Runner, g *dag.Graph, m submit.Mode,
 		}
 		root = dir
 	}
-	var sum *submit.Report
-	for left := o.Repeat; left > 0; {
-		n := min(batch, left)
-		rep, err := r.Run(ctx, m, submit.Options{Root: root, Repeat: n})
-		if rep == nil {
-			return nil, err
-		}
-		left -= n
-		if sum == nil {
-			cp := *rep
-			cp.Nodes = nil
-			sum = &cp
-		} else {
-			sum.WallNS += rep.WallNS
-			sum.Enters += rep.Enters
-			sum.SQEs += rep.SQEs
-			sum.MaxInflight = max(sum.MaxInflight, rep.MaxInflight)
-			sum.Splits = max(sum.Splits, rep.Splits)
-			sum.Counts = rep.Counts
-		}
-		sum.Repeat = o.Repeat - left
-		sum.Nodes = append(sum.Nodes[:0], rep.Nodes...)
-		if err != nil {
-			finish(sum, g.Len())
-			return sum, err
-		}
-		if o.Progress != nil {
-			progress(n)
-		}
-	}
-	finish(sum, g.Len())
-	return sum, nil
-}
-
-// finish recomputes the ops/s of a report summed from batches.
-func finish(rep *submit.Report, nodes int) {
-	if rep.WallNS > 0 {
-		rep.OpsPerSec = float64(nodes) * float64(rep.Repeat) / (float64(rep.WallNS) / 1e9)
-	}
+	return batch.Run(ctx, r, m, submit.Options{Root: root, Repeat: o.Repeat, Trace: o.Trace}, each)
 }
 
 // needsRoot reports whether g reads or creates anything in a root
@@ -227,9 +230,13 @@ func needsRoot(g *dag.Graph) bool {
 //     and digest;
 //   - link and graph: a node ok in both must have the same res and
 //     digest, a node failed in both the same errno (or, for a short
-//     transfer, res); a node link canceled after a failure in its chain
-//     but graph ran is an expected difference (OverCancel); any other
-//     difference of status is a disagreement.
+//     transfer, res); canceled or skipped in both, they agree; a node link
+//     canceled after a failure in its chain but graph ran (or skipped) is
+//     an expected difference (OverCancel); any other difference of status
+//     is a disagreement. Reports, which has no graph, counts among them
+//     what Run, which has, knows to follow from an over-cancellation: a
+//     node link ran and graph skipped because it runs on the failure of an
+//     over-canceled node.
 //
 // Timing-dependent fields (start, end, worker) and the causes of nodes
 // canceled in both are never compared. The error reports reports that
@@ -250,7 +257,9 @@ func Reports(reports ...*submit.Report) (*Comparison, error) {
 		if found == nil {
 			return nil, fmt.Errorf("compare: no %s report", m)
 		}
-		c.Modes = append(c.Modes, ModeResult{Report: found})
+		var lat latency.Recorder
+		lat.Add(found.Nodes)
+		c.Modes = append(c.Modes, ModeResult{Report: found, Latency: latencyOf(&lat)})
 	}
 	if len(reports) != len(submit.Modes()) {
 		return nil, fmt.Errorf("compare: %d reports, want one per mode", len(reports))
@@ -294,11 +303,50 @@ func (c *Comparison) check() error {
 		if l.ID != g.ID || w.ID != g.ID {
 			return fmt.Errorf("compare: node %d is %q in link, %q in waves, %q in graph", i, l.ID, w.ID, g.ID)
 		}
+	}
+	ranAfter := c.ranAfterOverCancel(link.Nodes, graph.Nodes)
+	for i := 0; i < n; i++ {
+		l, w, g := &link.Nodes[i], &waves.Nodes[i], &graph.Nodes[i]
 		c.exact(submit.Graph, submit.Waves, g, w)
+		if cause, ok := ranAfter[int32(i)]; ok {
+			c.Expected = append(c.Expected, OverCancel{Node: g.ID, Cause: cause, Graph: g.Status, Link: l.Status})
+			continue
+		}
 		c.linkVsGraph(l, g)
 	}
 	c.Checked = true
 	return nil
+}
+
+// ranAfterOverCancel returns the nodes link ran and graph skipped because
+// of an over-cancellation (see OverCancel), each with the failure that
+// started it; none without the graph's edges (c.g, from Run), or if the
+// reports are not of c.g.
+func (c *Comparison) ranAfterOverCancel(link, graph []submit.NodeResult) map[int32]string {
+	if c.g == nil || c.g.Len() != len(link) {
+		return nil
+	}
+	overCanceled := func(p int32) bool {
+		l := &link[p]
+		return l.Status == submit.StatusCanceled && l.Cause != "" && l.Cause != submit.CauseContext && graph[p].Status != submit.StatusCanceled
+	}
+	out := map[int32]string{}
+	for _, i := range c.g.Order() {
+		if ran := link[i].Status == submit.StatusOK || link[i].Status == submit.StatusFailed; !ran || graph[i].Status != submit.StatusSkipped {
+			continue
+		}
+		for _, e := range c.g.Preds(i) {
+			if cause, ok := out[e.Node]; ok {
+				out[i] = cause
+				break
+			}
+			if e.Kind == dag.OnFailure && overCanceled(e.Node) {
+				out[i] = link[e.Node].Cause
+				break
+			}
+		}
+	}
+	return out
 }
 
 // exact records every difference of status, res and digest between two
@@ -333,8 +381,9 @@ func (c *Comparison) linkVsGraph(l, g *submit.NodeResult) {
 			c.disagree(g.ID, submit.Link, submit.Graph, "res", res(l), res(g))
 		}
 	case l.Status == submit.StatusCanceled && g.Status == submit.StatusCanceled:
+	case l.Status == submit.StatusSkipped && g.Status == submit.StatusSkipped:
 	case l.Status == submit.StatusCanceled && l.Cause != "" && l.Cause != submit.CauseContext:
-		c.Expected = append(c.Expected, OverCancel{Node: g.ID, Cause: l.Cause, Graph: g.Status})
+		c.Expected = append(c.Expected, OverCancel{Node: g.ID, Cause: l.Cause, Graph: g.Status, Link: l.Status})
 	default:
 		c.disagree(g.ID, submit.Link, submit.Graph, "status", string(l.Status), string(g.Status))
 	}

@@ -3,6 +3,7 @@ package compare
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"syscall"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/iodag/iodag/dag"
+	"github.com/iodag/iodag/scratch"
 	"github.com/iodag/iodag/submit"
 	"github.com/iodag/iodag/workers"
 )
@@ -62,6 +64,14 @@ func TestRun(t *testing.T) {
 			want: compareSummary{Counts: every(submit.Counts{OK: 15}), Repeat: every(1), Checked: true, OK: true},
 		},
 		{
+			// A durable write whose cleanup (rm, on_failure of sync)
+			// and alert (on_failure of mv) are skipped: not failures,
+			// and the same in every mode. Once: a second run's mkdir
+			// would find the first's directory.
+			name: "cleanup skipped", spec: "dot/cleanup", repeat: 1,
+			want: compareSummary{Counts: every(submit.Counts{OK: 6, Skipped: 2}), Repeat: every(1), Checked: true, OK: true},
+		},
+		{
 			// No files: no root needed, none made.
 			name: "stagger", spec: "stagger4x8", repeat: 3,
 			want: compareSummary{Counts: every(submit.Counts{OK: 32}), Repeat: every(3), Checked: true, OK: true},
@@ -82,9 +92,9 @@ func TestRun(t *testing.T) {
 				},
 				Repeat: every(2), Checked: true, OK: true,
 				Expected: []OverCancel{
-					{Node: "r1", Cause: "open", Graph: submit.StatusOK},
-					{Node: "r2", Cause: "open", Graph: submit.StatusOK},
-					{Node: "end", Cause: "open", Graph: submit.StatusOK},
+					{Node: "r1", Cause: "open", Graph: submit.StatusOK, Link: submit.StatusCanceled},
+					{Node: "r2", Cause: "open", Graph: submit.StatusOK, Link: submit.StatusCanceled},
+					{Node: "end", Cause: "open", Graph: submit.StatusOK, Link: submit.StatusCanceled},
 				},
 			},
 		},
@@ -128,6 +138,13 @@ func TestRun(t *testing.T) {
 				if m.OpsPerSec <= 0 || m.RatioToLink <= 0 || len(m.Nodes) != g.Len() {
 					t.Errorf("%s: ops/s %v, ratio %v, %d nodes", m.Mode, m.OpsPerSec, m.RatioToLink, len(m.Nodes))
 				}
+				// The last run of each batch is timed: its nodes that ran.
+				ran := int64(m.Counts.OK + m.Counts.Failed)
+				l := m.Latency
+				if runs := min(tc.repeat, 20); l.Runs != runs || l.Nodes < ran || l.Nodes > int64(runs)*int64(g.Len()) ||
+					l.P50NS > l.P99NS || l.P99NS > l.MaxNS {
+					t.Errorf("%s: latency %+v, want %d runs, at least %d nodes, p50 <= p99 <= max", m.Mode, l, runs, ran)
+				}
 			}
 			if ents, err := os.ReadDir(root); err != nil || len(ents) != 0 {
 				t.Errorf("root holds %v (%v), want the per-mode directories removed", ents, err)
@@ -141,10 +158,129 @@ func TestRun(t *testing.T) {
 				t.Fatal(err)
 			}
 			// Err is Go's alone: the JSON has errno and cause.
-			if diff := cmp.Diff(c, &back, cmpopts.IgnoreFields(submit.NodeResult{}, "Err")); diff != "" {
+			if diff := cmp.Diff(c, &back, cmpopts.IgnoreFields(submit.NodeResult{}, "Err"), cmpopts.IgnoreUnexported(Comparison{})); diff != "" {
 				t.Errorf("JSON round trip mismatch (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestReacting compares a graph that reacts to results, in every mode:
+// a hook, a Go task that succeeds, one that fails (its dependent is
+// canceled, its on_failure cleanup runs) and a cleanup that is skipped.
+// Link mode's chain also cancels what follows the failure: expected.
+func TestReacting(t *testing.T) {
+	pool, err := workers.New(workers.Config{Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	b := dag.NewBuilder("reacting")
+	b.AddFile(dag.FileSpec{Name: "data", Size: 1 << 16, Fill: 5})
+	start := b.Nop("start")
+	r := b.Read("r", dag.File("data"), 0, 4096).After(start).Then(func(dag.Inputs, dag.Result) error { return nil })
+	check := b.Go("check", func(dag.Inputs) error { return nil }).After(r)
+	bad := b.Go("bad", func(dag.Inputs) error { return errors.New("no") }).After(start)
+	b.Nop("after_bad").After(bad)
+	b.Nop("cleanup").OnFailure(bad)
+	b.Nop("not_needed").OnFailure(check)
+	b.Read("r2", dag.File("data"), 4096, 4096).After(start)
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Run(context.Background(), pool, g, Options{Scratch: t.TempDir(), Repeat: 3, Trace: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.OK() {
+		t.Fatalf("Run(reacting): disagreements %v", c.Disagreements)
+	}
+	for _, m := range c.Modes {
+		status := map[string]submit.Status{}
+		for _, n := range m.Nodes {
+			status[n.ID] = n.Status
+		}
+		want := map[string]submit.Status{"start": "ok", "r": "ok", "check": "ok", "bad": "failed", "after_bad": "canceled",
+			"cleanup": "ok", "not_needed": "skipped", "r2": "ok"}
+		for _, e := range c.Expected {
+			if m.Mode == submit.Link {
+				want[e.Node] = e.Link
+			}
+		}
+		if diff := cmp.Diff(want, status); diff != "" {
+			t.Errorf("%s: statuses mismatch (-want +got):\n%s", m.Mode, diff)
+		}
+		if l, ran := m.Latency, m.Counts.OK+m.Counts.Failed; l.Runs != 3 || l.Nodes != int64(3*ran) {
+			t.Errorf("%s: latency %+v, want 3 runs of %d nodes that ran", m.Mode, l, ran)
+		}
+	}
+	// Link's chain puts check after bad: it cancels check, so runs
+	// check's cleanup, which graph skips.
+	want := []OverCancel{
+		{Node: "check", Cause: "bad", Graph: submit.StatusOK, Link: submit.StatusCanceled},
+		{Node: "not_needed", Cause: "bad", Graph: submit.StatusSkipped, Link: submit.StatusOK},
+		{Node: "r2", Cause: "bad", Graph: submit.StatusOK, Link: submit.StatusCanceled},
+	}
+	if diff := cmp.Diff(want, c.Expected); diff != "" {
+		t.Errorf("Expected mismatch (-want +got):\n%s", diff)
+	}
+	// Reports has no edges: what follows an over-cancellation is a
+	// disagreement there.
+	rc, err := Reports(c.Modes[0].Report, c.Modes[1].Report, c.Modes[2].Report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantDis := []Disagreement{{Node: "not_needed", Modes: [2]submit.Mode{submit.Link, submit.Graph}, Field: "status", Values: [2]string{"ok", "skipped"}}}
+	if diff := cmp.Diff(wantDis, rc.Disagreements); diff != "" {
+		t.Errorf("Reports: Disagreements mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestTrace checks that Options.Trace reaches every mode's runs: traced,
+// link mode's chain of 100 reads completes one read at a time, each node
+// stamped with its own time (a staircase); untraced, a batch of
+// completions shares one.
+func TestTrace(t *testing.T) {
+	pool, err := workers.New(workers.Config{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	spec, err := dag.Fanout(100, dag.GenOptions{Op: "read4k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := spec.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	if g, _, err = scratch.Fit(root, g); err != nil {
+		t.Fatal(err)
+	}
+	distinct := func(m *ModeResult) int {
+		ends := map[int64]bool{}
+		for _, n := range m.Nodes {
+			ends[n.EndNS] = true
+		}
+		return len(ends)
+	}
+	for _, trace := range []bool{false, true} {
+		c, err := Run(context.Background(), pool, g, Options{Scratch: root, Repeat: 2, Trace: trace})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Trace != trace || !c.OK() {
+			t.Errorf("Run(Trace: %v): Trace %v, OK %v", trace, c.Trace, c.OK())
+		}
+		link := distinct(c.Mode(submit.Link))
+		switch {
+		case trace && link < 95:
+			t.Errorf("traced link mode: %d distinct completion times of 100 nodes, want one per node (a staircase)", link)
+		case !trace && link > 50:
+			t.Errorf("untraced link mode: %d distinct completion times of 100 nodes, want batches sharing one", link)
+		}
 	}
 }
 
@@ -185,6 +321,9 @@ func TestReports(t *testing.T) {
 	canceled := func(id, cause string) submit.NodeResult {
 		return submit.NodeResult{ID: id, Op: dag.OpNop, Status: submit.StatusCanceled, Res: -125, Errno: submit.Errno(syscall.ECANCELED), Cause: cause}
 	}
+	skipped := func(id string) submit.NodeResult {
+		return submit.NodeResult{ID: id, Op: dag.OpUnlink, Status: submit.StatusSkipped}
+	}
 	report := func(mode submit.Mode, ops float64, ns ...submit.NodeResult) *submit.Report {
 		return &submit.Report{Name: "g", Mode: mode, OpsPerSec: ops, Nodes: ns}
 	}
@@ -220,8 +359,15 @@ func TestReports(t *testing.T) {
 			dis: []Disagreement{{Node: "b", Modes: [2]submit.Mode{submit.Link, submit.Graph}, Field: "status", Values: [2]string{"ok", "failed"}}}},
 		{name: "ran in link, canceled in graph", waves: base, grph: base, link: with(2, ok("c", 0, 0)),
 			dis: []Disagreement{{Node: "c", Modes: [2]submit.Mode{submit.Link, submit.Graph}, Field: "status", Values: [2]string{"ok", "canceled"}}}},
+		{name: "skipped in both", link: with(3, skipped("d")), waves: with(3, skipped("d")), grph: with(3, skipped("d"))},
+		{name: "skipped in link, ran in graph", waves: base, grph: base, link: with(3, skipped("d")),
+			dis: []Disagreement{{Node: "d", Modes: [2]submit.Mode{submit.Link, submit.Graph}, Field: "status", Values: [2]string{"skipped", "ok"}}}},
+		{name: "skipped graph vs waves", link: base, grph: base, waves: with(3, skipped("d")),
+			dis: []Disagreement{{Node: "d", Modes: [2]submit.Mode{submit.Graph, submit.Waves}, Field: "status", Values: [2]string{"ok", "skipped"}}}},
+		{name: "over-cancellation of a skipped node", waves: with(3, skipped("d")), grph: with(3, skipped("d")), link: with(3, canceled("d", "b")),
+			exp: []OverCancel{{Node: "d", Cause: "b", Graph: submit.StatusSkipped, Link: submit.StatusCanceled}}},
 		{name: "over-cancellation", waves: base, grph: base, link: with(3, canceled("d", "b")),
-			exp: []OverCancel{{Node: "d", Cause: "b", Graph: submit.StatusOK}}},
+			exp: []OverCancel{{Node: "d", Cause: "b", Graph: submit.StatusOK, Link: submit.StatusCanceled}}},
 		{name: "canceled by the context is no over-cancellation", waves: base, grph: base, link: with(3, canceled("d", submit.CauseContext)),
 			dis: []Disagreement{{Node: "d", Modes: [2]submit.Mode{submit.Link, submit.Graph}, Field: "status", Values: [2]string{"canceled", "ok"}}}},
 	}
@@ -251,6 +397,9 @@ func TestReports(t *testing.T) {
 			}
 			if diff := cmp.Diff([]float64{1, 2.5, 3}, ratios); diff != "" {
 				t.Errorf("ratios mismatch (-want +got):\n%s", diff)
+			}
+			if l := c.Modes[0].Latency; l.Runs != 1 || l.Nodes < 2 {
+				t.Errorf("link latency %+v, want 1 run, its nodes that ran", l)
 			}
 		})
 	}

@@ -52,19 +52,27 @@ func edgeStyle(k EdgeKind) [][2]string {
 	return nil
 }
 
-// writeEdgeAttrs writes the attribute list of an edge of kind k.
+// writeEdgeAttrs ends the statement of an edge of kind k with its
+// attribute list, if it has one (an after edge has none).
 func writeEdgeAttrs(out *bytes.Buffer, k EdgeKind) {
-	out.WriteString(" [ ")
-	for _, a := range edgeStyle(k) {
-		fmt.Fprintf(out, "%s=%s, ", a[0], dotQuote(a[1]))
+	for n, a := range edgeStyle(k) {
+		if n == 0 {
+			out.WriteString(" [ ")
+		} else {
+			out.WriteString(", ")
+		}
+		fmt.Fprintf(out, "%s=%s", a[0], dotQuote(a[1]))
 	}
-	out.WriteString(" weight=0 ];\n")
+	if len(edgeStyle(k)) > 0 {
+		out.WriteString(" ]")
+	}
+	out.WriteString(";\n")
 }
 
-// WriteDOT writes g in Graphviz DOT, in the layout of the graph library's
-// draw package: the graph's name as its label, then per node in Order its
-// statement (labeled "id\nop") and its edges in Order of their targets
-// (finally-edges dashed, on_failure-edges dotted red), then one
+// WriteDOT writes g in Graphviz DOT: the graph's name as its label, then
+// per node in Order its statement (labeled "id\nop") and its edges in
+// Order of their targets (finally-edges dashed, on_failure-edges dotted
+// red, after-edges plain), then one
 // {rank=same; ...} group per level. A graph with an edge other than after
 // ends with a legend, a cluster that draws each kind of edge once, labeled
 // with its name. Every string is written as a DOT quoted string (see
@@ -81,7 +89,7 @@ func (g *Graph) WriteDOT(w io.Writer) error {
 	var succs []Edge
 	for _, i := range g.order {
 		id := dotQuote(g.nodes[i].ID)
-		fmt.Fprintf(&out, "\t%s [ label=%s,  weight=0 ];\n", id, dotQuote(g.nodes[i].ID+"\n"+g.nodes[i].Op.String()))
+		fmt.Fprintf(&out, "\t%s [ label=%s ];\n", id, dotQuote(g.nodes[i].ID+"\n"+g.nodes[i].Op.String()))
 		succs = append(succs[:0], g.Succs(i)...)
 		slices.SortFunc(succs, func(a, b Edge) int { return int(pos[a.Node] - pos[b.Node]) })
 		for _, e := range succs {

@@ -129,11 +129,11 @@ func ExampleGraph_WriteDOT() {
 	// Output:
 	// strict digraph {
 	// 	label="pair";
-	// 	"a" [ label="a\nnop",  weight=0 ];
-	// 	"a" -> "b" [ style="dashed",  weight=0 ];
-	// 	"a" -> "c" [ style="dotted", color="red",  weight=0 ];
-	// 	"b" [ label="b\ntimeout",  weight=0 ];
-	// 	"c" [ label="c\nnop",  weight=0 ];
+	// 	"a" [ label="a\nnop" ];
+	// 	"a" -> "b" [ style="dashed" ];
+	// 	"a" -> "c" [ style="dotted", color="red" ];
+	// 	"b" [ label="b\ntimeout" ];
+	// 	"c" [ label="c\nnop" ];
 	// 	{rank=same; "a";}
 	// 	{rank=same; "b"; "c";}
 	// 	subgraph "cluster_legend" {
@@ -141,13 +141,13 @@ func ExampleGraph_WriteDOT() {
 	// 		color="gray";
 	// 		"\\legend after" [ label="after", shape="plaintext" ];
 	// 		"\\legend after end" [ label="", shape="point" ];
-	// 		"\\legend after" -> "\\legend after end" [  weight=0 ];
+	// 		"\\legend after" -> "\\legend after end";
 	// 		"\\legend finally" [ label="finally", shape="plaintext" ];
 	// 		"\\legend finally end" [ label="", shape="point" ];
-	// 		"\\legend finally" -> "\\legend finally end" [ style="dashed",  weight=0 ];
+	// 		"\\legend finally" -> "\\legend finally end" [ style="dashed" ];
 	// 		"\\legend on_failure" [ label="on_failure", shape="plaintext" ];
 	// 		"\\legend on_failure end" [ label="", shape="point" ];
-	// 		"\\legend on_failure" -> "\\legend on_failure end" [ style="dotted", color="red",  weight=0 ];
+	// 		"\\legend on_failure" -> "\\legend on_failure end" [ style="dotted", color="red" ];
 	// 	}
 	// }
 }

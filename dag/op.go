@@ -157,7 +157,11 @@ func ParseOpenFlags(names []string) (int, error) {
 			}
 		}
 		if !found {
-			return 0, wrap(ErrBadValue, "unknown open flag %q", n)
+			names := make([]string, len(known))
+			for k, f := range known {
+				names[k] = f.name
+			}
+			return 0, wrap(ErrBadValue, "unknown open flag %q%s", n, didYouMean(n, names))
 		}
 	}
 	if modes > 1 {

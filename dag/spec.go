@@ -386,7 +386,8 @@ func (p *specParser) parse(s *Spec) error {
 				return err
 			}
 		default:
-			p.errs = append(p.errs, p.fail(keyOff, -1, "", key, wrap(ErrUnknownField, "unknown field")))
+			p.errs = append(p.errs, p.fail(keyOff, -1, "", key,
+				wrap(ErrUnknownField, "unknown field%s", didYouMean(key, jsonKeys(reflect.TypeFor[Spec]())))))
 			var skip json.RawMessage
 			if err := p.dec.Decode(&skip); err != nil {
 				return p.jsonErr(valOff, err)
@@ -441,11 +442,10 @@ func (p *specParser) element(raw []byte, off int64, v any) *NodeError {
 			return nil
 		}
 		key, _ := strconv.Unquote(string(raw[at:stringEnd(raw, at)]))
-		kind := ErrUnknownField
 		if msg == "duplicate field" {
-			kind = ErrSyntax
+			return p.fail(off+int64(at), -1, "", key, wrap(ErrSyntax, "%s", msg))
 		}
-		return p.fail(off+int64(at), -1, "", key, wrap(kind, "%s", msg))
+		return p.fail(off+int64(at), -1, "", key, wrap(ErrUnknownField, "%s%s", msg, didYouMean(key, keysAt(raw, at, reflect.TypeOf(v).Elem()))))
 	}
 	// Point at the key of the field at fault: for "a.b", the first "b"
 	// after the first "a".
@@ -468,7 +468,9 @@ func (p *specParser) element(raw []byte, off int64, v any) *NodeError {
 	if msg := err.Error(); strings.HasPrefix(msg, unknown) {
 		key, qerr := strconv.Unquote(strings.TrimPrefix(msg, unknown))
 		if qerr == nil {
-			return p.fail(keyAt(key), -1, "", key, wrap(ErrUnknownField, "unknown field"))
+			at := keyAt(key)
+			return p.fail(at, -1, "", key,
+				wrap(ErrUnknownField, "unknown field%s", didYouMean(key, keysAt(raw, int(at-off), reflect.TypeOf(v).Elem()))))
 		}
 	}
 	return p.jsonErr(off, err)

@@ -397,7 +397,7 @@ func (v *validator) checkNode(i int32) {
 		case ok && name == OpGo.String():
 			v.nodeErr(i, "op", wrap(ErrUnknownOp, "op %q runs a Go function (Builder.Go), which a spec cannot hold", name))
 		case ok:
-			v.nodeErr(i, "op", wrap(ErrUnknownOp, "unknown op %q", name))
+			v.nodeErr(i, "op", wrap(ErrUnknownOp, "unknown op %q%s", name, didYouMean(name, specOps())))
 		default:
 			v.nodeErr(i, "op", wrap(ErrUnknownOp, "unknown op %d", nd.Op))
 		}

@@ -35,15 +35,19 @@ func compareMain(args []string, stdout, stderr io.Writer) int {
 // compareSpec is iodag compare under ctx, whose end (a signal)
 // interrupts the comparison.
 func compareSpec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	const use = "compare [SPEC] [--repeat R] [--workers N] [--ring N] [--json] [--svg FILE]"
+	const use = "compare [SPEC] [--repeat R] [--workers N] [--ring N] [--trace] [--json] [--svg FILE]"
 	fs := newFlags("compare", use, stderr)
 	pf := addPoolFlags(fs)
 	repeat := fs.Int("repeat", 0, fmt.Sprintf("run the graph `R` times in each mode (default 1, or %d for the built-in spec)", defaultRepeat))
 	asJSON := fs.Bool("json", false, "print the comparison as JSON")
-	svgFile := fs.String("svg", "", "write a timeline of the last run of each mode to `FILE`")
+	svgFile := fs.String("svg", "", "write a timeline of the last run of each mode to `FILE` (traced unless --trace=false)")
+	trace := fs.Bool("trace", false, "stamp each completion with its own time (one completion at a time: slower)")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return exitUsage
+	}
+	if *svgFile != "" && !flagSet(fs, "trace") {
+		*trace = true // a timeline is worth drawing only with true times
 	}
 	if len(pos) > 1 {
 		fs.Usage()
@@ -89,8 +93,8 @@ func compareSpec(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	}
 	defer pool.Close()
 
-	o := compare.Options{Scratch: root, Repeat: *repeat}
-	if bar := progressBar(stderr, *repeat); bar != nil {
+	o := compare.Options{Scratch: root, Repeat: *repeat, Trace: *trace}
+	if bar := progressBar(stderr, len(submit.Modes())*(*repeat), submit.Modes()[0].String()); bar != nil {
 		o.Progress = func(done, total int) {
 			if done < total {
 				bar.Describe(submit.Modes()[done / *repeat].String())
@@ -119,7 +123,8 @@ func compareSpec(ctx context.Context, args []string, stdout, stderr io.Writer) i
 			return exitFailed
 		}
 	} else {
-		printComparison(stdout, c, pool.Size(), *repeat)
+		printComparison(stdout, c, about{workers: pool.Size(), repeat: *repeat, builtin: len(pos) == 0,
+			work: describeWork(g), scratch: root, svg: *svgFile})
 	}
 	if code, ok := interrupted(ctx); ok {
 		fmt.Fprintf(stderr, "iodag compare: %v: the comparison is partial\n", context.Cause(ctx))
@@ -155,16 +160,16 @@ func defaultGraph(root string, stderr io.Writer) (*dag.Graph, error) {
 	return g, nil
 }
 
-// progressBar returns a bar counting runs on stderr if it is a terminal,
-// else nil.
-func progressBar(stderr io.Writer, repeat int) *progressbar.ProgressBar {
+// progressBar returns a bar counting to runs on stderr, described as what,
+// if stderr is a terminal and there is more than one run, else nil.
+func progressBar(stderr io.Writer, runs int, what string) *progressbar.ProgressBar {
 	f, ok := stderr.(*os.File)
-	if !ok || !term.IsTerminal(int(f.Fd())) {
+	if !ok || runs < 2 || !term.IsTerminal(int(f.Fd())) {
 		return nil
 	}
-	return progressbar.NewOptions(len(submit.Modes())*repeat,
+	return progressbar.NewOptions(runs,
 		progressbar.OptionSetWriter(f),
-		progressbar.OptionSetDescription(submit.Modes()[0].String()),
+		progressbar.OptionSetDescription(what),
 		progressbar.OptionSetItsString("runs"),
 		progressbar.OptionShowCount(),
 		progressbar.OptionSetWidth(30),
@@ -173,28 +178,36 @@ func progressBar(stderr io.Writer, repeat int) *progressbar.ProgressBar {
 	)
 }
 
-// printComparison prints the table of modes, then the agreement check.
-func printComparison(w io.Writer, c *compare.Comparison, workers, repeat int) {
-	nodes := 0
+// about is what compare's text says beyond the comparison's figures.
+type about struct {
+	workers, repeat int
+	builtin         bool   // the graph is the built-in spec
+	work            string // what the graph does (describeWork)
+	scratch         string // where each mode's files were made
+	svg             string // the timeline written, if any
+}
+
+// printComparison prints the table of modes and their latencies, the
+// agreement check, then what it all means.
+func printComparison(w io.Writer, c *compare.Comparison, a about) {
+	nodes, ring := 0, 0
 	if len(c.Modes) > 0 {
-		nodes = len(c.Modes[0].Nodes)
+		nodes, ring = len(c.Modes[0].Nodes), c.Modes[0].Ring
 	}
-	ring := 0
-	if len(c.Modes) > 0 {
-		ring = c.Modes[0].Ring
-	}
-	fmt.Fprintf(w, "%s: %d nodes, repeat %d, %d worker(s), ring %d\n\n", c.Name, nodes, repeat, workers, ring)
+	fmt.Fprintf(w, "%s: %d nodes, repeat %d, %d %s, ring %d\n\n", c.Name, nodes, a.repeat, a.workers, plural(a.workers, "worker"), ring)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "mode \tops/s\twall\tenters/run\tmax in-flight\tok\tfailed\tcanceled\tvs link\t")
+	fmt.Fprintln(tw, "mode \tops/s\twall\tenters/run\tmax in-flight\tok\tfailed\tcanceled\tskipped\tvs link\t")
 	for _, m := range c.Modes {
 		perRun := 0.0
 		if m.Repeat > 0 {
 			perRun = float64(m.Enters) / float64(m.Repeat)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%.1f\t%d\t%d\t%d\t%d\t%.2fx\t\n", fmt.Sprintf("%-5s", m.Mode), human.Rate(m.OpsPerSec), human.Duration(m.WallNS),
-			perRun, m.MaxInflight, m.Counts.OK, m.Counts.Failed, m.Counts.Canceled, m.RatioToLink)
+		fmt.Fprintf(tw, "%-5s\t%s\t%s\t%.1f\t%d\t%d\t%d\t%d\t%d\t%.2fx\t\n", m.Mode, human.Rate(m.OpsPerSec), human.Duration(m.WallNS),
+			perRun, m.MaxInflight, m.Counts.OK, m.Counts.Failed, m.Counts.Canceled, m.Counts.Skipped, m.RatioToLink)
 	}
 	tw.Flush()
+	fmt.Fprintln(w)
+	printLatency(w, c.Modes)
 	fmt.Fprintln(w)
 	switch {
 	case !c.Checked:
@@ -207,19 +220,68 @@ func printComparison(w io.Writer, c *compare.Comparison, workers, repeat int) {
 			fmt.Fprintf(w, "  %s\n", d)
 		}
 	}
-	// Group link's over-cancellations by the failure that caused them,
-	// in the order the failures first appear.
+	// Group link's over-cancellations, and the nodes it ran because of
+	// them, by the failure that caused them, in the order the failures
+	// first appear.
 	var causes []string
-	count := map[string]int{}
+	canceled, ran := map[string]int{}, map[string][]string{}
 	for _, e := range c.Expected {
-		if count[e.Cause] == 0 {
+		if canceled[e.Cause] == 0 && ran[e.Cause] == nil {
 			causes = append(causes, e.Cause)
 		}
-		count[e.Cause]++
+		if e.Link == submit.StatusCanceled {
+			canceled[e.Cause]++
+		} else {
+			ran[e.Cause] = append(ran[e.Cause], e.Node)
+		}
 	}
 	for _, cause := range causes {
-		fmt.Fprintf(w, "expected: link over-cancels %d %s after %s\n", count[cause], plural(count[cause], "node"), cause)
+		if n := canceled[cause]; n > 0 {
+			fmt.Fprintf(w, "expected: link over-cancels %d %s after %s\n", n, plural(n, "node"), cause)
+		}
+		if ids := ran[cause]; len(ids) > 0 {
+			fmt.Fprintf(w, "expected: so link runs %d %s graph skips, on_failure of what it over-canceled: %s\n", len(ids), plural(len(ids), "node"), list(ids))
+		}
 	}
+	fmt.Fprintln(w)
+	runs := 0
+	if len(c.Modes) > 0 {
+		runs = c.Modes[0].Latency.Runs
+	}
+	work := a.work
+	if a.builtin {
+		work = "the graph-SQE RFC's test, built in (iodag gen fanout 100 --op read4k): " + work
+	}
+	// A few lines under the table say what it all means.
+	lines := [][2]string{}
+	for _, m := range submit.Modes() {
+		lines = append(lines, [2]string{m.String(), modeDoc(m)})
+	}
+	lines = append(lines,
+		[2]string{"enters/run", entersDoc},
+		[2]string{"latency", latencyDoc(runs, a.repeat, c.Trace)},
+		[2]string{"agree", "checked per node: status, result (bytes or errno) and the CRC-32C of the data read"},
+		[2]string{"work", fmt.Sprintf("%s; %d %s per mode, each mode's files made afresh in %s, removed at exit", work, a.repeat, plural(a.repeat, "run"), a.scratch)},
+	)
+	if a.svg != "" {
+		how := "batch times (--trace=false)"
+		if c.Trace {
+			how = "traced, as --svg does unless --trace=false"
+		}
+		lines = append(lines, [2]string{"timeline", fmt.Sprintf("%s: the last run of each mode, %s", a.svg, how)})
+	}
+	explain(w, lines)
+}
+
+// printLatency prints a table of the modes' latencies.
+func printLatency(w io.Writer, modes []compare.ModeResult) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "latency\tp50\tp99\tmax\tnodes timed\t")
+	for _, m := range modes {
+		l := m.Latency
+		fmt.Fprintf(tw, "%-7s\t%s\t%s\t%s\t%d\t\n", m.Mode, human.Duration(l.P50NS), human.Duration(l.P99NS), human.Duration(l.MaxNS), l.Nodes)
+	}
+	tw.Flush()
 }
 
 func plural(n int, s string) string {

@@ -20,18 +20,32 @@ func TestCompareText(t *testing.T) {
 	tests := []cliCase{
 		{"injected failure", []string{"compare", "../../testdata/fail_missing.json", "--repeat", "3"}, exitOK,
 			[]string{
-				"fail_missing: 7 nodes, repeat 3, 1 worker(s), ring 256\n\n",
-				"  mode   ops/s", "wall  enters/run  max in-flight  ok  failed  canceled  vs link\n",
-				"  link ", "  1       1         5    1.00x\n",
-				"  waves", "  4       1         2 ",
-				"  graph", "  4       1         2 ",
+				"fail_missing: 7 nodes, repeat 3, 1 worker, ring 256\n\n",
+				"  mode   ops/s", "wall  enters/run  max in-flight  ok  failed  canceled  skipped  vs link\n",
+				"  link ", "  1       1         5        0    1.00x\n",
+				"  waves", "  4       1         2        0 ",
+				"  graph", "  4       1         2        0 ",
+				"\n  latency ", "p50", "p99", "max  nodes timed\n",
+				"  link ", "  6\n", "  waves ", " 15\n", "  graph ", " 15\n",
 				"\nagree: graph and waves on every node; link and graph wherever both ran\n",
 				"expected: link over-cancels 3 nodes after open\n",
+				"\n  link        what io_uring offers",
+				"  latency     submission to completion of the nodes that ran, in all 3 runs; clock read per batch",
+				"  work        7 nodes (2 nop, 3 read of 4 KiB, 1 open, 1 close) on data (64 KiB, buffered); 3 runs per mode,",
+				"removed at\n              exit\n",
 			}, ""},
 		{"all ok", []string{"compare", "--workers=2", "--ring=32", "../../testdata/maildir10.json"}, exitOK,
-			[]string{"maildir10: 40 nodes, repeat 1, 2 worker(s), ring 32\n", "  link ", " 40       0         0    1.00x\n", "\nagree: "}, ""},
+			[]string{"maildir10: 40 nodes, repeat 1, 2 workers, ring 32\n", "  link ", " 40       0         0        0    1.00x\n", "\nagree: ",
+				"  work        40 nodes (10 read, 10 open, 10 statx, 10 close) on mail/ (10 files of 10 B to 4 KiB)"}, ""},
+		{"cleanup skipped", []string{"compare", "../../testdata/dot/cleanup.json"}, exitOK,
+			[]string{"  link ", "  6       0         0        2    1.00x\n", "\nagree: "}, ""},
 		{"default spec", []string{"compare", "--repeat", "2"}, exitOK,
-			[]string{"fanout100-read4k: 100 nodes, repeat 2, 1 worker(s), ring 256\n", "  graph", " 100       0         0 ", "\nagree: "}, ""},
+			[]string{"fanout100-read4k: 100 nodes, repeat 2, 1 worker, ring 256\n", "  graph", " 100       0         0        0 ", "\nagree: ",
+				"  latency     submission to completion of the nodes that ran, in all 2 runs;",
+				"  work        the graph-SQE RFC's test, built in (iodag gen fanout 100 --op read4k): 100 nodes (2 nop, 98 read\n" +
+					"              of 4 KiB) on data (64 MiB, "}, ""},
+		{"traced", []string{"compare", "../../testdata/stagger4x8.json", "--trace"}, exitOK,
+			[]string{"  latency     submission to completion of the nodes that ran, in all 1 run; traced: one completion at a"}, ""},
 		{"two specs", []string{"compare", "a.json", "b.json"}, exitUsage, nil, "usage: iodag compare [SPEC]"},
 		{"bad flag", []string{"compare", "--mode", "graph"}, exitUsage, nil, "flag provided but not defined: -mode"},
 		{"bad repeat", []string{"compare", "--repeat", "-1"}, exitUsage, nil, "--repeat -1: want at least 1"},
@@ -73,9 +87,9 @@ func TestCompareJSON(t *testing.T) {
 		t.Errorf("modes mismatch (-want +got):\n%s", diff)
 	}
 	wantExpected := []compare.OverCancel{
-		{Node: "r1", Cause: "open", Graph: submit.StatusOK},
-		{Node: "r2", Cause: "open", Graph: submit.StatusOK},
-		{Node: "end", Cause: "open", Graph: submit.StatusOK},
+		{Node: "r1", Cause: "open", Graph: submit.StatusOK, Link: submit.StatusCanceled},
+		{Node: "r2", Cause: "open", Graph: submit.StatusOK, Link: submit.StatusCanceled},
+		{Node: "end", Cause: "open", Graph: submit.StatusOK, Link: submit.StatusCanceled},
 	}
 	if diff := cmp.Diff(wantExpected, c.Expected); diff != "" {
 		t.Errorf("expected differences mismatch (-want +got):\n%s", diff)
@@ -86,34 +100,110 @@ func TestCompareJSON(t *testing.T) {
 	checkSVGFile(t, svg, []string{"link", "waves", "graph"})
 }
 
-// TestPrintComparison checks the text of what a real run cannot be made
-// to show: disagreements.
+// TestCompareTrace checks when compare traces: with --trace, and with
+// --svg unless --trace=false.
+func TestCompareTrace(t *testing.T) {
+	emptyTMPDIR(t)
+	svg := filepath.Join(t.TempDir(), "t.svg")
+	tests := []struct {
+		args  []string
+		trace bool
+	}{
+		{nil, false},
+		{[]string{"--trace"}, true},
+		{[]string{"--svg", svg}, true},
+		{[]string{"--svg", svg, "--trace=false"}, false},
+		{[]string{"--trace=false", "--svg", svg}, false},
+	}
+	for _, tc := range tests {
+		args := append([]string{"compare", "--json", "../../testdata/stagger4x8.json"}, tc.args...)
+		var stdout, stderr bytes.Buffer
+		if code := run(args, &stdout, &stderr); code != exitOK {
+			t.Fatalf("run(%q) = %d; stderr:\n%s", args, code, stderr.String())
+		}
+		var c compare.Comparison
+		if err := json.Unmarshal(stdout.Bytes(), &c); err != nil {
+			t.Fatalf("run(%q) output is not a JSON comparison: %v", args, err)
+		}
+		if c.Trace != tc.trace {
+			t.Errorf("run(%q): trace %v, want %v", args, c.Trace, tc.trace)
+		}
+		for _, m := range c.Modes {
+			if l := m.Latency; l.Runs != 1 || l.Nodes != 32 || l.P50NS > l.P99NS || l.P99NS > l.MaxNS {
+				t.Errorf("run(%q): %s latency %+v, want 1 run, 32 nodes, p50 <= p99 <= max", args, m.Mode, l)
+			}
+		}
+	}
+}
+
+// TestPrintComparison checks the text of comparisons a real run cannot be
+// made to show (disagreements) or not reliably (skipped nodes, every
+// line's figures) against testdata/text/NAME.txt; -update rewrites them.
 func TestPrintComparison(t *testing.T) {
-	report := func(mode submit.Mode, ops float64, d submit.Digest) *submit.Report {
-		return &submit.Report{Name: "g", Mode: mode, Repeat: 2, WallNS: 2e6, OpsPerSec: ops, Enters: 6, MaxInflight: 3,
-			Counts: submit.Counts{OK: 2}, Nodes: []submit.NodeResult{
-				{ID: "a", Op: dag.OpNop, Status: submit.StatusOK},
-				{ID: "b", Op: dag.OpRead, Status: submit.StatusOK, Res: 4096, Digest: d},
-			}}
+	report := func(mode submit.Mode, ops float64, d submit.Digest, ns ...submit.NodeResult) *submit.Report {
+		rep := &submit.Report{Name: "g", Mode: mode, Repeat: 2, Ring: 8, WallNS: 2e6, OpsPerSec: ops, Enters: 6, MaxInflight: 3,
+			Nodes: append([]submit.NodeResult{
+				{ID: "a", Op: dag.OpNop, Status: submit.StatusOK, StartNS: 1000, EndNS: 3000},
+				{ID: "b", Op: dag.OpRead, Status: submit.StatusOK, Res: 4096, Digest: d, StartNS: 3000, EndNS: 150_000},
+			}, ns...)}
+		for _, n := range rep.Nodes {
+			switch n.Status {
+			case submit.StatusOK:
+				rep.Counts.OK++
+			case submit.StatusFailed:
+				rep.Counts.Failed++
+			case submit.StatusCanceled:
+				rep.Counts.Canceled++
+			case submit.StatusSkipped:
+				rep.Counts.Skipped++
+			}
+		}
+		return rep
 	}
-	c, err := compare.Reports(report(submit.Link, 1000, 1), report(submit.Waves, 2500, 2), report(submit.Graph, 3000, 1))
-	if err != nil {
-		t.Fatal(err)
+	fail := submit.NodeResult{ID: "w", Op: dag.OpWrite, Status: submit.StatusFailed, Res: -28, Errno: submit.Errno(syscall.ENOSPC), StartNS: 150_000, EndNS: 400_000}
+	failed := []submit.NodeResult{fail,
+		{ID: "rm", Op: dag.OpUnlink, Status: submit.StatusOK, StartNS: 400_000, EndNS: 410_000},
+		{ID: "next", Op: dag.OpNop, Status: submit.StatusCanceled, Res: -125, Cause: "w", EndNS: 400_000}}
+	overCanceled := append([]submit.NodeResult(nil), failed...)
+	overCanceled[1] = submit.NodeResult{ID: "rm", Op: dag.OpUnlink, Status: submit.StatusCanceled, Res: -125, Cause: "w", EndNS: 400_000}
+	ranAfter := func(c *compare.Comparison) {
+		// What compare.Run finds with the graph's edges: link ran
+		// "cleanup" (on_failure of "rm", which it over-canceled).
+		c.Expected = append(c.Expected, compare.OverCancel{Node: "cleanup", Cause: "w", Graph: submit.StatusSkipped, Link: submit.StatusOK})
 	}
-	var out bytes.Buffer
-	printComparison(&out, c, 1, 2)
-	want := `g: 2 nodes, repeat 2, 1 worker(s), ring 0
-
-  mode   ops/s  wall  enters/run  max in-flight  ok  failed  canceled  vs link
-  link   1.00k   2ms         3.0              3   2       0         0    1.00x
-  waves  2.50k   2ms         3.0              3   2       0         0    2.50x
-  graph  3.00k   2ms         3.0              3   2       0         0    3.00x
-
-DISAGREE: 1 difference where the modes must agree
-  node "b": digest graph 00000001, waves 00000002
-`
-	if diff := cmp.Diff(want, out.String()); diff != "" {
-		t.Errorf("printComparison mismatch (-want +got):\n%s", diff)
+	succeeded := []submit.NodeResult{{ID: "w", Op: dag.OpWrite, Status: submit.StatusOK, Res: 4096, StartNS: 150_000, EndNS: 400_000},
+		{ID: "rm", Op: dag.OpUnlink, Status: submit.StatusSkipped, EndNS: 400_000},
+		{ID: "next", Op: dag.OpNop, Status: submit.StatusOK, StartNS: 400_000, EndNS: 401_000}}
+	tests := []struct {
+		name    string
+		reports []*submit.Report
+		trace   bool
+		about   about
+		edit    func(*compare.Comparison)
+	}{
+		{"disagree", []*submit.Report{report(submit.Link, 1000, 1), report(submit.Waves, 2500, 2), report(submit.Graph, 3000, 1)}, false,
+			about{workers: 1, repeat: 2, work: "2 nodes (1 nop, 1 read of 4 KiB) on data (64 KiB, O_DIRECT)", scratch: "/tmp/iodag-1"}, nil},
+		{"cleanup skipped", []*submit.Report{report(submit.Link, 1000, 1, succeeded...), report(submit.Waves, 2500, 1, succeeded...),
+			report(submit.Graph, 3000, 1, succeeded...)}, true,
+			about{workers: 2, repeat: 2, work: "5 nodes", scratch: "/tmp/iodag-2", svg: "t.svg"}, nil},
+		{"cleanup ran, link over-cancels", []*submit.Report{report(submit.Link, 1000, 1, overCanceled...), report(submit.Waves, 2500, 1, failed...),
+			report(submit.Graph, 3000, 1, failed...)}, false,
+			about{workers: 1, repeat: 1, builtin: true, work: "5 nodes", scratch: "/tmp/iodag-3"}, ranAfter},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := compare.Reports(tc.reports...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Trace = tc.trace
+			if tc.edit != nil {
+				tc.edit(c)
+			}
+			var out bytes.Buffer
+			printComparison(&out, c, tc.about)
+			checkGolden(t, "text/compare_"+strings.ReplaceAll(strings.ReplaceAll(tc.name, " ", "_"), ",", "")+".txt", out.String())
+		})
 	}
 }
 

@@ -1,11 +1,13 @@
 // Command iodag validates, stages, draws, generates and runs iodag graphs.
+// Install it with go install github.com/iodag/iodag/cmd/iodag@latest.
 //
 //	iodag validate SPEC
 //	iodag stage SPEC [--json]
 //	iodag dot SPEC
 //	iodag gen SHAPE ARGS [--op nop|read4k] [--seed N]
-//	iodag run SPEC --mode graph|link|waves [--workers N] [--ring N] [--repeat R] [--root DIR] [--json]
-//	iodag compare [SPEC] [--repeat R] [--workers N] [--ring N] [--json] [--svg FILE]
+//	iodag run SPEC --mode graph|link|waves [--workers N] [--ring N] [--repeat R] [--root DIR] [--trace] [--nodes] [--json]
+//	iodag compare [SPEC] [--repeat R] [--workers N] [--ring N] [--trace] [--json] [--svg FILE]
+//	iodag version
 //
 // Exit status: 0 ok; 1 some node not ok (for compare: the modes disagree)
 // or the run could not be set up; 2 bad spec or usage; 130 or 143 after
@@ -46,8 +48,9 @@ func verbs() map[string]verb {
 		"stage":    {stageMain, "stage SPEC [--json]"},
 		"dot":      {dotMain, "dot SPEC"},
 		"gen":      {genMain, "gen SHAPE ARGS [--op nop|read4k] [--seed N]"},
-		"run":      {runMain, "run SPEC --mode graph|link|waves [--workers N] [--ring N] [--repeat R] [--root DIR] [--json]"},
-		"compare":  {compareMain, "compare [SPEC] [--repeat R] [--workers N] [--ring N] [--json] [--svg FILE]"},
+		"run":      {runMain, "run SPEC --mode graph|link|waves [--workers N] [--ring N] [--repeat R] [--root DIR] [--trace] [--nodes] [--json]"},
+		"compare":  {compareMain, "compare [SPEC] [--repeat R] [--workers N] [--ring N] [--trace] [--json] [--svg FILE]"},
+		"version":  {versionMain, "version"},
 	}
 }
 
@@ -125,6 +128,13 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 		pos = append(pos, rest[0])
 		args = rest[1:]
 	}
+}
+
+// flagSet reports whether the flag name was given on the command line.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 // newFlags returns a FlagSet for a verb that reports errors to stderr.

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,31 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/iodag/iodag/dag"
 )
+
+var update = flag.Bool("update", false, "rewrite the golden files in ../../testdata")
+
+// checkGolden compares got with the golden file ../../testdata/NAME, or
+// rewrites it with -update.
+func checkGolden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("../../testdata", name)
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update)", err)
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		t.Errorf("%s mismatch (-want +got):\n%s", name, diff)
+	}
+}
 
 func TestRun(t *testing.T) {
 	dir := t.TempDir()
@@ -35,7 +61,7 @@ func TestRun(t *testing.T) {
 		{"help", []string{"help"}, exitOK, "iodag validate SPEC", "", ""},
 		{"unknown verb", []string{"frob"}, exitUsage, "", `unknown command "frob"`, ""},
 		{"validate ok", []string{"validate", "../../testdata/diamond.json"}, exitOK,
-			`ok: "diamond", 4 nodes, 4 edges, 3 levels, width 2, 1 components`, "", ""},
+			`ok: "diamond", 4 nodes, 4 edges, depth 3, width 2, 1 component` + "\n", "", ""},
 		{"validate bad", []string{"validate", bad}, exitUsage, "", bad + `:2:3: node "a": field "after": self-edge`, ""},
 		{"validate invalid golden", []string{"validate", "../../testdata/invalid/many_errors.json"}, exitUsage, "",
 			"many_errors.json:6:4: node \"b\": field \"after\": unknown node \"zz\"\n", ""},
@@ -43,7 +69,7 @@ func TestRun(t *testing.T) {
 		{"validate no spec", []string{"validate"}, exitUsage, "", "usage: iodag validate SPEC", ""},
 		{"validate two specs", []string{"validate", "a", "b"}, exitUsage, "", "usage: iodag validate SPEC", ""},
 		{"stage", []string{"stage", "../../testdata/diamond.json"}, exitOK,
-			"levels: 3\nwidth: 2\ncritical path: 3 nodes: a -> b -> d\ncomponents: 1 (largest 4 nodes)\nlevel 0: 1: a\nlevel 1: 2: b c\n", "", ""},
+			"depth: 3\nwidth: 2\ncritical path: 3 nodes: a -> b -> d\ncomponents: 1 (largest 4 nodes)\nlevel 0: 1: a\nlevel 1: 2: b c\n", "", ""},
 		{"stage long level", []string{"stage", "../../testdata/fanout100.json"}, exitOK,
 			"level 1: 98: w00 w01 w02 w03 w04 w05 w06 w07 ... (90 more)\n", "", ""},
 		{"stage long path", []string{"stage", "../../testdata/chains8x16.json"}, exitOK,

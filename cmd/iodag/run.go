@@ -10,16 +10,29 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"text/tabwriter"
 
 	"github.com/iodag/iodag/dag"
+	"github.com/iodag/iodag/internal/batch"
 	"github.com/iodag/iodag/internal/human"
+	"github.com/iodag/iodag/internal/latency"
 	"github.com/iodag/iodag/scratch"
 	"github.com/iodag/iodag/submit"
 	"github.com/iodag/iodag/workers"
 )
 
-// maxNotOK is how many non-ok nodes the text output of run lists.
+// maxNotOK is how many non-ok nodes the text output of run lists without
+// --nodes.
 const maxNotOK = 20
+
+// runReport is what iodag run --json prints: the report (summed over the
+// batches of runs, its nodes the last run's), whether the runs were
+// traced, and the nodes' latencies.
+type runReport struct {
+	*submit.Report
+	Trace   bool            `json:"trace"`
+	Latency latency.Summary `json:"latency"`
+}
 
 // runMain runs a spec in one mode and prints its report.
 func runMain(args []string, stdout, stderr io.Writer) int {
@@ -30,12 +43,14 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 
 // runSpec is iodag run under ctx, whose end (a signal) interrupts the run.
 func runSpec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	const use = "run SPEC --mode graph|link|waves [--workers N] [--ring N] [--repeat R] [--root DIR] [--json]"
+	const use = "run SPEC --mode graph|link|waves [--workers N] [--ring N] [--repeat R] [--root DIR] [--trace] [--nodes] [--json]"
 	fs := newFlags("run", use, stderr)
 	modeName := fs.String("mode", "graph", "submission mode: graph, link or waves")
 	pf := addPoolFlags(fs)
 	repeat := fs.Int("repeat", 1, "run the graph `R` times back to back")
 	rootDir := fs.String("root", "", "run in `DIR` (the spec's files are created there and kept) instead of a scratch directory removed at exit")
+	trace := fs.Bool("trace", false, "stamp each completion with its own time (one completion at a time: slower)")
+	allNodes := fs.Bool("nodes", false, "list every node (status, result, errno, cause, digest or size, times, worker), not only those not ok")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
@@ -92,18 +107,36 @@ func runSpec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer pool.Close()
 
 	fmt.Fprintf(stderr, "iodag run: running %q (%d nodes) in %s mode, repeat %d, in %s\n", g.Name(), g.Len(), mode, *repeat, root)
-	rep, err := submit.Run(ctx, pool, g, mode, submit.Options{Root: root, Repeat: *repeat})
+	r := submit.NewRunner(pool, g)
+	defer r.Close()
+	var lat latency.Recorder
+	bar := progressBar(stderr, *repeat, mode.String())
+	rep, err := batch.Run(ctx, r, mode, submit.Options{Root: root, Repeat: *repeat, Trace: *trace}, func(rep *submit.Report, done int) {
+		lat.Add(rep.Nodes)
+		if bar != nil {
+			bar.Set(done)
+		}
+	})
+	if bar != nil {
+		bar.Close()
+		fmt.Fprint(stderr, "\r\033[K") // the bar's line
+	}
 	if rep == nil {
 		fmt.Fprintf(stderr, "iodag run: %v\n", err)
 		return exitFailed
 	}
+	out := runReport{Report: rep, Trace: *trace, Latency: lat.Summary()}
 	if *asJSON {
-		if err := writeJSON(stdout, rep); err != nil {
+		if err := writeJSON(stdout, out); err != nil {
 			fmt.Fprintf(stderr, "iodag run: %v\n", err)
 			return exitFailed
 		}
 	} else {
-		printReport(stdout, rep)
+		where := "a scratch directory removed at exit"
+		if *rootDir != "" {
+			where = "--root, kept"
+		}
+		printReport(stdout, out, *allNodes, fmt.Sprintf("%s; %d %s, in %s (%s)", describeWork(g), *repeat, plural(*repeat, "run"), root, where))
 	}
 	if code, ok := interrupted(ctx); ok {
 		fmt.Fprintf(stderr, "iodag run: %v: the report is partial\n", context.Cause(ctx))
@@ -119,34 +152,76 @@ func runSpec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// printReport prints a report's summary line and its non-ok nodes.
-func printReport(w io.Writer, rep *submit.Report) {
+// printReport prints a report's summary line, its latencies, its nodes
+// that are not ok (every node if all), then what it all means.
+func printReport(w io.Writer, r runReport, all bool, work string) {
+	rep := r.Report
 	skipped := ""
 	if rep.Counts.Skipped > 0 {
 		skipped = fmt.Sprintf(", %d skipped", rep.Counts.Skipped)
 	}
-	fmt.Fprintf(w, "%s: %s mode, %d nodes: %d ok, %d failed, %d canceled%s; repeat %d, wall %s, %s ops/s, %d enters, max in-flight %d\n",
+	fmt.Fprintf(w, "%s: %s mode, %d nodes: %d ok, %d failed, %d canceled%s; repeat %d, wall %s, %s ops/s, %.1f enters/run, max in-flight %d\n",
 		rep.Name, rep.Mode, len(rep.Nodes), rep.Counts.OK, rep.Counts.Failed, rep.Counts.Canceled, skipped,
-		rep.Repeat, human.Duration(rep.WallNS), human.Rate(rep.OpsPerSec), rep.Enters, rep.MaxInflight)
-	listed := 0
-	for _, n := range rep.Nodes {
-		if n.Status == submit.StatusOK || n.Status == submit.StatusSkipped {
-			continue
+		rep.Repeat, human.Duration(rep.WallNS), human.Rate(rep.OpsPerSec), float64(rep.Enters)/float64(max(rep.Repeat, 1)), rep.MaxInflight)
+	l := r.Latency
+	fmt.Fprintf(w, "latency: p50 %s, p99 %s, max %s (%d nodes timed)\n", human.Duration(l.P50NS), human.Duration(l.P99NS), human.Duration(l.MaxNS), l.Nodes)
+	if all {
+		printNodes(w, rep.Nodes)
+	} else {
+		notOK := rep.Counts.Failed + rep.Counts.Canceled
+		listed := 0
+		for _, n := range rep.Nodes {
+			if n.Status == submit.StatusOK || n.Status == submit.StatusSkipped {
+				continue
+			}
+			if listed == maxNotOK {
+				fmt.Fprintf(w, "  ... (%d more not ok)\n", notOK-listed)
+				break
+			}
+			listed++
+			fmt.Fprintf(w, "  %s (%s): %s, res %d", n.ID, n.Op, n.Status, n.Res)
+			if n.Errno != 0 {
+				fmt.Fprintf(w, " %s", n.Errno.String())
+			}
+			if n.Cause != "" {
+				fmt.Fprintf(w, ", cause %s", n.Cause)
+			}
+			fmt.Fprintln(w)
 		}
-		if listed == maxNotOK {
-			fmt.Fprintf(w, "  ... (%d more not ok)\n", rep.Counts.Failed+rep.Counts.Canceled-listed)
-			break
-		}
-		listed++
-		fmt.Fprintf(w, "  %s (%s): %s, res %d", n.ID, n.Op, n.Status, n.Res)
-		if n.Errno != 0 {
-			fmt.Fprintf(w, " %s", n.Errno.String())
-		}
-		if n.Cause != "" {
-			fmt.Fprintf(w, ", cause %s", n.Cause)
-		}
-		fmt.Fprintln(w)
 	}
+	fmt.Fprintln(w)
+	nodes := "--nodes lists every node"
+	switch {
+	case all:
+		nodes = "every node: start and end in time since the last run began; data: the CRC-32C of what a read returned, or a statx's size"
+	case rep.Counts.Failed+rep.Counts.Canceled > 0:
+		nodes = "the nodes not ok are listed (--nodes: every node)"
+	}
+	explain(w, [][2]string{
+		{rep.Mode.String(), modeDoc(rep.Mode)},
+		{"enters/run", entersDoc},
+		{"latency", latencyDoc(l.Runs, rep.Repeat, r.Trace)},
+		{"nodes", nodes},
+		{"work", work},
+	})
+}
+
+// printNodes prints a table of every node's outcome.
+func printNodes(w io.Writer, nodes []submit.NodeResult) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  node\top\tstatus\tres\terrno\tcause\tdata\tstart\tend\tworker")
+	for _, n := range nodes {
+		data := ""
+		switch {
+		case n.Digest != 0:
+			data = n.Digest.String()
+		case n.Op == dag.OpStatx && n.Status == submit.StatusOK:
+			data = human.Bytes(n.Size)
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%d\n", n.ID, n.Op, n.Status, n.Res, n.Errno.String(), n.Cause, data,
+			human.Duration(n.StartNS), human.Duration(n.EndNS), n.Worker)
+	}
+	tw.Flush()
 }
 
 // poolFlags are the pool options run and compare share.

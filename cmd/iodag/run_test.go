@@ -95,6 +95,14 @@ func TestRunJSON(t *testing.T) {
 				if diff := cmp.Diff(want, got); diff != "" {
 					t.Errorf("run(%q) report mismatch (-want +got):\n%s", args, diff)
 				}
+				var rr runReport
+				if err := json.Unmarshal(stdout.Bytes(), &rr); err != nil {
+					t.Fatal(err)
+				}
+				if l, runs := rr.Latency, max(tc.repeat, 1); rr.Trace || l.Runs != runs || l.Nodes < int64(tc.want.OK+tc.want.Failed) || l.P50NS > l.P99NS || l.P99NS > l.MaxNS {
+					t.Errorf("run(%q): trace %v, latency %+v; want untraced, %d runs, at least %d nodes, p50 <= p99 <= max",
+						args, rr.Trace, l, runs, tc.want.OK+tc.want.Failed)
+				}
 				if rep.WallNS <= 0 || rep.OpsPerSec <= 0 || rep.Enters == 0 || rep.SQEs == 0 {
 					t.Errorf("run(%q): wall %d, ops/s %v, enters %d, sqes %d; want them positive", args, rep.WallNS, rep.OpsPerSec, rep.Enters, rep.SQEs)
 				}
@@ -107,7 +115,27 @@ func TestRunText(t *testing.T) {
 	emptyTMPDIR(t)
 	tests := []cliCase{
 		{"all ok", []string{"run", "../../testdata/stagger4x8.json", "--mode", "waves"}, exitOK,
-			[]string{"stagger4x8: waves mode, 32 nodes: 32 ok, 0 failed, 0 canceled; repeat 1, wall "}, `running "stagger4x8" (32 nodes) in waves mode`},
+			[]string{"stagger4x8: waves mode, 32 nodes: 32 ok, 0 failed, 0 canceled; repeat 1, wall ", " ops/s, ", " enters/run, max in-flight 4\n",
+				"latency: p50 ", " (32 nodes timed)\n\n",
+				"  waves       a level at a time: submit all of a level, wait for all of it, then the next\n",
+				"  enters/run  io_uring_enter calls per run",
+				"  latency     submission to completion of the nodes that ran, in all 1 run; clock read per batch",
+				"  nodes       --nodes lists every node\n",
+				"  work        32 nodes (16 nop, 16 timeout); 1 run, in "}, `running "stagger4x8" (32 nodes) in waves mode`},
+		{"every node", []string{"run", "../../testdata/fail_missing.json", "--nodes", "--trace", "--repeat", "2"}, exitFailed,
+			[]string{"fail_missing: graph mode, 7 nodes: 4 ok, 1 failed, 2 canceled; repeat 2, wall ",
+				"latency: p50 ", " (10 nodes timed)\n",
+				"  node   op     status    res   errno      cause  data      start", "end", "worker\n",
+				"  start  nop    ok        0   ", "  0\n",
+				"  open   open   failed    -2    ENOENT   ", "  0\n",
+				"  r      read   canceled  -125  ECANCELED  open   ", "  0\n",
+				"  close  close  canceled  -125  ECANCELED  open   ", "  0\n",
+				"  r1     read   ok        4096   ", "  0\n",
+				"  r2     read   ok        4096   ", "  0\n",
+				"  end    nop    ok        0   ", "  0\n",
+				"\n  graph ", "  latency     submission to completion of the nodes that ran, in all 2 runs; traced: one completion",
+				"  nodes       every node: start and end in time since the last run began;",
+				"  work        7 nodes (2 nop, 3 read of 4 KiB, 1 open, 1 close) on data (64 KiB, buffered); 2 runs, in"}, ""},
 		{"failures", []string{"run", "--mode=graph", "../../testdata/fail_missing.json"}, exitFailed,
 			[]string{
 				"fail_missing: graph mode, 7 nodes: 4 ok, 1 failed, 2 canceled; repeat 1, wall ",
@@ -125,6 +153,9 @@ func TestRunText(t *testing.T) {
 		{"bad repeat", []string{"run", "../../testdata/allops.json", "--repeat", "0"}, exitUsage, nil, "--repeat 0: want at least 1"},
 		{"bad workers", []string{"run", "../../testdata/allops.json", "--workers", "-1"}, exitUsage, nil, "--workers -1"},
 		{"bad ring", []string{"run", "../../testdata/allops.json", "--ring", "x"}, exitUsage, nil, `invalid value "x" for flag -ring`},
+		{"skipped", []string{"run", "../../testdata/dot/cleanup.json", "--mode", "link", "--nodes"}, exitOK,
+			[]string{"cleanup: link mode, 8 nodes: 6 ok, 0 failed, 0 canceled, 2 skipped;",
+				"  rm     unlink  skipped  0 ", "  alert  nop     skipped  0 "}, ""},
 		{"bad root", []string{"run", "../../testdata/allops.json", "--root", "/nonexistent/iodag"}, exitUsage, nil, "--root /nonexistent/iodag: not a directory"},
 		{"bad spec", []string{"run", "../../testdata/invalid/many_errors.json"}, exitUsage, nil, `many_errors.json:6:4: node "b": field "after": unknown node "zz"`},
 		{"missing spec", []string{"run", "nope.json"}, exitUsage, nil, "no such file"},

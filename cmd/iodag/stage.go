@@ -7,7 +7,8 @@ import (
 	"strings"
 )
 
-// stageReport is the JSON output of iodag stage --json.
+// stageReport is the JSON output of iodag stage --json; the text output
+// uses the same names (depth is the number of levels).
 type stageReport struct {
 	Name         string     `json:"name"`
 	Nodes        int        `json:"nodes"`
@@ -22,7 +23,8 @@ type stageReport struct {
 // maxListed is how many ids a text line of iodag stage lists.
 const maxListed = 8
 
-// stageMain prints a spec's levels, width, critical path and components.
+// stageMain prints a spec's depth, width, critical path, components and
+// levels.
 func stageMain(args []string, stdout, stderr io.Writer) int {
 	const use = "stage SPEC [--json]"
 	fs := newFlags("stage", use, stderr)
@@ -57,7 +59,7 @@ func stageMain(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitOK
 	}
-	fmt.Fprintf(stdout, "name: %s\nnodes: %d\nedges: %d\nlevels: %d\nwidth: %d\n", r.Name, r.Nodes, r.Edges, r.Depth, r.Width)
+	fmt.Fprintf(stdout, "name: %s\nnodes: %d\nedges: %d\ndepth: %d\nwidth: %d\n", r.Name, r.Nodes, r.Edges, r.Depth, r.Width)
 	cp := strings.Join(r.CriticalPath, " -> ")
 	if n := len(r.CriticalPath); n > 2*maxListed {
 		cp = fmt.Sprintf("%s -> ... -> %s", strings.Join(r.CriticalPath[:maxListed], " -> "), strings.Join(r.CriticalPath[n-2:], " -> "))

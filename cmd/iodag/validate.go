@@ -13,7 +13,7 @@ func validateMain(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return exitUsage
 	}
-	fmt.Fprintf(stdout, "%s: ok: %q, %d nodes, %d edges, %d levels, width %d, %d components\n",
-		path, g.Name(), g.Len(), g.Edges(), len(g.Levels()), g.Width(), len(g.Components()))
+	fmt.Fprintf(stdout, "%s: ok: %q, %d nodes, %d edges, depth %d, width %d, %d %s\n", path, g.Name(), g.Len(), g.Edges(),
+		len(g.Levels()), g.Width(), len(g.Components()), plural(len(g.Components()), "component"))
 	return exitOK
 }

@@ -1,5 +1,5 @@
 // Package human formats the numbers iodag's command and examples print:
-// durations and rates, each with three significant digits.
+// durations and rates, each with three significant digits, and sizes.
 package human
 
 import (
@@ -37,4 +37,25 @@ func Rate(v float64) string {
 		return fmt.Sprintf("%.2fk", v/1e3)
 	}
 	return fmt.Sprintf("%.0f", v)
+}
+
+// Bytes formats a size in binary units, exactly where it is a whole number
+// of them (4 KiB, 64 MiB, 1000 B), else with three significant digits
+// (1.50 KiB).
+func Bytes(n int64) string {
+	units := []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
+	u, v := 0, float64(n)
+	for u+1 < len(units) && (n >= 1<<(10*(u+1)) || n <= -1<<(10*(u+1))) {
+		u++
+	}
+	v /= float64(int64(1) << (10 * u))
+	switch {
+	case n%(1<<(10*u)) == 0:
+		return fmt.Sprintf("%d %s", n>>(10*u), units[u])
+	case v >= 100 || v <= -100:
+		return fmt.Sprintf("%.0f %s", v, units[u])
+	case v >= 10 || v <= -10:
+		return fmt.Sprintf("%.1f %s", v, units[u])
+	}
+	return fmt.Sprintf("%.2f %s", v, units[u])
 }

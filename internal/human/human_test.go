@@ -31,3 +31,19 @@ func TestRate(t *testing.T) {
 		}
 	}
 }
+
+func TestBytes(t *testing.T) {
+	tests := []struct {
+		n    int64
+		want string
+	}{
+		{0, "0 B"}, {1000, "1000 B"}, {1023, "1023 B"}, {1024, "1 KiB"}, {4096, "4 KiB"}, {1536, "1.50 KiB"},
+		{65536, "64 KiB"}, {1 << 20, "1 MiB"}, {64 << 20, "64 MiB"}, {100<<20 + 1, "100 MiB"}, {15<<20 + 1, "15.0 MiB"},
+		{1 << 40, "1 TiB"}, {-4096, "-4 KiB"}, {1<<63 - 1, "8.00 EiB"},
+	}
+	for _, tc := range tests {
+		if got := Bytes(tc.n); got != tc.want {
+			t.Errorf("Bytes(%d) = %q, want %q", tc.n, got, tc.want)
+		}
+	}
+}

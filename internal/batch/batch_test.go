@@ -1,0 +1,97 @@
+package batch
+
+import (
+	"context"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/iodag/iodag/dag"
+	"github.com/iodag/iodag/submit"
+	"github.com/iodag/iodag/workers"
+)
+
+func TestRun(t *testing.T) {
+	pool, err := workers.New(workers.Config{Workers: 1, Entries: 32})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	spec, err := dag.Fanout(10, dag.GenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := spec.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := submit.NewRunner(pool, g)
+	defer r.Close()
+	tests := []struct {
+		repeat int
+		done   []int // the runs done after each call
+	}{
+		{0, []int{1}},
+		{1, []int{1}},
+		{3, []int{1, 2, 3}},
+		{20, []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20}},
+		{21, []int{2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 21}},
+		{300, []int{15, 30, 45, 60, 75, 90, 105, 120, 135, 150, 165, 180, 195, 210, 225, 240, 255, 270, 285, 300}},
+	}
+	for _, tc := range tests {
+		for _, m := range submit.Modes() {
+			var done []int
+			var wall int64
+			var enters uint64
+			rep, err := Run(context.Background(), r, m, submit.Options{Repeat: tc.repeat}, func(rep *submit.Report, n int) {
+				done = append(done, n)
+				wall += rep.WallNS
+				enters += rep.Enters
+				if rep.Counts.OK != g.Len() {
+					t.Errorf("%s repeat %d: a batch's counts %+v", m, tc.repeat, rep.Counts)
+				}
+			})
+			if err != nil {
+				t.Fatalf("%s repeat %d: %v", m, tc.repeat, err)
+			}
+			if diff := cmp.Diff(tc.done, done); diff != "" {
+				t.Errorf("%s repeat %d: runs done after each call mismatch (-want +got):\n%s", m, tc.repeat, diff)
+			}
+			if rep.Repeat != max(tc.repeat, 1) || rep.WallNS != wall || rep.Enters != enters || rep.Counts.OK != g.Len() || len(rep.Nodes) != g.Len() ||
+				rep.OpsPerSec != float64(g.Len())*float64(rep.Repeat)/(float64(wall)/1e9) || rep.Mode != m {
+				t.Errorf("%s repeat %d: sum %+v; want repeat %d, wall %d, enters %d, every node ok, ops/s over all runs",
+					m, tc.repeat, rep, max(tc.repeat, 1), wall, enters)
+			}
+		}
+	}
+}
+
+// TestRunCanceled checks that a run its context ended returns the sum so
+// far with the error.
+func TestRunCanceled(t *testing.T) {
+	pool, err := workers.New(workers.Config{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	spec, err := dag.Fanout(10, dag.GenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := spec.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := submit.NewRunner(pool, g)
+	defer r.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	calls := 0
+	rep, err := Run(ctx, r, submit.Graph, submit.Options{Repeat: 100}, func(*submit.Report, int) {
+		calls++
+		if calls == 2 {
+			cancel()
+		}
+	})
+	if err == nil || rep == nil || calls != 3 || rep.Repeat != 15 || rep.Counts.Canceled != g.Len() {
+		t.Errorf("Run(canceled after the second call) = %+v, %v after %d calls; want the sum of 3 (the last canceled) and the error", rep, err, calls)
+	}
+}
