@@ -10,8 +10,9 @@
 // checks that every variant read the same files and bytes and found the
 // same matching files.
 //
-// With -stop, the hook that finds the needle ends the whole run
-// (dag.Inputs.Stop), and each variant says which file it stopped at.
+// With -stop, the hook that finds the needle ends the run (dag.Inputs.Stop;
+// each directory's task passes the stop on up, see passUp), and each
+// variant says which file it stopped at.
 //
 // The tree (seeded: -files, -dirs fanout/depth, -needle planted in -plant
 // files at random places) is created once in a cache directory and reused
