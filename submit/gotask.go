@@ -40,7 +40,7 @@ func (in *inputs) Run(name string, declare func(b *dag.Builder)) error {
 	}
 	child := NewRunner((*workers.Pool)(r.pool), g)
 	defer child.Close()
-	child.depth = r.depth + 1
+	child.depth, child.parent = r.depth+1, r
 	rep, err := child.Run(r.ctx, r.mode, Options{Root: r.root})
 	if err != nil {
 		return err

@@ -679,3 +679,49 @@ func TestCleanupChains(t *testing.T) {
 		}
 	}
 }
+
+// TestStopReaches: a Stop takes effect at once (the stopping node's
+// dependents do not run, even with nothing else in flight) and ends every
+// run the stopping one is a subgraph of, which returns the StopError.
+func TestStopReaches(t *testing.T) {
+	errFound := errors.New("found")
+	stopper := func(in dag.Inputs, _ dag.Result) error { in.Stop(errFound); return nil }
+	b := dag.NewBuilder("chain")
+	prev := b.Nop("hit").Then(stopper)
+	for k := 0; k < 3; k++ {
+		prev = b.Nop(fmt.Sprintf("n%d", k)).After(prev)
+	}
+	chain, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = dag.NewBuilder("nested")
+	b.Go("top", func(in dag.Inputs) error {
+		return in.Run("sub", func(b *dag.Builder) {
+			b.Go("inner", func(in dag.Inputs) error {
+				return in.Run("subsub", func(b *dag.Builder) { b.Nop("hit").Then(stopper) })
+			})
+		})
+	})
+	b.Timeout("sibling", 1<<40)
+	nested, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := newPool(t, workers.Config{Workers: 1, Entries: 8})
+	for _, m := range Modes() {
+		rep, err := Run(context.Background(), pool, chain, m, Options{})
+		var se *StopError
+		if !errors.As(err, &se) || se.Node != "hit" {
+			t.Errorf("%s chain: Run = %v, want a StopError from hit", m, err)
+		}
+		if rep.Counts.OK != 1 || rep.Counts.Canceled != 3 {
+			t.Errorf("%s chain: counts %+v, want hit ok and the rest canceled", m, rep.Counts)
+		}
+		rep, err = Run(context.Background(), pool, nested, m, Options{})
+		if !errors.As(err, &se) || se.Node != "hit" || !errors.Is(err, errFound) {
+			t.Errorf("%s nested: Run = %v, want the StopError from the innermost hit", m, err)
+		}
+		checkFinal(t, nested, rep)
+	}
+}

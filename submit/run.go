@@ -175,6 +175,7 @@ type Runner struct {
 	mode    Mode
 	root    string
 	depth   int
+	parent  *Runner // the run whose Go task runs this one, or nil
 	stopMu  sync.Mutex
 	stopErr error // the first node that stopped the run, and why
 }
@@ -191,14 +192,30 @@ func (e *StopError) Error() string { return fmt.Sprintf("node %q stopped the run
 // Unwrap returns the error given to Stop.
 func (e *StopError) Unwrap() error { return e.Err }
 
-// stop ends the run early on behalf of node i; safe from any goroutine.
+// stop ends the run early on behalf of node i, and the runs it is a
+// subgraph of; safe from any goroutine.
 func (r *Runner) stop(i int32, err error) {
+	r.stopWith(&StopError{Node: r.p.nodes[i].ID, Err: err})
+}
+
+// stopWith ends the run with the first StopError it is given: at once
+// (the tasks see it before they release anything more), then up the
+// runs it is a subgraph of.
+func (r *Runner) stopWith(se *StopError) {
 	r.stopMu.Lock()
-	if r.stopErr == nil {
-		r.stopErr = &StopError{Node: r.p.nodes[i].ID, Err: err}
+	first := r.stopErr == nil
+	if first {
+		r.stopErr = se
 	}
 	r.stopMu.Unlock()
+	if !first {
+		return
+	}
+	r.cancel()
 	r.endRun()
+	if r.parent != nil {
+		r.parent.stopWith(se)
+	}
 }
 
 // NewRunner prepares g to run on pool: flattens it and splits its
