@@ -19,7 +19,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -243,7 +242,7 @@ func (s *searcher) fileKeep(b *dag.Builder, id, path string) {
 	h := "h " + id
 	o := b.Open("open "+id, path, unix.O_RDONLY, h)
 	st := b.Statx("statx "+id, path)
-	r := b.Read("read "+id, dag.Handle(h), 0, 0).After(o, st).LenFrom(st).Keep().Then(s.search(path, new(atomic.Pointer[matchError])))
+	r := b.Read("read "+id, dag.Handle(h), 0, 0).After(o, st).LenFrom(st).Keep().Then(s.search(path))
 	b.Close("close "+id, dag.Handle(h)).Finally(r)
 }
 

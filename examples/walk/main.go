@@ -10,9 +10,9 @@
 // checks that every variant read the same files and bytes and found the
 // same matching files.
 //
-// With -stop, the hook that finds the needle ends the run (dag.Inputs.Stop;
-// each directory's task passes the stop on up, see passUp), and each
-// variant says which file it stopped at.
+// With -stop, the hook that finds the needle ends the whole run, every
+// subgraph of it included (dag.Inputs.Stop), and each variant says which
+// file it stopped at.
 //
 // The tree (seeded: -files, -dirs fanout/depth, -needle planted in -plant
 // files at random places) is created once in a cache directory and reused
@@ -444,8 +444,7 @@ func (s *searcher) dir(rel string) func(dag.Inputs) error {
 		if err != nil {
 			return err
 		}
-		var hit atomic.Pointer[matchError] // the first match of this directory's files
-		err = in.Run(rel, func(b *dag.Builder) {
+		return in.Run(rel, func(b *dag.Builder) {
 			for _, e := range ents {
 				name, path := e.Name(), rel+"/"+e.Name()
 				switch {
@@ -455,41 +454,17 @@ func (s *searcher) dir(rel string) func(dag.Inputs) error {
 					h := "h " + name
 					o := b.Open("open "+name, path, unix.O_RDONLY, h)
 					st := b.Statx("statx "+name, path)
-					r := b.Read("read "+name, dag.Handle(h), 0, 0).After(o, st).LenFrom(st).Keep().Then(s.search(path, &hit))
+					r := b.Read("read "+name, dag.Handle(h), 0, 0).After(o, st).LenFrom(st).Keep().Then(s.search(path))
 					b.Close("close "+name, dag.Handle(h)).Finally(r)
 				}
 			}
 		})
-		if s.stop {
-			err = passUp(in, err, hit.Load())
-		}
-		return err
 	}
-}
-
-// passUp passes a stop from a directory's subgraph on to the graph above
-// it. Today a Stop ends only the subgraph whose node called it (and its
-// own subgraphs), not the run that subgraph is part of; and it is lost,
-// the subgraph's Run returning nil, when nothing of that subgraph was
-// left to cancel: then the directory's match is passed up instead.
-func passUp(in dag.Inputs, err error, hit *matchError) error {
-	var se *submit.StopError
-	var me *matchError
-	switch {
-	case errors.As(err, &se), errors.As(err, &me):
-	case err == nil && hit != nil:
-		err = hit
-	default:
-		return err
-	}
-	in.Stop(err)
-	return err
 }
 
 // search returns the hook of the read of path: it counts the bytes and
-// looks for the needle, on the worker. With -stop, a match ends the run;
-// hit records it for the directory's task.
-func (s *searcher) search(path string, hit *atomic.Pointer[matchError]) func(dag.Inputs, dag.Result) error {
+// looks for the needle, on the worker. With -stop, a match ends the run.
+func (s *searcher) search(path string) func(dag.Inputs, dag.Result) error {
 	return func(in dag.Inputs, r dag.Result) error {
 		if r.Err != nil {
 			return nil // the read failed: the run's report says why
@@ -499,9 +474,7 @@ func (s *searcher) search(path string, hit *atomic.Pointer[matchError]) func(dag
 		if bytes.Contains(r.Data, s.needle) {
 			s.found(path)
 			if s.stop {
-				me := &matchError{path}
-				hit.CompareAndSwap(nil, me)
-				in.Stop(me)
+				in.Stop(&matchError{path})
 			}
 		}
 		return nil
