@@ -138,13 +138,12 @@ type task struct {
 	ready      []int32 // nodes released by their predecessors, in order (graph mode dispatches from it; the others go by their own order)
 	stack      []int32
 
-	fileSlot  []uint32 // per spec file: its slot on this worker, if used
-	fileFds   []int    // per spec file: fd opened by the runner
-	ownSlots  []uint32 // spec files' slots
-	dirFds    []int32  // per plan directory: fd opened beneath the root, or -1
-	retired   []int32  // directory fds a rename made stale, closed when nothing is in flight
-	opens     []int32  // the task's open nodes
-	bufs      bufPool
+	fileSlot  []uint32       // per spec file: its slot on this worker, if used
+	fileFds   []int          // per spec file: fd opened by the runner
+	ownSlots  []uint32       // spec files' slots
+	dirFds    []int32        // per plan directory: fd opened beneath the root, or -1
+	retired   []int32        // directory fds a rename made stale, closed when nothing is in flight
+	opens     []int32        // the task's open nodes
 	pinner    runtime.Pinner // buffers bindings chose, while in flight
 	in        inputs         // what hooks and bindings see (one at a time, on the worker)
 	goRunning int            // Go tasks running
@@ -439,7 +438,7 @@ func (t *task) settle(w *worker.Worker, i int32, status uint8, res int32) uint8 
 	if b != nil {
 		st.buf[i] = nil
 		if !st.borrowed[i] {
-			t.bufs.put(b)
+			w.PutBuf(b)
 		}
 	}
 	return status

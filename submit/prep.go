@@ -76,7 +76,7 @@ func (t *task) takeSome(w *worker.Worker, i int32) int32 {
 	path := ""
 	switch p.op[i] {
 	case dag.OpRead, dag.OpWrite:
-		return t.takeTransfer(i)
+		return t.takeTransfer(w, i)
 	case dag.OpFsync, dag.OpClose:
 		return taken
 	case dag.OpStatx:
@@ -103,7 +103,7 @@ func (t *task) takeSome(w *worker.Worker, i int32) int32 {
 			need += len(path) + 1 // the path follows the open_how
 		}
 	}
-	b := t.bufs.get(need)
+	b := w.Buf(need)
 	if b == nil {
 		return -int32(unix.ENOMEM)
 	}
@@ -123,7 +123,7 @@ func (t *task) takeSome(w *worker.Worker, i int32) int32 {
 // takeTransfer sizes a read or write (its binding, if any, has the last
 // word) and gets its buffer: the caller's, or one from the task's pool
 // (filled for a write).
-func (t *task) takeTransfer(i int32) int32 {
+func (t *task) takeTransfer(w *worker.Worker, i int32) int32 {
 	st := t.st
 	nd := &t.p.nodes[i]
 	n, off, buf := nd.Len, nd.Offset, nd.Buf
@@ -161,7 +161,7 @@ func (t *task) takeTransfer(i int32) int32 {
 	case buf != nil:
 		st.buf[i] = buf[:n]
 	case n > 0:
-		b := t.bufs.get(int(n))
+		b := w.Buf(int(n))
 		if b == nil {
 			return -int32(unix.ENOMEM)
 		}

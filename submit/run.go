@@ -251,13 +251,10 @@ func NewRunner(pool *workers.Pool, g *dag.Graph) *Runner {
 	return r
 }
 
-// Close releases the Runner's buffers.
-func (r *Runner) Close() error {
-	for _, t := range r.tasks {
-		t.bufs.release()
-	}
-	return nil
-}
+// Close ends the Runner: Run must not be called after it. (It holds no
+// memory of its own to release: request buffers are the pool's workers',
+// reused from run to run.)
+func (r *Runner) Close() error { return nil }
 
 // Run runs the graph in mode; see the package function Run. The returned
 // Report is reused by the Runner's next Run.

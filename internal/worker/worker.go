@@ -75,6 +75,7 @@ type Worker struct {
 	inflight    int
 	inflightCap int
 	slots       []uint32 // free fixed-file slots (a stack)
+	mem         bufPool  // buffers of the tasks' requests
 	now         int64
 
 	tasksDone atomic.Uint64
@@ -248,6 +249,7 @@ func (w *Worker) teardown() {
 	if w.arena != nil {
 		w.arena.Free()
 	}
+	w.mem.release()
 }
 
 // loop is the worker's life: take tasks, let them prep SQEs, submit and

@@ -1,4 +1,4 @@
-package submit
+package worker
 
 import (
 	"math/bits"
@@ -12,11 +12,15 @@ const (
 	arenaChunk    = 1 << 20
 )
 
-// bufPool hands out kernel-safe buffers (package uring's memory rule:
+// bufPool is a worker's memory for the requests of its tasks: it hands
+// out kernel-safe buffers (package uring's memory rule:
 // arena memory, outside the Go heap) in power-of-two classes, 4 KiB
 // aligned from 4 KiB up so O_DIRECT accepts them. A buffer goes back to
 // its class's free stack when its CQE is reaped, so memory stays bounded
 // by the most that was in flight at once, and a rerun allocates nothing.
+// It belongs to the worker, not to a run, so that runs one after another
+// (a subgraph per directory, a small graph per request) reuse memory that
+// is already mapped instead of each mapping and faulting in its own.
 type bufPool struct {
 	arenas []*uring.Arena
 	free   [numClasses][][]byte
@@ -67,3 +71,11 @@ func (p *bufPool) release() {
 	}
 	*p = bufPool{}
 }
+
+// Buf returns a buffer of n bytes (n > 0) for a request of the current
+// task, from the worker's memory, or nil if memory cannot be mapped. It
+// stays valid until PutBuf; only the worker's thread may call it.
+func (w *Worker) Buf(n int) []byte { return w.mem.get(n) }
+
+// PutBuf gives back a buffer from Buf once its request has completed.
+func (w *Worker) PutBuf(b []byte) { w.mem.put(b) }
