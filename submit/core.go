@@ -416,7 +416,11 @@ func (t *task) settle(w *worker.Worker, i int32, status uint8, res int32) uint8 
 		}
 		if status == stOK {
 			st.digest[i] = crc32.Update(0, t.p.crc, b[:res])
-			if p.nodes[i].Keep {
+			switch {
+			case !p.nodes[i].Keep:
+			case st.borrowed[i] && p.nodes[i].Buf == nil:
+				st.data[i] = b[:res:res] // read into the program's memory (takeTransfer)
+			default:
 				st.data[i] = append([]byte(nil), b[:res]...)
 			}
 		}

@@ -160,6 +160,13 @@ func (t *task) takeTransfer(w *worker.Worker, i int32) int32 {
 		return -int32(unix.EOVERFLOW)
 	case buf != nil:
 		st.buf[i] = buf[:n]
+	case n > 0 && nd.Keep && !t.p.direct[i]:
+		// The program will own the bytes: read them straight into
+		// memory of its own (pinned while in flight), not into the
+		// worker's to be copied.
+		b := make([]byte, n)
+		t.pinner.Pin(&b[0])
+		st.buf[i], st.borrowed[i] = b, true
 	case n > 0:
 		b := w.Buf(int(n))
 		if b == nil {
