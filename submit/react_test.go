@@ -725,3 +725,38 @@ func TestStopReaches(t *testing.T) {
 		checkFinal(t, nested, rep)
 	}
 }
+
+// TestReviewFixes: an observer that panics does not take the worker (and
+// the program) down; an open waiting for a slot while a Go task runs
+// waits for the close after it instead of failing EMFILE.
+func TestReviewFixes(t *testing.T) {
+	g := graphOf(dag.Diamond(dag.GenOptions{}))
+	pool := newPool(t, workers.Config{Workers: 1, Entries: 8})
+	for _, m := range Modes() {
+		rep, err := Run(context.Background(), pool, g, m, Options{Observe: func(NodeResult) { panic("observer") }})
+		if err != nil || rep.Counts.OK != g.Len() {
+			t.Errorf("%s with a panicking observer: %v, counts %+v", m, err, rep.Counts)
+		}
+	}
+
+	b := dag.NewBuilder("slot-behind-go")
+	b.AddFile(dag.FileSpec{Name: "data", Size: 4096, Fill: 1})
+	o1 := b.Open("o1", "data", unix.O_RDONLY, "h1")
+	work := b.Go("work", func(dag.Inputs) error { return nil }).After(o1)
+	b.Close("c1", dag.Handle("h1")).Finally(work)
+	o2 := b.Open("o2", "data", unix.O_RDONLY, "h2")
+	b.Close("c2", dag.Handle("h2")).Finally(o2)
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []Mode{Graph, Link} {
+		t.Run(m.String(), func(t *testing.T) {
+			pool := newPool(t, workers.Config{Workers: 1, Entries: 8, Files: 1})
+			rep := runBounded(t, pool, g, m)
+			if rep.Counts.OK != g.Len() {
+				t.Errorf("counts %+v, want every node ok (o2 waits for c1's slot)", rep.Counts)
+			}
+		})
+	}
+}
