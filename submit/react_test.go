@@ -760,3 +760,51 @@ func TestReviewFixes(t *testing.T) {
 		})
 	}
 }
+
+// TestStartFails: a run whose task cannot start (no slot left to register
+// its spec file) reports its own nodes canceled, not the results of the
+// Runner's previous run.
+func TestStartFails(t *testing.T) {
+	ba := dag.NewBuilder("reads-a-file")
+	ba.AddFile(dag.FileSpec{Name: "data", Size: 4096, Fill: 1})
+	ba.Read("read", dag.File("data"), 0, 4096)
+	a, err := ba.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	bb := dag.NewBuilder("holds-the-slot")
+	o := bb.Open("open", "data", unix.O_RDONLY, "h")
+	hold := bb.Go("hold", func(dag.Inputs) error { <-release; return nil }).After(o)
+	bb.Close("close", dag.Handle("h")).Finally(hold)
+	holder, err := bb.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := newPool(t, workers.Config{Workers: 1, Entries: 8, Files: 1})
+	root := t.TempDir()
+	if err := scratch.Create(root, a); err != nil {
+		t.Fatal(err)
+	}
+	ra := NewRunner(pool, a)
+	defer ra.Close()
+	if rep, err := ra.Run(context.Background(), Graph, Options{Root: root}); err != nil || rep.Counts.OK != 1 {
+		t.Fatalf("first run: %v, %+v", err, rep.Counts)
+	}
+	rb := NewRunner(pool, holder)
+	defer rb.Close()
+	s := rb.Start(context.Background(), Graph, Options{Root: root})
+	for n := range s.Results() {
+		if n.ID == "open" {
+			break // the slot is held until release
+		}
+	}
+	rep, err := ra.Run(context.Background(), Graph, Options{Root: root})
+	close(release)
+	if _, err := s.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if err == nil || rep.Counts != (Counts{Canceled: 1}) {
+		t.Errorf("second run with no slot: %v, counts %+v; want an error and the read canceled", err, rep.Counts)
+	}
+}
