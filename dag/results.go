@@ -1,6 +1,9 @@
 package dag
 
-import "errors"
+import (
+	"context"
+	"errors"
+)
 
 // Result is one node's outcome as Go code sees it while the graph runs: a
 // hook (Task.Then) sees its own node's, a binding (Task.Bind) or a Go task
@@ -43,6 +46,10 @@ type Inputs interface {
 	// task may call Run: a hook or a binding runs on a worker's thread and
 	// must not wait. Subgraphs nest, at most MaxDepth deep.
 	Run(name string, declare func(b *Builder)) error
+	// Context is done when the run ends early (its context ends, or a
+	// node stops it): a Go task that works for long should watch it, as
+	// a canceled run waits for its Go tasks to return.
+	Context() context.Context
 }
 
 // MaxDepth is how deeply Inputs.Run may nest subgraphs.

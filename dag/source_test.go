@@ -1,6 +1,7 @@
 package dag
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"math"
@@ -23,6 +24,8 @@ func (f fakeInputs) Result(t Task) Result {
 func (f fakeInputs) Stop(error) {}
 
 func (f fakeInputs) Run(string, func(*Builder)) error { return nil }
+
+func (f fakeInputs) Context() context.Context { return context.Background() }
 
 // TestSources checks what Build makes of offsets and lengths taken from a
 // read's data: the Sources, Keep on the reads they come from, and a Bind

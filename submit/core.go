@@ -287,8 +287,12 @@ func (t *task) iterDone() bool {
 	return t.remaining == 0 && t.inflight == 0 && t.goRunning == 0 && t.s.done()
 }
 
-// Abort ends the run early because the pool is closing.
-func (t *task) Abort() { t.cancelReq.Store(true) }
+// Abort ends the run early because the pool is closing; its Go tasks see
+// their context end.
+func (t *task) Abort() {
+	t.cancelReq.Store(true)
+	t.r.endRun()
+}
 
 // Finish empties the slots this task used and tells the runner.
 func (t *task) Finish(w *worker.Worker, err error) {

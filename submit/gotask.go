@@ -1,6 +1,7 @@
 package submit
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -50,6 +51,9 @@ func (in *inputs) Run(name string, declare func(b *dag.Builder)) error {
 
 // Result returns node n's outcome; see dag.Inputs.
 func (in *inputs) Result(n dag.Task) dag.Result { return in.t.result(n.Index()) }
+
+// Context is done when the run ends early; see dag.Inputs.
+func (in *inputs) Context() context.Context { return in.t.r.ctx }
 
 // Stop ends the run early; see dag.Inputs.
 func (in *inputs) Stop(err error) { in.t.r.stop(in.self, err) }

@@ -808,3 +808,29 @@ func TestStartFails(t *testing.T) {
 		t.Errorf("second run with no slot: %v, counts %+v; want an error and the read canceled", err, rep.Counts)
 	}
 }
+
+// TestGoTaskContext: a Go task that waits on its context returns when
+// another node stops the run.
+func TestGoTaskContext(t *testing.T) {
+	b := dag.NewBuilder("go-context")
+	b.Go("wait", func(in dag.Inputs) error {
+		<-in.Context().Done()
+		return in.Context().Err()
+	})
+	errStop := errors.New("enough")
+	b.Nop("stopper").Then(func(in dag.Inputs, _ dag.Result) error { in.Stop(errStop); return nil })
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := newPool(t, workers.Config{Workers: 1, Entries: 8})
+	for _, m := range Modes() {
+		rep, err := Run(context.Background(), pool, g, m, Options{})
+		if !errors.Is(err, errStop) {
+			t.Errorf("%s: Run = %v, want the Stop's error", m, err)
+		}
+		if e := rep.Nodes[0].Err; !errors.Is(e, context.Canceled) {
+			t.Errorf("%s: the waiting task's Err = %v, want context.Canceled", m, e)
+		}
+	}
+}
