@@ -23,7 +23,7 @@ import (
 const (
 	stPending  uint8 = iota
 	stReady          // every predecessor settled as the node needs; it may run
-	stInflight       // its SQE is submitted
+	stInflight       // its SQE is submitted, or its Go function runs
 	stOK
 	stFailed
 	stCanceled
@@ -46,7 +46,7 @@ const cancelBit = 1 << 47
 type state struct {
 	status     []uint8
 	res        []int32
-	cause      []int32 // the node whose outcome canceled this one, or causeContext
+	cause      []int32 // the failure that started the cancellations that reached this node, or causeContext
 	linkedFrom []int32 // kernel-link predecessor in this run, or -1
 	pending    []int32 // predecessors not yet settled
 	chain      []int32 // graph mode: the in-flight kernel chain holding the node, or -1
