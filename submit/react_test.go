@@ -45,6 +45,22 @@ func states(rep *Report) map[string]ending {
 	return m
 }
 
+// checkStates runs g in every mode and checks how each node ended.
+func checkStates(t *testing.T, name string, g *dag.Graph, want map[string]ending) {
+	t.Helper()
+	for _, m := range Modes() {
+		t.Run(strings.TrimPrefix(name+"/"+m.String(), "/"), func(t *testing.T) {
+			rep, err := runReact(t, m, g, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want, states(rep)); diff != "" {
+				t.Errorf("states (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 // runReact runs g in mode m in a fresh root with g's files and setup.
 func runReact(t *testing.T, m Mode, g *dag.Graph, setup func(root string)) (*Report, error) {
 	t.Helper()
@@ -235,17 +251,7 @@ func TestHooks(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, m := range Modes() {
-			t.Run(tc.name+"/"+m.String(), func(t *testing.T) {
-				rep, err := runReact(t, m, g, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if diff := cmp.Diff(tc.want, states(rep)); diff != "" {
-					t.Errorf("states (-want +got):\n%s", diff)
-				}
-			})
-		}
+		checkStates(t, tc.name, g, tc.want)
 	}
 	// Stop: the first read's hook ends the run; nothing after it runs.
 	b := dag.NewBuilder("stop")
@@ -308,17 +314,7 @@ func TestGoTasks(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, m := range Modes() {
-			t.Run(tc.name+"/"+m.String(), func(t *testing.T) {
-				rep, err := runReact(t, m, g, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if diff := cmp.Diff(tc.want, states(rep)); diff != "" {
-					t.Errorf("states (-want +got):\n%s", diff)
-				}
-			})
-		}
+		checkStates(t, tc.name, g, tc.want)
 	}
 }
 
@@ -608,23 +604,12 @@ func TestHandleNeverOpened(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, m := range Modes() {
-		t.Run(m.String(), func(t *testing.T) {
-			rep, err := runReact(t, m, g, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := map[string]ending{
-				"stat":  {StatusFailed, "ENOENT (no such file or directory)"},
-				"open":  {StatusCanceled, `canceled: node "stat" did not succeed`},
-				"read":  {StatusCanceled, `canceled: node "stat" did not succeed`},
-				"close": {StatusFailed, "EBADF (bad file descriptor)"},
-			}
-			if diff := cmp.Diff(want, states(rep)); diff != "" {
-				t.Errorf("states (-want +got):\n%s", diff)
-			}
-		})
-	}
+	checkStates(t, "", g, map[string]ending{
+		"stat":  {StatusFailed, "ENOENT (no such file or directory)"},
+		"open":  {StatusCanceled, `canceled: node "stat" did not succeed`},
+		"read":  {StatusCanceled, `canceled: node "stat" did not succeed`},
+		"close": {StatusFailed, "EBADF (bad file descriptor)"},
+	})
 }
 
 // TestCleanupChains: a cleanup of a canceled cleanup runs, in every mode
