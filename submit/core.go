@@ -157,7 +157,6 @@ type task struct {
 	obs       func(NodeResult) // the run's observer (Runner.observer), or nil
 	cancelPos int              // next node to send an ASYNC_CANCEL to
 	err       error
-	done      chan struct{}
 }
 
 func newTask(r *Runner) *task {
@@ -291,7 +290,7 @@ func (t *task) iterDone() bool {
 // their context end.
 func (t *task) Abort() {
 	t.cancelReq.Store(true)
-	t.r.endRun()
+	t.r.endContext()
 }
 
 // Finish empties the slots this task used and tells the runner.
@@ -316,7 +315,9 @@ func (t *task) Finish(w *worker.Worker, err error) {
 			}
 		}
 	}
-	close(t.done)
+	if t.r.left.Add(-1) == 0 {
+		t.r.fin <- struct{}{}
+	}
 }
 
 // sqe takes an SQE for node i (routing its CQE back by node index).

@@ -42,7 +42,7 @@ func (in *inputs) Run(name string, declare func(b *dag.Builder)) error {
 	child := NewRunner((*workers.Pool)(r.pool), g)
 	defer child.Close()
 	child.depth, child.parent = r.depth+1, r
-	rep, err := child.Run(r.ctx, r.mode, Options{Root: r.root})
+	rep, err := child.Run(r.context(), r.mode, Options{Root: r.root})
 	if err != nil {
 		return err
 	}
@@ -53,7 +53,7 @@ func (in *inputs) Run(name string, declare func(b *dag.Builder)) error {
 func (in *inputs) Result(n dag.Task) dag.Result { return in.t.result(n.Index()) }
 
 // Context is done when the run ends early; see dag.Inputs.
-func (in *inputs) Context() context.Context { return in.t.r.ctx }
+func (in *inputs) Context() context.Context { return in.t.r.context() }
 
 // Stop ends the run early; see dag.Inputs.
 func (in *inputs) Stop(err error) { in.t.r.stop(in.self, err) }

@@ -63,6 +63,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/iodag/iodag/dag"
 	"github.com/iodag/iodag/internal/uring"
@@ -167,17 +168,26 @@ type Runner struct {
 	barrier barrier
 	// observer is Options.Observe of the run in progress.
 	observer func(NodeResult)
-	// ctx, mode and root are the run in progress's, for its subgraphs
-	// (dag.Inputs.Run); endRun cancels ctx; depth counts the runs this
-	// one is a subgraph of.
-	ctx     context.Context
-	endRun  context.CancelFunc
-	mode    Mode
-	root    string
-	depth   int
-	parent  *Runner // the run whose Go task runs this one, or nil
-	stopMu  sync.Mutex
-	stopErr error // the first node that stopped the run, and why
+	// mode and root are the run in progress's, for its subgraphs
+	// (dag.Inputs.Run); depth counts the runs this one is a subgraph of.
+	mode   Mode
+	root   string
+	depth  int
+	parent *Runner // the run whose Go task runs this one, or nil
+	// left counts the run's tasks that have not finished; the last to
+	// finish sends on fin (buffered, made once, so a Run allocates no
+	// channel).
+	left atomic.Int32
+	fin  chan struct{}
+	// stopMu guards what follows: the run's first Stop, and the context
+	// its nodes' functions see (dag.Inputs.Context), made only when one
+	// asks for it, from the caller's ctx; endRun cancels it.
+	stopMu    sync.Mutex
+	stopErr   error // the first node that stopped the run, and why
+	callerCtx context.Context
+	ctx       context.Context
+	endRun    context.CancelFunc
+	ended     bool // the run stopped or ended: a context made now is done
 }
 
 // StopError is Run's error when a node's function stopped the run
@@ -212,10 +222,34 @@ func (r *Runner) stopWith(se *StopError) {
 		return
 	}
 	r.cancel()
-	r.endRun()
+	r.endContext()
 	if r.parent != nil {
 		r.parent.stopWith(se)
 	}
+}
+
+// context returns the context of the run in progress (dag.Inputs.Context),
+// making it on first use: most runs never ask for one.
+func (r *Runner) context() context.Context {
+	r.stopMu.Lock()
+	defer r.stopMu.Unlock()
+	if r.ctx == nil {
+		r.ctx, r.endRun = context.WithCancel(r.callerCtx)
+		if r.ended {
+			r.endRun()
+		}
+	}
+	return r.ctx
+}
+
+// endContext ends the run's context, now or as soon as it is made.
+func (r *Runner) endContext() {
+	r.stopMu.Lock()
+	r.ended = true
+	if r.endRun != nil {
+		r.endRun()
+	}
+	r.stopMu.Unlock()
 }
 
 // NewRunner prepares g to run on pool: flattens it and splits its
@@ -235,6 +269,7 @@ func NewRunner(pool *workers.Pool, g *dag.Graph) *Runner {
 		t.comps = append(t.comps, int32(c))
 		t.nodes = append(t.nodes, nodes...)
 	}
+	r.fin = make(chan struct{}, 1)
 	for j, t := range r.tasks {
 		t.link.local = local
 		t.ready = make([]int32, 0, len(t.nodes))
@@ -284,9 +319,10 @@ func (r *Runner) Run(ctx context.Context, mode Mode, o Options) (*Report, error)
 	defer r.pinner.Unpin()
 
 	r.t0 = r.pool.Now()
-	r.stopErr = nil
-	r.ctx, r.endRun = context.WithCancel(ctx)
-	defer r.endRun()
+	r.stopMu.Lock()
+	r.stopErr, r.callerCtx, r.ctx, r.endRun, r.ended = nil, ctx, nil, nil, false
+	r.stopMu.Unlock()
+	defer r.endContext()
 	r.mode, r.root = mode, o.Root
 	r.observer = nil
 	if o.Observe != nil {
@@ -307,24 +343,30 @@ func (r *Runner) Run(ctx context.Context, mode Mode, o Options) (*Report, error)
 		t.canceled, t.err, t.trace, t.obs = false, nil, o.Trace, r.observer
 		t.worker.Store(nil)
 		copy(t.fileFds, files)
-		t.done = make(chan struct{})
 		// A context already ended cancels every node before anything
 		// is submitted; AfterFunc's goroutine would race the workers.
 		t.cancelReq.Store(ctx.Err() != nil)
 	}
-	canceled := make(chan struct{})
-	stop := context.AfterFunc(r.ctx, func() {
-		defer close(canceled)
-		r.cancel()
-	})
+	// A context that can end cancels the run's tasks when it does.
+	var canceled chan struct{}
+	stop := func() bool { return true }
+	if ctx.Done() != nil {
+		canceled = make(chan struct{})
+		stop = context.AfterFunc(ctx, func() {
+			defer close(canceled)
+			r.cancel()
+		})
+	}
 	var goErr error
 	started := 0
+	r.left.Store(int32(len(r.tasks)))
 	for _, t := range r.tasks {
 		if goErr = r.pool.Go(t); goErr != nil {
 			break
 		}
 		started++
 	}
+	waiting := true
 	if goErr != nil {
 		// The pool closed under the run: what started is canceled, and
 		// the nodes of tasks that never started are canceled here.
@@ -336,9 +378,11 @@ func (r *Runner) Run(ctx context.Context, mode Mode, o Options) (*Report, error)
 				r.st.status[i], r.st.cause[i] = stCanceled, causeContext
 			}
 		}
+		// If what started has finished already, nobody sends on fin.
+		waiting = r.left.Add(-int32(len(r.tasks)-started)) > 0
 	}
-	for _, t := range r.tasks[:started] {
-		<-t.done
+	if waiting {
+		r.await()
 	}
 	if !stop() {
 		// The callback ran or is running: let it finish before the
@@ -347,7 +391,10 @@ func (r *Runner) Run(ctx context.Context, mode Mode, o Options) (*Report, error)
 	}
 	wall := r.pool.Now() - r.t0
 	rep := r.buildReport(mode, o.Repeat, wall)
-	errs := []error{goErr}
+	var errs []error
+	if goErr != nil {
+		errs = append(errs, goErr)
+	}
 	for _, t := range r.tasks[:started] {
 		switch {
 		case t.err != nil:
@@ -363,10 +410,34 @@ func (r *Runner) Run(ctx context.Context, mode Mode, o Options) (*Report, error)
 	// A Stop may end the run without any task seeing the cancellation
 	// (the stopping node was the last).
 	r.stopMu.Lock()
-	errs = append(errs, r.stopErr)
+	if r.stopErr != nil {
+		errs = append(errs, r.stopErr)
+	}
 	r.stopMu.Unlock()
+	if len(errs) == 0 {
+		return rep, nil
+	}
 	return rep, errors.Join(dedupe(errs)...)
 }
+
+// await returns when the run's last task has finished. A small graph
+// ends within microseconds, sooner than a parked goroutine is woken from
+// another thread, so the caller first yields in a loop for up to
+// spinTime, if fewer runs wait on the pool than there are Ps (a spinner
+// holds one while it has nothing better to run).
+func (r *Runner) await() {
+	if r.pool.Waiters().Add(1) < int32(runtime.GOMAXPROCS(0)) {
+		for end := r.pool.Now() + spinTime; r.left.Load() > 0 && r.pool.Now() < end; {
+			runtime.Gosched()
+		}
+	}
+	<-r.fin
+	r.pool.Waiters().Add(-1)
+}
+
+// spinTime bounds await's spin, in nanoseconds: a few times what a small
+// graph's run takes (BenchmarkSmallRuns).
+const spinTime = 50_000
 
 // cancel asks every task of the run to end early; safe from any goroutine.
 func (r *Runner) cancel() {

@@ -44,3 +44,36 @@ func BenchmarkSmallRuns(b *testing.B) {
 		})
 	}
 }
+
+// TestSmallRunAllocs: a rerun of a small graph allocates nothing at all
+// when its context cannot end (no context, channel or closure per Run),
+// and only the context's own machinery when it can.
+func TestSmallRunAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates on its own")
+	}
+	g := graphOf(dag.Diamond(dag.GenOptions{}))
+	pool := newPool(t, workers.Config{Workers: 2})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for _, tc := range []struct {
+		name string
+		ctx  context.Context
+		max  float64
+	}{
+		{"background", context.Background(), 0},
+		{"cancelable", ctx, 4},
+	} {
+		for _, m := range Modes() {
+			r := NewRunner(pool, g)
+			allocs := testing.AllocsPerRun(50, func() {
+				if _, err := r.Run(tc.ctx, m, Options{}); err != nil {
+					t.Fatal(err)
+				}
+			})
+			if allocs > tc.max {
+				t.Errorf("%s, %s: %.1f allocations per Run, want at most %.0f", tc.name, m, allocs, tc.max)
+			}
+		}
+	}
+}

@@ -59,6 +59,7 @@ type Pool struct {
 	closeMu sync.RWMutex // GoOn's check and push against Close
 	epoch   time.Time
 	wg      sync.WaitGroup
+	waiters atomic.Int32
 }
 
 // New starts the workers and sets up their rings. It fails, leaving
@@ -102,6 +103,10 @@ func New(cfg Config) (*Pool, error) {
 	p.cfg.InFlight = p.workers[0].inflightCap
 	return p, nil
 }
+
+// Waiters counts the goroutines waiting for their tasks to finish, for
+// them to judge whether spinning a while pays (it does when few wait).
+func (p *Pool) Waiters() *atomic.Int32 { return &p.waiters }
 
 // Config returns the configuration in force, defaults filled in.
 func (p *Pool) Config() Config { return p.cfg }
