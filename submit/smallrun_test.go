@@ -9,39 +9,60 @@ import (
 )
 
 // BenchmarkSmallRuns measures what a Run costs a program that runs a
-// small graph (the 4-node diamond of NOPs) per request: one goroutine
-// running it again and again, and 64 goroutines on a 2-worker pool, with
-// private queues and with the shared one.
+// small graph per request: the 4-node diamond of NOPs and a single NOP
+// (the smallest item a worker can be handed), from one goroutine again
+// and again, and from 64 goroutines on a 2-worker pool with private
+// queues fed round-robin and with the shared one.
 //
 //	go test -run '^$' -bench SmallRuns ./submit
 func BenchmarkSmallRuns(b *testing.B) {
-	g := graphOf(dag.Diamond(dag.GenOptions{}))
-	b.Run("1-goroutine", func(b *testing.B) {
-		pool, err := workers.New(workers.Config{Workers: 1})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer pool.Close()
-		r := NewRunner(pool, g)
-		defer r.Close()
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := r.Run(context.Background(), Graph, Options{}); err != nil {
-				b.Fatal(err)
-			}
-		}
-		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "graphs/s")
-	})
-	for _, d := range []workers.Dispatch{workers.RoundRobin, workers.Shared} {
-		b.Run("64-goroutines/"+d.String(), func(b *testing.B) {
-			pool, err := workers.New(workers.Config{Workers: 2, Dispatch: d})
+	nb := dag.NewBuilder("nop")
+	nb.Nop("nop")
+	one, err := nb.Build()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, shape := range []struct {
+		name string
+		g    *dag.Graph
+	}{
+		{"diamond", graphOf(dag.Diamond(dag.GenOptions{}))},
+		{"nop", one},
+	} {
+		g := shape.g
+		b.Run(shape.name+"/1-goroutine", func(b *testing.B) {
+			pool, err := workers.New(workers.Config{Workers: 1})
 			if err != nil {
 				b.Fatal(err)
 			}
 			defer pool.Close()
-			runClients(b, pool, g, 64, 1)
+			r := NewRunner(pool, g)
+			defer r.Close()
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := r.Run(context.Background(), Graph, Options{}); err != nil {
+					b.Fatal(err)
+				}
+			}
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "graphs/s")
 		})
+		for _, d := range []workers.Dispatch{workers.RoundRobin, workers.Shared} {
+			b.Run(shape.name+"/64-goroutines/"+d.String(), func(b *testing.B) {
+				pool, err := workers.New(workers.Config{Workers: 2, Dispatch: d})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer pool.Close()
+				runClients(b, pool, g, 64, 1)
+				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "graphs/s")
+				var wakes, enters uint64
+				for _, s := range pool.Stats() {
+					wakes, enters = wakes+s.Wakes, enters+s.Enters
+				}
+				b.ReportMetric(float64(wakes)/float64(b.N), "wakes/graph")
+				b.ReportMetric(float64(enters)/float64(b.N), "enters/graph")
+			})
+		}
 	}
 }
 
