@@ -18,49 +18,80 @@ import (
 // kernel's rule would differ from the graph's. Between segments the
 // runner applies the chain rule itself (after).
 type linkMode struct {
-	t      *task
-	local  []int32 // per component of the graph: its index in task.comps
-	pos    []int32 // per own component: next node of its sequence
-	out    []int32 // CQEs of the segment in flight
-	last   []int32 // last node of the segment
-	active []int32 // own components with work left
-	cursor int
+	t     *task
+	local []int32 // per component of the graph: its index in task.comps
+	pos   []int32 // per own component: next node of its sequence
+	out   []int32 // CQEs of the segment in flight
+	last  []int32 // last node of the segment
+	// ready holds, first come first served, the own components with no
+	// segment in flight and nodes left: prep sends their next segments
+	// (so chains share the ring fairly), settled puts a component back
+	// when its segment has ended. A prep costs what it sends, however
+	// many components wait.
+	ready []int32
+	rhead int
+	// outs[n] counts the segments in flight that still need n CQEs, for
+	// want.
+	outs []int32
+	// starved: nothing in flight can free a slot, so a segment whose
+	// first node waits for one fails it instead.
+	starved bool
 }
 
 func (l *linkMode) begin() {
 	k := len(l.t.comps)
 	if len(l.pos) != k {
 		l.pos, l.out, l.last = make([]int32, k), make([]int32, k), make([]int32, k)
-		l.active = make([]int32, 0, k)
+		l.ready = make([]int32, 0, k)
 	}
-	l.active = l.active[:0]
+	l.ready, l.rhead = l.ready[:0], 0
 	for j := range l.t.comps {
 		l.pos[j], l.out[j], l.last[j] = 0, 0, -1
-		l.active = append(l.active, int32(j))
+		l.ready = append(l.ready, int32(j))
 	}
-	l.cursor = 0
+	clear(l.outs)
 }
 
 // seq returns own component k's nodes in topological order.
 func (l *linkMode) seq(k int32) []int32 { return l.t.p.g.Components()[l.t.comps[k]] }
 
 func (l *linkMode) prep(w *worker.Worker) {
-	kept := l.active[:0]
-	for _, k := range l.active {
-		if int(l.pos[k]) < len(l.seq(k)) || l.out[k] > 0 {
-			kept = append(kept, k)
+	l.pass(w)
+	if t := l.t; t.inflight == 0 && t.goRunning == 0 && l.rhead < len(l.ready) {
+		// What still waits, waits for a slot that nothing in flight can
+		// free: it fails (EMFILE).
+		l.starved = true
+		l.pass(w)
+		l.starved = false
+	}
+}
+
+// pass tries each waiting component once; one that must wait for a slot
+// goes to the back.
+func (l *linkMode) pass(w *worker.Worker) {
+	for n := len(l.ready) - l.rhead; n > 0 && w.Room() > 0; n-- {
+		k := l.ready[l.rhead]
+		l.rhead++
+		l.segment(w, k)
+		if l.out[k] == 0 && int(l.pos[k]) < len(l.seq(k)) {
+			l.ready = append(l.ready, k)
 		}
 	}
-	l.active = kept
-	// Visit every component once, from where the last round stopped, so
-	// that chains share the ring fairly.
-	n := len(l.active)
-	for i := 0; i < n && w.Room() > 0; i++ {
-		l.cursor = (l.cursor + 1) % n
-		if k := l.active[l.cursor]; l.out[k] == 0 {
-			l.segment(w, k)
-		}
+	if l.rhead == len(l.ready) {
+		l.ready, l.rhead = l.ready[:0], 0
+	} else if l.rhead > len(l.ready)/2 {
+		l.ready = l.ready[:copy(l.ready, l.ready[l.rhead:])]
+		l.rhead = 0
 	}
+}
+
+// send records that component k has a segment of n CQEs in flight.
+func (l *linkMode) send(k, last int32, n int) {
+	l.out[k], l.last[k] = int32(n), last
+	if n >= len(l.outs) {
+		l.outs = append(l.outs, make([]int32, n+1-len(l.outs))...)
+	}
+	l.outs[n]++
 }
 
 // segment sends the next segment of component k's chain. A first node
@@ -89,7 +120,7 @@ func (l *linkMode) segment(w *worker.Worker, k int32) {
 		v := t.take(w, first)
 		if v == taken && p.op[first] == dag.OpGo {
 			t.spawn(w, first)
-			l.out[k], l.last[k] = 1, first
+			l.send(k, first, 1)
 			l.pos[k] = int32(pos + 1)
 			return
 		}
@@ -97,8 +128,8 @@ func (l *linkMode) segment(w *worker.Worker, k int32) {
 			break
 		}
 		if v == noSlot {
-			if t.inflight > 0 || t.goRunning > 0 {
-				return // a close in flight may free one
+			if !l.starved || t.inflight > 0 || t.goRunning > 0 {
+				return // a close in flight or ahead in the queue may free one
 			}
 			v = -int32(unix.EMFILE)
 		}
@@ -132,7 +163,7 @@ func (l *linkMode) segment(w *worker.Worker, k int32) {
 		t.prep(w, x, link)
 	}
 	last := seg[len(seg)-1]
-	l.out[k], l.last[k] = int32(len(seg)), last
+	l.send(k, last, len(seg))
 	l.pos[k] = int32(indexAfter(seq, pos, last))
 }
 
@@ -167,8 +198,14 @@ func (l *linkMode) refuse(w *worker.Worker, k int32, x int32, verdict int32) {
 
 func (l *linkMode) settled(w *worker.Worker, i int32) {
 	k := l.local[l.t.p.compOf[i]]
-	if l.out[k]--; l.out[k] == 0 {
-		l.after(w, k, l.last[k])
+	l.outs[l.out[k]]--
+	if l.out[k]--; l.out[k] > 0 {
+		l.outs[l.out[k]]++
+		return
+	}
+	l.after(w, k, l.last[k])
+	if int(l.pos[k]) < len(l.seq(k)) {
+		l.ready = append(l.ready, k)
 	}
 }
 
@@ -217,13 +254,12 @@ func (l *linkMode) nextPending(k int32) int32 {
 
 // want returns the fewest CQEs a segment in flight still needs.
 func (l *linkMode) want() int {
-	want := 0
-	for _, k := range l.active {
-		if n := int(l.out[k]); n > 0 && (want == 0 || n < want) {
-			want = n
+	for n, c := range l.outs {
+		if n > 0 && c > 0 {
+			return n
 		}
 	}
-	return want
+	return 0
 }
 
 func (l *linkMode) done() bool { return true }
