@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/iodag/iodag/dag"
@@ -370,5 +371,63 @@ func TestChainEnters(t *testing.T) {
 	}
 	if enters[Graph] > enters[Link] {
 		t.Errorf("enters for 3 runs of a 5000-node chain: graph %d, link %d; want graph <= link", enters[Graph], enters[Link])
+	}
+}
+
+// TestCloseRacesRuns: runs that start while the pool closes all return,
+// each with a complete report, ok or canceled with workers.ErrClosed,
+// also a run of which Close let only some tasks (one per component on
+// each worker) start.
+func TestCloseRacesRuns(t *testing.T) {
+	b := dag.NewBuilder("three-diamonds")
+	for k := 0; k < 3; k++ {
+		top := b.Nop(fmt.Sprintf("top%d", k))
+		l, r := b.Nop(fmt.Sprintf("l%d", k)).After(top), b.Nop(fmt.Sprintf("r%d", k)).After(top)
+		b.Nop(fmt.Sprintf("bottom%d", k)).After(l, r)
+	}
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for round := 0; round < 50; round++ {
+		pool, err := workers.New(workers.Config{Workers: 3, Entries: 8})
+		if err != nil {
+			t.Fatal(err)
+		}
+		const clients = 16
+		done := make(chan error, clients)
+		for c := 0; c < clients; c++ {
+			go func() {
+				r := NewRunner(pool, g)
+				for {
+					rep, err := r.Run(context.Background(), Modes()[c%3], Options{})
+					switch {
+					case rep != nil && rep.Counts.OK+rep.Counts.Canceled != g.Len():
+						done <- fmt.Errorf("counts %+v: a node without a final status", rep.Counts)
+						return
+					case errors.Is(err, workers.ErrClosed):
+						done <- nil
+						return
+					case err != nil:
+						done <- err
+						return
+					}
+				}
+			}()
+		}
+		if err := pool.Close(); err != nil {
+			t.Fatal(err)
+		}
+		watchdog := time.After(time.Minute)
+		for c := 0; c < clients; c++ {
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("round %d: %v", round, err)
+				}
+			case <-watchdog:
+				t.Fatalf("round %d: %d runs still waiting a minute after Close", round, clients-c)
+			}
+		}
 	}
 }
