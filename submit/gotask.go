@@ -42,11 +42,12 @@ func (in *inputs) Run(name string, declare func(b *dag.Builder)) error {
 	child := NewRunner((*workers.Pool)(r.pool), g)
 	defer child.Close()
 	child.depth, child.parent = r.depth+1, r
-	rep, err := child.Run(r.ctx, r.mode, Options{Root: r.root})
-	if err != nil {
+	// The subgraph's Report would be dropped: its error comes straight
+	// from the nodes' final statuses.
+	if _, _, err := child.run(r.ctx, r.mode, Options{Root: r.root}); err != nil {
 		return err
 	}
-	return rep.Err()
+	return child.err()
 }
 
 // Result returns node n's outcome; see dag.Inputs.

@@ -262,15 +262,30 @@ func (r *Runner) Run(ctx context.Context, mode Mode, o Options) (*Report, error)
 	if o.Repeat <= 0 {
 		o.Repeat = 1
 	}
+	wall, started, err := r.run(ctx, mode, o)
+	if !started {
+		return nil, err
+	}
+	return r.buildReport(mode, o.Repeat, wall), err
+}
+
+// run runs the graph as Run does, without building the report: it
+// returns the wall time, whether the run started (a run that did not
+// has no report), and the run's error. Every node is final afterwards
+// if it started.
+func (r *Runner) run(ctx context.Context, mode Mode, o Options) (wall int64, started bool, err error) {
+	if o.Repeat <= 0 {
+		o.Repeat = 1
+	}
 	if mode < Graph || mode > Waves {
-		return nil, fmt.Errorf("submit: unknown mode %d", mode)
+		return 0, false, fmt.Errorf("submit: unknown mode %d", mode)
 	}
 	if err := r.checkOps(); err != nil {
-		return nil, err
+		return 0, false, err
 	}
 	files, err := r.open(o.Root)
 	if err != nil {
-		return nil, err
+		return 0, false, err
 	}
 	defer r.closeFiles(files)
 	if len(r.p.paths) > 0 {
@@ -318,26 +333,26 @@ func (r *Runner) Run(ctx context.Context, mode Mode, o Options) (*Report, error)
 		r.cancel()
 	})
 	var goErr error
-	started := 0
+	handed := 0
 	for _, t := range r.tasks {
 		if goErr = r.pool.Go(t); goErr != nil {
 			break
 		}
-		started++
+		handed++
 	}
 	if goErr != nil {
 		// The pool closed under the run: what started is canceled, and
 		// the nodes of tasks that never started are canceled here.
 		r.barrier.abort.Store(true)
 		r.cancel()
-		for _, t := range r.tasks[started:] {
+		for _, t := range r.tasks[handed:] {
 			t.reset()
 			for _, i := range t.nodes {
 				r.st.status[i], r.st.cause[i] = stCanceled, causeContext
 			}
 		}
 	}
-	for _, t := range r.tasks[:started] {
+	for _, t := range r.tasks[:handed] {
 		<-t.done
 	}
 	if !stop() {
@@ -345,10 +360,9 @@ func (r *Runner) Run(ctx context.Context, mode Mode, o Options) (*Report, error)
 		// next Run resets what it writes.
 		<-canceled
 	}
-	wall := r.pool.Now() - r.t0
-	rep := r.buildReport(mode, o.Repeat, wall)
+	wall = r.pool.Now() - r.t0
 	errs := []error{goErr}
-	for _, t := range r.tasks[:started] {
+	for _, t := range r.tasks[:handed] {
 		switch {
 		case t.err != nil:
 			errs = append(errs, t.err)
@@ -365,7 +379,7 @@ func (r *Runner) Run(ctx context.Context, mode Mode, o Options) (*Report, error)
 	r.stopMu.Lock()
 	errs = append(errs, r.stopErr)
 	r.stopMu.Unlock()
-	return rep, errors.Join(dedupe(errs)...)
+	return wall, true, errors.Join(dedupe(errs)...)
 }
 
 // cancel asks every task of the run to end early; safe from any goroutine.
