@@ -42,6 +42,9 @@ func TestBuilderDiamond(t *testing.T) {
 	if diff := cmp.Diff(want, summarize(g), cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("Build(diamond) mismatch (-want +got):\n%s", diff)
 	}
+	if diff := cmp.Diff(want.Nodes, g.Nodes()); diff != "" {
+		t.Errorf("Nodes() mismatch (-want +got):\n%s", diff)
+	}
 	if b.Len() != 0 {
 		t.Errorf("Builder.Len() after Build = %d, want 0", b.Len())
 	}

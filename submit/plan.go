@@ -16,7 +16,7 @@ import (
 type plan struct {
 	g      *dag.Graph
 	n      int
-	nodes  []dag.Node // the graph's nodes, copied once
+	nodes  []dag.Node // the graph's nodes (Graph.Nodes: shared, not copied)
 	op     []dag.Op
 	flags  []uint8                              // SQE flags of the node itself (IOSQE_ASYNC)
 	then   []func(dag.Inputs, dag.Result) error // hooks, apart from the nodes: read for every node
@@ -55,31 +55,16 @@ type plan struct {
 	opsUsed [dag.OpGo + 1]bool
 }
 
+// castagnoli is the CRC-32C table of read digests.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
 func newPlan(g *dag.Graph) *plan {
 	n := g.Len()
-	p := &plan{
-		g: g, n: n,
-		nodes:     make([]dag.Node, n),
-		op:        make([]dag.Op, n),
-		flags:     make([]uint8, n),
-		then:      make([]func(dag.Inputs, dag.Result) error, n),
-		needs:     make([]bool, n),
-		onFail:    make([]bool, n),
-		direct:    make([]bool, n),
-		npred:     make([]int32, n),
-		chainNext: make([]int32, n),
-		chainLink: make([]uint8, n),
-		file:      make([]int32, n),
-		handle:    make([]int32, n),
-		pathOff:   make([]int32, n),
-		dirOf:     make([]int32, n),
-		baseOff:   make([]int32, n),
-		toDirOf:   make([]int32, n),
-		toBaseOff: make([]int32, n),
-		compOf:    make([]int32, n),
-		crc:       crc32.MakeTable(crc32.Castagnoli),
-		files:     g.Files(),
-	}
+	p := &plan{g: g, n: n, nodes: g.Nodes(), crc: castagnoli, files: g.Files(),
+		op: make([]dag.Op, n), then: make([]func(dag.Inputs, dag.Result) error, n)}
+	carve(n, &p.flags, &p.chainLink)
+	carve(n, &p.needs, &p.onFail, &p.direct)
+	carve(n, &p.npred, &p.chainNext, &p.file, &p.handle, &p.pathOff, &p.dirOf, &p.baseOff, &p.toDirOf, &p.toBaseOff, &p.compOf)
 	p.useFile = make([]bool, len(p.files))
 	fileIdx := make(map[string]int32, len(p.files))
 	for i, f := range p.files {
@@ -120,8 +105,7 @@ func newPlan(g *dag.Graph) *plan {
 		return d, addPath(base)
 	}
 	for i := range int32(n) {
-		nd := g.Node(i)
-		p.nodes[i] = nd
+		nd := &p.nodes[i]
 		p.op[i] = nd.Op
 		if nd.Async {
 			p.flags[i] = uring.SQEAsync
@@ -193,6 +177,15 @@ func newPlan(g *dag.Graph) *plan {
 		}
 	}
 	return p
+}
+
+// carve points each of dst at n elements of one allocation: a run's
+// per-node slices of one type are made at once, not one by one.
+func carve[T any](n int, dst ...*[]T) {
+	block := make([]T, n*len(dst))
+	for k, d := range dst {
+		*d = block[k*n : (k+1)*n : (k+1)*n]
+	}
 }
 
 // kernelLink returns the SQE flag that chains node x to next in the

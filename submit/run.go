@@ -235,7 +235,7 @@ func NewRunner(pool *workers.Pool, g *dag.Graph) *Runner {
 		t.comps = append(t.comps, int32(c))
 		t.nodes = append(t.nodes, nodes...)
 	}
-	for j, t := range r.tasks {
+	for _, t := range r.tasks {
 		t.link.local = local
 		t.ready = make([]int32, 0, len(t.nodes))
 		for _, i := range t.nodes {
@@ -246,7 +246,6 @@ func NewRunner(pool *workers.Pool, g *dag.Graph) *Runner {
 				t.opens = append(t.opens, i)
 			}
 		}
-		t.waves.init(j, k)
 	}
 	return r
 }
@@ -314,7 +313,10 @@ func (r *Runner) run(ctx context.Context, mode Mode, o Options) (wall int64, sta
 	r.barrier.arrived.Store(0)
 	r.barrier.abort.Store(false)
 	r.barrier.tasks = int64(len(r.tasks))
-	for _, t := range r.tasks {
+	for j, t := range r.tasks {
+		if mode == Waves && len(t.waves.off) == 0 {
+			t.waves.init(j, len(r.tasks)) // once, if ever: only waves groups by level
+		}
 		t.use(mode)
 		t.waves.step = 0
 		t.repeat, t.iter = o.Repeat, 0
