@@ -225,6 +225,7 @@ func (s *searcher) dirWith(rel string, file func(b *dag.Builder, id, path string
 			return err
 		}
 		return in.Run(rel, func(b *dag.Builder) {
+			b.Grow(4*len(ents), 3*len(ents))
 			for _, e := range ents {
 				if e.IsDir() {
 					b.Go("walk "+e.Name(), s.dirWith(rel+"/"+e.Name(), file))
