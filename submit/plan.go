@@ -70,7 +70,18 @@ func newPlan(g *dag.Graph) *plan {
 	for i, f := range p.files {
 		fileIdx[f.Name] = int32(i)
 	}
-	handleIdx := map[string]int32{}
+	// Sized up front (Inputs.Run makes many small plans): a handle per
+	// open (dag refuses one without its open), and every path.
+	opens, pathLen := 0, 0
+	for i := range p.nodes {
+		nd := &p.nodes[i]
+		if nd.Op == dag.OpOpen {
+			opens++
+		}
+		pathLen += len(nd.Path) + len(nd.To) + 2
+	}
+	p.paths = make([]byte, 0, pathLen)
+	handleIdx := make(map[string]int32, opens)
 	handleOf := func(name string) int32 {
 		if name == "" {
 			return -1

@@ -226,8 +226,17 @@ func NewRunner(pool *workers.Pool, g *dag.Graph) *Runner {
 	comps := g.Components()
 	k := min(r.pool.Size(), len(comps))
 	local := make([]int32, len(comps))
+	// The tasks' lists are sized before they are filled (Inputs.Run
+	// makes many small Runners).
+	size := make([]int, k)
+	for c, nodes := range comps {
+		size[c%k] += len(nodes)
+	}
 	for j := 0; j < k; j++ {
-		r.tasks = append(r.tasks, newTask(r))
+		t := newTask(r)
+		t.comps = make([]int32, 0, (len(comps)-j+k-1)/k)
+		t.nodes = make([]int32, 0, size[j])
+		r.tasks = append(r.tasks, t)
 	}
 	for c, nodes := range comps {
 		t := r.tasks[c%k]
@@ -238,6 +247,16 @@ func NewRunner(pool *workers.Pool, g *dag.Graph) *Runner {
 	for _, t := range r.tasks {
 		t.link.local = local
 		t.ready = make([]int32, 0, len(t.nodes))
+		roots, opens := 0, 0
+		for _, i := range t.nodes {
+			if p.npred[i] == 0 {
+				roots++
+			}
+			if p.op[i] == dag.OpOpen {
+				opens++
+			}
+		}
+		t.graph.roots, t.opens = make([]int32, 0, roots), make([]int32, 0, opens)
 		for _, i := range t.nodes {
 			if p.npred[i] == 0 {
 				t.graph.roots = append(t.graph.roots, i)

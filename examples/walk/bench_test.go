@@ -14,6 +14,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -170,6 +171,34 @@ func BenchmarkSubgraph(b *testing.B) {
 		}
 		done()
 	})
+}
+
+// BenchmarkSetup is what a directory of the walk costs before its
+// subgraph runs: declaring the subgraph of 34 files (the tree's mean),
+// dag's Build and submit.NewRunner.
+func BenchmarkSetup(b *testing.B) {
+	pool, err := workers.New(workers.Config{Workers: 2, Entries: 256})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pool.Close()
+	s := &searcher{needle: []byte("needle")}
+	names := make([]string, 34)
+	for i := range names {
+		names[i] = fmt.Sprintf("f%05d", i)
+	}
+	for b.Loop() {
+		bd := dag.NewBuilder("tree/d0")
+		bd.Grow(4*len(names), 3*len(names))
+		for _, name := range names {
+			s.fileKeep(bd, name, "tree/d0/"+name)
+		}
+		g, err := bd.Build()
+		if err != nil {
+			b.Fatal(err)
+		}
+		submit.NewRunner(pool, g).Close()
+	}
 }
 
 func build(declare func(b *dag.Builder)) *dag.Graph {
