@@ -145,6 +145,7 @@ type task struct {
 	cancelReq atomic.Bool
 	canceled  bool             // the context ended: dispatch nothing more
 	trace     bool             // Options.Trace: wait for one completion at a time, stamp each
+	digests   bool             // Runner.digests: compute read digests
 	obs       func(NodeResult) // the run's observer (Runner.observer), or nil
 	cancelPos int              // next node to send an ASYNC_CANCEL to
 	err       error
@@ -410,7 +411,9 @@ func (t *task) settle(w *worker.Worker, i int32, status uint8, res int32) uint8 
 			st.err[i] = &ShortError{Op: dag.OpRead, Moved: int64(res), Want: int64(len(b))}
 		}
 		if status == stOK {
-			st.digest[i] = crc32.Update(0, t.p.crc, b[:res])
+			if t.digests {
+				st.digest[i] = crc32.Update(0, t.p.crc, b[:res])
+			}
 			switch {
 			case !p.nodes[i].Keep:
 			case st.borrowed[i] && p.nodes[i].Buf == nil:

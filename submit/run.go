@@ -170,12 +170,16 @@ type Runner struct {
 	// ctx, mode and root are the run in progress's, for its subgraphs
 	// (dag.Inputs.Run); endRun cancels ctx; depth counts the runs this
 	// one is a subgraph of.
-	ctx     context.Context
-	endRun  context.CancelFunc
-	mode    Mode
-	root    string
-	depth   int
-	parent  *Runner // the run whose Go task runs this one, or nil
+	ctx    context.Context
+	endRun context.CancelFunc
+	mode   Mode
+	root   string
+	depth  int
+	parent *Runner // the run whose Go task runs this one, or nil
+	// digests makes the run compute the CRC-32C of what its reads
+	// return, which only its Report and observer show: Run sets it, a
+	// subgraph (dag.Inputs.Run) has neither.
+	digests bool
 	stopMu  sync.Mutex
 	stopErr error // the first node that stopped the run, and why
 }
@@ -280,6 +284,7 @@ func (r *Runner) Run(ctx context.Context, mode Mode, o Options) (*Report, error)
 	if o.Repeat <= 0 {
 		o.Repeat = 1
 	}
+	r.digests = true
 	wall, started, err := r.run(ctx, mode, o)
 	if !started {
 		return nil, err
@@ -340,7 +345,7 @@ func (r *Runner) run(ctx context.Context, mode Mode, o Options) (wall int64, sta
 		t.waves.step = 0
 		t.repeat, t.iter = o.Repeat, 0
 		t.sqes, t.maxInflight, t.splits, t.enters = 0, 0, 0, 0
-		t.canceled, t.err, t.trace, t.obs = false, nil, o.Trace, r.observer
+		t.canceled, t.err, t.trace, t.obs, t.digests = false, nil, o.Trace, r.observer, r.digests
 		t.worker.Store(nil)
 		copy(t.fileFds, files)
 		t.done = make(chan struct{})
