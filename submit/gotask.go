@@ -55,8 +55,8 @@ func (in *inputs) Run(name string, declare func(b *dag.Builder)) error {
 }
 
 // subgraphNodes holds the node memory of subgraphs that have run, for the
-// next ones (a walk runs a subgraph per directory): fresh memory costs
-// more to zero than its nodes cost to declare.
+// next ones: a Go task that runs subgraph after subgraph declares them in
+// the same memory instead of making (and zeroing) it afresh each time.
 var subgraphNodes sync.Pool // of *[]dag.Node
 
 // takeNodes returns the node memory of a subgraph that has run, or nil.
