@@ -95,6 +95,21 @@ func WithCapacity(nodes, edges int) BuilderOption {
 	}
 }
 
+// WithNodes makes the Builder declare its nodes into buf's memory (from
+// buf[:0]) as far as it has room, for a program that builds graph after
+// graph: buf may be the Nodes of a graph that nothing will use again.
+func WithNodes(buf []Node) BuilderOption {
+	return func(b *Builder) { b.nodes = buf[:0] }
+}
+
+// Grow makes room for nodes more nodes and edges more edges, as
+// WithCapacity does for a Builder one creates: for a subgraph declared in
+// Inputs.Run, which makes its Builder.
+func (b *Builder) Grow(nodes, edges int) {
+	b.nodes = slices.Grow(b.nodes, nodes)
+	b.edges = slices.Grow(b.edges, edges)
+}
+
 // NewBuilder returns an empty Builder for a graph called name.
 func NewBuilder(name string, opts ...BuilderOption) *Builder {
 	b := &Builder{name: name, maxNodes: DefaultMaxNodes}

@@ -42,6 +42,9 @@ func TestBuilderDiamond(t *testing.T) {
 	if diff := cmp.Diff(want, summarize(g), cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("Build(diamond) mismatch (-want +got):\n%s", diff)
 	}
+	if diff := cmp.Diff(want.Nodes, g.Nodes()); diff != "" {
+		t.Errorf("Nodes() mismatch (-want +got):\n%s", diff)
+	}
 	if b.Len() != 0 {
 		t.Errorf("Builder.Len() after Build = %d, want 0", b.Len())
 	}
@@ -724,5 +727,52 @@ func TestOpString(t *testing.T) {
 	}
 	if After.String() != "after" || Finally.String() != "finally" || OnFailure.String() != "on_failure" {
 		t.Errorf("EdgeKind strings = %q, %q, %q", After, Finally, OnFailure)
+	}
+}
+
+// TestBuilderMemory: WithNodes declares the nodes into the memory given
+// as far as it has room, and Grow makes room up front; either way the
+// graph is the one declared.
+func TestBuilderMemory(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		buf       []Node // given to WithNodes, if not nil
+		grow      int
+		shared    bool // the nodes are in buf's memory
+		wantExtra int  // capacity beyond the nodes, at least
+	}{
+		{name: "fresh"},
+		{name: "with room", buf: make([]Node, 5), shared: true, wantExtra: 2},
+		{name: "too small", buf: make([]Node, 1)},
+		{name: "grow", grow: 10, wantExtra: 7},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var opts []BuilderOption
+			if tc.buf != nil {
+				opts = append(opts, WithNodes(tc.buf))
+			}
+			b := NewBuilder("mem", opts...)
+			b.Grow(tc.grow, 0)
+			a := b.Nop("a")
+			b.Nop("b").After(a)
+			b.Nop("c").Finally(a)
+			g, err := b.Build()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ids []string
+			for _, n := range g.Nodes() {
+				ids = append(ids, n.ID)
+			}
+			if diff := cmp.Diff([]string{"a", "b", "c"}, ids); diff != "" {
+				t.Errorf("Nodes() ids (-want +got):\n%s", diff)
+			}
+			if shared := tc.buf != nil && &g.Nodes()[0] == &tc.buf[0]; shared != tc.shared {
+				t.Errorf("nodes in the buffer given: %v, want %v", shared, tc.shared)
+			}
+			if extra := cap(g.Nodes()) - g.Len(); extra < tc.wantExtra {
+				t.Errorf("capacity beyond the nodes: %d, want at least %d", extra, tc.wantExtra)
+			}
+		})
 	}
 }

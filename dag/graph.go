@@ -101,6 +101,11 @@ func (g *Graph) Edges() int { return len(g.succs) }
 // any, is the caller's buffer given to Task.Buffer, not a copy of it.
 func (g *Graph) Node(i int32) Node { return g.nodes[i] }
 
+// Nodes returns every node, indexed as Node's argument: the graph's own
+// slice, not a copy (its capacity is the memory the Builder declared them
+// in; see WithNodes).
+func (g *Graph) Nodes() []Node { return g.nodes }
+
 // Index returns the index of the node with the given id.
 func (g *Graph) Index(id string) (int32, bool) { return g.index.lookup(id) }
 

@@ -68,7 +68,13 @@ func (v *validator) build() *Graph {
 			v.nodeErr(int32(i), "id", wrap(ErrDuplicateID, "duplicate id %q (first declared as node %d)", b.nodes[i].ID, first))
 		}
 	}
-	v.opens = make(map[string]int32)
+	opens := 0
+	for i := range b.nodes {
+		if b.nodes[i].Op == OpOpen {
+			opens++
+		}
+	}
+	v.opens = make(map[string]int32, opens)
 	for i := range b.nodes {
 		nd := &b.nodes[i]
 		if nd.Op != OpOpen || nd.As == "" {

@@ -66,27 +66,18 @@ type state struct {
 
 func newState(p *plan) *state {
 	n := p.n
-	return &state{
-		status:     make([]uint8, n),
-		res:        make([]int32, n),
-		cause:      make([]int32, n),
-		linkedFrom: make([]int32, n),
-		pending:    make([]int32, n),
-		chain:      make([]int32, n),
-		start:      make([]int64, n),
-		end:        make([]int64, n),
-		size:       make([]int64, n),
-		digest:     make([]uint32, n),
-		buf:        make([][]byte, n),
-		borrowed:   make([]bool, n),
-		offset:     make([]int64, n),
-		moved:      make([]int32, n),
-		trig:       make([]int32, n),
-		data:       make([][]byte, n),
-		err:        make([]error, n),
-		slot:       make([]uint32, p.handles),
-		alive:      make([]bool, p.handles),
+	st := &state{
+		status:   make([]uint8, n),
+		digest:   make([]uint32, n),
+		borrowed: make([]bool, n),
+		err:      make([]error, n),
+		slot:     make([]uint32, p.handles),
+		alive:    make([]bool, p.handles),
 	}
+	carve(n, &st.res, &st.cause, &st.linkedFrom, &st.pending, &st.chain, &st.moved, &st.trig)
+	carve(n, &st.start, &st.end, &st.size, &st.offset)
+	carve(n, &st.buf, &st.data)
+	return st
 }
 
 // strategy is a submission mode, driving one task. The core calls it on
@@ -154,6 +145,7 @@ type task struct {
 	cancelReq atomic.Bool
 	canceled  bool             // the context ended: dispatch nothing more
 	trace     bool             // Options.Trace: wait for one completion at a time, stamp each
+	digests   bool             // Runner.digests: compute read digests
 	obs       func(NodeResult) // the run's observer (Runner.observer), or nil
 	cancelPos int              // next node to send an ASYNC_CANCEL to
 	err       error
@@ -420,7 +412,9 @@ func (t *task) settle(w *worker.Worker, i int32, status uint8, res int32) uint8 
 			st.err[i] = &ShortError{Op: dag.OpRead, Moved: int64(res), Want: int64(len(b))}
 		}
 		if status == stOK {
-			st.digest[i] = crc32.Update(0, t.p.crc, b[:res])
+			if t.digests {
+				st.digest[i] = crc32.Update(0, t.p.crc, b[:res])
+			}
 			switch {
 			case !p.nodes[i].Keep:
 			case st.borrowed[i] && p.nodes[i].Buf == nil:

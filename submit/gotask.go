@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/iodag/iodag/dag"
 	"github.com/iodag/iodag/internal/worker"
@@ -33,20 +34,45 @@ func (in *inputs) Run(name string, declare func(b *dag.Builder)) error {
 	case r.depth >= dag.MaxDepth:
 		return dag.ErrTooDeep
 	}
-	b := dag.NewBuilder(name)
+	b := dag.NewBuilder(name, dag.WithNodes(takeNodes()))
 	declare(b)
 	g, err := b.Build()
 	if err != nil {
 		return err
 	}
+	// Nothing uses the subgraph once it has run (its errors hold copies
+	// of the ids): the next subgraph declares its nodes in its memory.
+	defer putNodes(g.Nodes())
 	child := NewRunner((*workers.Pool)(r.pool), g)
 	defer child.Close()
 	child.depth, child.parent = r.depth+1, r
-	rep, err := child.Run(r.context(), r.mode, Options{Root: r.root})
-	if err != nil {
+	// The subgraph's Report would be dropped: its error comes straight
+	// from the nodes' final statuses.
+	if _, _, err := child.run(r.context(), r.mode, Options{Root: r.root}); err != nil {
 		return err
 	}
-	return rep.Err()
+	return child.err()
+}
+
+// subgraphNodes holds the node memory of subgraphs that have run, for the
+// next ones: a Go task that runs subgraph after subgraph declares them in
+// the same memory instead of making (and zeroing) it afresh each time.
+var subgraphNodes sync.Pool // of *[]dag.Node
+
+// takeNodes returns the node memory of a subgraph that has run, or nil.
+func takeNodes() []dag.Node {
+	if p, ok := subgraphNodes.Get().(*[]dag.Node); ok {
+		return *p
+	}
+	return nil
+}
+
+// putNodes keeps nodes, cleared (they hold the user's functions), for
+// takeNodes.
+func putNodes(nodes []dag.Node) {
+	nodes = nodes[:cap(nodes)]
+	clear(nodes)
+	subgraphNodes.Put(&nodes)
 }
 
 // Result returns node n's outcome; see dag.Inputs.

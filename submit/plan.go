@@ -16,7 +16,7 @@ import (
 type plan struct {
 	g      *dag.Graph
 	n      int
-	nodes  []dag.Node // the graph's nodes, copied once
+	nodes  []dag.Node // the graph's nodes (Graph.Nodes: shared, not copied)
 	op     []dag.Op
 	flags  []uint8                              // SQE flags of the node itself (IOSQE_ASYNC)
 	then   []func(dag.Inputs, dag.Result) error // hooks, apart from the nodes: read for every node
@@ -55,37 +55,33 @@ type plan struct {
 	opsUsed [dag.OpGo + 1]bool
 }
 
+// castagnoli is the CRC-32C table of read digests.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
 func newPlan(g *dag.Graph) *plan {
 	n := g.Len()
-	p := &plan{
-		g: g, n: n,
-		nodes:     make([]dag.Node, n),
-		op:        make([]dag.Op, n),
-		flags:     make([]uint8, n),
-		then:      make([]func(dag.Inputs, dag.Result) error, n),
-		needs:     make([]bool, n),
-		onFail:    make([]bool, n),
-		direct:    make([]bool, n),
-		npred:     make([]int32, n),
-		chainNext: make([]int32, n),
-		chainLink: make([]uint8, n),
-		file:      make([]int32, n),
-		handle:    make([]int32, n),
-		pathOff:   make([]int32, n),
-		dirOf:     make([]int32, n),
-		baseOff:   make([]int32, n),
-		toDirOf:   make([]int32, n),
-		toBaseOff: make([]int32, n),
-		compOf:    make([]int32, n),
-		crc:       crc32.MakeTable(crc32.Castagnoli),
-		files:     g.Files(),
-	}
+	p := &plan{g: g, n: n, nodes: g.Nodes(), crc: castagnoli, files: g.Files(),
+		op: make([]dag.Op, n), then: make([]func(dag.Inputs, dag.Result) error, n)}
+	carve(n, &p.flags, &p.chainLink)
+	carve(n, &p.needs, &p.onFail, &p.direct)
+	carve(n, &p.npred, &p.chainNext, &p.file, &p.handle, &p.pathOff, &p.dirOf, &p.baseOff, &p.toDirOf, &p.toBaseOff, &p.compOf)
 	p.useFile = make([]bool, len(p.files))
 	fileIdx := make(map[string]int32, len(p.files))
 	for i, f := range p.files {
 		fileIdx[f.Name] = int32(i)
 	}
-	handleIdx := map[string]int32{}
+	// Sized up front (Inputs.Run makes many small plans): a handle per
+	// open (dag refuses one without its open), and every path.
+	opens, pathLen := 0, 0
+	for i := range p.nodes {
+		nd := &p.nodes[i]
+		if nd.Op == dag.OpOpen {
+			opens++
+		}
+		pathLen += len(nd.Path) + len(nd.To) + 2
+	}
+	p.paths = make([]byte, 0, pathLen)
+	handleIdx := make(map[string]int32, opens)
 	handleOf := func(name string) int32 {
 		if name == "" {
 			return -1
@@ -120,8 +116,7 @@ func newPlan(g *dag.Graph) *plan {
 		return d, addPath(base)
 	}
 	for i := range int32(n) {
-		nd := g.Node(i)
-		p.nodes[i] = nd
+		nd := &p.nodes[i]
 		p.op[i] = nd.Op
 		if nd.Async {
 			p.flags[i] = uring.SQEAsync
@@ -193,6 +188,15 @@ func newPlan(g *dag.Graph) *plan {
 		}
 	}
 	return p
+}
+
+// carve points each of dst at n elements of one allocation: a run's
+// per-node slices of one type are made at once, not one by one.
+func carve[T any](n int, dst ...*[]T) {
+	block := make([]T, n*len(dst))
+	for k, d := range dst {
+		*d = block[k*n : (k+1)*n : (k+1)*n]
+	}
 }
 
 // kernelLink returns the SQE flag that chains node x to next in the

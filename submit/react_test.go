@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/iodag/iodag/dag"
@@ -569,6 +570,68 @@ func TestSubgraphs(t *testing.T) {
 			t.Errorf("Report.Err() = %v, want dag.ErrTooDeep", rep.Err())
 		}
 	})
+}
+
+// TestSubgraphErr: Inputs.Run returns the subgraph's run error (a Stop)
+// or what its Report.Err would (it builds no report): nil when every
+// node succeeded or was skipped, the failures joined, or the first
+// canceled node's error.
+func TestSubgraphErr(t *testing.T) {
+	root := t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, "f"), []byte("data"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		declare func(b *dag.Builder)
+	}{
+		{"ok", func(b *dag.Builder) { b.Nop("a"); b.Statx("s", "f") }},
+		{"skipped cleanup", func(b *dag.Builder) {
+			s := b.Statx("s", "f")
+			b.Unlink("cleanup", "f").OnFailure(s)
+		}},
+		{"failures", func(b *dag.Builder) {
+			s := b.Statx("s", "missing")
+			b.Nop("after").After(s)
+			b.Go("go", func(dag.Inputs) error { return errors.New("go failed") })
+			b.Statx("s2", "missing2")
+		}},
+		{"canceled only", func(b *dag.Builder) {
+			b.Go("stop", func(in dag.Inputs) error { in.Stop(errors.New("enough")); return nil })
+			b.Timeout("slow", time.Second)
+		}},
+	} {
+		for _, m := range Modes() {
+			t.Run(tc.name+"/"+m.String(), func(t *testing.T) {
+				pool := newPool(t, workers.Config{Workers: 2, Entries: 16})
+				b := dag.NewBuilder("sub")
+				tc.declare(b)
+				g, err := b.Build()
+				if err != nil {
+					t.Fatal(err)
+				}
+				rep, err := Run(context.Background(), pool, g, m, Options{Root: root})
+				if err == nil {
+					err = rep.Err()
+				}
+				want := fmt.Sprint(err)
+				var got string
+				outer := dag.NewBuilder("outer")
+				outer.Go("grow", func(in dag.Inputs) error {
+					got = fmt.Sprint(in.Run("sub", tc.declare))
+					return nil
+				})
+				og, err := outer.Build()
+				if err != nil {
+					t.Fatal(err)
+				}
+				Run(context.Background(), pool, og, m, Options{Root: root})
+				if got != want {
+					t.Errorf("Inputs.Run: %s, want %s (Report.Err)", got, want)
+				}
+			})
+		}
+	}
 }
 
 // TestTrace: with Trace, a link chain's nodes complete one after another,

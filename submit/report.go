@@ -73,6 +73,25 @@ func (r *Report) Err() error {
 	return errors.Join(errs...)
 }
 
+// err returns what the Report of the last run would return from Err,
+// without building the report.
+func (r *Runner) err() error {
+	var errs []error
+	canceled := int32(-1)
+	for i, s := range r.st.status {
+		switch {
+		case s == stFailed:
+			errs = append(errs, r.nodeResult(int32(i)).Err)
+		case s != stOK && s != stSkipped && canceled < 0:
+			canceled = int32(i)
+		}
+	}
+	if len(errs) == 0 && canceled >= 0 {
+		return r.nodeResult(canceled).Err
+	}
+	return errors.Join(errs...)
+}
+
 // NodeResult is one node's outcome.
 type NodeResult struct {
 	ID     string `json:"id"`

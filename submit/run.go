@@ -174,6 +174,10 @@ type Runner struct {
 	root   string
 	depth  int
 	parent *Runner // the run whose Go task runs this one, or nil
+	// digests makes the run compute the CRC-32C of what its reads
+	// return, which only its Report and observer show: Run sets it, a
+	// subgraph (dag.Inputs.Run) has neither.
+	digests bool
 	// left counts the run's tasks that have not finished; the last to
 	// finish sends on fin (buffered, made once, so a Run allocates no
 	// channel).
@@ -260,8 +264,17 @@ func NewRunner(pool *workers.Pool, g *dag.Graph) *Runner {
 	comps := g.Components()
 	k := min(r.pool.Size(), len(comps))
 	local := make([]int32, len(comps))
+	// The tasks' lists are sized before they are filled (Inputs.Run
+	// makes many small Runners).
+	size := make([]int, k)
+	for c, nodes := range comps {
+		size[c%k] += len(nodes)
+	}
 	for j := 0; j < k; j++ {
-		r.tasks = append(r.tasks, newTask(r))
+		t := newTask(r)
+		t.comps = make([]int32, 0, (len(comps)-j+k-1)/k)
+		t.nodes = make([]int32, 0, size[j])
+		r.tasks = append(r.tasks, t)
 	}
 	for c, nodes := range comps {
 		t := r.tasks[c%k]
@@ -270,9 +283,19 @@ func NewRunner(pool *workers.Pool, g *dag.Graph) *Runner {
 		t.nodes = append(t.nodes, nodes...)
 	}
 	r.fin = make(chan struct{}, 1)
-	for j, t := range r.tasks {
+	for _, t := range r.tasks {
 		t.link.local = local
 		t.ready = make([]int32, 0, len(t.nodes))
+		roots, opens := 0, 0
+		for _, i := range t.nodes {
+			if p.npred[i] == 0 {
+				roots++
+			}
+			if p.op[i] == dag.OpOpen {
+				opens++
+			}
+		}
+		t.graph.roots, t.opens = make([]int32, 0, roots), make([]int32, 0, opens)
 		for _, i := range t.nodes {
 			if p.npred[i] == 0 {
 				t.graph.roots = append(t.graph.roots, i)
@@ -281,7 +304,6 @@ func NewRunner(pool *workers.Pool, g *dag.Graph) *Runner {
 				t.opens = append(t.opens, i)
 			}
 		}
-		t.waves.init(j, k)
 	}
 	return r
 }
@@ -297,15 +319,31 @@ func (r *Runner) Run(ctx context.Context, mode Mode, o Options) (*Report, error)
 	if o.Repeat <= 0 {
 		o.Repeat = 1
 	}
+	r.digests = true
+	wall, started, err := r.run(ctx, mode, o)
+	if !started {
+		return nil, err
+	}
+	return r.buildReport(mode, o.Repeat, wall), err
+}
+
+// run runs the graph as Run does, without building the report: it
+// returns the wall time, whether the run started (a run that did not
+// has no report), and the run's error. Every node is final afterwards
+// if it started.
+func (r *Runner) run(ctx context.Context, mode Mode, o Options) (wall int64, started bool, err error) {
+	if o.Repeat <= 0 {
+		o.Repeat = 1
+	}
 	if mode < Graph || mode > Waves {
-		return nil, fmt.Errorf("submit: unknown mode %d", mode)
+		return 0, false, fmt.Errorf("submit: unknown mode %d", mode)
 	}
 	if err := r.checkOps(); err != nil {
-		return nil, err
+		return 0, false, err
 	}
 	files, err := r.open(o.Root)
 	if err != nil {
-		return nil, err
+		return 0, false, err
 	}
 	defer r.closeFiles(files)
 	if len(r.p.paths) > 0 {
@@ -335,12 +373,15 @@ func (r *Runner) Run(ctx context.Context, mode Mode, o Options) (*Report, error)
 	r.barrier.arrived.Store(0)
 	r.barrier.abort.Store(false)
 	r.barrier.tasks = int64(len(r.tasks))
-	for _, t := range r.tasks {
+	for j, t := range r.tasks {
+		if mode == Waves && len(t.waves.off) == 0 {
+			t.waves.init(j, len(r.tasks)) // once, if ever: only waves groups by level
+		}
 		t.use(mode)
 		t.waves.step = 0
 		t.repeat, t.iter = o.Repeat, 0
 		t.sqes, t.maxInflight, t.splits, t.enters = 0, 0, 0, 0
-		t.canceled, t.err, t.trace, t.obs = false, nil, o.Trace, r.observer
+		t.canceled, t.err, t.trace, t.obs, t.digests = false, nil, o.Trace, r.observer, r.digests
 		t.worker.Store(nil)
 		copy(t.fileFds, files)
 		// A context already ended cancels every node before anything
@@ -358,13 +399,13 @@ func (r *Runner) Run(ctx context.Context, mode Mode, o Options) (*Report, error)
 		})
 	}
 	var goErr error
-	started := 0
+	handed := 0
 	r.left.Store(int32(len(r.tasks)))
 	for _, t := range r.tasks {
 		if goErr = r.pool.Go(t); goErr != nil {
 			break
 		}
-		started++
+		handed++
 	}
 	waiting := true
 	if goErr != nil {
@@ -372,14 +413,14 @@ func (r *Runner) Run(ctx context.Context, mode Mode, o Options) (*Report, error)
 		// the nodes of tasks that never started are canceled here.
 		r.barrier.abort.Store(true)
 		r.cancel()
-		for _, t := range r.tasks[started:] {
+		for _, t := range r.tasks[handed:] {
 			t.reset()
 			for _, i := range t.nodes {
 				r.st.status[i], r.st.cause[i] = stCanceled, causeContext
 			}
 		}
 		// If what started has finished already, nobody sends on fin.
-		waiting = r.left.Add(-int32(len(r.tasks)-started)) > 0
+		waiting = r.left.Add(-int32(len(r.tasks)-handed)) > 0
 	}
 	if waiting {
 		r.await()
@@ -389,13 +430,12 @@ func (r *Runner) Run(ctx context.Context, mode Mode, o Options) (*Report, error)
 		// next Run resets what it writes.
 		<-canceled
 	}
-	wall := r.pool.Now() - r.t0
-	rep := r.buildReport(mode, o.Repeat, wall)
+	wall = r.pool.Now() - r.t0
 	var errs []error
 	if goErr != nil {
 		errs = append(errs, goErr)
 	}
-	for _, t := range r.tasks[:started] {
+	for _, t := range r.tasks[:handed] {
 		switch {
 		case t.err != nil:
 			errs = append(errs, t.err)
@@ -415,9 +455,9 @@ func (r *Runner) Run(ctx context.Context, mode Mode, o Options) (*Report, error)
 	}
 	r.stopMu.Unlock()
 	if len(errs) == 0 {
-		return rep, nil
+		return wall, true, nil
 	}
-	return rep, errors.Join(dedupe(errs)...)
+	return wall, true, errors.Join(dedupe(errs)...)
 }
 
 // await returns when the run's last task has finished. A small graph

@@ -59,8 +59,9 @@ type waveMode struct {
 	waiting bool  // arrived at the barrier of the current level
 }
 
-// init groups the task's nodes by level (once per Runner): task k of
-// tasks holds the components c with c % tasks == k.
+// init groups the task's nodes by level (once per Runner, at its first
+// run in waves mode): task k of tasks holds the components c with
+// c % tasks == k.
 func (m *waveMode) init(k, tasks int) {
 	g := m.t.p.g
 	m.order = make([]int32, 0, len(m.t.nodes))
