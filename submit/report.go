@@ -333,5 +333,8 @@ func (r *Runner) nodeResult(i int32) NodeResult {
 
 // worker returns the worker that ran node i.
 func (r *Runner) worker(i int32) int {
+	if s := r.split; s != nil && len(r.tasks) > 0 && r.tasks[0] == s.tasks[0] {
+		return s.tasks[s.owner[i]].wid // split.go
+	}
 	return r.tasks[int(r.p.compOf[i])%len(r.tasks)].wid
 }

@@ -175,7 +175,8 @@ type Runner struct {
 	mode    Mode
 	root    string
 	depth   int
-	parent  *Runner // the run whose Go task runs this one, or nil
+	parent  *Runner   // the run whose Go task runs this one, or nil
+	split   *splitSet // split.go: graph mode's tasks when a component is split, or nil
 	stopMu  sync.Mutex
 	stopErr error // the first node that stopped the run, and why
 }
@@ -248,6 +249,7 @@ func NewRunner(pool *workers.Pool, g *dag.Graph) *Runner {
 		}
 		t.waves.init(j, k)
 	}
+	r.planSplit(splitMinNodes) // split.go
 	return r
 }
 
@@ -268,6 +270,7 @@ func (r *Runner) Run(ctx context.Context, mode Mode, o Options) (*Report, error)
 	if err := r.checkOps(); err != nil {
 		return nil, err
 	}
+	r.pickTasks(mode) // split.go
 	files, err := r.open(o.Root)
 	if err != nil {
 		return nil, err
