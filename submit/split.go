@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/iodag/iodag/dag"
@@ -49,10 +50,13 @@ var splitMinNodes = math.MaxInt
 // splitMin is the size the benchmarks split at.
 const splitMin = 1024
 
-// splitSpin is how long a task that waits only for other workers' nodes
-// (nothing of its own in flight or ready) polls its queues before its
-// worker sleeps: a sleep and an eventfd wake-up cost tens of µs, a level
-// of a layered graph a few.
+// splitSpin is how long a task that waits for other workers' nodes, with
+// nothing of its own in flight, polls its queues before it submits the
+// few nodes it has or its worker sleeps: a sleep and an eventfd wake-up
+// cost tens of µs, a level of a layered graph a few. It yields the CPU
+// (sched_yield) between polls: on a busy machine the thread it waits for
+// may be queued behind it (measured on the shared 2-vCPU VM: polling
+// without yielding made 2 workers 2x slower than not polling at all).
 const splitSpin = 20 * time.Microsecond
 
 // splitSet is a Runner's graph-mode task set when a component is split.
@@ -101,6 +105,11 @@ type splitTask struct {
 	received int
 	arrived  bool // at the barrier of this iteration
 	passed   bool
+	// batch is how many ready nodes are worth an enter while other
+	// workers still owe this one nodes: half its average share of a
+	// level of the split components (16 for layered 64x64 on 2
+	// workers), at most 32.
+	batch int
 }
 
 // planSplit gives r a split graph-mode task set if a component of g is
@@ -156,6 +165,7 @@ func (r *Runner) planSplit(min int) {
 		t.nodes = append(t.nodes, i)
 	}
 	s.edges(p)
+	s.batches(comps, split)
 	for _, t := range s.tasks {
 		t.ready = make([]int32, 0, len(t.nodes))
 		for _, i := range t.nodes {
@@ -410,26 +420,26 @@ func (sp *splitTask) prep(w *worker.Worker) {
 		sp.await()
 		return
 	}
-	sp.drain(w)
-	g.prep(w)
 	sp.flush()
-	// Nothing of its own to do but nodes of others to wait for: poll
-	// a little before the worker sleeps.
-	if t.inflight == 0 && t.goRunning == 0 && g.rhead == len(t.ready) && sp.received < sp.expected {
+	sp.drain(w)
+	// While nothing of its own is in flight and few nodes are ready, and
+	// other workers still owe it nodes, poll for more before submitting:
+	// an enter per level's worth, not per message batch; with nothing
+	// ready, poll a little before the worker sleeps.
+	if t.inflight == 0 && t.goRunning == 0 && sp.received < sp.expected && len(t.ready)-g.rhead < sp.batch {
 		start := time.Now()
 		for i := 1; ; i++ {
-			if sp.drain(w) {
-				g.prep(w)
-				sp.flush()
-				if t.inflight > 0 || sp.received == sp.expected {
-					break
-				}
+			if sp.drain(w) && len(t.ready)-g.rhead >= sp.batch || sp.received == sp.expected {
+				break
 			}
+			syscall.RawSyscall(syscall.SYS_SCHED_YIELD, 0, 0, 0)
 			if i%64 == 0 && time.Since(start) > splitSpin || t.cancelReq.Load() {
 				break
 			}
 		}
 	}
+	g.prep(w)
+	sp.flush()
 	if !sp.localDone() || t.iter+1 >= t.repeat {
 		return
 	}
@@ -453,6 +463,7 @@ func (sp *splitTask) await() {
 	start := time.Now()
 	for i := 1; !sp.passed; i++ {
 		sp.passed = sp.set.arrived.Load() >= target
+		syscall.RawSyscall(syscall.SYS_SCHED_YIELD, 0, 0, 0)
 		if i%64 == 0 && time.Since(start) > splitSpin || sp.t.cancelReq.Load() {
 			break
 		}
@@ -477,4 +488,23 @@ func (sp *splitTask) settled(w *worker.Worker, i int32) { sp.t.graph.settled(w, 
 
 func (sp *splitTask) done() bool {
 	return sp.localDone() && (sp.passed || sp.t.iter+1 >= sp.t.repeat)
+}
+
+// batches sets each task's batch from its share of the split components.
+func (s *splitSet) batches(comps [][]int32, split []bool) {
+	g := s.tasks[0].p.g
+	depth := 1
+	share := make([]int, len(s.tasks))
+	for c, nodes := range comps {
+		if !split[c] {
+			continue
+		}
+		for _, i := range nodes {
+			share[s.owner[i]]++
+			depth = max(depth, g.Level(i)+1)
+		}
+	}
+	for j, t := range s.tasks {
+		t.sp.batch = min(max(share[j]/depth/2, 1), 32)
+	}
 }
