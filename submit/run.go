@@ -336,7 +336,7 @@ func (r *Runner) Run(ctx context.Context, mode Mode, o Options) (*Report, error)
 		for _, t := range r.tasks[started:] {
 			t.reset()
 			for _, i := range t.nodes {
-				r.st.status[i], r.st.cause[i] = stCanceled, causeContext
+				t.st.status[i], t.st.cause[i] = stCanceled, causeContext
 			}
 		}
 	}
