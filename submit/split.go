@@ -59,6 +59,10 @@ const splitMin = 1024
 // without yielding made 2 workers 2x slower than not polling at all).
 const splitSpin = 20 * time.Microsecond
 
+// splitPoll is how many polls come before the first yield: a few µs,
+// about what another worker on its own core takes to publish.
+const splitPoll = 128
+
 // splitSet is a Runner's graph-mode task set when a component is split.
 type splitSet struct {
 	tasks   []*task // one per worker: the graph-mode set
@@ -100,6 +104,7 @@ type splitTask struct {
 	head     []uint32 // per in queue: next to read
 	out      []*spsc  // to each task (nil: none)
 	ltail    []uint32 // per out queue: written, maybe not published
+	pub      []uint32 // per out queue: published
 	dirty    []int32  // out queues with unpublished entries
 	expected int      // messages per iteration
 	received int
@@ -149,7 +154,7 @@ func (r *Runner) planSplit(min int) {
 		// status and pending were 5x slower on 2 workers).
 		t.st = newState(p)
 		t.sp = &splitTask{t: t, set: s, me: int32(j), in: make([]*spsc, k), head: make([]uint32, k),
-			out: make([]*spsc, k), ltail: make([]uint32, k)}
+			out: make([]*spsc, k), ltail: make([]uint32, k), pub: make([]uint32, k)}
 		s.tasks = append(s.tasks, t)
 	}
 	small := 0
@@ -334,6 +339,7 @@ func (r *Runner) pickTasks(m Mode) {
 		sp := t.sp
 		clear(sp.head)
 		clear(sp.ltail)
+		clear(sp.pub)
 		sp.dirty = sp.dirty[:0]
 		for _, q := range sp.out {
 			if q != nil {
@@ -374,7 +380,7 @@ func (sp *splitTask) final(i int32) {
 	for _, d := range s.rdest[s.dOff[i]:s.dOff[i+1]] {
 		q := sp.out[d.task]
 		lt := sp.ltail[d.task]
-		if lt == q.tail.Load() { // nothing unpublished: mark it (the sender alone stores tail)
+		if lt == sp.pub[d.task] { // nothing unpublished yet
 			sp.dirty = append(sp.dirty, d.task)
 		}
 		q.buf[lt%uint32(len(q.buf))] = i
@@ -387,6 +393,7 @@ func (sp *splitTask) final(i int32) {
 func (sp *splitTask) flush() {
 	for _, d := range sp.dirty {
 		sp.out[d].tail.Store(sp.ltail[d])
+		sp.pub[d] = sp.ltail[d]
 		if w := sp.set.tasks[d].worker.Load(); w != nil {
 			w.Wake()
 		}
@@ -459,7 +466,9 @@ func (sp *splitTask) prep(w *worker.Worker) {
 			if sp.drain(w) && len(t.ready)-g.rhead >= sp.batch || sp.received == sp.expected {
 				break
 			}
-			syscall.RawSyscall(syscall.SYS_SCHED_YIELD, 0, 0, 0)
+			if i > splitPoll {
+				syscall.RawSyscall(syscall.SYS_SCHED_YIELD, 0, 0, 0)
+			}
 			if i%64 == 0 && time.Since(start) > splitSpin || t.cancelReq.Load() {
 				break
 			}
@@ -490,7 +499,9 @@ func (sp *splitTask) await() {
 	start := time.Now()
 	for i := 1; !sp.passed; i++ {
 		sp.passed = sp.set.arrived.Load() >= target
-		syscall.RawSyscall(syscall.SYS_SCHED_YIELD, 0, 0, 0)
+		if i > splitPoll {
+			syscall.RawSyscall(syscall.SYS_SCHED_YIELD, 0, 0, 0)
+		}
 		if i%64 == 0 && time.Since(start) > splitSpin || sp.t.cancelReq.Load() {
 			break
 		}
