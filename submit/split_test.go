@@ -388,3 +388,56 @@ func checkEdges(t *testing.T, g *dag.Graph, rep *Report) {
 		}
 	}
 }
+
+// TestSplitModes runs one Runner whose component is split in graph mode,
+// then in waves and link mode (one worker for the component), then in
+// graph mode again, observing every node: each run reports every node, on
+// the worker that ran it, as its own run says.
+func TestSplitModes(t *testing.T) {
+	pool := newPool(t, workers.Config{Workers: 2})
+	g := reactGraph(7, 400)
+	root := t.TempDir()
+	if err := scratch.Create(root, g); err != nil {
+		t.Fatal(err)
+	}
+	r := NewRunner(pool, g)
+	defer r.Close()
+	r.planSplit(16)
+	if r.split == nil {
+		t.Fatal("not split")
+	}
+	var first []splitRow
+	for k, m := range []Mode{Graph, Waves, Link, Graph} {
+		var observed atomic.Int64
+		rep, err := r.Run(context.Background(), m, Options{Root: root, Observe: func(NodeResult) { observed.Add(1) }})
+		if err != nil && rep == nil {
+			t.Fatalf("Run %s: %v", m, err)
+		}
+		checkFinal(t, g, rep)
+		if m != Link { // a link chain's failure also cancels what did not depend on it
+			checkEdges(t, g, rep)
+		}
+		if n := observed.Load(); n != int64(g.Len()) {
+			t.Errorf("%s: observed %d nodes, want %d", m, n, g.Len())
+		}
+		workersSeen := map[int]bool{}
+		for _, n := range rep.Nodes {
+			workersSeen[n.Worker] = true
+		}
+		if m == Graph && len(workersSeen) != 2 {
+			t.Errorf("split graph run: nodes ran on workers %v, want both", workersSeen)
+		}
+		switch {
+		case k == 0:
+			first = splitRows(rep)
+		case m == Graph:
+			got := splitRows(rep)
+			for i := range got {
+				got[i].Cause, first[i].Cause = "", ""
+			}
+			if diff := cmp.Diff(first, got); diff != "" {
+				t.Errorf("second split run differs from the first (-first +second):\n%s", diff)
+			}
+		}
+	}
+}
