@@ -58,13 +58,17 @@ func BenchmarkSplitLayered64x64(b *testing.B) {
 // BenchmarkSplitDirTree extracts an archive as one component: a tree of
 // 341 directories (fanout 4, depth 5), 4 files in each written by open,
 // write 512 bytes, close (4433 nodes), in graph mode on 1 and 2 workers,
-// each run into a fresh root.
+// each run into a fresh root; and on 2 workers unsplit, for comparison.
 //
-//	go test -run '^$' -bench SplitDirTree -benchtime 30x ./submit
+//	IODAG_BENCH_DIR=/dev/shm go test -run '^$' -bench SplitDirTree -benchtime 20x ./submit
 func BenchmarkSplitDirTree(b *testing.B) {
 	g := dirTree(4, 5, 4)
-	for _, n := range []int{1, 2, -2} {
-		b.Run(fmt.Sprintf("workers=%d", n), func(b *testing.B) {
+	for _, n := range []int{1, 2, -2} { // -2: two workers, not split
+		name := fmt.Sprintf("workers=%d", n)
+		if n < 0 {
+			name = "workers=2-unsplit"
+		}
+		b.Run(name, func(b *testing.B) {
 			pool, err := workers.New(workers.Config{Workers: max(n, -n)})
 			if err != nil {
 				b.Fatal(err)
