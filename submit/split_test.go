@@ -441,3 +441,98 @@ func TestSplitModes(t *testing.T) {
 		}
 	}
 }
+
+// TestSplitContextCancel cancels the context of a split run of timeouts
+// while requests are in flight on both workers: it ends (in-flight
+// requests canceled), every node final, nothing ran before its
+// predecessors, and the same Runner runs the graph whole next.
+func TestSplitContextCancel(t *testing.T) {
+	pool := newPool(t, workers.Config{Workers: 2})
+	b := dag.NewBuilder("timeouts")
+	var prev []dag.Task
+	var cancel context.CancelFunc // the run's, which a hook calls
+	var armed atomic.Bool
+	for lv := range 16 {
+		var cur []dag.Task
+		for i := range 32 {
+			n := b.Timeout(fmt.Sprintf("t%d_%d", lv, i), time.Millisecond)
+			if lv == 3 && i == 5 {
+				n.Then(func(dag.Inputs, dag.Result) error {
+					if armed.Swap(false) {
+						cancel()
+					}
+					return nil
+				})
+			}
+			if lv > 0 {
+				n.After(prev[i], prev[(i+7)%32])
+			}
+			cur = append(cur, n)
+		}
+		prev = cur
+	}
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := NewRunner(pool, g)
+	defer r.Close()
+	r.planSplit(16)
+	if r.split == nil {
+		t.Fatal("not split")
+	}
+	canceled := 0
+	for k := range 5 {
+		armed.Store(true)
+		var ctx context.Context
+		ctx, cancel = context.WithTimeout(context.Background(), 20*time.Second)
+		rep, err := r.Run(ctx, Graph, Options{})
+		cancel()
+		checkFinal(t, g, rep)
+		checkEdges(t, g, rep)
+		switch {
+		case errors.Is(err, context.Canceled) && rep.Counts.Canceled > 0:
+			canceled++
+		case err == nil && rep.Counts.OK == g.Len():
+			// The cancellation came after the last node: it runs on a
+			// goroutine, which may wait for a P while both workers hold
+			// theirs.
+		default:
+			t.Errorf("run %d: Run = %v, counts %+v", k, err, rep.Counts)
+		}
+	}
+	if canceled == 0 {
+		t.Errorf("no run was canceled")
+	}
+	rep, err := r.Run(context.Background(), Graph, Options{})
+	if err != nil || rep.Counts.OK != g.Len() {
+		t.Errorf("rerun after cancellations: %v, counts %+v", err, rep.Counts)
+	}
+}
+
+// TestSplitRerunAllocs checks that a rerun of a split graph allocates
+// nothing per node.
+func TestSplitRerunAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates on its own")
+	}
+	g := graphOf(dag.Layered(100, 100, dag.GenOptions{Seed: 1}))
+	pool := newPool(t, workers.Config{Workers: 2})
+	r := NewRunner(pool, g)
+	defer r.Close()
+	r.planSplit(splitMin)
+	if r.split == nil {
+		t.Fatal("not split")
+	}
+	if _, err := r.Run(context.Background(), Graph, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	allocs := testing.AllocsPerRun(5, func() {
+		if _, err := r.Run(context.Background(), Graph, Options{}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if perNode := allocs / float64(g.Len()); perNode > 0.01 {
+		t.Errorf("%.0f allocations per rerun of %d nodes", allocs, g.Len())
+	}
+}
