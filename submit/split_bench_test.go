@@ -18,7 +18,17 @@ import (
 //
 //	go test -run '^$' -bench SplitLayered -benchtime 400x ./submit
 func BenchmarkSplitLayered64x64(b *testing.B) {
-	g := graphOf(dag.Layered(64, 64, dag.GenOptions{}))
+	benchSplit(b, graphOf(dag.Layered(64, 64, dag.GenOptions{})))
+}
+
+// BenchmarkSplitTree12 is the control: a binary tree of 4095 NOPs, which
+// the partition cuts at one edge (each worker a subtree), so the workers
+// have almost nothing to exchange.
+func BenchmarkSplitTree12(b *testing.B) {
+	benchSplit(b, graphOf(dag.Tree(12, dag.GenOptions{})))
+}
+
+func benchSplit(b *testing.B, g *dag.Graph) {
 	for _, n := range []int{1, 2} {
 		b.Run(fmt.Sprintf("workers=%d", n), func(b *testing.B) {
 			pool, err := workers.New(workers.Config{Workers: n})
