@@ -17,24 +17,31 @@ import (
 // workers, is partitioned over one task per worker; link and waves keep
 // one worker per component (the Runner holds both task sets and picks one
 // per Run). Each node is owned by exactly one task, which alone writes its
-// state. Nodes that must share a ring stay together: a kernel-link chain
-// (plan.chainNext) and an open with every node that uses its handle (the
-// fixed-file slot is in that worker's table). Not split: a component with
-// a rename (each worker caches its open directories, and only the
-// renaming worker would forget them), or with more opens than a quarter
-// of a worker's fixed-file table divided by the workers (so that waiting
-// for a slot can never wait on another worker).
+// state, in its own copy of the per-node arrays (shared arrays put
+// neighbouring nodes of two workers on one cache line). Nodes that must
+// share a ring stay together: a kernel-link chain (plan.chainNext), an
+// open with every node that uses its handle (the fixed-file slot is in
+// that worker's table), a read with the statx that sizes it (LenFrom).
+// Not split: a component with a rename (each worker caches its open
+// directories, and only the renaming worker would forget them), or with
+// more opens than a quarter of a worker's fixed-file table divided by the
+// workers (so that it cannot fill a table by itself: an open that finds
+// no slot while its worker has nothing in flight fails with EMFILE, as
+// unsplit, even if another worker's nodes would later close one).
 //
 // Cross-worker edges: when a node with successors owned by another task
 // is final (observe), its index goes into a single-producer
 // single-consumer queue to that task; the queue's tail is published with
 // one atomic store per completion batch (at the next Prep), and the
 // receiver's worker is woken through its doorbell (an eventfd write only
-// if it sleeps). The receiver releases its own successors of that node
-// (task.release), reading the node's status and results after the atomic
-// load of the tail: the sender wrote them before the store, so the Go
-// memory model orders them. Results an after-descendant reads further
-// down (a statx size, kept data) are ordered the same way, edge by edge.
+// if it sleeps). The receiver copies the node's outcome from the owner's
+// state (copyFinal) and releases its own successors of it (task.release),
+// after the atomic load of the tail: the sender wrote them before the
+// store, so the Go memory model orders them. Results a descendant reads
+// further down (Inputs.Result reads the owner's state) are ordered the
+// same way, edge by edge. A task that waits for other workers' nodes
+// polls its queues for a while (splitSpin) before it submits a small
+// batch or sleeps; while it polls, its thread keeps its P.
 //
 // Iterations (Options.Repeat) meet at a barrier: every task waits until
 // all have ended the iteration, so that messages of one iteration are all
