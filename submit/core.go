@@ -149,6 +149,7 @@ type task struct {
 	obs       func(NodeResult) // the run's observer (Runner.observer), or nil
 	cancelPos int              // next node to send an ASYNC_CANCEL to
 	err       error
+	sp        *splitTask // split.go: a share of a component split over the workers, or nil
 }
 
 func newTask(r *Runner) *task {
@@ -172,6 +173,9 @@ func (t *task) use(m Mode) {
 		t.s = &t.waves
 	default:
 		t.s = &t.graph
+		if t.sp != nil {
+			t.s = t.sp // split.go
+		}
 	}
 }
 
@@ -300,6 +304,9 @@ func (t *task) Finish(w *worker.Worker, err error) {
 		t.err = err
 		t.r.barrier.abort.Store(true)
 		t.r.wakeOthers(t)
+		if t.sp != nil {
+			t.r.cancel() // split.go: the other tasks wait for this one's nodes
+		}
 		// Nodes a failed worker never finished are canceled.
 		for _, i := range t.nodes {
 			if t.st.status[i] < stOK {
@@ -373,6 +380,9 @@ func (t *task) conclude(i int32) {
 
 // observe reports node i's final status to the run's observer, if any.
 func (t *task) observe(i int32) {
+	if t.sp != nil {
+		t.sp.final(i) // split.go: tell the tasks owning its successors
+	}
 	if obs := t.obs; obs != nil {
 		n := t.r.nodeResult(i)
 		guard(func() error { obs(n); return nil }) // its panic must not take the worker down
@@ -468,7 +478,7 @@ func (t *task) end(w *worker.Worker, i int32, status uint8, res, cause int32) {
 func (t *task) release(w *worker.Worker, i int32) {
 	st := t.st
 	s := st.status[i]
-	for _, e := range t.p.g.Succs(i) {
+	for _, e := range t.succs(i) { // split.go: the successors this task owns
 		v := e.Node
 		if st.status[v] != stPending {
 			continue
@@ -514,7 +524,7 @@ func (t *task) doom(w *worker.Worker, v int32, status uint8, why int32) {
 		u := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
 		s := st.status[u]
-		for _, e := range t.p.g.Succs(u) {
+		for _, e := range t.succs(u) {
 			x := e.Node
 			if st.status[x] != stPending {
 				continue

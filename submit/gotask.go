@@ -89,7 +89,7 @@ func (t *task) result(i int32) dag.Result {
 	if i < 0 || int(i) >= t.p.n {
 		return dag.Result{Err: dag.ErrNotDone}
 	}
-	st := t.st
+	st := t.r.stateOf(i) // split.go: an ancestor's outcome is in its own task's state
 	switch st.status[i] {
 	case stOK:
 		return dag.Result{Res: st.res[i], Data: st.data[i], Size: st.size[i]}

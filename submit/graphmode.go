@@ -113,7 +113,7 @@ func (g *graphMode) dispatchChain(w *worker.Worker, u int32) {
 	}
 	// Only the last node has successors outside the chain; if one
 	// waits, it waits for the whole chain's completions.
-	for _, e := range p.g.Succs(u) {
+	for _, e := range t.succs(u) {
 		if st.status[e.Node] == stPending {
 			c := g.newChain(n)
 			for x := u; ; x = st.linkedFrom[x] {
@@ -144,7 +144,7 @@ func (g *graphMode) noteSuccs(x int32) {
 	if t.minPending <= 1 {
 		return
 	}
-	for _, e := range t.p.g.Succs(x) {
+	for _, e := range t.succs(x) {
 		if v := e.Node; t.st.status[v] == stPending && t.st.pending[v] < t.minPending {
 			t.minPending = t.st.pending[v]
 		}

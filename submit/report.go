@@ -302,7 +302,7 @@ func (r *Runner) buildReport(mode Mode, repeat int, wall int64) *Report {
 
 // nodeResult returns node i's outcome, its times on the pool's clock.
 func (r *Runner) nodeResult(i int32) NodeResult {
-	p, st := r.p, r.st
+	p, st := r.p, r.stateOf(i) // split.go: the owner's
 	nd := &p.nodes[i]
 	n := NodeResult{ID: nd.ID, Op: nd.Op, Res: st.res[i], Worker: r.worker(i), EndNS: st.end[i], StartNS: st.end[i]}
 	if st.start[i] != 0 {
@@ -324,7 +324,7 @@ func (r *Runner) nodeResult(i int32) NodeResult {
 	default:
 		n.Status = StatusCanceled
 		switch c := st.cause[i]; {
-		case c == causeContext, c >= 0 && st.status[c] == stOK:
+		case c == causeContext, c >= 0 && r.stateOf(c).status[c] == stOK:
 			n.Cause = CauseContext
 		case c >= 0:
 			n.Cause = p.nodes[c].ID
@@ -352,5 +352,8 @@ func (r *Runner) nodeResult(i int32) NodeResult {
 
 // worker returns the worker that ran node i.
 func (r *Runner) worker(i int32) int {
+	if s := r.split; s != nil && len(r.tasks) > 0 && r.tasks[0] == s.tasks[0] {
+		return s.tasks[s.owner[i]].wid // split.go
+	}
 	return r.tasks[int(r.p.compOf[i])%len(r.tasks)].wid
 }

@@ -173,7 +173,8 @@ type Runner struct {
 	mode   Mode
 	root   string
 	depth  int
-	parent *Runner // the run whose Go task runs this one, or nil
+	parent *Runner   // the run whose Go task runs this one, or nil
+	split  *splitSet // split.go: graph mode's tasks when a component is split, or nil
 	// digests makes the run compute the CRC-32C of what its reads
 	// return, which only its Report and observer show: Run sets it, a
 	// subgraph (dag.Inputs.Run) has neither.
@@ -305,6 +306,7 @@ func NewRunner(pool *workers.Pool, g *dag.Graph) *Runner {
 			}
 		}
 	}
+	r.planSplit(splitMinNodes) // split.go
 	return r
 }
 
@@ -341,6 +343,7 @@ func (r *Runner) run(ctx context.Context, mode Mode, o Options) (wall int64, sta
 	if err := r.checkOps(); err != nil {
 		return 0, false, err
 	}
+	r.pickTasks(mode) // split.go
 	files, err := r.open(o.Root)
 	if err != nil {
 		return 0, false, err
@@ -416,7 +419,7 @@ func (r *Runner) run(ctx context.Context, mode Mode, o Options) (wall int64, sta
 		for _, t := range r.tasks[handed:] {
 			t.reset()
 			for _, i := range t.nodes {
-				r.st.status[i], r.st.cause[i] = stCanceled, causeContext
+				t.st.status[i], t.st.cause[i] = stCanceled, causeContext
 			}
 		}
 		// If what started has finished already, nobody sends on fin.

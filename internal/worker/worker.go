@@ -301,6 +301,12 @@ func (w *Worker) loop(errp *error, started func()) {
 		}
 		before := w.ring.Enters()
 		var err error
+		if want == 0 && w.inflight == 0 && w.ring.SQPending() == 0 {
+			// Poked with nothing to submit or reap (another worker
+			// handed a task work): go round without a system call.
+			w.sleeping.Store(false)
+			continue
+		}
 		if want > 1 {
 			// Wake up now and then all the same, to notice new tasks
 			// and cancellations while a long wait is under way.

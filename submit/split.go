@@ -1,0 +1,555 @@
+package submit
+
+import (
+	"math"
+	"slices"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/iodag/iodag/dag"
+	"github.com/iodag/iodag/internal/worker"
+)
+
+// Splitting one large component over every worker (graph mode only).
+//
+// A component of at least splitMinNodes nodes, on a pool of two or more
+// workers, is partitioned over one task per worker; link and waves keep
+// one worker per component (the Runner holds both task sets and picks one
+// per Run). Each node is owned by exactly one task, which alone writes its
+// state, in its own copy of the per-node arrays (shared arrays put
+// neighbouring nodes of two workers on one cache line). Nodes that must
+// share a ring stay together: a kernel-link chain (plan.chainNext), an
+// open with every node that uses its handle (the fixed-file slot is in
+// that worker's table), a read with the statx that sizes it (LenFrom).
+// Not split: a component with a rename (each worker caches its open
+// directories, and only the renaming worker would forget them), or with
+// more opens than a quarter of a worker's fixed-file table divided by the
+// workers (so that it cannot fill a table by itself: an open that finds
+// no slot while its worker has nothing in flight fails with EMFILE, as
+// unsplit, even if another worker's nodes would later close one).
+//
+// Cross-worker edges: when a node with successors owned by another task
+// is final (observe), its index goes into a single-producer
+// single-consumer queue to that task; the queue's tail is published with
+// one atomic store per completion batch (at the next Prep), and the
+// receiver's worker is woken through its doorbell (an eventfd write only
+// if it sleeps). The receiver copies the node's outcome from the owner's
+// state (copyFinal) and releases its own successors of it (task.release),
+// after the atomic load of the tail: the sender wrote them before the
+// store, so the Go memory model orders them. Results a descendant reads
+// further down (Inputs.Result reads the owner's state) are ordered the
+// same way, edge by edge. A task that waits for other workers' nodes
+// polls its queues for a while (splitSpin) before it submits a small
+// batch or sleeps; while it polls, its thread keeps its P.
+//
+// Iterations (Options.Repeat) meet at a barrier: every task waits until
+// all have ended the iteration, so that messages of one iteration are all
+// consumed before the next starts (each queue holds one iteration's worth,
+// sized exactly). A run canceled, stopped or failed on one worker cancels
+// every task, so none waits for messages that will not come.
+
+// splitMinNodes is the fewest nodes of a component that is split over the
+// workers (math.MaxInt: none is). Off until measured faster than one
+// worker; the tests and benchmarks split with planSplit.
+var splitMinNodes = math.MaxInt
+
+// splitMin is the size the benchmarks split at.
+const splitMin = 1024
+
+// splitSpin is how long a task that waits for other workers' nodes, with
+// nothing of its own in flight, polls its queues before it submits the
+// few nodes it has or its worker sleeps: a sleep and an eventfd wake-up
+// cost tens of µs, a level of a layered graph a few. It yields the CPU
+// (sched_yield) between polls: on a busy machine the thread it waits for
+// may be queued behind it (measured on the shared 2-vCPU VM: polling
+// without yielding made 2 workers 2x slower than not polling at all).
+const splitSpin = 20 * time.Microsecond
+
+// splitPoll is how many polls come before the first yield: a few µs,
+// about what another worker on its own core takes to publish.
+const splitPoll = 128
+
+// splitSet is a Runner's graph-mode task set when a component is split.
+type splitSet struct {
+	tasks   []*task // one per worker: the graph-mode set
+	unsplit []*task // the Runner's own set, for link and waves
+	owner   []int32 // per node: its task in tasks
+	// lsucc[lOff[u]:lOff[u+1]] are u's successors owned by u's task;
+	// u's other successors are rsucc[rOff[u]:rOff[u+1]], grouped by
+	// owner, and rdest[dOff[u]:dOff[u+1]] says which task each group
+	// belongs to and where it ends.
+	lOff, rOff, dOff []int32
+	lsucc, rsucc     []dag.Edge
+	rdest            []splitDest
+	arrived          atomic.Int64 // barrier arrivals in this run
+	splitComps       int          // components split
+}
+
+type splitDest struct {
+	task int32
+	end  int32 // end of its group in rsucc
+}
+
+// spsc is a queue of node indices from one task to another. Only the
+// sender writes buf and tail, only the receiver reads them; tail is the
+// publication. Indices grow for the whole run; buf holds one iteration.
+type spsc struct {
+	buf  []int32
+	_    [56]byte
+	tail atomic.Uint32
+	_    [60]byte
+}
+
+// splitTask is a split task's graph-mode strategy: graphMode, plus the
+// queues to and from the other tasks and the iteration barrier.
+type splitTask struct {
+	t        *task
+	set      *splitSet
+	me       int32
+	in       []*spsc  // from each task (nil: none)
+	head     []uint32 // per in queue: next to read
+	out      []*spsc  // to each task (nil: none)
+	ltail    []uint32 // per out queue: written, maybe not published
+	pub      []uint32 // per out queue: published
+	dirty    []int32  // out queues with unpublished entries
+	expected int      // messages per iteration
+	received int
+	arrived  bool // at the barrier of this iteration
+	passed   bool
+	// batch is how many ready nodes are worth an enter while other
+	// workers still owe this one nodes: half its average share of a
+	// level of the split components (16 for layered 64x64 on 2
+	// workers), at most 32.
+	batch int
+}
+
+// planSplit gives r a split graph-mode task set if a component of g is
+// worth splitting (min nodes, at least two workers), or none.
+func (r *Runner) planSplit(min int) {
+	r.split = nil
+	k := r.pool.Size()
+	p, g := r.p, r.p.g
+	comps := g.Components()
+	split := make([]bool, len(comps))
+	any := false
+	files := int(r.pool.Config().Files)
+	for c, nodes := range comps {
+		if k < 2 || len(nodes) < min {
+			continue
+		}
+		ok, opens := true, 0
+		for _, i := range nodes {
+			switch p.op[i] {
+			case dag.OpRename:
+				ok = false
+			case dag.OpOpen:
+				opens++
+			}
+		}
+		split[c] = ok && opens <= files/4/k
+		any = any || split[c]
+	}
+	if !any {
+		return
+	}
+	s := &splitSet{unsplit: r.tasks, owner: make([]int32, p.n)}
+	for j := 0; j < k; j++ {
+		t := newTask(r)
+		// Each task's own state: the workers' writes to neighbouring
+		// nodes would share cache lines (measured: release's reads of
+		// status and pending were 5x slower on 2 workers).
+		t.st = newState(p)
+		t.sp = &splitTask{t: t, set: s, me: int32(j), in: make([]*spsc, k), head: make([]uint32, k),
+			out: make([]*spsc, k), ltail: make([]uint32, k), pub: make([]uint32, k)}
+		s.tasks = append(s.tasks, t)
+	}
+	small := 0
+	for c, nodes := range comps {
+		if split[c] {
+			s.splitComps++
+			s.partition(p, nodes, k)
+			continue
+		}
+		for _, i := range nodes {
+			s.owner[i] = int32(small % k)
+		}
+		small++
+	}
+	for _, i := range g.Order() {
+		t := s.tasks[s.owner[i]]
+		t.nodes = append(t.nodes, i)
+	}
+	s.edges(p)
+	s.batches(comps, split)
+	for _, t := range s.tasks {
+		t.ready = make([]int32, 0, len(t.nodes))
+		for _, i := range t.nodes {
+			if p.npred[i] == 0 {
+				t.graph.roots = append(t.graph.roots, i)
+			}
+			if p.op[i] == dag.OpOpen {
+				t.opens = append(t.opens, i)
+			}
+		}
+	}
+	r.split = s
+}
+
+// partition assigns the nodes of one component (in topological order) to
+// k tasks: each level is ordered by where its nodes' first predecessors
+// stand in theirs and cut into k equal ranges, so every task has a share
+// of every level and a subtree tends to stay on one task; then every
+// member of a group that must share a ring (a kernel chain, a handle's
+// open and users) goes where its first member went.
+func (s *splitSet) partition(p *plan, nodes []int32, k int) {
+	g := p.g
+	n := len(nodes)
+	pos := make(map[int32]int32, n) // node -> its index in nodes
+	for j, i := range nodes {
+		pos[i] = int32(j)
+	}
+	level := make([]int32, n)
+	depth := int32(0)
+	for j, i := range nodes {
+		for _, e := range g.Preds(i) {
+			level[j] = max(level[j], level[pos[e.Node]]+1)
+		}
+		depth = max(depth, level[j]+1)
+	}
+	byLevel := make([][]int32, depth) // indices into nodes
+	for j := range nodes {
+		byLevel[level[j]] = append(byLevel[level[j]], int32(j))
+	}
+	key := make([]float64, n) // a node's place in its level, in [0, 1)
+	for _, lv := range byLevel {
+		for r, j := range lv {
+			key[j] = float64(r) / float64(len(lv)) // roots: by order
+			if pr := g.Preds(nodes[j]); len(pr) > 0 {
+				key[j] = key[pos[pr[0].Node]]
+			}
+		}
+		slices.SortStableFunc(lv, func(a, b int32) int {
+			switch {
+			case key[a] < key[b]:
+				return -1
+			case key[a] > key[b]:
+				return 1
+			}
+			return 0
+		})
+		for r, j := range lv {
+			key[j] = float64(r) / float64(len(lv))
+			s.owner[nodes[j]] = int32(r * k / len(lv))
+		}
+	}
+	// Groups, by union-find over positions.
+	parent := make([]int32, n)
+	for j := range parent {
+		parent[j] = int32(j)
+	}
+	find := func(x int32) int32 {
+		for parent[x] != x {
+			parent[x] = parent[parent[x]]
+			x = parent[x]
+		}
+		return x
+	}
+	union := func(a, b int32) {
+		if a, b = find(a), find(b); a != b {
+			parent[max(a, b)] = min(a, b)
+		}
+	}
+	byHandle := map[int32]int32{}
+	for j, i := range nodes {
+		if v := p.chainNext[i]; v >= 0 {
+			union(int32(j), pos[v])
+		}
+		if f := p.nodes[i].LenFrom; f >= 0 {
+			union(int32(j), pos[f]) // take reads the statx's size
+		}
+		if h := p.handle[i]; h >= 0 {
+			if f, ok := byHandle[h]; ok {
+				union(f, int32(j))
+			} else {
+				byHandle[h] = int32(j)
+			}
+		}
+	}
+	// The root of a group is its first member in topological order
+	// (union keeps the smaller position), which is visited first.
+	for j, i := range nodes {
+		if r := find(int32(j)); r != int32(j) {
+			s.owner[i] = s.owner[nodes[r]]
+		}
+	}
+}
+
+// edges splits every node's successors into those its own task releases
+// and those it sends to others, and sizes the queues.
+func (s *splitSet) edges(p *plan) {
+	g := p.g
+	n := p.n
+	k := len(s.tasks)
+	s.lOff, s.rOff, s.dOff = make([]int32, n+1), make([]int32, n+1), make([]int32, n+1)
+	count := make([]int32, k*k) // messages per iteration, from*k+to
+	var group []dag.Edge
+	for u := range int32(n) {
+		o := s.owner[u]
+		group = group[:0]
+		for _, e := range g.Succs(u) {
+			if s.owner[e.Node] == o {
+				s.lsucc = append(s.lsucc, e)
+			} else {
+				group = append(group, e)
+			}
+		}
+		slices.SortStableFunc(group, func(a, b dag.Edge) int { return int(s.owner[a.Node] - s.owner[b.Node]) })
+		for x, e := range group {
+			s.rsucc = append(s.rsucc, e)
+			d := s.owner[e.Node]
+			if x+1 == len(group) || s.owner[group[x+1].Node] != d {
+				s.rdest = append(s.rdest, splitDest{task: d, end: int32(len(s.rsucc))})
+				count[int(o)*k+int(d)]++
+			}
+		}
+		s.lOff[u+1], s.rOff[u+1], s.dOff[u+1] = int32(len(s.lsucc)), int32(len(s.rsucc)), int32(len(s.rdest))
+	}
+	for from := range k {
+		for to := range k {
+			c := count[from*k+to]
+			if c == 0 {
+				continue
+			}
+			q := &spsc{buf: make([]int32, c)}
+			s.tasks[from].sp.out[to] = q
+			s.tasks[to].sp.in[from] = q
+			s.tasks[to].sp.expected += int(c)
+		}
+	}
+}
+
+// pickTasks makes r.tasks the set that runs mode m, and readies the
+// split set's queues and barrier for a run (before any task starts).
+func (r *Runner) pickTasks(m Mode) {
+	s := r.split
+	if s == nil {
+		return
+	}
+	r.tasks = s.unsplit
+	if m != Graph {
+		return
+	}
+	r.tasks = s.tasks
+	s.arrived.Store(0)
+	for _, t := range s.tasks {
+		sp := t.sp
+		clear(sp.head)
+		clear(sp.ltail)
+		clear(sp.pub)
+		sp.dirty = sp.dirty[:0]
+		for _, q := range sp.out {
+			if q != nil {
+				q.tail.Store(0)
+			}
+		}
+	}
+}
+
+// succs returns the successors of node i that task t releases: all of
+// them, unless t is a split task (its own node's local successors, or
+// another task's node's successors owned by t).
+func (t *task) succs(i int32) []dag.Edge {
+	if t.sp == nil {
+		return t.p.g.Succs(i)
+	}
+	return t.sp.succs(i)
+}
+
+func (sp *splitTask) succs(i int32) []dag.Edge {
+	s := sp.set
+	if s.owner[i] == sp.me {
+		return s.lsucc[s.lOff[i]:s.lOff[i+1]]
+	}
+	start := s.rOff[i]
+	for _, d := range s.rdest[s.dOff[i]:s.dOff[i+1]] {
+		if d.task == sp.me {
+			return s.rsucc[start:d.end]
+		}
+		start = d.end
+	}
+	return nil
+}
+
+// final queues node i, now final, to the tasks owning its successors.
+func (sp *splitTask) final(i int32) {
+	s := sp.set
+	for _, d := range s.rdest[s.dOff[i]:s.dOff[i+1]] {
+		q := sp.out[d.task]
+		lt := sp.ltail[d.task]
+		if lt == sp.pub[d.task] { // nothing unpublished yet
+			sp.dirty = append(sp.dirty, d.task)
+		}
+		q.buf[lt%uint32(len(q.buf))] = i
+		sp.ltail[d.task] = lt + 1
+	}
+}
+
+// flush publishes what final queued and wakes the receivers: once per
+// queue per completion batch.
+func (sp *splitTask) flush() {
+	for _, d := range sp.dirty {
+		sp.out[d].tail.Store(sp.ltail[d])
+		sp.pub[d] = sp.ltail[d]
+		if w := sp.set.tasks[d].worker.Load(); w != nil {
+			w.Wake()
+		}
+	}
+	sp.dirty = sp.dirty[:0]
+}
+
+// copyFinal copies what node u's dependents may read of it (u is final)
+// from another task's state.
+func (st *state) copyFinal(src *state, u int32) {
+	st.status[u], st.res[u], st.cause[u] = src.status[u], src.res[u], src.cause[u]
+	st.size[u], st.data[u], st.err[u] = src.size[u], src.data[u], src.err[u]
+	st.digest[u], st.start[u], st.end[u] = src.digest[u], src.start[u], src.end[u]
+}
+
+// stateOf returns the state that holds node i's outcome: its task's, if
+// the run in progress (or the last) is split.
+func (r *Runner) stateOf(i int32) *state {
+	if s := r.split; s != nil && len(r.tasks) > 0 && r.tasks[0] == s.tasks[0] {
+		return s.tasks[s.owner[i]].st
+	}
+	return r.st
+}
+
+// drain releases the successors this task owns of every node the other
+// tasks published; it reports whether there was any.
+func (sp *splitTask) drain(w *worker.Worker) bool {
+	got := false
+	for from, q := range sp.in {
+		if q == nil {
+			continue
+		}
+		h, tail := sp.head[from], q.tail.Load()
+		src := sp.set.tasks[from].st
+		for ; h != tail; h++ {
+			u := q.buf[h%uint32(len(q.buf))]
+			sp.t.st.copyFinal(src, u)
+			sp.t.release(w, u)
+			sp.received++
+			got = true
+		}
+		sp.head[from] = h
+	}
+	return got
+}
+
+func (sp *splitTask) begin() {
+	sp.t.graph.begin()
+	sp.received, sp.arrived, sp.passed = 0, false, false
+}
+
+func (sp *splitTask) prep(w *worker.Worker) {
+	t := sp.t
+	g := &t.graph
+	if sp.arrived {
+		// Waiting at the barrier: what the queues hold now is of the
+		// next iteration, for after begin.
+		sp.await()
+		return
+	}
+	sp.flush()
+	sp.drain(w)
+	// While nothing of its own is in flight and few nodes are ready, and
+	// other workers still owe it nodes, poll for more before submitting:
+	// an enter per level's worth, not per message batch; with nothing
+	// ready, poll a little before the worker sleeps.
+	if t.inflight == 0 && t.goRunning == 0 && sp.received < sp.expected && len(t.ready)-g.rhead < sp.batch {
+		start := time.Now()
+		for i := 1; ; i++ {
+			if sp.drain(w) && len(t.ready)-g.rhead >= sp.batch || sp.received == sp.expected {
+				break
+			}
+			if i > splitPoll {
+				syscall.RawSyscall(syscall.SYS_SCHED_YIELD, 0, 0, 0)
+			}
+			if i%64 == 0 && time.Since(start) > splitSpin || t.cancelReq.Load() {
+				break
+			}
+		}
+	}
+	g.prep(w)
+	sp.flush()
+	if !sp.localDone() || t.iter+1 >= t.repeat {
+		return
+	}
+	sp.arrived = true
+	if sp.set.arrived.Add(1) == sp.target() {
+		for _, o := range sp.set.tasks {
+			if w := o.worker.Load(); o != t && w != nil {
+				w.Wake()
+			}
+		}
+	}
+	sp.await()
+}
+
+// target is the barrier arrivals that end the current iteration.
+func (sp *splitTask) target() int64 { return int64(sp.t.iter+1) * int64(len(sp.set.tasks)) }
+
+// await checks the barrier, polling up to splitSpin for the last tasks.
+func (sp *splitTask) await() {
+	target := sp.target()
+	start := time.Now()
+	for i := 1; !sp.passed; i++ {
+		sp.passed = sp.set.arrived.Load() >= target
+		if i > splitPoll {
+			syscall.RawSyscall(syscall.SYS_SCHED_YIELD, 0, 0, 0)
+		}
+		if i%64 == 0 && time.Since(start) > splitSpin || sp.t.cancelReq.Load() {
+			break
+		}
+	}
+}
+
+// localDone reports whether this task's part of the iteration has ended:
+// its nodes final and told, every message for it received.
+func (sp *splitTask) localDone() bool {
+	t := sp.t
+	return t.remaining == 0 && t.inflight == 0 && t.goRunning == 0 && sp.received == sp.expected && len(sp.dirty) == 0
+}
+
+func (sp *splitTask) want() int {
+	if sp.received < sp.expected {
+		return 1 // a message wakes the worker with one CQE (the doorbell)
+	}
+	return sp.t.graph.want()
+}
+
+func (sp *splitTask) settled(w *worker.Worker, i int32) { sp.t.graph.settled(w, i) }
+
+func (sp *splitTask) done() bool {
+	return sp.localDone() && (sp.passed || sp.t.iter+1 >= sp.t.repeat)
+}
+
+// batches sets each task's batch from its share of the split components.
+func (s *splitSet) batches(comps [][]int32, split []bool) {
+	g := s.tasks[0].p.g
+	depth := 1
+	share := make([]int, len(s.tasks))
+	for c, nodes := range comps {
+		if !split[c] {
+			continue
+		}
+		for _, i := range nodes {
+			share[s.owner[i]]++
+			depth = max(depth, g.Level(i)+1)
+		}
+	}
+	for j, t := range s.tasks {
+		t.sp.batch = min(max(share[j]/depth/2, 1), 32)
+	}
+}

@@ -1,0 +1,121 @@
+package submit
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/iodag/iodag/dag"
+	"github.com/iodag/iodag/workers"
+)
+
+// BenchmarkSplitLayered64x64 runs one connected component (layered 64x64
+// NOPs, 4096 nodes) in graph mode on 1 and 2 workers: with 2, the
+// component is split over both (split.go).
+//
+//	go test -run '^$' -bench SplitLayered -benchtime 400x ./submit
+func BenchmarkSplitLayered64x64(b *testing.B) {
+	benchSplit(b, graphOf(dag.Layered(64, 64, dag.GenOptions{})))
+}
+
+// BenchmarkSplitTree12 is the control: a binary tree of 4095 NOPs, which
+// the partition cuts at one edge (each worker a subtree), so the workers
+// have almost nothing to exchange.
+func BenchmarkSplitTree12(b *testing.B) {
+	benchSplit(b, graphOf(dag.Tree(12, dag.GenOptions{})))
+}
+
+func benchSplit(b *testing.B, g *dag.Graph) {
+	for _, n := range []int{1, 2} {
+		b.Run(fmt.Sprintf("workers=%d", n), func(b *testing.B) {
+			pool, err := workers.New(workers.Config{Workers: n})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer pool.Close()
+			r := NewRunner(pool, g)
+			defer r.Close()
+			r.planSplit(splitMin)
+			if _, err := r.Run(context.Background(), Graph, Options{}); err != nil {
+				b.Fatal(err)
+			}
+			wakes := func() (w uint64) {
+				for _, s := range pool.Stats() {
+					w += s.Wakes
+				}
+				return w
+			}
+			w0 := wakes()
+			b.ReportAllocs()
+			b.ResetTimer()
+			rep, err := r.Run(context.Background(), Graph, Options{Repeat: b.N})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if rep.Counts.OK != g.Len() {
+				b.Fatalf("counts %+v", rep.Counts)
+			}
+			b.ReportMetric(rep.OpsPerSec, "nodes/s")
+			b.ReportMetric(float64(rep.Enters)/float64(b.N), "enters/run")
+			b.ReportMetric(float64(wakes()-w0)/float64(b.N), "wakes/run")
+		})
+	}
+}
+
+// BenchmarkSplitDirTree extracts an archive as one component: a tree of
+// 341 directories (fanout 4, depth 5), 4 files in each written by open,
+// write 512 bytes, close (4433 nodes), in graph mode on 1 and 2 workers,
+// each run into a fresh root; and on 2 workers unsplit, for comparison.
+//
+//	IODAG_BENCH_DIR=/dev/shm go test -run '^$' -bench SplitDirTree -benchtime 20x ./submit
+func BenchmarkSplitDirTree(b *testing.B) {
+	g := dirTree(4, 5, 4)
+	for _, n := range []int{1, 2, -2} { // -2: two workers, not split
+		name := fmt.Sprintf("workers=%d", n)
+		if n < 0 {
+			name = "workers=2-unsplit"
+		}
+		b.Run(name, func(b *testing.B) {
+			pool, err := workers.New(workers.Config{Workers: max(n, -n)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer pool.Close()
+			r := NewRunner(pool, g)
+			defer r.Close()
+			if n > 0 {
+				r.planSplit(splitMin)
+			}
+			base := b.TempDir()
+			if d := os.Getenv("IODAG_BENCH_DIR"); d != "" {
+				// A tmpfs (/dev/shm) takes the disk's noise out.
+				if base, err = os.MkdirTemp(d, "dirtree"); err != nil {
+					b.Fatal(err)
+				}
+				defer os.RemoveAll(base)
+			}
+			var wall int64
+			for i := range b.N + 1 {
+				b.StopTimer()
+				root := filepath.Join(base, strconv.Itoa(i))
+				if err := os.Mkdir(root, 0o755); err != nil {
+					b.Fatal(err)
+				}
+				if i > 0 {
+					b.StartTimer()
+				}
+				rep, err := r.Run(context.Background(), Graph, Options{Root: root})
+				if err != nil || rep.Counts.OK != g.Len() {
+					b.Fatalf("Run: %v, counts %+v", err, rep.Counts)
+				}
+				if i > 0 {
+					wall += rep.WallNS
+				}
+			}
+			b.ReportMetric(float64(g.Len())*float64(b.N)/(float64(wall)/1e9), "nodes/s")
+		})
+	}
+}

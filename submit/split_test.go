@@ -1,0 +1,538 @@
+package submit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/iodag/iodag/dag"
+	"github.com/iodag/iodag/scratch"
+	"github.com/iodag/iodag/workers"
+	"golang.org/x/sys/unix"
+)
+
+// The split run (one component over two workers, split.go) must end every
+// node as the unsplit run does: status, result, errno, cause, digest, size
+// and kept bytes.
+
+// splitRow is what must agree of a node between the two runs.
+type splitRow struct {
+	ID     string
+	Status Status
+	Res    int32
+	Errno  Errno
+	Cause  string
+	Digest Digest
+	Size   int64
+	Data   []byte
+}
+
+func splitRows(rep *Report) []splitRow {
+	rows := make([]splitRow, len(rep.Nodes))
+	for i, n := range rep.Nodes {
+		rows[i] = splitRow{n.ID, n.Status, n.Res, n.Errno, n.Cause, n.Digest, n.Size, n.Data}
+	}
+	return rows
+}
+
+// runSplit runs g in graph mode on pool in a fresh root, its components
+// split if they have at least min nodes (math.MaxInt: never), and reports
+// whether any was.
+func runSplit(t *testing.T, pool *workers.Pool, g *dag.Graph, min, repeat int, ctx context.Context) (*Report, bool, error) {
+	t.Helper()
+	root := t.TempDir()
+	if err := scratch.Create(root, g); err != nil {
+		t.Fatal(err)
+	}
+	r := NewRunner(pool, g)
+	defer r.Close()
+	r.planSplit(min)
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	rep, err := r.Run(ctx, Graph, Options{Root: root, Repeat: repeat})
+	if errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Run(%s) hung", g.Name())
+	}
+	checkFinal(t, g, rep)
+	return rep, r.split != nil, err
+}
+
+// reactGraph is a random DAG of n steps using what Go code can do beside
+// I/O: hooks (some failing), bindings and LenFrom reading other nodes'
+// results, Go tasks, kept reads, on_failure cleanups and handles.
+func reactGraph(seed uint64, n int) *dag.Graph {
+	rng := rand.New(rand.NewPCG(seed, 0x5b117))
+	b := dag.NewBuilder("react-" + strconv.FormatUint(seed, 10))
+	b.AddFile(dag.FileSpec{Name: "data", Size: faultDataSize, Fill: faultDataFill})
+	b.AddFile(dag.FileSpec{Name: "small", Size: faultSmallSize, Fill: 3})
+	var exits []dag.Task
+	var reads []int // exits of kept reads of data
+	errHook := errors.New("hook says no")
+	for v := range n {
+		id := "n" + strconv.Itoa(v)
+		var first, last dag.Task
+		seen := map[int]bool{}
+		switch k := rng.IntN(20); {
+		case k < 8:
+			first = b.Nop(id)
+		case k < 10:
+			first = b.Read(id, dag.File("data"), int64(rng.IntN(64))*faultIO, faultIO).Keep()
+			reads = append(reads, v)
+		case k == 10: // a statx sizing a kept read
+			s := b.Statx(id, "small")
+			first, last = s, b.Read(id+"r", dag.File("small"), 0, 0).After(s).LenFrom(s).Keep()
+		case k == 11: // a short read: fails
+			first = b.Read(id, dag.File("small"), 0, faultIO)
+		case k == 12: // a hook that fails every third node
+			fail := v%3 == 0
+			first = b.Nop(id).Then(func(in dag.Inputs, r dag.Result) error {
+				if fail {
+					return errHook
+				}
+				return nil
+			})
+		case k == 13 && len(reads) > 0: // a binding reading an earlier kept read
+			p := reads[rng.IntN(len(reads))]
+			seen[p] = true
+			src := exits[p]
+			first = b.Read(id, dag.File("data"), 0, 16).After(src).Keep().
+				Bind(func(in dag.Inputs, p *dag.Params) error {
+					d := in.Result(src).Data
+					if len(d) < 1 {
+						return errors.New("no data")
+					}
+					p.Offset = int64(d[0]) * faultIO
+					return nil
+				})
+		case k == 14: // a Go task
+			fail := v%4 == 0
+			first = b.Go(id, func(in dag.Inputs) error {
+				if fail {
+					return fmt.Errorf("go task %s fails", id)
+				}
+				return nil
+			})
+		case k == 15: // open, read, close of a handle
+			h := "h" + id
+			o := b.Open(id, "data", unix.O_RDONLY, h)
+			r := b.Read(id+"r", dag.Handle(h), int64(rng.IntN(64))*faultIO, faultIO).After(o)
+			first, last = o, b.Close(id+"c", dag.Handle(h)).Finally(r)
+		case k == 16 && v > 0:
+			// A cleanup of an earlier node, and no node's predecessor:
+			// a node after a skipped and a canceled node ends as the
+			// first of them to settle says, split or not.
+			p := rng.IntN(v)
+			seen[p] = true
+			c := b.Nop(id).OnFailure(exits[p])
+			if q := v - 1 - rng.IntN(min(v, 12)); !seen[q] {
+				c.After(exits[q])
+			}
+			first = b.Nop(id + "x")
+		default:
+			first = b.Timeout(id, time.Duration(1000+rng.IntN(3000)))
+		}
+		if last == (dag.Task{}) {
+			last = first
+		}
+		for j := rng.IntN(3); j > 0 && v > 0; j-- {
+			p := v - 1 - rng.IntN(min(v, 12))
+			if seen[p] {
+				continue
+			}
+			seen[p] = true
+			if rng.IntN(4) == 0 {
+				first.Finally(exits[p])
+			} else {
+				first.After(exits[p])
+			}
+		}
+		exits = append(exits, last)
+	}
+	g, err := b.Build()
+	if err != nil {
+		panic(err)
+	}
+	return g
+}
+
+func TestSplitAgrees(t *testing.T) {
+	cases := []struct {
+		name   string
+		g      *dag.Graph
+		split  bool // a component is split
+		repeat int
+	}{
+		{"layered64x16", graphOf(dag.Layered(64, 16, dag.GenOptions{Seed: 3})), true, 3},
+		{"layered8x200-read4k", graphOf(dag.Layered(8, 200, dag.GenOptions{Op: "read4k", Seed: 4})), true, 2},
+		{"tree9", graphOf(dag.Tree(9, dag.GenOptions{})), true, 3},
+		{"fanout1000", graphOf(dag.Fanout(1000, dag.GenOptions{})), true, 2},
+		{"chains3x400", graphOf(dag.Chains(3, 400, dag.GenOptions{})), true, 2},
+		{"maildir200", graphOf(dag.Maildir(200, dag.GenOptions{})), false, 1},
+		{"dirtree", dirTree(3, 4, 3), true, 1},
+	}
+	for seed := uint64(1); seed <= 8; seed++ {
+		fg, err := genFaults(seed, 150+int(seed)*60, int(seed%4)*5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cases = append(cases, struct {
+			name   string
+			g      *dag.Graph
+			split  bool
+			repeat int
+		}{fmt.Sprintf("faults%d-%s", seed, fg.shape), fg.g, false, 2})
+	}
+	for seed := uint64(1); seed <= 6; seed++ {
+		cases = append(cases, struct {
+			name   string
+			g      *dag.Graph
+			split  bool
+			repeat int
+		}{fmt.Sprintf("react%d", seed), reactGraph(seed, 300), true, 2})
+	}
+	pools := []*workers.Pool{
+		newPool(t, workers.Config{Workers: 2}),
+		newPool(t, workers.Config{Workers: 2, Entries: 16}),
+		newPool(t, workers.Config{Workers: 3, Entries: 64, InFlight: 24}),
+	}
+	for k, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			pool := pools[k%len(pools)]
+			want, _, werr := runSplit(t, pool, tc.g, math.MaxInt, tc.repeat, context.Background())
+			got, split, gerr := runSplit(t, pool, tc.g, 16, tc.repeat, context.Background())
+			if tc.split && !split {
+				t.Errorf("no component of %s was split", tc.name)
+			}
+			if (werr == nil) != (gerr == nil) {
+				t.Errorf("Run error: split %v, unsplit %v", gerr, werr)
+			}
+			// Where a node has two failed ancestors, its cause is the
+			// failure that reached it first: timing, split or not. It
+			// must name a failed node of its component.
+			w, gr := splitRows(want), splitRows(got)
+			for i := range gr {
+				if c := gr[i].Cause; c != "" && c != CauseContext {
+					if ci, ok := tc.g.Index(c); !ok || got.Nodes[ci].Status != StatusFailed || tc.g.Component(ci) != tc.g.Component(int32(i)) {
+						t.Errorf("%s canceled by %q, not a failed node of its component", gr[i].ID, c)
+					}
+				}
+				w[i].Cause, gr[i].Cause = "", ""
+			}
+			checkEdges(t, tc.g, got)
+			checkEdges(t, tc.g, want)
+			if diff := cmp.Diff(w, gr); diff != "" {
+				t.Errorf("split run differs from the unsplit run (-unsplit +split):\n%s", diff)
+			}
+		})
+	}
+}
+
+// dirTree is an archive's extraction as one component: a tree of
+// directories (fanout wide, depth deep), each with files files written
+// (open, write, close) after its mkdir.
+func dirTree(fanout, depth, files int) *dag.Graph {
+	b := dag.NewBuilder(fmt.Sprintf("dirtree%dx%dx%d", fanout, depth, files))
+	var walk func(parent dag.Task, path string, d int)
+	n := 0
+	walk = func(parent dag.Task, path string, d int) {
+		m := b.Mkdir("", path, 0o755)
+		if parent != (dag.Task{}) {
+			m.After(parent)
+		}
+		for f := range files {
+			n++
+			h := "h" + strconv.Itoa(n)
+			o := b.Open("", path+"/f"+strconv.Itoa(f), unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC, h).After(m)
+			w := b.Write("", dag.Handle(h), 0, 512, byte(n)).After(o)
+			b.Close("", dag.Handle(h)).Finally(w)
+		}
+		if d+1 < depth {
+			for c := range fanout {
+				walk(m, path+"/d"+strconv.Itoa(c), d+1)
+			}
+		}
+	}
+	walk(dag.Task{}, "x", 0)
+	g, err := b.Build()
+	if err != nil {
+		panic(err)
+	}
+	return g
+}
+
+// TestSplitCancel ends split runs early: a context already canceled (every
+// node canceled, as unsplit), and a Stop from a hook mid-run (the run
+// returns the StopError, every node is final, whatever ran ran after its
+// predecessors, and the next run of the same Runner is whole again).
+func TestSplitCancel(t *testing.T) {
+	pool := newPool(t, workers.Config{Workers: 2})
+	g := graphOf(dag.Layered(32, 32, dag.GenOptions{Seed: 9}))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	want, _, werr := runSplit(t, pool, g, math.MaxInt, 1, ctx)
+	got, split, gerr := runSplit(t, pool, g, 16, 1, ctx)
+	if !split || werr == nil || gerr == nil {
+		t.Fatalf("canceled: split %v, errors %v, %v", split, werr, gerr)
+	}
+	if diff := cmp.Diff(splitRows(want), splitRows(got)); diff != "" {
+		t.Errorf("canceled split run differs (-unsplit +split):\n%s", diff)
+	}
+
+	errStop := errors.New("enough")
+	for _, at := range []int{0, 100, 500, 1000} {
+		t.Run("stop"+strconv.Itoa(at), func(t *testing.T) {
+			b := dag.NewBuilder("stop")
+			var prev []dag.Task
+			var ran, armed atomic.Bool
+			armed.Store(true)
+			for lv := range 32 {
+				var cur []dag.Task
+				for i := range 32 {
+					n := b.Nop(fmt.Sprintf("l%d_%d", lv, i))
+					if lv*32+i == at {
+						n.Then(func(in dag.Inputs, _ dag.Result) error {
+							if armed.Swap(false) {
+								in.Stop(errStop)
+							}
+							return nil
+						})
+					} else {
+						n.Then(func(dag.Inputs, dag.Result) error { ran.Store(true); return nil })
+					}
+					if lv > 0 {
+						n.After(prev[i], prev[(i+1)%32])
+					}
+					cur = append(cur, n)
+				}
+				prev = cur
+			}
+			g, err := b.Build()
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := NewRunner(pool, g)
+			r.planSplit(16)
+			if r.split == nil {
+				t.Fatal("not split")
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			rep, err := r.Run(ctx, Graph, Options{Repeat: 3})
+			if se := (*StopError)(nil); !errors.As(err, &se) || !errors.Is(err, errStop) {
+				t.Fatalf("Run = %v, want the StopError", err)
+			}
+			checkFinal(t, g, rep)
+			for i, n := range rep.Nodes {
+				if n.Status == StatusCanceled && n.Cause != CauseContext {
+					t.Errorf("%s canceled by %q, want the context", n.ID, n.Cause)
+				}
+				if n.Status != StatusOK {
+					continue
+				}
+				for _, e := range g.Preds(int32(i)) {
+					if p := rep.Nodes[e.Node]; p.Status != StatusOK {
+						t.Errorf("%s ran although its predecessor %s is %s", n.ID, p.ID, p.Status)
+					}
+				}
+			}
+			if rep.Nodes[at].Status != StatusOK {
+				t.Errorf("the stopping node is %s", rep.Nodes[at].Status)
+			}
+			rep, err = r.Run(ctx, Graph, Options{})
+			if err != nil || rep.Counts.OK != g.Len() {
+				t.Errorf("rerun after a stop: %v, counts %+v", err, rep.Counts)
+			}
+		})
+	}
+}
+
+// checkEdges checks every node's status against its predecessors' in the
+// same report, by the package's rule: a node ran only if every edge held,
+// was canceled only if one did not (or the context ended), and was skipped
+// only if a predecessor was skipped or its on_failure condition did not hold.
+func checkEdges(t *testing.T, g *dag.Graph, rep *Report) {
+	t.Helper()
+	for i, n := range rep.Nodes {
+		holds, skippedPred, canceling, onFail, trig := true, false, false, false, false
+		for _, e := range g.Preds(int32(i)) {
+			p := rep.Nodes[e.Node].Status
+			switch {
+			case e.Kind == dag.OnFailure:
+				onFail = true
+				trig = trig || p == StatusFailed || p == StatusCanceled
+			case p == StatusOK, e.Kind == dag.Finally && p == StatusFailed:
+			case p == StatusSkipped:
+				holds, skippedPred = false, true
+			default:
+				holds, canceling = false, true
+			}
+		}
+		ok := true
+		switch n.Status {
+		case StatusOK, StatusFailed:
+			ok = holds && (!onFail || trig)
+		case StatusCanceled:
+			ok = canceling || n.Cause == CauseContext
+		case StatusSkipped:
+			ok = skippedPred || onFail && !trig
+		}
+		if !ok {
+			t.Errorf("%s: %s is %s, which its predecessors do not allow", g.Name(), n.ID, n.Status)
+		}
+	}
+}
+
+// TestSplitModes runs one Runner whose component is split in graph mode,
+// then in waves and link mode (one worker for the component), then in
+// graph mode again, observing every node: each run reports every node, on
+// the worker that ran it, as its own run says.
+func TestSplitModes(t *testing.T) {
+	pool := newPool(t, workers.Config{Workers: 2})
+	g := reactGraph(7, 400)
+	root := t.TempDir()
+	if err := scratch.Create(root, g); err != nil {
+		t.Fatal(err)
+	}
+	r := NewRunner(pool, g)
+	defer r.Close()
+	r.planSplit(16)
+	if r.split == nil {
+		t.Fatal("not split")
+	}
+	var first []splitRow
+	for k, m := range []Mode{Graph, Waves, Link, Graph} {
+		var observed atomic.Int64
+		rep, err := r.Run(context.Background(), m, Options{Root: root, Observe: func(NodeResult) { observed.Add(1) }})
+		if err != nil && rep == nil {
+			t.Fatalf("Run %s: %v", m, err)
+		}
+		checkFinal(t, g, rep)
+		if m != Link { // a link chain's failure also cancels what did not depend on it
+			checkEdges(t, g, rep)
+		}
+		if n := observed.Load(); n != int64(g.Len()) {
+			t.Errorf("%s: observed %d nodes, want %d", m, n, g.Len())
+		}
+		workersSeen := map[int]bool{}
+		for _, n := range rep.Nodes {
+			workersSeen[n.Worker] = true
+		}
+		if m == Graph && len(workersSeen) != 2 {
+			t.Errorf("split graph run: nodes ran on workers %v, want both", workersSeen)
+		}
+		switch {
+		case k == 0:
+			first = splitRows(rep)
+		case m == Graph:
+			got := splitRows(rep)
+			for i := range got {
+				got[i].Cause, first[i].Cause = "", ""
+			}
+			if diff := cmp.Diff(first, got); diff != "" {
+				t.Errorf("second split run differs from the first (-first +second):\n%s", diff)
+			}
+		}
+	}
+}
+
+// TestSplitContextCancel cancels the context of a split run of timeouts
+// while requests are in flight on both workers: it ends (in-flight
+// requests canceled), every node final, nothing ran before its
+// predecessors, and the same Runner runs the graph whole next.
+func TestSplitContextCancel(t *testing.T) {
+	pool := newPool(t, workers.Config{Workers: 2})
+	b := dag.NewBuilder("timeouts")
+	var prev []dag.Task
+	var cancel context.CancelFunc // the run's, which a hook calls
+	var armed atomic.Bool
+	for lv := range 16 {
+		var cur []dag.Task
+		for i := range 32 {
+			n := b.Timeout(fmt.Sprintf("t%d_%d", lv, i), time.Millisecond)
+			if lv == 3 && i == 5 {
+				n.Then(func(dag.Inputs, dag.Result) error {
+					if armed.Swap(false) {
+						cancel()
+					}
+					return nil
+				})
+			}
+			if lv > 0 {
+				n.After(prev[i], prev[(i+7)%32])
+			}
+			cur = append(cur, n)
+		}
+		prev = cur
+	}
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := NewRunner(pool, g)
+	defer r.Close()
+	r.planSplit(16)
+	if r.split == nil {
+		t.Fatal("not split")
+	}
+	canceled := 0
+	for k := range 5 {
+		armed.Store(true)
+		var ctx context.Context
+		ctx, cancel = context.WithTimeout(context.Background(), 20*time.Second)
+		rep, err := r.Run(ctx, Graph, Options{})
+		cancel()
+		checkFinal(t, g, rep)
+		checkEdges(t, g, rep)
+		switch {
+		case errors.Is(err, context.Canceled) && rep.Counts.Canceled > 0:
+			canceled++
+		case err == nil && rep.Counts.OK == g.Len():
+			// The cancellation came after the last node: it runs on a
+			// goroutine, which may wait for a P while both workers hold
+			// theirs.
+		default:
+			t.Errorf("run %d: Run = %v, counts %+v", k, err, rep.Counts)
+		}
+	}
+	if canceled == 0 {
+		t.Errorf("no run was canceled")
+	}
+	rep, err := r.Run(context.Background(), Graph, Options{})
+	if err != nil || rep.Counts.OK != g.Len() {
+		t.Errorf("rerun after cancellations: %v, counts %+v", err, rep.Counts)
+	}
+}
+
+// TestSplitRerunAllocs checks that a rerun of a split graph allocates
+// nothing per node.
+func TestSplitRerunAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates on its own")
+	}
+	g := graphOf(dag.Layered(100, 100, dag.GenOptions{Seed: 1}))
+	pool := newPool(t, workers.Config{Workers: 2})
+	r := NewRunner(pool, g)
+	defer r.Close()
+	r.planSplit(splitMin)
+	if r.split == nil {
+		t.Fatal("not split")
+	}
+	if _, err := r.Run(context.Background(), Graph, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	allocs := testing.AllocsPerRun(5, func() {
+		if _, err := r.Run(context.Background(), Graph, Options{}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if perNode := allocs / float64(g.Len()); perNode > 0.01 {
+		t.Errorf("%.0f allocations per rerun of %d nodes", allocs, g.Len())
+	}
+}
