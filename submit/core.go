@@ -218,23 +218,50 @@ func (t *task) begin(w *worker.Worker) {
 }
 
 // reset makes every node of the task pending, with nothing left of an
-// earlier run.
+// earlier run. A task that holds every node of the run (one worker, or a
+// single component) clears whole slices, which the runtime does many
+// bytes at a time; otherwise it resets its nodes one by one.
 func (t *task) reset() {
 	st, p := t.st, t.p
+	t.remaining = len(t.nodes)
+	if len(t.nodes) == p.n {
+		fillInt32(st.cause, causeNone)
+		fillInt32(st.linkedFrom, -1)
+		fillInt32(st.chain, -1)
+		copy(st.pending, p.npred)
+		clear(st.status)
+		clear(st.res)
+		clear(st.start)
+		clear(st.end)
+		clear(st.size)
+		clear(st.digest)
+		clear(st.moved)
+		clear(st.trig)
+		clear(st.data)
+		clear(st.err)
+		return
+	}
+	status, res, cause, linkedFrom, pending, chain := st.status, st.res, st.cause, st.linkedFrom, st.pending, st.chain
 	for _, i := range t.nodes {
-		st.status[i] = stPending
-		st.res[i] = 0
-		st.cause[i] = causeNone
-		st.linkedFrom[i] = -1
-		st.pending[i] = p.npred[i]
-		st.chain[i] = -1
+		status[i] = stPending
+		res[i] = 0
+		cause[i] = causeNone
+		linkedFrom[i] = -1
+		pending[i] = p.npred[i]
+		chain[i] = -1
 		st.start[i], st.end[i] = 0, 0
 		st.size[i] = 0
 		st.digest[i] = 0
 		st.moved[i], st.trig[i] = 0, 0
 		st.data[i], st.err[i] = nil, nil
 	}
-	t.remaining = len(t.nodes)
+}
+
+// fillInt32 sets every element of s to v.
+func fillInt32(s []int32, v int32) {
+	for k := range s {
+		s[k] = v
+	}
 }
 
 // Prep dispatches ready work, or the cancellation of the run.
