@@ -215,13 +215,22 @@ func (l *linkMode) nextPending(k int32) int32 {
 	return -1
 }
 
-// want returns the fewest CQEs a segment in flight still needs.
+// want returns the fewest CQEs a segment in flight still needs, if some
+// component has more to send after it; if every component's chain is in
+// flight to its end, all of them (as a liburing program waits for the
+// whole batch), since no completion lets prep send anything.
 func (l *linkMode) want() int {
-	want := 0
+	want, all, more := 0, 0, false
 	for _, k := range l.active {
-		if n := int(l.out[k]); n > 0 && (want == 0 || n < want) {
+		n := int(l.out[k])
+		all += n
+		more = more || int(l.pos[k]) < len(l.seq(k))
+		if n > 0 && (want == 0 || n < want) {
 			want = n
 		}
+	}
+	if !more {
+		return all
 	}
 	return want
 }
