@@ -147,7 +147,8 @@ func (w *Worker) SQE(ud uint64) *uring.SQE {
 func (w *Worker) UserData(ud uint64) uint64 { return ud&userDataMask | w.cur }
 
 // Now returns the time of the current batch, in nanoseconds since the
-// pool started: read once per Prep round and once per completion batch,
+// pool started: read once per completion batch (the Prep round after a
+// batch shares its time) and before a Prep round that follows none,
 // never per operation.
 func (w *Worker) Now() int64 { return w.now }
 
@@ -272,6 +273,9 @@ func (w *Worker) loop(errp *error, started func()) {
 	if w.pool.shared != nil {
 		take = 1
 	}
+	// reaped: the last turn reaped completions, and Now is their batch's
+	// time, which also stamps the Prep that follows them.
+	reaped := false
 	for {
 		w.admit(take)
 		if w.pool.closing.Load() {
@@ -285,7 +289,9 @@ func (w *Worker) loop(errp *error, started func()) {
 			s.PrepRead(int32(w.efd), w.bell, 0)
 			w.bellArmd = true
 		}
-		w.now = w.pool.Now()
+		if !reaped {
+			w.now = w.pool.Now()
+		}
 		for _, tag := range w.active {
 			w.cur = uint64(tag) << tagShift
 			w.tasks[tag].Prep(w)
@@ -304,7 +310,7 @@ func (w *Worker) loop(errp *error, started func()) {
 		if want > 1 {
 			// Wake up now and then all the same, to notice new tasks
 			// and cancellations while a long wait is under way.
-			_, err = w.ring.WaitTimeout(want, maxWait)
+			_, err = w.ring.WaitTimeoutFrom(want, maxWait, w.pool.epoch.Add(time.Duration(w.now)))
 			if errors.Is(err, unix.ETIME) {
 				err = nil
 			}
@@ -317,12 +323,13 @@ func (w *Worker) loop(errp *error, started func()) {
 			w.failAll(fmt.Errorf("worker %d: io_uring_enter: %w", w.id, err))
 			continue
 		}
+		reaped = false
 		for {
 			n := w.ring.PeekBatch(cqes)
 			if n == 0 {
 				break
 			}
-			w.now = w.pool.Now()
+			w.now, reaped = w.pool.Now(), true
 			for _, c := range cqes[:n] {
 				tag := c.UserData >> tagShift
 				if tag == doorbellTag {
