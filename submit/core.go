@@ -405,12 +405,17 @@ func (t *task) conclude(i int32) {
 	t.observe(i)
 }
 
-// observe reports node i's final status to the run's observer, if any.
+// observe reports node i's final status to the run's observer, if any
+// (a check small enough to inline: most runs have none).
 func (t *task) observe(i int32) {
-	if obs := t.obs; obs != nil {
-		n := t.r.nodeResult(i)
-		guard(func() error { obs(n); return nil }) // its panic must not take the worker down
+	if t.obs != nil {
+		t.notify(i)
 	}
+}
+
+func (t *task) notify(i int32) {
+	obs, n := t.obs, t.r.nodeResult(i)
+	guard(func() error { obs(n); return nil }) // its panic must not take the worker down
 }
 
 // settle does what a node's result means beyond its status: a short
@@ -498,11 +503,14 @@ func (t *task) end(w *worker.Worker, i int32, status uint8, res, cause int32) {
 // was canceled. Successors already in flight (kernel-linked) settle by
 // their own CQE.
 func (t *task) release(w *worker.Worker, i int32) {
+	// The slices are held in locals: a store through st would make the
+	// compiler load their headers again for every edge.
 	st := t.st
-	s := st.status[i]
+	status, pending := st.status, st.pending
+	s := status[i]
 	for _, e := range t.p.g.Succs(i) {
 		v := e.Node
-		if st.status[v] != stPending {
+		if status[v] != stPending {
 			continue
 		}
 		switch {
@@ -518,16 +526,17 @@ func (t *task) release(w *worker.Worker, i int32) {
 			t.doom(w, v, stCanceled, i)
 			continue
 		}
-		st.pending[v]--
+		left := pending[v] - 1
+		pending[v] = left
 		switch {
-		case st.pending[v] > 0:
-			if st.pending[v] < t.minPending {
-				t.minPending = st.pending[v]
+		case left > 0:
+			if left < t.minPending {
+				t.minPending = left
 			}
 		case t.p.onFail[v] && st.trig[v] == 0:
 			t.doom(w, v, stSkipped, causeNone)
 		default:
-			st.status[v] = stReady
+			status[v] = stReady
 			t.ready = append(t.ready, v)
 		}
 	}
