@@ -205,6 +205,9 @@ func (r *Ring) PeekBatch(cqes []CQE) int {
 	if ready < n {
 		n = ready
 	}
+	if n == 0 {
+		return 0 // nothing to mark seen: spare the store's full barrier
+	}
 	for i := uint32(0); i < n; i++ {
 		cqes[i] = r.cqes[(head+i)&r.cqMask]
 	}
