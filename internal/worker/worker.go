@@ -340,11 +340,11 @@ func (w *Worker) loop(errp *error, started func()) {
 		if turns++; turns%publishEvery == 0 || len(w.active) == 0 {
 			w.enters.Store(w.ring.Enters())
 		}
+		reaped = false
 		if err != nil {
 			w.failAll(fmt.Errorf("worker %d: io_uring_enter: %w", w.id, err))
 			continue
 		}
-		reaped = false
 		for {
 			n := w.ring.PeekBatch(cqes)
 			if n == 0 {
