@@ -213,23 +213,50 @@ func (t *task) begin(w *worker.Worker) {
 }
 
 // reset makes every node of the task pending, with nothing left of an
-// earlier run.
+// earlier run. A task that holds every node of the run (one worker, or a
+// single component) clears whole slices, which the runtime does many
+// bytes at a time; otherwise it resets its nodes one by one.
 func (t *task) reset() {
 	st, p := t.st, t.p
+	t.remaining = len(t.nodes)
+	if len(t.nodes) == p.n {
+		fillInt32(st.cause, causeNone)
+		fillInt32(st.linkedFrom, -1)
+		fillInt32(st.chain, -1)
+		copy(st.pending, p.npred)
+		clear(st.status)
+		clear(st.res)
+		clear(st.start)
+		clear(st.end)
+		clear(st.size)
+		clear(st.digest)
+		clear(st.moved)
+		clear(st.trig)
+		clear(st.data)
+		clear(st.err)
+		return
+	}
+	status, res, cause, linkedFrom, pending, chain := st.status, st.res, st.cause, st.linkedFrom, st.pending, st.chain
 	for _, i := range t.nodes {
-		st.status[i] = stPending
-		st.res[i] = 0
-		st.cause[i] = causeNone
-		st.linkedFrom[i] = -1
-		st.pending[i] = p.npred[i]
-		st.chain[i] = -1
+		status[i] = stPending
+		res[i] = 0
+		cause[i] = causeNone
+		linkedFrom[i] = -1
+		pending[i] = p.npred[i]
+		chain[i] = -1
 		st.start[i], st.end[i] = 0, 0
 		st.size[i] = 0
 		st.digest[i] = 0
 		st.moved[i], st.trig[i] = 0, 0
 		st.data[i], st.err[i] = nil, nil
 	}
-	t.remaining = len(t.nodes)
+}
+
+// fillInt32 sets every element of s to v.
+func fillInt32(s []int32, v int32) {
+	for k := range s {
+		s[k] = v
+	}
 }
 
 // Prep dispatches ready work, or the cancellation of the run.
@@ -378,15 +405,20 @@ func (t *task) conclude(i int32) {
 	t.observe(i)
 }
 
-// observe reports node i's final status to the run's observer, if any.
+// observe reports node i's final status to the run's observer, if any
+// (a check small enough to inline: most runs have none).
 func (t *task) observe(i int32) {
 	if t.sp != nil {
 		t.sp.final(i) // split.go: tell the tasks owning its successors
 	}
-	if obs := t.obs; obs != nil {
-		n := t.r.nodeResult(i)
-		guard(func() error { obs(n); return nil }) // its panic must not take the worker down
+	if t.obs != nil {
+		t.notify(i)
 	}
+}
+
+func (t *task) notify(i int32) {
+	obs, n := t.obs, t.r.nodeResult(i)
+	guard(func() error { obs(n); return nil }) // its panic must not take the worker down
 }
 
 // settle does what a node's result means beyond its status: a short
@@ -476,11 +508,14 @@ func (t *task) end(w *worker.Worker, i int32, status uint8, res, cause int32) {
 // was canceled. Successors already in flight (kernel-linked) settle by
 // their own CQE.
 func (t *task) release(w *worker.Worker, i int32) {
+	// The slices are held in locals: a store through st would make the
+	// compiler load their headers again for every edge.
 	st := t.st
-	s := st.status[i]
+	status, pending := st.status, st.pending
+	s := status[i]
 	for _, e := range t.succs(i) { // split.go: the successors this task owns
 		v := e.Node
-		if st.status[v] != stPending {
+		if status[v] != stPending {
 			continue
 		}
 		switch {
@@ -496,16 +531,17 @@ func (t *task) release(w *worker.Worker, i int32) {
 			t.doom(w, v, stCanceled, i)
 			continue
 		}
-		st.pending[v]--
+		left := pending[v] - 1
+		pending[v] = left
 		switch {
-		case st.pending[v] > 0:
-			if st.pending[v] < t.minPending {
-				t.minPending = st.pending[v]
+		case left > 0:
+			if left < t.minPending {
+				t.minPending = left
 			}
 		case t.p.onFail[v] && st.trig[v] == 0:
 			t.doom(w, v, stSkipped, causeNone)
 		default:
-			st.status[v] = stReady
+			status[v] = stReady
 			t.ready = append(t.ready, v)
 		}
 	}

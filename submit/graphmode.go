@@ -141,14 +141,17 @@ func (g *graphMode) newChain(n int32) int32 {
 // successors: none can be ready before that many more completions.
 func (g *graphMode) noteSuccs(x int32) {
 	t := g.t
-	if t.minPending <= 1 {
+	min := t.minPending
+	if min <= 1 {
 		return
 	}
+	status, pending := t.st.status, t.st.pending
 	for _, e := range t.succs(x) {
-		if v := e.Node; t.st.status[v] == stPending && t.st.pending[v] < t.minPending {
-			t.minPending = t.st.pending[v]
+		if v := e.Node; status[v] == stPending && pending[v] < min {
+			min = pending[v]
 		}
 	}
+	t.minPending = min
 }
 
 func (g *graphMode) settled(w *worker.Worker, i int32) {

@@ -30,9 +30,11 @@ type linkMode struct {
 	// many components wait.
 	ready []int32
 	rhead int
-	// outs[n] counts the segments in flight that still need n CQEs, for
-	// want.
-	outs []int32
+	// outs[n] counts the segments in flight that still need n CQEs; segs
+	// is their number, ends how many of them end their chain, cqes the
+	// CQEs they still need: for want.
+	outs             []int32
+	segs, ends, cqes int
 	// starved: nothing in flight can free a slot, so a segment whose
 	// first node waits for one fails it instead.
 	starved bool
@@ -50,6 +52,7 @@ func (l *linkMode) begin() {
 		l.ready = append(l.ready, int32(j))
 	}
 	clear(l.outs)
+	l.segs, l.ends, l.cqes = 0, 0, 0
 }
 
 // seq returns own component k's nodes in topological order.
@@ -85,13 +88,18 @@ func (l *linkMode) pass(w *worker.Worker) {
 	}
 }
 
-// send records that component k has a segment of n CQEs in flight.
+// send records that component k has a segment of n CQEs in flight,
+// ending at node last; its position is already past the segment.
 func (l *linkMode) send(k, last int32, n int) {
 	l.out[k], l.last[k] = int32(n), last
 	if n >= len(l.outs) {
 		l.outs = append(l.outs, make([]int32, n+1-len(l.outs))...)
 	}
 	l.outs[n]++
+	l.segs, l.cqes = l.segs+1, l.cqes+n
+	if int(l.pos[k]) == len(l.seq(k)) {
+		l.ends++
+	}
 }
 
 // segment sends the next segment of component k's chain. A first node
@@ -120,8 +128,8 @@ func (l *linkMode) segment(w *worker.Worker, k int32) {
 		v := t.take(w, first)
 		if v == taken && p.op[first] == dag.OpGo {
 			t.spawn(w, first)
-			l.send(k, first, 1)
 			l.pos[k] = int32(pos + 1)
+			l.send(k, first, 1)
 			return
 		}
 		if v == taken {
@@ -163,8 +171,8 @@ func (l *linkMode) segment(w *worker.Worker, k int32) {
 		t.prep(w, x, link)
 	}
 	last := seg[len(seg)-1]
-	l.send(k, last, len(seg))
 	l.pos[k] = int32(indexAfter(seq, pos, last))
+	l.send(k, last, len(seg))
 }
 
 // split counts a chain ended early, once per run however many repeats.
@@ -199,9 +207,14 @@ func (l *linkMode) refuse(w *worker.Worker, k int32, x int32, verdict int32) {
 func (l *linkMode) settled(w *worker.Worker, i int32) {
 	k := l.local[l.t.p.compOf[i]]
 	l.outs[l.out[k]]--
+	l.cqes--
 	if l.out[k]--; l.out[k] > 0 {
 		l.outs[l.out[k]]++
 		return
+	}
+	l.segs--
+	if int(l.pos[k]) == len(l.seq(k)) {
+		l.ends--
 	}
 	l.after(w, k, l.last[k])
 	if int(l.pos[k]) < len(l.seq(k)) {
@@ -252,14 +265,22 @@ func (l *linkMode) nextPending(k int32) int32 {
 	return -1
 }
 
-// want returns the fewest CQEs a segment in flight still needs.
+// want returns the fewest CQEs a segment in flight still needs, if some
+// component has more to send after it; if every component's chain is in
+// flight to its end, all of them (as a liburing program waits for the
+// whole batch), since no completion lets prep send anything.
 func (l *linkMode) want() int {
-	for n, c := range l.outs {
-		if n > 0 && c > 0 {
-			return n
+	fewest := 0
+	for n := 1; n < len(l.outs); n++ {
+		if l.outs[n] > 0 {
+			fewest = n
+			break
 		}
 	}
-	return 0
+	if l.rhead == len(l.ready) && l.segs == l.ends {
+		return l.cqes
+	}
+	return fewest
 }
 
 func (l *linkMode) done() bool { return true }

@@ -52,10 +52,20 @@ func (r *Ring) SubmitAndWait(want uint32) (int, error) {
 // IORING_OP_TIMEOUT completing wakes every waiter) do not restart it.
 // It needs IORING_FEAT_EXT_ARG (Linux 5.11), else it returns unix.ENOTSUP.
 func (r *Ring) WaitTimeout(want uint32, d time.Duration) (int, error) {
+	return r.WaitTimeoutFrom(want, d, time.Now())
+}
+
+// WaitTimeoutFrom is WaitTimeout for a caller that read the clock a
+// moment ago, at since: the wait ends at since+d, and needs no clock
+// reading of its own unless the kernel wakes it early.
+func (r *Ring) WaitTimeoutFrom(want uint32, d time.Duration, since time.Time) (int, error) {
 	if r.features&FeatExtArg == 0 {
 		return 0, unix.ENOTSUP
 	}
-	r.deadline = time.Now().Add(d)
+	r.deadline = since.Add(d)
+	// The first enter waits d itself; only a repeated one reads the
+	// clock again for what is left.
+	r.ts, r.tsSet = unix.NsecToTimespec(int64(d)), true
 	r.arg = getEventsArg{Ts: ptr(&r.ts)}
 	return r.submit(want, enterGetEvents|enterExtArg)
 }
@@ -137,7 +147,9 @@ func (r *Ring) enter(toSubmit, minComplete, flags uint32) (int, error) {
 		arg, argSz = unsafe.Pointer(&r.arg), unsafe.Sizeof(r.arg)
 	}
 	for {
-		if flags&enterExtArg != 0 {
+		if flags&enterExtArg != 0 && r.tsSet {
+			r.tsSet = false
+		} else if flags&enterExtArg != 0 {
 			left := time.Until(r.deadline)
 			if left < 0 {
 				left = 0
@@ -192,6 +204,9 @@ func (r *Ring) PeekBatch(cqes []CQE) int {
 	n := uint32(len(cqes))
 	if ready < n {
 		n = ready
+	}
+	if n == 0 {
+		return 0 // nothing to mark seen: spare the store's full barrier
 	}
 	for i := uint32(0); i < n; i++ {
 		cqes[i] = r.cqes[(head+i)&r.cqMask]

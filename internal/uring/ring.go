@@ -71,6 +71,7 @@ type Ring struct {
 	arg        getEventsArg
 	ts         unix.Timespec
 	deadline   time.Time // of the current WaitTimeout
+	tsSet      bool      // ts holds the whole wait for WaitTimeout's first enter
 }
 
 // New sets up a ring with at least entries SQ entries.

@@ -172,7 +172,7 @@ func (p *Pool) Supports(op uint8) bool { return p.workers[0].ring.Supports(op) }
 type Stats struct {
 	Worker int
 	Tasks  uint64 // tasks finished
-	Enters uint64 // io_uring_enter calls
+	Enters uint64 // io_uring_enter calls, as of the last task that ended (during a task it may lag by up to publishEvery)
 	Wakes  uint64 // doorbell wakeups
 }
 

@@ -49,6 +49,16 @@ const (
 	maxTasks     = doorbellTag
 	// maxWait bounds a wait for more than one completion.
 	maxWait = 10 * time.Millisecond
+	// publishEvery is how many turns of the loop the enters counter
+	// that Stats reads may lag (an atomic add per turn was a measured
+	// share of a turn's cost).
+	publishEvery = 64
+)
+
+// Bits of Worker.state.
+const (
+	stateSleeping uint32 = 1
+	statePoked    uint32 = 2
 )
 
 // Worker is one fixed worker: a goroutine locked to its OS thread that
@@ -64,8 +74,11 @@ type Worker struct {
 	bell     []byte
 	bellArmd bool
 	arena    *uring.Arena
-	sleeping atomic.Bool
-	poked    atomic.Bool
+	// state holds stateSleeping (the worker may block in its next
+	// enter: a wake must ring the doorbell) and statePoked (a wake came
+	// since the worker last looked), one word so that the loop changes
+	// both with one atomic swap.
+	state atomic.Uint32
 
 	tasks       []Task // by tag; nil = free
 	freeTags    []int
@@ -79,7 +92,7 @@ type Worker struct {
 	now         int64
 
 	tasksDone atomic.Uint64
-	enters    atomic.Uint64
+	enters    atomic.Uint64 // the ring's count, published every publishEvery turns and when a task ends
 	wakes     atomic.Uint64
 	closeErr  error
 }
@@ -147,7 +160,8 @@ func (w *Worker) SQE(ud uint64) *uring.SQE {
 func (w *Worker) UserData(ud uint64) uint64 { return ud&userDataMask | w.cur }
 
 // Now returns the time of the current batch, in nanoseconds since the
-// pool started: read once per Prep round and once per completion batch,
+// pool started: read once per completion batch (the Prep round after a
+// batch shares its time) and before a Prep round that follows none,
 // never per operation.
 func (w *Worker) Now() int64 { return w.now }
 
@@ -179,11 +193,17 @@ func (w *Worker) FreeSlots() int { return len(w.slots) }
 func (w *Worker) Wake() { w.wake() }
 
 func (w *Worker) wake() {
-	w.poked.Store(true)
-	if w.sleeping.CompareAndSwap(true, false) {
-		w.wakes.Add(1)
-		one := [8]byte{1}
-		unix.Write(w.efd, one[:])
+	for {
+		old := w.state.Load()
+		if !w.state.CompareAndSwap(old, (old|statePoked)&^stateSleeping) {
+			continue
+		}
+		if old&stateSleeping != 0 {
+			w.wakes.Add(1)
+			one := [8]byte{1}
+			unix.Write(w.efd, one[:])
+		}
+		return
 	}
 }
 
@@ -272,6 +292,11 @@ func (w *Worker) loop(errp *error, started func()) {
 	if w.pool.shared != nil {
 		take = 1
 	}
+	// reaped: the last turn reaped completions, and Now is their batch's
+	// time, which also stamps the Prep that follows them. poked: a wake
+	// came during the last enter.
+	reaped, poked := false, false
+	turns := 0
 	for {
 		w.admit(take)
 		if w.pool.closing.Load() {
@@ -285,7 +310,9 @@ func (w *Worker) loop(errp *error, started func()) {
 			s.PrepRead(int32(w.efd), w.bell, 0)
 			w.bellArmd = true
 		}
-		w.now = w.pool.Now()
+		if !reaped {
+			w.now = w.pool.Now()
+		}
 		for _, tag := range w.active {
 			w.cur = uint64(tag) << tagShift
 			w.tasks[tag].Prep(w)
@@ -295,30 +322,31 @@ func (w *Worker) loop(errp *error, started func()) {
 			return
 		}
 		want := w.want()
-		w.sleeping.Store(true)
-		if w.poked.Swap(false) || (w.queue.n.Load() > 0 && len(w.tasks)-len(w.freeTags) < maxTasks) {
+		if w.state.Swap(stateSleeping)&statePoked != 0 || poked || (w.queue.n.Load() > 0 && len(w.tasks)-len(w.freeTags) < maxTasks) {
 			want = 0
 		}
-		before := w.ring.Enters()
 		var err error
 		if want == 0 && w.inflight == 0 && w.ring.SQPending() == 0 {
 			// Poked with nothing to submit or reap (another worker
 			// handed a task work): go round without a system call.
-			w.sleeping.Store(false)
+			poked = w.state.Swap(0)&statePoked != 0
 			continue
 		}
 		if want > 1 {
 			// Wake up now and then all the same, to notice new tasks
 			// and cancellations while a long wait is under way.
-			_, err = w.ring.WaitTimeout(want, maxWait)
+			_, err = w.ring.WaitTimeoutFrom(want, maxWait, w.pool.epoch.Add(time.Duration(w.now)))
 			if errors.Is(err, unix.ETIME) {
 				err = nil
 			}
 		} else {
 			_, err = w.ring.SubmitAndWait(want)
 		}
-		w.sleeping.Store(false)
-		w.enters.Add(w.ring.Enters() - before)
+		poked = w.state.Swap(0)&statePoked != 0
+		if turns++; turns%publishEvery == 0 || len(w.active) == 0 {
+			w.enters.Store(w.ring.Enters())
+		}
+		reaped = false
 		if err != nil {
 			w.failAll(fmt.Errorf("worker %d: io_uring_enter: %w", w.id, err))
 			continue
@@ -328,7 +356,7 @@ func (w *Worker) loop(errp *error, started func()) {
 			if n == 0 {
 				break
 			}
-			w.now = w.pool.Now()
+			w.now, reaped = w.pool.Now(), true
 			for _, c := range cqes[:n] {
 				tag := c.UserData >> tagShift
 				if tag == doorbellTag {
@@ -403,6 +431,7 @@ func (w *Worker) retire() {
 }
 
 func (w *Worker) finish(tag int, err error) {
+	w.enters.Store(w.ring.Enters())
 	w.cur = uint64(tag) << tagShift
 	w.tasks[tag].Finish(w, err)
 	w.tasks[tag] = nil
