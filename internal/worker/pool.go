@@ -51,15 +51,16 @@ type Config struct {
 
 // Pool is a set of fixed workers. Its methods are safe for concurrent use.
 type Pool struct {
-	cfg     Config
-	workers []*Worker
-	next    atomic.Uint32
-	shared  *queue
-	closing atomic.Bool
-	closeMu sync.RWMutex // GoOn's check and push against Close
-	epoch   time.Time
-	wg      sync.WaitGroup
-	waiters atomic.Int32
+	cfg      Config
+	workers  []*Worker
+	next     atomic.Uint32
+	shared   *queue
+	closing  atomic.Bool
+	closeMu  sync.RWMutex // GoOn's check and push against Close
+	epoch    time.Time
+	wg       sync.WaitGroup
+	waiters  atomic.Int32
+	spinners atomic.Int32 // workers in Worker.spin: at most one
 }
 
 // New starts the workers and sets up their rings. It fails, leaving

@@ -91,6 +91,8 @@ type Worker struct {
 	mem         bufPool  // buffers of the tasks' requests
 	now         int64
 
+	lastFinish int64
+
 	tasksDone atomic.Uint64
 	enters    atomic.Uint64 // the ring's count, published every publishEvery turns and when a task ends
 	wakes     atomic.Uint64
@@ -321,6 +323,9 @@ func (w *Worker) loop(errp *error, started func()) {
 		if len(w.active) == 0 && w.pool.closing.Load() && w.queue.n.Load() == 0 {
 			return
 		}
+		if len(w.active) == 0 && w.inflight == 0 && w.spin() {
+			continue
+		}
 		want := w.want()
 		if w.state.Swap(stateSleeping)&statePoked != 0 || poked || (w.queue.n.Load() > 0 && len(w.tasks)-len(w.freeTags) < maxTasks) {
 			want = 0
@@ -431,6 +436,7 @@ func (w *Worker) retire() {
 }
 
 func (w *Worker) finish(tag int, err error) {
+	w.lastFinish = w.now
 	w.enters.Store(w.ring.Enters())
 	w.cur = uint64(tag) << tagShift
 	w.tasks[tag].Finish(w, err)
@@ -447,3 +453,29 @@ func (w *Worker) failAll(err error) {
 	}
 	w.active = w.active[:0]
 }
+
+// spin polls the queue for a new task for a while after the worker's
+// last task ended: a program that runs small graphs one after another
+// hands the next one over within microseconds, sooner than a sleeping
+// thread wakes. A spinning worker holds a P, so only one of the pool's
+// spins, and none while as many goroutines wait for runs as there are
+// Ps (they keep the CPUs busy). It reports whether a task came.
+func (w *Worker) spin() bool {
+	p := w.pool
+	if w.now-w.lastFinish > idleSpin || p.waiters.Load() >= int32(runtime.GOMAXPROCS(0)) || !p.spinners.CompareAndSwap(0, 1) {
+		return false
+	}
+	defer p.spinners.Store(0)
+	for end := p.Now() + idleSpin; p.Now() < end; {
+		for k := 0; k < 64; k++ {
+			if w.queue.n.Load() > 0 || p.closing.Load() {
+				return true
+			}
+		}
+	}
+	w.lastFinish = -idleSpin // spun enough: sleep until the next task
+	return false
+}
+
+// idleSpin is how long spin polls, in nanoseconds.
+const idleSpin = 30_000
