@@ -52,7 +52,7 @@ import (
 // splitMinNodes is the fewest nodes of a component that is split over the
 // workers (math.MaxInt: none is). Off until measured faster than one
 // worker; the tests and benchmarks split with planSplit.
-var splitMinNodes = math.MaxInt
+const splitMinNodes = math.MaxInt
 
 // splitMin is the size the benchmarks split at.
 const splitMin = 1024
