@@ -395,7 +395,8 @@ func (t Task) Bind(fn func(in Inputs, p *Params) error) Task {
 // Then makes fn run on the worker as soon as t completes, whatever its
 // outcome, before its dependents are released; fn must not block. An
 // error fails t (if it had succeeded), and its after-dependents are
-// canceled with t as the cause. in.Stop ends the whole run.
+// canceled with t as the cause. in.Stop ends the whole run. A read's fn
+// sees the bytes it returned in r.Data, kept or not (see Result.Data).
 func (t Task) Then(fn func(in Inputs, r Result) error) Task {
 	t.b.nodes[t.i].Then = fn
 	return t

@@ -149,6 +149,7 @@ type task struct {
 	obs       func(NodeResult) // the run's observer (Runner.observer), or nil
 	cancelPos int              // next node to send an ASYNC_CANCEL to
 	err       error
+	lent      []byte     // a read's bytes, lent to its hook during conclude (settle)
 	sp        *splitTask // split.go: a share of a component split over the workers, or nil
 }
 
@@ -387,6 +388,13 @@ func (t *task) Complete(w *worker.Worker, c uring.CQE) {
 	}
 	st.status[i] = status
 	t.conclude(i)
+	if t.lent != nil {
+		t.lent = nil
+		if !st.borrowed[i] {
+			w.PutBuf(st.buf[i])
+		}
+		st.buf[i] = nil
+	}
 	t.s.settled(w, i)
 }
 
@@ -397,7 +405,11 @@ func (t *task) conclude(i int32) {
 	st := t.st
 	if hook := t.p.then[i]; hook != nil {
 		t.in.self = i
-		if err := callHook(hook, &t.in, t.result(i)); err != nil && st.status[i] == stOK {
+		r := t.result(i)
+		if t.lent != nil {
+			r.Data = t.lent
+		}
+		if err := callHook(hook, &t.in, r); err != nil && st.status[i] == stOK {
 			st.status[i], st.err[i] = stFailed, err
 		}
 	}
@@ -458,6 +470,11 @@ func (t *task) settle(w *worker.Worker, i int32, status uint8, res int32) uint8 
 				st.digest[i] = crc32.Update(0, t.p.crc, b[:res])
 			}
 			switch {
+			case !p.nodes[i].Keep && p.then[i] != nil:
+				// Lent to the node's hook, for the call (conclude); its
+				// buffer goes back after it (Complete).
+				t.lent = b[:res:res]
+				return status
 			case !p.nodes[i].Keep:
 			case st.borrowed[i] && p.nodes[i].Buf == nil:
 				st.data[i] = b[:res:res] // read into the program's memory (takeTransfer)

@@ -882,3 +882,68 @@ func TestGoTaskContext(t *testing.T) {
 		}
 	}
 }
+
+// TestHookSeesRead: a read's hook sees the bytes it returned in
+// Result.Data whether the read keeps them or not (not kept: lent for the
+// call), in every mode, twice from one Runner (a lent buffer goes back
+// and is reused); what the report and the observer hold is only what was
+// kept.
+func TestHookSeesRead(t *testing.T) {
+	root := t.TempDir()
+	want := make([]byte, 5000)
+	for i := range want {
+		want[i] = byte(i * 7)
+	}
+	if err := os.WriteFile(filepath.Join(root, "f"), want, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pool := newPool(t, workers.Config{Workers: 1})
+	for _, tc := range []struct {
+		name string
+		read func(dag.Task) dag.Task
+		kept bool
+	}{
+		{"lent", func(r dag.Task) dag.Task { return r }, false},
+		{"kept", dag.Task.Keep, true},
+		{"own buffer", func(r dag.Task) dag.Task { return r.Buffer(make([]byte, 8192)) }, false},
+	} {
+		var seen [][]byte
+		b := dag.NewBuilder(tc.name)
+		o := b.Open("open", "f", unix.O_RDONLY, "h")
+		st := b.Statx("statx", "f")
+		r := tc.read(b.Read("read", o.Handle(), 0, 0).After(o, st).LenFrom(st)).Then(func(_ dag.Inputs, r dag.Result) error {
+			seen = append(seen, bytes.Clone(r.Data))
+			return nil
+		})
+		b.Close("close", o.Handle()).Finally(r)
+		g, err := b.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range Modes() {
+			runner := NewRunner(pool, g)
+			for run := 0; run < 2; run++ {
+				seen = seen[:0]
+				var observed []byte
+				rep, err := runner.Run(context.Background(), m, Options{Root: root, Observe: func(n NodeResult) {
+					if n.ID == "read" {
+						observed = n.Data
+					}
+				}})
+				if err != nil {
+					t.Fatalf("%s, %s: %v", tc.name, m, err)
+				}
+				if len(seen) != 1 || !bytes.Equal(seen[0], want) {
+					t.Errorf("%s, %s, run %d: the hook saw %d calls, first %d bytes; want the file's %d", tc.name, m, run, len(seen), len(seen[0]), len(want))
+				}
+				n := rep.Nodes[r.Index()]
+				if got := n.Data != nil; got != tc.kept || (tc.kept && !bytes.Equal(n.Data, want)) {
+					t.Errorf("%s, %s: report Data of %d bytes; want kept = %v", tc.name, m, len(n.Data), tc.kept)
+				}
+				if got := observed != nil; got != tc.kept {
+					t.Errorf("%s, %s: the observer saw %d bytes; want kept = %v", tc.name, m, len(observed), tc.kept)
+				}
+			}
+		}
+	}
+}

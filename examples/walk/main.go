@@ -2,8 +2,9 @@
 // grows as it runs: the tree is not known when the run starts. A Go task
 // per directory lists it (os.ReadDir) and runs a subgraph of what it found
 // (dag.Inputs.Run): per file an open and a statx in parallel, a read sized
-// by the statx that keeps its bytes (Task.Keep), a hook on the worker that
-// searches them (Task.Then), and a close on a finally-edge; per
+// by the statx, a hook on the worker that searches its bytes (Task.Then:
+// the engine's buffer, lent for the call, so nothing is allocated or
+// copied per file), and a close on a finally-edge; per
 // subdirectory another Go task. It does this in the three modes, and the
 // plain Go way: filepath.WalkDir feeding an errgroup of goroutines, each
 // os.ReadFile and bytes.Contains. It prints the time of each variant and
@@ -455,7 +456,7 @@ func (s *searcher) dir(rel string) func(dag.Inputs) error {
 					h := "h " + name
 					o := b.Open("open "+name, path, unix.O_RDONLY, h)
 					st := b.Statx("statx "+name, path)
-					r := b.Read("read "+name, dag.Handle(h), 0, 0).After(o, st).LenFrom(st).Keep().Then(s.search(path))
+					r := b.Read("read "+name, dag.Handle(h), 0, 0).After(o, st).LenFrom(st).Then(s.search(path))
 					b.Close("close "+name, dag.Handle(h)).Finally(r)
 				}
 			}
