@@ -49,17 +49,7 @@ func benchSplit(b *testing.B, g *dag.Graph) {
 				return w
 			}
 			w0 := wakes()
-			b.ReportAllocs()
-			b.ResetTimer()
-			rep, err := r.Run(context.Background(), Graph, Options{Repeat: b.N})
-			if err != nil {
-				b.Fatal(err)
-			}
-			if rep.Counts.OK != g.Len() {
-				b.Fatalf("counts %+v", rep.Counts)
-			}
-			b.ReportMetric(rep.OpsPerSec, "nodes/s")
-			b.ReportMetric(float64(rep.Enters)/float64(b.N), "enters/run")
+			benchRun(b, r, Graph, "")
 			b.ReportMetric(float64(wakes()-w0)/float64(b.N), "wakes/run")
 		})
 	}

@@ -289,30 +289,20 @@ func TestSplitCancel(t *testing.T) {
 	for _, at := range []int{0, 100, 500, 1000} {
 		t.Run("stop"+strconv.Itoa(at), func(t *testing.T) {
 			b := dag.NewBuilder("stop")
-			var prev []dag.Task
 			var ran, armed atomic.Bool
 			armed.Store(true)
-			for lv := range 32 {
-				var cur []dag.Task
-				for i := range 32 {
-					n := b.Nop(fmt.Sprintf("l%d_%d", lv, i))
-					if lv*32+i == at {
-						n.Then(func(in dag.Inputs, _ dag.Result) error {
-							if armed.Swap(false) {
-								in.Stop(errStop)
-							}
-							return nil
-						})
-					} else {
-						n.Then(func(dag.Inputs, dag.Result) error { ran.Store(true); return nil })
-					}
-					if lv > 0 {
-						n.After(prev[i], prev[(i+1)%32])
-					}
-					cur = append(cur, n)
+			layers32(b, 32, 1, func(lv, i int) dag.Task {
+				n := b.Nop(fmt.Sprintf("l%d_%d", lv, i))
+				if lv*32+i == at {
+					return n.Then(func(in dag.Inputs, _ dag.Result) error {
+						if armed.Swap(false) {
+							in.Stop(errStop)
+						}
+						return nil
+					})
 				}
-				prev = cur
-			}
+				return n.Then(func(dag.Inputs, dag.Result) error { ran.Store(true); return nil })
+			})
 			g, err := b.Build()
 			if err != nil {
 				t.Fatal(err)
@@ -449,28 +439,20 @@ func TestSplitModes(t *testing.T) {
 func TestSplitContextCancel(t *testing.T) {
 	pool := newPool(t, workers.Config{Workers: 2})
 	b := dag.NewBuilder("timeouts")
-	var prev []dag.Task
 	var cancel context.CancelFunc // the run's, which a hook calls
 	var armed atomic.Bool
-	for lv := range 16 {
-		var cur []dag.Task
-		for i := range 32 {
-			n := b.Timeout(fmt.Sprintf("t%d_%d", lv, i), time.Millisecond)
-			if lv == 3 && i == 5 {
-				n.Then(func(dag.Inputs, dag.Result) error {
-					if armed.Swap(false) {
-						cancel()
-					}
-					return nil
-				})
-			}
-			if lv > 0 {
-				n.After(prev[i], prev[(i+7)%32])
-			}
-			cur = append(cur, n)
+	layers32(b, 16, 7, func(lv, i int) dag.Task {
+		n := b.Timeout(fmt.Sprintf("t%d_%d", lv, i), time.Millisecond)
+		if lv == 3 && i == 5 {
+			n.Then(func(dag.Inputs, dag.Result) error {
+				if armed.Swap(false) {
+					cancel()
+				}
+				return nil
+			})
 		}
-		prev = cur
-	}
+		return n
+	})
 	g, err := b.Build()
 	if err != nil {
 		t.Fatal(err)
@@ -534,5 +516,21 @@ func TestSplitRerunAllocs(t *testing.T) {
 	})
 	if perNode := allocs / float64(g.Len()); perNode > 0.01 {
 		t.Errorf("%.0f allocations per rerun of %d nodes", allocs, g.Len())
+	}
+}
+
+// layers32 declares levels of 32 nodes made by node, each after two of
+// the level above: the one in its place and the one stride places on.
+func layers32(b *dag.Builder, levels, stride int, node func(lv, i int) dag.Task) {
+	var prev []dag.Task
+	for lv := range levels {
+		cur := make([]dag.Task, 32)
+		for i := range cur {
+			cur[i] = node(lv, i)
+			if lv > 0 {
+				cur[i].After(prev[i], prev[(i+stride)%32])
+			}
+		}
+		prev = cur
 	}
 }
