@@ -2,6 +2,8 @@ package submit
 
 import (
 	"context"
+	"fmt"
+	"runtime"
 	"testing"
 
 	"github.com/iodag/iodag/dag"
@@ -12,7 +14,9 @@ import (
 // small graph per request: the 4-node diamond of NOPs and a single NOP
 // (the smallest item a worker can be handed), from one goroutine again
 // and again, and from 64 goroutines on a 2-worker pool with private
-// queues fed round-robin and with the shared one.
+// queues fed round-robin and with the shared one, at GOMAXPROCS and
+// with two Ps more (the workers keep theirs while they wait in the
+// kernel).
 //
 //	go test -run '^$' -bench SmallRuns ./submit
 func BenchmarkSmallRuns(b *testing.B) {
@@ -46,24 +50,36 @@ func BenchmarkSmallRuns(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "graphs/s")
 		})
+		procs := runtime.GOMAXPROCS(0)
 		for _, d := range []workers.Dispatch{workers.RoundRobin, workers.Shared} {
-			b.Run(shape.name+"/64-goroutines/"+d.String(), func(b *testing.B) {
-				pool, err := workers.New(workers.Config{Workers: 2, Dispatch: d})
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer pool.Close()
-				runClients(b, pool, g, 64, 1)
-				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "graphs/s")
-				var wakes, enters uint64
-				for _, s := range pool.Stats() {
-					wakes, enters = wakes+s.Wakes, enters+s.Enters
-				}
-				b.ReportMetric(float64(wakes)/float64(b.N), "wakes/graph")
-				b.ReportMetric(float64(enters)/float64(b.N), "enters/graph")
-			})
+			// With GOMAXPROCS Ps, and with a P more per worker: a worker
+			// keeps its P while it blocks in io_uring_enter.
+			for _, p := range []int{procs, procs + 2} {
+				b.Run(fmt.Sprintf("%s/64-goroutines/%s/procs=%d", shape.name, d, p), func(b *testing.B) {
+					defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(p))
+					smallRunClients(b, g, d)
+				})
+			}
 		}
 	}
+}
+
+// smallRunClients runs g from 64 goroutines on a 2-worker pool and
+// reports graphs/s, and wakes and enters per graph.
+func smallRunClients(b *testing.B, g *dag.Graph, d workers.Dispatch) {
+	pool, err := workers.New(workers.Config{Workers: 2, Dispatch: d})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pool.Close()
+	runClients(b, pool, g, 64, 1)
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "graphs/s")
+	var wakes, enters uint64
+	for _, s := range pool.Stats() {
+		wakes, enters = wakes+s.Wakes, enters+s.Enters
+	}
+	b.ReportMetric(float64(wakes)/float64(b.N), "wakes/graph")
+	b.ReportMetric(float64(enters)/float64(b.N), "enters/graph")
 }
 
 // TestSmallRunAllocs: a rerun of a small graph allocates nothing at all

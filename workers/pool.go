@@ -38,7 +38,14 @@ func (d Dispatch) String() string {
 
 // Config sizes a Pool. Zero fields take the documented defaults.
 type Config struct {
-	// Workers is the number of fixed workers (default 1).
+	// Workers is the number of fixed workers (default 1). Each is a
+	// goroutine locked to its thread, and it keeps its P (one of
+	// GOMAXPROCS) while it waits in io_uring_enter, until the Go runtime
+	// takes it back (20 µs or more). A program whose own goroutines must
+	// keep running beside busy workers (many goroutines each running
+	// small graphs) gives them room: runtime.GOMAXPROCS(n + Workers) for
+	// n CPUs doubled the graphs/s of 64 goroutines on 2 workers and
+	// 2 CPUs (BenchmarkSmallRuns in package submit).
 	Workers int
 	// Entries is each ring's SQ size (default 256); the CQ is twice that.
 	Entries uint32
