@@ -9,7 +9,9 @@
 // plain Go way: filepath.WalkDir feeding an errgroup of goroutines, each
 // os.ReadFile and bytes.Contains. It prints the time of each variant and
 // checks that every variant read the same files and bytes and found the
-// same matching files.
+// same matching files. The graph variants run with a P more per worker
+// (runtime.GOMAXPROCS, as workers.Config advises); the errgroup runs
+// with and without them, and the faster of the two is the baseline.
 //
 // With -stop, the hook that finds the needle ends the whole run, every
 // subgraph of it included (dag.Inputs.Stop), and each variant says which
@@ -238,6 +240,7 @@ type found struct {
 type variant struct {
 	name  string
 	run   func(ctx context.Context) (found, error)
+	procs int // GOMAXPROCS while it runs
 	times []time.Duration
 	best  found // of the fastest run
 }
@@ -264,24 +267,35 @@ func run(ctx context.Context, w io.Writer, c config) error {
 	}
 	defer pool.Close()
 
+	// The graph runs with a P more per worker, as workers.Config advises
+	// (a worker keeps its P while it waits in the kernel, and the Go
+	// tasks need Ps meanwhile); the errgroup with and without them, and
+	// the faster is the baseline.
+	procs := runtime.GOMAXPROCS(0)
 	var variants []*variant
 	for _, m := range submit.Modes() {
-		variants = append(variants, &variant{name: m.String(), run: func(ctx context.Context) (found, error) {
+		variants = append(variants, &variant{name: m.String(), procs: procs + pool.Size(), run: func(ctx context.Context) (found, error) {
 			return walkGraph(ctx, pool, m, c.cache, []byte(c.needle), c.stop)
 		}})
 	}
-	eg := &variant{name: "WalkDir+errgroup"}
-	if c.limit > 0 {
-		eg.name += " (limit " + strconv.Itoa(c.limit) + ")"
+	var egs []*variant
+	for _, p := range []int{procs, procs + pool.Size()} {
+		eg := &variant{name: "WalkDir+errgroup", procs: p}
+		if c.limit > 0 {
+			eg.name += " (limit " + strconv.Itoa(c.limit) + ")"
+		}
+		eg.run = func(ctx context.Context) (found, error) {
+			return walkErrgroup(ctx, c.cache, []byte(c.needle), c.limit, c.stop)
+		}
+		egs = append(egs, eg)
 	}
-	eg.run = func(ctx context.Context) (found, error) {
-		return walkErrgroup(ctx, c.cache, []byte(c.needle), c.limit, c.stop)
-	}
-	variants = append(variants, eg)
+	variants = append(variants, egs...)
+	defer runtime.GOMAXPROCS(procs)
 
 	// Interleaved, so that drift (other load, page cache) spreads over all.
 	for k := 0; k <= c.repeat; k++ {
 		for _, v := range variants {
+			runtime.GOMAXPROCS(v.procs)
 			start := time.Now()
 			f, err := v.run(ctx)
 			if err != nil {
@@ -308,12 +322,12 @@ func run(ctx context.Context, w io.Writer, c config) error {
 	}
 	fmt.Fprintf(w, "a Go task per directory: os.ReadDir, then a subgraph of open+statx, read sized by the statx, search hook, close;\n"+
 		"%d workers, ring %d; each run %s; best of %d runs after a warm-up\n\n", pool.Size(), pool.Config().Entries, how, c.repeat)
-	const row = "%-30s %8s %8s %8s %10s %11s %8s %12s\n"
-	fmt.Fprintf(w, row, "variant", "best", "median", "files/s", "files read", "bytes read", "matches", "vs errgroup")
-	base := slices.Min(eg.times)
+	const row = "%-30s %6s %8s %8s %8s %10s %11s %8s %12s\n"
+	fmt.Fprintf(w, row, "variant", "procs", "best", "median", "files/s", "files read", "bytes read", "matches", "vs errgroup")
+	base := min(slices.Min(egs[0].times), slices.Min(egs[1].times))
 	for _, v := range variants {
 		best := slices.Min(v.times)
-		fmt.Fprintf(w, row, v.name, human.Duration(best.Nanoseconds()), human.Duration(median(v.times).Nanoseconds()),
+		fmt.Fprintf(w, row, v.name, strconv.Itoa(v.procs), human.Duration(best.Nanoseconds()), human.Duration(median(v.times).Nanoseconds()),
 			human.Rate(float64(v.best.files)/best.Seconds()), strconv.FormatInt(v.best.files, 10),
 			strconv.FormatInt(v.best.bytes, 10), strconv.Itoa(len(v.best.matches)), fmt.Sprintf("%.2fx", base.Seconds()/best.Seconds()))
 	}

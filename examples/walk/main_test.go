@@ -44,9 +44,9 @@ func TestRun(t *testing.T) {
 			out := buf.String()
 			for _, re := range []string{
 				`300 files of 100..16384 bytes \([0-9]+ in all\) in 13 directories`,
-				`(?m)^link +[0-9.]+[nµm]?s `,
-				`(?m)^waves +[0-9.]+[nµm]?s `,
-				`(?m)^graph +[0-9.]+[nµm]?s `,
+				`(?m)^link +[0-9]+ +[0-9.]+[nµm]?s `,
+				`(?m)^waves +[0-9]+ +[0-9.]+[nµm]?s `,
+				`(?m)^graph +[0-9]+ +[0-9.]+[nµm]?s `,
 				`(?m)^WalkDir\+errgroup.* [0-9.]+[nµm]?s .* 1\.00x$`,
 				`every variant read 300 files, [0-9]+ bytes, and found the needle in the same 3 files \(3 planted\)`,
 			} {
