@@ -538,7 +538,12 @@ func (t *task) release(w *worker.Worker, i int32) {
 	st := t.st
 	status, pending := st.status, st.pending
 	s := status[i]
-	for _, e := range t.succs(i) { // split.go: the successors this task owns
+	// task.succs, written out: it is too large to be inlined.
+	succs := t.p.g.Succs(i)
+	if t.sp != nil {
+		succs = t.sp.succs(i) // split.go: the successors this task owns
+	}
+	for _, e := range succs {
 		v := e.Node
 		if status[v] != stPending {
 			continue
