@@ -357,9 +357,17 @@ func (t *task) sqe(w *worker.Worker, i int32) *uring.SQE {
 	return s
 }
 
-// Complete gives node i its final status from its CQE and lets the mode
+// Complete gives each CQE's node its final status and lets the mode
+// react, one CQE after the other.
+func (t *task) Complete(w *worker.Worker, cqes []uring.CQE) {
+	for k := range cqes {
+		t.complete(w, cqes[k])
+	}
+}
+
+// complete gives node i its final status from its CQE and lets the mode
 // react.
-func (t *task) Complete(w *worker.Worker, c uring.CQE) {
+func (t *task) complete(w *worker.Worker, c uring.CQE) {
 	t.inflight--
 	if c.UserData&cancelBit != 0 {
 		return
@@ -472,7 +480,7 @@ func (t *task) settle(w *worker.Worker, i int32, status uint8, res int32) uint8 
 			switch {
 			case !p.nodes[i].Keep && p.then[i] != nil:
 				// Lent to the node's hook, for the call (conclude); its
-				// buffer goes back after it (Complete).
+				// buffer goes back after it (complete).
 				t.lent = b[:res:res]
 				return status
 			case !p.nodes[i].Keep:
@@ -530,7 +538,12 @@ func (t *task) release(w *worker.Worker, i int32) {
 	st := t.st
 	status, pending := st.status, st.pending
 	s := status[i]
-	for _, e := range t.succs(i) { // split.go: the successors this task owns
+	// task.succs, written out: it is too large to be inlined.
+	succs := t.p.g.Succs(i)
+	if t.sp != nil {
+		succs = t.sp.succs(i) // split.go: the successors this task owns
+	}
+	for _, e := range succs {
 		v := e.Node
 		if status[v] != stPending {
 			continue

@@ -146,7 +146,12 @@ func (g *graphMode) noteSuccs(x int32) {
 		return
 	}
 	status, pending := t.st.status, t.st.pending
-	for _, e := range t.succs(x) {
+	// task.succs, written out: it is too large to be inlined.
+	succs := t.p.g.Succs(x)
+	if t.sp != nil {
+		succs = t.sp.succs(x)
+	}
+	for _, e := range succs {
 		if v := e.Node; status[v] == stPending && pending[v] < min {
 			min = pending[v]
 		}

@@ -24,9 +24,10 @@ type Task interface {
 	Start(w *Worker) error
 	// Prep fills SQEs (from Worker.SQE) for work that is ready.
 	Prep(w *Worker)
-	// Complete handles one CQE of this task; UserData holds the low 48
-	// bits the task set.
-	Complete(w *Worker, c uring.CQE)
+	// Complete handles a run of this task's CQEs, in the order the ring
+	// gave them; each UserData holds the low 48 bits the task set. The
+	// slice is the worker's: it is valid only during the call.
+	Complete(w *Worker, cqes []uring.CQE)
 	// Want returns how many of its in-flight completions the task needs
 	// before it can submit more (a whole level for waves). The worker
 	// waits for the fewest any task wants.
@@ -362,16 +363,23 @@ func (w *Worker) loop(errp *error, started func()) {
 				break
 			}
 			w.now, reaped = w.pool.Now(), true
-			for _, c := range cqes[:n] {
-				tag := c.UserData >> tagShift
+			// One call per run of consecutive CQEs of one task: with a
+			// single task, one per batch.
+			for k := 0; k < n; {
+				tag := cqes[k].UserData >> tagShift
 				if tag == doorbellTag {
 					w.bellArmd = false
+					k++
 					continue
 				}
-				w.inflight--
-				c.UserData &= userDataMask
+				j := k
+				for ; j < n && cqes[j].UserData>>tagShift == tag; j++ {
+					cqes[j].UserData &= userDataMask
+				}
+				w.inflight -= j - k
 				w.cur = tag << tagShift
-				w.tasks[tag].Complete(w, c)
+				w.tasks[tag].Complete(w, cqes[k:j])
+				k = j
 			}
 		}
 		w.retire()
