@@ -147,11 +147,14 @@ func (c *Comparison) Mode(m submit.Mode) *ModeResult {
 	return nil
 }
 
-// Run runs g on pool in every mode (link, then waves, then graph),
-// each o.Repeat times in a fresh subdirectory of o.Scratch, and checks the
-// reports with Reports. If ctx ends first, it returns the modes
-// that ran (the interrupted one with its partial report), unchecked,
-// with ctx's error. Any other error means the comparison could not run.
+// Run runs g on pool in every mode, each o.Repeat times in a fresh
+// subdirectory of o.Scratch, and checks the reports with Reports. The
+// modes take turns (a share of each mode's repeats, then the next mode's,
+// up to batch.Max turns each), so that drift in the machine (other load,
+// the device, the page cache) spreads over all of them. If ctx ends
+// first, it returns the modes that ran (with their partial reports),
+// unchecked, with ctx's error. Any other error means the comparison could
+// not run.
 func Run(ctx context.Context, pool *workers.Pool, g *dag.Graph, o Options) (*Comparison, error) {
 	if o.Repeat <= 0 {
 		o.Repeat = 1
@@ -159,54 +162,64 @@ func Run(ctx context.Context, pool *workers.Pool, g *dag.Graph, o Options) (*Com
 	if o.Scratch == "" && needsRoot(g) {
 		return nil, fmt.Errorf("compare %q: the graph uses files or paths: compare.Options.Scratch must name a scratch directory", g.Name())
 	}
+	modes := submit.Modes()
+	roots := make([]string, len(modes))
+	if o.Scratch != "" {
+		for k, m := range modes {
+			dir, err := os.MkdirTemp(o.Scratch, m.String()+"-")
+			if err != nil {
+				return nil, fmt.Errorf("compare: %w", err)
+			}
+			defer os.RemoveAll(dir)
+			if err := scratch.Create(dir, g); err != nil {
+				return nil, err
+			}
+			roots[k] = dir
+		}
+	}
 	r := submit.NewRunner(pool, g)
 	defer r.Close()
+	sums := make([]batch.Sum, len(modes))
+	lats := make([]latency.Recorder, len(modes))
+	size, done, total := batch.Size(o.Repeat), 0, len(modes)*o.Repeat
+	var runErr error
+turns:
+	for left := o.Repeat; left > 0; left -= size {
+		for k, m := range modes {
+			n := min(size, left)
+			rep, err := r.Run(ctx, m, submit.Options{Root: roots[k], Repeat: n, Trace: o.Trace})
+			if rep != nil {
+				sums[k].Add(rep)
+				lats[k].Add(rep.Nodes)
+				done += n
+				if o.Progress != nil {
+					o.Progress(done, total)
+				}
+			}
+			if err != nil {
+				runErr = err
+				break turns
+			}
+		}
+	}
 	c := &Comparison{Name: g.Name(), Trace: o.Trace, g: g}
-	done, total := 0, len(submit.Modes())*o.Repeat
-	for _, m := range submit.Modes() {
-		var lat latency.Recorder
-		rep, err := runMode(ctx, r, g, m, o, func(rep *submit.Report, runs int) {
-			lat.Add(rep.Nodes)
-			if o.Progress != nil {
-				o.Progress(done+runs, total)
-			}
-		})
-		done += o.Repeat
-		if rep != nil {
-			c.Modes = append(c.Modes, ModeResult{Report: rep, Latency: latencyOf(&lat)})
+	for k := range modes {
+		if rep := sums[k].Report(); rep != nil {
+			c.Modes = append(c.Modes, ModeResult{Report: rep, Latency: latencyOf(&lats[k])})
 		}
-		if err != nil {
-			if ctx.Err() != nil {
-				c.ratios()
-				return c, err
-			}
-			return nil, err
+	}
+	if runErr != nil {
+		if ctx.Err() != nil {
+			c.ratios()
+			return c, runErr
 		}
+		return nil, runErr
 	}
 	c.ratios()
 	if err := c.check(); err != nil {
 		return nil, err
 	}
 	return c, nil
-}
-
-// runMode runs mode m o.Repeat times, in batches (batch.Run), in its own
-// root, calling each after every batch, and returns a report of its own
-// (the Runner reuses its report) summing the batches.
-func runMode(ctx context.Context, r *submit.Runner, g *dag.Graph, m submit.Mode, o Options, each func(rep *submit.Report, runs int)) (*submit.Report, error) {
-	var root string
-	if o.Scratch != "" {
-		dir, err := os.MkdirTemp(o.Scratch, m.String()+"-")
-		if err != nil {
-			return nil, fmt.Errorf("compare: %w", err)
-		}
-		defer os.RemoveAll(dir)
-		if err := scratch.Create(dir, g); err != nil {
-			return nil, err
-		}
-		root = dir
-	}
-	return batch.Run(ctx, r, m, submit.Options{Root: root, Repeat: o.Repeat, Trace: o.Trace}, each)
 }
 
 // needsRoot reports whether g reads or creates anything in a root

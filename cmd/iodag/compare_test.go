@@ -32,7 +32,7 @@ func TestCompareText(t *testing.T) {
 				"\n  link        what io_uring offers",
 				"  latency     submission to completion of the nodes that ran, in all 3 runs; clock read per batch",
 				"  work        7 nodes (2 nop, 3 read of 4 KiB, 1 open, 1 close) on data (64 KiB, buffered); 3 runs per mode,",
-				"removed at\n              exit\n",
+				"removed at", "exit\n",
 			}, ""},
 		{"all ok", []string{"compare", "--workers=2", "--ring=32", "../../testdata/maildir10.json"}, exitOK,
 			[]string{"maildir10: 40 nodes, repeat 1, 2 workers, ring 32\n", "  link ", " 40       0         0        0    1.00x\n", "\nagree: ",

@@ -26,42 +26,61 @@ const Max = 20
 // if the first call returned no report).
 func Run(ctx context.Context, r *submit.Runner, m submit.Mode, o submit.Options, each func(rep *submit.Report, done int)) (*submit.Report, error) {
 	repeat := max(o.Repeat, 1)
-	size := (repeat + Max - 1) / Max
-	var sum *submit.Report
+	size := Size(repeat)
+	var sum Sum
 	for done := 0; done < repeat; {
 		o.Repeat = min(size, repeat-done)
 		rep, err := r.Run(ctx, m, o)
 		if rep == nil {
-			if sum != nil {
-				finish(sum)
-			}
-			return sum, err
+			return sum.Report(), err
 		}
 		done += o.Repeat
-		if sum == nil {
-			cp := *rep
-			cp.Nodes = nil
-			sum = &cp
-		} else {
-			sum.WallNS += rep.WallNS
-			sum.Enters += rep.Enters
-			sum.SQEs += rep.SQEs
-			sum.MaxInflight = max(sum.MaxInflight, rep.MaxInflight)
-			sum.Splits = max(sum.Splits, rep.Splits)
-			sum.Counts = rep.Counts
-		}
-		sum.Repeat = done
-		sum.Nodes = append(sum.Nodes[:0], rep.Nodes...)
+		sum.Add(rep)
 		if each != nil {
 			each(rep, done)
 		}
 		if err != nil {
-			finish(sum)
-			return sum, err
+			return sum.Report(), err
 		}
 	}
-	finish(sum)
-	return sum, nil
+	return sum.Report(), nil
+}
+
+// Size returns how many repeats each call makes when repeat runs are
+// split into at most Max calls.
+func Size(repeat int) int { return (max(repeat, 1) + Max - 1) / Max }
+
+// Sum adds up the reports of the calls that make one long run; its zero
+// value is empty.
+type Sum struct{ rep *submit.Report }
+
+// Add adds a call's report: wall time, enters and SQEs added up, the
+// largest in-flight and split counts, the last call's counts and nodes
+// (copied: the Runner reuses its report).
+func (s *Sum) Add(rep *submit.Report) {
+	if s.rep == nil {
+		cp := *rep
+		cp.Nodes, cp.Repeat = nil, 0
+		s.rep = &cp
+	} else {
+		s.rep.WallNS += rep.WallNS
+		s.rep.Enters += rep.Enters
+		s.rep.SQEs += rep.SQEs
+		s.rep.MaxInflight = max(s.rep.MaxInflight, rep.MaxInflight)
+		s.rep.Splits = max(s.rep.Splits, rep.Splits)
+		s.rep.Counts = rep.Counts
+	}
+	s.rep.Repeat += rep.Repeat
+	s.rep.Nodes = append(s.rep.Nodes[:0], rep.Nodes...)
+}
+
+// Report returns the sum, its ops/s over all the calls, or nil if no
+// call was added.
+func (s *Sum) Report() *submit.Report {
+	if s.rep != nil {
+		finish(s.rep)
+	}
+	return s.rep
 }
 
 // finish recomputes the ops/s of a summed report.
