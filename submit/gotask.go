@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/iodag/iodag/dag"
 	"github.com/iodag/iodag/internal/worker"
@@ -34,7 +33,11 @@ func (in *inputs) Run(name string, declare func(b *dag.Builder)) error {
 	case r.depth >= dag.MaxDepth:
 		return dag.ErrTooDeep
 	}
-	b := dag.NewBuilder(name, dag.WithNodes(takeNodes()))
+	top := r
+	for top.parent != nil {
+		top = top.parent
+	}
+	b := dag.NewBuilder(name, dag.WithNodes(top.takeNodes()))
 	declare(b)
 	g, err := b.Build()
 	if err != nil {
@@ -42,7 +45,7 @@ func (in *inputs) Run(name string, declare func(b *dag.Builder)) error {
 	}
 	// Nothing uses the subgraph once it has run (its errors hold copies
 	// of the ids): the next subgraph declares its nodes in its memory.
-	defer putNodes(g.Nodes())
+	defer top.putNodes(g.Nodes())
 	child := NewRunner((*workers.Pool)(r.pool), g)
 	defer child.Close()
 	child.depth, child.parent = r.depth+1, r
@@ -54,14 +57,10 @@ func (in *inputs) Run(name string, declare func(b *dag.Builder)) error {
 	return child.err()
 }
 
-// subgraphNodes holds the node memory of subgraphs that have run, for the
-// next ones: a Go task that runs subgraph after subgraph declares them in
-// the same memory instead of making (and zeroing) it afresh each time.
-var subgraphNodes sync.Pool // of *[]dag.Node
-
-// takeNodes returns the node memory of a subgraph that has run, or nil.
-func takeNodes() []dag.Node {
-	if p, ok := subgraphNodes.Get().(*[]dag.Node); ok {
+// takeNodes returns the node memory of a subgraph of r's that has run,
+// or nil.
+func (r *Runner) takeNodes() []dag.Node {
+	if p, ok := r.subgraphNodes.Get().(*[]dag.Node); ok {
 		return *p
 	}
 	return nil
@@ -69,10 +68,10 @@ func takeNodes() []dag.Node {
 
 // putNodes keeps nodes, cleared (they hold the user's functions), for
 // takeNodes.
-func putNodes(nodes []dag.Node) {
+func (r *Runner) putNodes(nodes []dag.Node) {
 	nodes = nodes[:cap(nodes)]
 	clear(nodes)
-	subgraphNodes.Put(&nodes)
+	r.subgraphNodes.Put(&nodes)
 }
 
 // Result returns node n's outcome; see dag.Inputs.

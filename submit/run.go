@@ -179,6 +179,11 @@ type Runner struct {
 	// return, which only its Report and observer show: Run sets it, a
 	// subgraph (dag.Inputs.Run) has neither.
 	digests bool
+	// subgraphNodes holds the node memory of subgraphs (dag.Inputs.Run,
+	// at any depth below this Runner) that have run, for the next ones:
+	// a Go task that runs subgraph after subgraph declares them in the
+	// same memory instead of making it afresh each time.
+	subgraphNodes sync.Pool // of *[]dag.Node
 	// left counts the run's tasks that have not finished; the last to
 	// finish sends on fin (buffered, made once, so a Run allocates no
 	// channel).
