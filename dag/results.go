@@ -47,7 +47,8 @@ type Inputs interface {
 	// returns the subgraph's first failure (its Report.Err) or why it could
 	// not run; stopping or canceling the outer run cancels it. Only a Go
 	// task may call Run: a hook or a binding runs on a worker's thread and
-	// must not wait. Subgraphs nest, at most MaxDepth deep.
+	// must not wait. Subgraphs nest, at most MaxDepth deep. A declare
+	// that adds no node runs nothing: Run returns nil.
 	Run(name string, declare func(b *Builder)) error
 	// Context is done when the run ends early (its context ends, or a
 	// node stops it): a Go task that works for long should watch it, as

@@ -39,6 +39,9 @@ func (in *inputs) Run(name string, declare func(b *dag.Builder)) error {
 	}
 	b := dag.NewBuilder(name, dag.WithNodes(top.takeNodes()))
 	declare(b)
+	if b.Len() == 0 {
+		return nil // nothing found to run (an empty directory)
+	}
 	g, err := b.Build()
 	if err != nil {
 		return err

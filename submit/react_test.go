@@ -461,9 +461,15 @@ func TestStream(t *testing.T) {
 // read by a subgraph whose Go tasks walk the subdirectories; a hook may
 // not run a subgraph; nesting stops at dag.MaxDepth.
 func TestSubgraphs(t *testing.T) {
-	// root/tree: d0/{f0,f1,d1/{f0,f1,d2/{...}}} three levels deep.
+	// root/tree: d0/{f0,f1,d1/{f0,f1,d2/{...}}} three levels deep, and
+	// an empty directory at the bottom, whose subgraph is empty.
 	makeTree := func(root string) (files int, size int64) {
 		dir := filepath.Join(root, "tree")
+		defer func() {
+			if err := os.Mkdir(filepath.Join(dir, "empty"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}()
 		for level := 0; level < 3; level++ {
 			dir = filepath.Join(dir, fmt.Sprintf("d%d", level))
 			if err := os.MkdirAll(dir, 0o755); err != nil {
