@@ -296,6 +296,7 @@ func run(ctx context.Context, w io.Writer, c config) error {
 	for k := 0; k <= c.repeat; k++ {
 		for _, v := range variants {
 			runtime.GOMAXPROCS(v.procs)
+			runtime.GC() // the garbage of the variant before is not this one's
 			start := time.Now()
 			f, err := v.run(ctx)
 			if err != nil {
