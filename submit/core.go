@@ -58,25 +58,30 @@ type state struct {
 	offset     []int64  // a read's or write's offset, as its binding left it
 	moved      []int32  // bytes a write moved in its earlier SQEs (it goes on after a short one)
 	trig       []int32  // on_failure predecessors that did not succeed
-	data       [][]byte // what a read that keeps its data returned
-	err        []error  // why a node failed in Go: its hook, binding or function, a short transfer
-	slot       []uint32 // fixed-file slot of each handle
-	alive      []bool   // the handle holds its slot (opened, not yet closed)
+	// skip marks a pending node one of whose after- or finally-
+	// predecessors was skipped: it is skipped too once its last
+	// predecessor settles, unless one is canceled or fails first, so
+	// that its status does not depend on which settles first.
+	skip  []bool
+	data  [][]byte // what a read that keeps its data returned
+	err   []error  // why a node failed in Go: its hook, binding or function, a short transfer
+	slot  []uint32 // fixed-file slot of each handle
+	alive []bool   // the handle holds its slot (opened, not yet closed)
 }
 
 func newState(p *plan) *state {
 	n := p.n
 	st := &state{
-		status:   make([]uint8, n),
-		digest:   make([]uint32, n),
-		borrowed: make([]bool, n),
-		err:      make([]error, n),
-		slot:     make([]uint32, p.handles),
-		alive:    make([]bool, p.handles),
+		status: make([]uint8, n),
+		digest: make([]uint32, n),
+		err:    make([]error, n),
+		slot:   make([]uint32, p.handles),
+		alive:  make([]bool, p.handles),
 	}
 	carve(n, &st.res, &st.cause, &st.linkedFrom, &st.pending, &st.chain, &st.moved, &st.trig)
 	carve(n, &st.start, &st.end, &st.size, &st.offset)
 	carve(n, &st.buf, &st.data)
+	carve(n, &st.borrowed, &st.skip)
 	return st
 }
 
@@ -233,6 +238,7 @@ func (t *task) reset() {
 		clear(st.digest)
 		clear(st.moved)
 		clear(st.trig)
+		clear(st.skip)
 		clear(st.data)
 		clear(st.err)
 		return
@@ -248,7 +254,7 @@ func (t *task) reset() {
 		st.start[i], st.end[i] = 0, 0
 		st.size[i] = 0
 		st.digest[i] = 0
-		st.moved[i], st.trig[i] = 0, 0
+		st.moved[i], st.trig[i], st.skip[i] = 0, 0, false
 		st.data[i], st.err[i] = nil, nil
 	}
 }
@@ -555,8 +561,7 @@ func (t *task) release(w *worker.Worker, i int32) {
 				st.trig[v]++
 			}
 		case s == stSkipped:
-			t.doom(w, v, stSkipped, causeNone)
-			continue
+			st.skip[v] = true
 		default:
 			t.doom(w, v, stCanceled, i)
 			continue
@@ -568,7 +573,7 @@ func (t *task) release(w *worker.Worker, i int32) {
 			if left < t.minPending {
 				t.minPending = left
 			}
-		case t.p.onFail[v] && st.trig[v] == 0:
+		case st.skip[v], t.p.onFail[v] && st.trig[v] == 0:
 			t.doom(w, v, stSkipped, causeNone)
 		default:
 			status[v] = stReady
@@ -579,9 +584,10 @@ func (t *task) release(w *worker.Worker, i int32) {
 
 // doom ends pending node v, which will not run, canceled (its predecessor
 // why did not succeed, or did not run) or skipped (an on_failure
-// condition did not hold), and every pending node after it the same way;
-// an on_failure successor of a canceled node is released instead: its
-// cleanup runs.
+// condition did not hold), and every pending node after it the same way:
+// a canceled one at once, a skipped one once its other predecessors have
+// settled (see state.skip); an on_failure successor of a canceled node is
+// released instead: its cleanup runs.
 func (t *task) doom(w *worker.Worker, v int32, status uint8, why int32) {
 	st := t.st
 	t.end(w, v, status, 0, t.rootOf(why))
@@ -595,18 +601,20 @@ func (t *task) doom(w *worker.Worker, v int32, status uint8, why int32) {
 			if st.status[x] != stPending {
 				continue
 			}
-			if e.Kind != dag.OnFailure {
+			switch {
+			case e.Kind != dag.OnFailure && s == stCanceled:
 				t.end(w, x, s, 0, t.rootOf(u))
 				stack = append(stack, x)
 				continue
-			}
-			if s == stCanceled {
+			case e.Kind != dag.OnFailure:
+				st.skip[x] = true
+			case s == stCanceled:
 				st.trig[x]++
 			}
 			if st.pending[x]--; st.pending[x] > 0 {
 				continue
 			}
-			if st.trig[x] == 0 {
+			if st.skip[x] || t.p.onFail[x] && st.trig[x] == 0 {
 				t.end(w, x, stSkipped, 0, causeNone)
 				stack = append(stack, x)
 				continue
@@ -663,7 +671,7 @@ func (t *task) refuse(w *worker.Worker, i int32, verdict int32) {
 // it ends with.
 func (t *task) cond(v int32) (uint8, int32) {
 	st := t.st
-	onFail, trig := false, false
+	onFail, trig, skip := false, false, false
 	for _, e := range t.p.g.Preds(v) {
 		s := st.status[e.Node]
 		switch {
@@ -672,12 +680,12 @@ func (t *task) cond(v int32) (uint8, int32) {
 			trig = trig || s == stFailed || s == stCanceled
 		case s == stOK, e.Kind == dag.Finally && s == stFailed:
 		case s == stSkipped:
-			return stSkipped, causeNone
+			skip = true // unless another predecessor cancels v
 		default:
 			return stCanceled, e.Node
 		}
 	}
-	if onFail && !trig {
+	if skip || onFail && !trig {
 		return stSkipped, causeNone
 	}
 	return stPending, causeNone

@@ -118,7 +118,7 @@ func (l *linkMode) segment(w *worker.Worker, k int32) {
 			return
 		}
 		first := seq[pos]
-		if t.p.onFail[first] {
+		if t.p.onFail[first] || st.skip[first] {
 			if status, cause := t.cond(first); status != stPending {
 				t.doom(w, first, status, cause)
 				l.after(w, k, first)
@@ -151,6 +151,9 @@ func (l *linkMode) segment(w *worker.Worker, k int32) {
 		x := seq[j]
 		if st.status[x] > stReady {
 			continue
+		}
+		if st.skip[x] {
+			break // its turn decides: skipped, or canceled (cond)
 		}
 		if p.kernelLink(seg[len(seg)-1], x) == 0 || !t.canFollow(x) {
 			t.split()

@@ -953,3 +953,53 @@ func TestHookSeesRead(t *testing.T) {
 		}
 	}
 }
+
+// TestSkippedMeetsCanceled: a node after both a skipped node and a
+// canceled one is canceled, whichever of the two settles first (a
+// timeout holds the other back), and so is what comes after it, in every
+// mode.
+func TestSkippedMeetsCanceled(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		slowSkip bool // the skip comes after the cancel
+	}{
+		{"skip first", false},
+		{"cancel first", true},
+	} {
+		b := dag.NewBuilder("skip-cancel")
+		slow := b.Timeout("slow", 20*time.Millisecond)
+		ok := b.Nop("ok")
+		bad := b.Statx("bad", "missing")
+		if tc.slowSkip {
+			ok.After(slow)
+		} else {
+			bad.After(slow)
+		}
+		clean := b.Nop("clean").OnFailure(ok)
+		dep := b.Nop("dep").After(bad)
+		v := b.Nop("v").After(clean, dep)
+		b.Nop("w").After(v)
+		g, err := b.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range Modes() {
+			t.Run(tc.name+"/"+m.String(), func(t *testing.T) {
+				rep, err := runReact(t, m, g, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := map[string]ending{}
+				for id, e := range states(rep) {
+					if id == "v" || id == "w" {
+						got[id] = e
+					}
+				}
+				canceled := ending{Status: StatusCanceled, Err: `canceled: node "bad" did not succeed`}
+				if diff := cmp.Diff(map[string]ending{"v": canceled, "w": canceled}, got); diff != "" {
+					t.Errorf("states (-want +got):\n%s", diff)
+				}
+			})
+		}
+	}
+}
