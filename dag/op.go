@@ -95,7 +95,9 @@ const (
 	Finally
 	// OnFailure runs the dependent only if the predecessor failed or was
 	// canceled: cleanup. When the predecessor succeeds, the dependent is
-	// skipped (which is not a failure), and so is everything after it.
+	// skipped (which is not a failure), and so is everything after it,
+	// except a node that another predecessor cancels: a node after both
+	// a skipped and a canceled node is canceled.
 	OnFailure
 )
 
