@@ -20,20 +20,21 @@
 // and again buffered, from the page cache. Where the file system refuses
 // O_DIRECT (tmpfs before Linux 6.6), only the buffered runs are made.
 //
-// By default the runner opens the file (a spec file, dag.FileSpec) and
-// registers it with every worker, so each lookup is a component of its
-// own and the lookups spread over the workers. With -open node an open
-// node precedes every lookup and a close follows them all, as a program
-// that opens the file once would write it: the graph is then one
-// component, which runs on one worker, and which link mode serializes into
-// one chain, one read at a time.
+// By default an open node precedes every lookup and a close follows them
+// all, as a program that opens the file once writes it: the graph is one
+// component, which runs on one worker, and which link mode serializes
+// into one chain, one read at a time (what plain IOSQE_IO_LINK chains
+// can do with dependent reads). With -open runner the runner opens the
+// file instead (a spec file, dag.FileSpec) and registers it with every
+// worker, so each lookup is a component of its own, the lookups spread
+// over the workers, and link mode runs 20,000 short chains at once.
 //
 // It prints lookups/s per variant and the graph/errgroup and graph/link
 // ratios, and checks that every variant found, for every lookup, the
 // block the file was written with.
 //
 //	go run ./examples/lookup                 # 20,000 lookups in 16,384 keys, 128 in flight
-//	go run ./examples/lookup -io direct -open node -depth 64
+//	go run ./examples/lookup -io direct -open runner -depth 64
 package main
 
 import (
@@ -88,7 +89,7 @@ func main() {
 	flag.IntVar(&c.repeat, "repeat", 3, "timed runs of each variant, after one warm-up run; the best is shown")
 	flag.Uint64Var(&c.seed, "seed", 1, "seed of the file's layout and of the keys looked up")
 	flag.StringVar(&c.check, "check", "hook", "what checks each block in the graph: hook (Task.Then on the read) or go (a Go task after it)")
-	flag.StringVar(&c.open, "open", "runner", "how the graph opens the file: runner (a spec file the runner opens once per run and registers with every\n"+
+	flag.StringVar(&c.open, "open", "node", "how the graph opens the file: runner (a spec file the runner opens once per run and registers with every\n"+
 		"worker: each lookup is a component of its own) or node (an open node before every lookup and a close after them all:\n"+
 		"one component, so it runs on one worker, and link mode serializes every read)")
 	flag.IntVar(&c.serial, "serial", 2000, "lookups of the serial loop (the first of the n; it is slow with O_DIRECT)")
