@@ -31,7 +31,7 @@ func (g *graphMode) begin() {
 	g.rhead = 0
 	g.chains, g.free = g.chains[:0], g.free[:0]
 	for _, i := range g.roots {
-		t.st.status[i] = stReady
+		t.st.node[i].status = stReady
 		t.ready = append(t.ready, i)
 	}
 }
@@ -103,7 +103,7 @@ func (g *graphMode) dispatchChain(w *worker.Worker, u int32) {
 			break
 		}
 		t.prep(w, u, p.chainLink[u])
-		st.linkedFrom[v] = u
+		st.node[v].linkedFrom = u
 		u = v
 		n++
 	}
@@ -114,10 +114,10 @@ func (g *graphMode) dispatchChain(w *worker.Worker, u int32) {
 	// Only the last node has successors outside the chain; if one
 	// waits, it waits for the whole chain's completions.
 	for _, e := range t.succs(u) {
-		if st.status[e.Node] == stPending {
+		if st.node[e.Node].status == stPending {
 			c := g.newChain(n)
-			for x := u; ; x = st.linkedFrom[x] {
-				st.chain[x] = c
+			for x := u; ; x = st.node[x].linkedFrom {
+				st.node[x].chain = c
 				if x == head {
 					return
 				}
@@ -145,15 +145,15 @@ func (g *graphMode) noteSuccs(x int32) {
 	if min <= 1 {
 		return
 	}
-	status, pending := t.st.status, t.st.pending
+	node := t.st.node
 	// task.succs, written out: it is too large to be inlined.
 	succs := t.p.g.Succs(x)
 	if t.sp != nil {
 		succs = t.sp.succs(x)
 	}
 	for _, e := range succs {
-		if v := e.Node; status[v] == stPending && pending[v] < min {
-			min = pending[v]
+		if n := &node[e.Node]; n.status == stPending && n.pending < min {
+			min = n.pending
 		}
 	}
 	t.minPending = min
@@ -161,7 +161,7 @@ func (g *graphMode) noteSuccs(x int32) {
 
 func (g *graphMode) settled(w *worker.Worker, i int32) {
 	t := g.t
-	if c := t.st.chain[i]; c >= 0 {
+	if c := t.st.node[i].chain; c >= 0 {
 		if g.chains[c]--; g.chains[c] == 0 {
 			g.free = append(g.free, c)
 		}

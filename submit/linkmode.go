@@ -110,7 +110,7 @@ func (l *linkMode) segment(w *worker.Worker, k int32) {
 	var pos int
 	for {
 		pos = int(l.pos[k])
-		for pos < len(seq) && st.status[seq[pos]] > stReady {
+		for pos < len(seq) && st.node[seq[pos]].status > stReady {
 			pos++ // final already: canceled or skipped
 		}
 		l.pos[k] = int32(pos)
@@ -118,7 +118,7 @@ func (l *linkMode) segment(w *worker.Worker, k int32) {
 			return
 		}
 		first := seq[pos]
-		if t.p.onFail[first] || st.skip[first] {
+		if t.p.onFail[first] || st.node[first].skip {
 			if status, cause := t.cond(first); status != stPending {
 				t.doom(w, first, status, cause)
 				l.after(w, k, first)
@@ -149,10 +149,10 @@ func (l *linkMode) segment(w *worker.Worker, k int32) {
 	room := w.Room()
 	for j := pos + 1; j < len(seq) && len(seg) < room; j++ {
 		x := seq[j]
-		if st.status[x] > stReady {
+		if st.node[x].status > stReady {
 			continue
 		}
-		if st.skip[x] {
+		if st.node[x].skip {
 			break // its turn decides: skipped, or canceled (cond)
 		}
 		if p.kernelLink(seg[len(seg)-1], x) == 0 || !t.canFollow(x) {
@@ -169,7 +169,7 @@ func (l *linkMode) segment(w *worker.Worker, k int32) {
 		var link uint8
 		if j+1 < len(seg) {
 			link = p.kernelLink(x, seg[j+1])
-			st.linkedFrom[seg[j+1]] = x
+			st.node[seg[j+1]].linkedFrom = x
 		}
 		t.prep(w, x, link)
 	}
@@ -234,14 +234,14 @@ func (l *linkMode) settled(w *worker.Worker, i int32) {
 func (l *linkMode) after(w *worker.Worker, k int32, x int32) {
 	t, st := l.t, l.t.st
 	seq := l.seq(k)
-	switch st.status[x] {
+	switch st.node[x].status {
 	case stOK, stSkipped:
 		return
 	case stFailed:
 		if next := l.nextPending(k); next >= 0 {
 			if kind, ok := t.p.edge(x, next); ok && kind == dag.Finally {
 				for _, e := range t.p.g.Succs(x) {
-					if v := e.Node; e.Kind == dag.After && st.status[v] == stPending {
+					if v := e.Node; e.Kind == dag.After && st.node[v].status == stPending {
 						t.doom(w, v, stCanceled, x)
 					}
 				}
@@ -250,7 +250,7 @@ func (l *linkMode) after(w *worker.Worker, k int32, x int32) {
 		}
 	}
 	for _, v := range seq[l.pos[k]:] {
-		if st.status[v] <= stReady && !t.p.onFail[v] {
+		if st.node[v].status <= stReady && !t.p.onFail[v] {
 			t.end(w, v, stCanceled, 0, t.rootOf(x))
 		}
 	}
@@ -261,7 +261,7 @@ func (l *linkMode) after(w *worker.Worker, k int32, x int32) {
 // cleanup), or -1.
 func (l *linkMode) nextPending(k int32) int32 {
 	for _, x := range l.seq(k)[l.pos[k]:] {
-		if l.t.st.status[x] <= stReady {
+		if l.t.st.node[x].status <= stReady {
 			return x
 		}
 	}

@@ -26,6 +26,9 @@ type plan struct {
 	cleanups bool
 	direct   []bool // a read's or write's file is open with O_DIRECT
 	npred    []int32
+	// fresh is every node's state before a run (pending counts, no
+	// links): reset copies it.
+	fresh []nodeState
 	// chainNext is the successor graph mode passes to the kernel as a
 	// link (see kernelLink), or -1; chainLink is the SQE flag for it.
 	chainNext []int32
@@ -62,6 +65,7 @@ func newPlan(g *dag.Graph) *plan {
 	n := g.Len()
 	p := &plan{g: g, n: n, nodes: g.Nodes(), crc: castagnoli, files: g.Files(),
 		op: make([]dag.Op, n), then: make([]func(dag.Inputs, dag.Result) error, n)}
+	p.fresh = make([]nodeState, n)
 	carve(n, &p.flags, &p.chainLink)
 	carve(n, &p.needs, &p.onFail, &p.direct)
 	carve(n, &p.npred, &p.chainNext, &p.file, &p.handle, &p.pathOff, &p.dirOf, &p.baseOff, &p.toDirOf, &p.toBaseOff, &p.compOf)
@@ -133,6 +137,7 @@ func newPlan(g *dag.Graph) *plan {
 		}
 		p.cleanups = p.cleanups || p.onFail[i]
 		p.npred[i] = int32(len(g.Preds(i)))
+		p.fresh[i] = nodeState{pending: p.npred[i], cause: causeNone, linkedFrom: -1, chain: -1}
 		p.compOf[i] = int32(g.Component(i))
 		p.file[i] = -1
 		if nd.File != "" {

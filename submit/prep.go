@@ -128,7 +128,7 @@ func (t *task) takeTransfer(w *worker.Worker, i int32) int32 {
 	nd := &t.p.nodes[i]
 	n, off, buf := nd.Len, nd.Offset, nd.Buf
 	if f := nd.LenFrom; f >= 0 {
-		if st.status[f] != stOK {
+		if st.node[f].status != stOK {
 			return unbound
 		}
 		n = st.size[f]
@@ -221,7 +221,7 @@ func checkPath(path string) error {
 // not run yet (in a kernel chain): what it reads of others' results is
 // known and its directories can be opened now.
 func (t *task) canFollow(i int32) bool {
-	if f := t.p.nodes[i].LenFrom; f >= 0 && t.st.status[f] < stOK {
+	if f := t.p.nodes[i].LenFrom; f >= 0 && t.st.node[f].status < stOK {
 		return false
 	}
 	return t.dirsReady(i)

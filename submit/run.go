@@ -424,7 +424,7 @@ func (r *Runner) run(ctx context.Context, mode Mode, o Options) (wall int64, sta
 		for _, t := range r.tasks[handed:] {
 			t.reset()
 			for _, i := range t.nodes {
-				t.st.status[i], t.st.cause[i] = stCanceled, causeContext
+				t.st.node[i].status, t.st.node[i].cause = stCanceled, causeContext
 			}
 		}
 		// If what started has finished already, nobody sends on fin.

@@ -411,9 +411,9 @@ func (sp *splitTask) flush() {
 // copyFinal copies what node u's dependents may read of it (u is final)
 // from another task's state.
 func (st *state) copyFinal(src *state, u int32) {
-	st.status[u], st.res[u], st.cause[u] = src.status[u], src.res[u], src.cause[u]
+	st.node[u].status, st.node[u].res, st.node[u].cause = src.node[u].status, src.node[u].res, src.node[u].cause
 	st.size[u], st.data[u], st.err[u] = src.size[u], src.data[u], src.err[u]
-	st.digest[u], st.start[u], st.end[u] = src.digest[u], src.start[u], src.end[u]
+	st.digest[u], st.node[u].start, st.node[u].end = src.digest[u], src.node[u].start, src.node[u].end
 }
 
 // stateOf returns the state that holds node i's outcome: its task's, if

@@ -107,7 +107,7 @@ func (m *waveMode) prep(w *worker.Worker) {
 		}
 		for m.pos < end && w.Room() > 0 {
 			u := m.order[m.pos]
-			if st.status[u] >= stInflight {
+			if st.node[u].status >= stInflight {
 				m.pos++ // canceled
 				continue
 			}
