@@ -380,11 +380,18 @@ func (t *task) complete(w *worker.Worker, c uring.CQE) {
 		status, n.cause = stCanceled, t.rootOf(n.linkedFrom)
 	case c.Res == -int32(unix.ECANCELED) && t.canceled:
 		status, n.cause = stCanceled, causeContext
-	case c.Res == -int32(unix.ETIME) && t.p.op[i] == dag.OpTimeout:
+	case c.Res == -int32(unix.ETIME) && t.p.hot[i].op == dag.OpTimeout:
 		// An expired timeout is its success (IORING_TIMEOUT_ETIME_SUCCESS).
 		n.res = 0
 	case c.Res < 0:
 		status = stFailed
+	}
+	if t.p.hot[i].plain {
+		n.status = status
+		t.remaining--
+		t.observe(i)
+		t.s.settled(w, i)
+		return
 	}
 	if status = t.settle(w, i, status, c.Res); status == stInflight {
 		return // a write goes on with the rest
@@ -442,7 +449,7 @@ func (t *task) notify(i int32) {
 func (t *task) settle(w *worker.Worker, i int32, status uint8, res int32) uint8 {
 	st, p := t.st, t.p
 	b := st.buf[i]
-	switch p.op[i] {
+	switch p.hot[i].op {
 	case dag.OpWrite:
 		if status != stOK {
 			break
@@ -562,7 +569,7 @@ func (t *task) release(w *worker.Worker, i int32) {
 			if n.pending < t.minPending {
 				t.minPending = n.pending
 			}
-		case n.skip, t.p.onFail[v] && n.trig == 0:
+		case n.skip, t.p.hot[v].onFail && n.trig == 0:
 			t.doom(w, v, stSkipped, causeNone)
 		default:
 			n.status = stReady
@@ -604,7 +611,7 @@ func (t *task) doom(w *worker.Worker, v int32, status uint8, why int32) {
 			if n.pending--; n.pending > 0 {
 				continue
 			}
-			if n.skip || t.p.onFail[x] && n.trig == 0 {
+			if n.skip || t.p.hot[x].onFail && n.trig == 0 {
 				t.end(w, x, stSkipped, 0, causeNone)
 				stack = append(stack, x)
 				continue
@@ -702,7 +709,7 @@ func (t *task) sendCancels(w *worker.Worker) {
 	st := t.st
 	for ; t.cancelPos < len(t.nodes) && w.Room() > 0; t.cancelPos++ {
 		i := t.nodes[t.cancelPos]
-		if st.node[i].status != stInflight || t.p.op[i] == dag.OpGo {
+		if st.node[i].status != stInflight || t.p.hot[i].op == dag.OpGo {
 			continue // a Go task has no request to cancel: it is waited for
 		}
 		s := w.SQE(cancelBit | uint64(i))

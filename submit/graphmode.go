@@ -66,11 +66,11 @@ func (g *graphMode) dispatch(w *worker.Worker) {
 				t.refuse(w, u, v)
 				continue
 			}
-			if p.op[u] == dag.OpGo {
+			if p.hot[u].op == dag.OpGo {
 				t.spawn(w, u)
 				continue
 			}
-			if p.chainNext[u] < 0 {
+			if p.hot[u].chainNext < 0 {
 				t.prep(w, u, 0)
 				g.noteSuccs(u)
 				room--
@@ -97,12 +97,12 @@ func (g *graphMode) dispatchChain(w *worker.Worker, u int32) {
 	t, p, st := g.t, g.t.p, g.t.st
 	head, n := u, int32(1)
 	for {
-		v := p.chainNext[u]
+		v := p.hot[u].chainNext
 		if v < 0 || w.Room() < 2 || !t.canFollow(v) || t.take(w, v) != taken {
 			t.prep(w, u, 0)
 			break
 		}
-		t.prep(w, u, p.chainLink[u])
+		t.prep(w, u, p.hot[u].chainLink)
 		st.node[v].linkedFrom = u
 		u = v
 		n++

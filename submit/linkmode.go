@@ -118,7 +118,7 @@ func (l *linkMode) segment(w *worker.Worker, k int32) {
 			return
 		}
 		first := seq[pos]
-		if t.p.onFail[first] || st.node[first].skip {
+		if t.p.hot[first].onFail || st.node[first].skip {
 			if status, cause := t.cond(first); status != stPending {
 				t.doom(w, first, status, cause)
 				l.after(w, k, first)
@@ -126,7 +126,7 @@ func (l *linkMode) segment(w *worker.Worker, k int32) {
 			}
 		}
 		v := t.take(w, first)
-		if v == taken && p.op[first] == dag.OpGo {
+		if v == taken && p.hot[first].op == dag.OpGo {
 			t.spawn(w, first)
 			l.pos[k] = int32(pos + 1)
 			l.send(k, first, 1)
@@ -250,7 +250,7 @@ func (l *linkMode) after(w *worker.Worker, k int32, x int32) {
 		}
 	}
 	for _, v := range seq[l.pos[k]:] {
-		if st.node[v].status <= stReady && !t.p.onFail[v] {
+		if st.node[v].status <= stReady && !t.p.hot[v].onFail {
 			t.end(w, v, stCanceled, 0, t.rootOf(x))
 		}
 	}

@@ -297,7 +297,7 @@ func NewRunner(pool *workers.Pool, g *dag.Graph) *Runner {
 			if p.npred[i] == 0 {
 				roots++
 			}
-			if p.op[i] == dag.OpOpen {
+			if p.hot[i].op == dag.OpOpen {
 				opens++
 			}
 		}
@@ -306,7 +306,7 @@ func NewRunner(pool *workers.Pool, g *dag.Graph) *Runner {
 			if p.npred[i] == 0 {
 				t.graph.roots = append(t.graph.roots, i)
 			}
-			if p.op[i] == dag.OpOpen {
+			if p.hot[i].op == dag.OpOpen {
 				t.opens = append(t.opens, i)
 			}
 		}

@@ -140,7 +140,7 @@ func (r *Runner) planSplit(min int) {
 		}
 		ok, opens := true, 0
 		for _, i := range nodes {
-			switch p.op[i] {
+			switch p.hot[i].op {
 			case dag.OpRename:
 				ok = false
 			case dag.OpOpen:
@@ -188,7 +188,7 @@ func (r *Runner) planSplit(min int) {
 			if p.npred[i] == 0 {
 				t.graph.roots = append(t.graph.roots, i)
 			}
-			if p.op[i] == dag.OpOpen {
+			if p.hot[i].op == dag.OpOpen {
 				t.opens = append(t.opens, i)
 			}
 		}
@@ -262,7 +262,7 @@ func (s *splitSet) partition(p *plan, nodes []int32, k int) {
 	}
 	byHandle := map[int32]int32{}
 	for j, i := range nodes {
-		if v := p.chainNext[i]; v >= 0 {
+		if v := p.hot[i].chainNext; v >= 0 {
 			union(int32(j), pos[v])
 		}
 		if f := p.nodes[i].LenFrom; f >= 0 {

@@ -113,7 +113,7 @@ func (m *waveMode) prep(w *worker.Worker) {
 			}
 			switch v := t.take(w, u); v {
 			case taken:
-				if t.p.op[u] == dag.OpGo {
+				if t.p.hot[u].op == dag.OpGo {
 					t.spawn(w, u)
 				} else {
 					t.prep(w, u, 0)
