@@ -24,6 +24,9 @@ type plan struct {
 	then []func(dag.Inputs, dag.Result) error // hooks, apart from the nodes
 	// cleanups reports whether any node has on_failure edges.
 	cleanups bool
+	// allPlain reports whether every node is plain: then no run writes
+	// a node's size, digest, data, error or write progress.
+	allPlain bool
 	direct   []bool // a read's or write's file is open with O_DIRECT
 	npred    []int32
 	// fresh is every node's state before a run (pending counts, no
@@ -76,7 +79,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 func newPlan(g *dag.Graph) *plan {
 	n := g.Len()
-	p := &plan{g: g, n: n, nodes: g.Nodes(), crc: castagnoli, files: g.Files(),
+	p := &plan{g: g, n: n, nodes: g.Nodes(), crc: castagnoli, files: g.Files(), allPlain: true,
 		hot: make([]planNode, n), then: make([]func(dag.Inputs, dag.Result) error, n)}
 	p.fresh = make([]nodeState, n)
 	carve(n, &p.direct)
@@ -152,9 +155,10 @@ func newPlan(g *dag.Graph) *plan {
 		default:
 			h.plain = !h.needs && nd.Then == nil
 		}
-		p.cleanups = p.cleanups || p.hot[i].onFail
+		p.cleanups = p.cleanups || h.onFail
+		p.allPlain = p.allPlain && h.plain
 		p.npred[i] = int32(len(g.Preds(i)))
-		p.fresh[i] = nodeState{pending: p.npred[i], cause: causeNone, linkedFrom: -1, chain: -1}
+		p.fresh[i] = nodeState{onFail: h.onFail, pending: p.npred[i], cause: causeNone, linkedFrom: -1, chain: -1}
 		p.compOf[i] = int32(g.Component(i))
 		p.file[i] = -1
 		if nd.File != "" {
