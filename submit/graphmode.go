@@ -146,6 +146,12 @@ func (g *graphMode) noteSuccs(x int32) {
 		return
 	}
 	node := t.st.node
+	if v := t.p.hot[x].only; v >= 0 && t.sp == nil {
+		if n := &node[v]; n.status == stPending && n.pending < min {
+			t.minPending = n.pending
+		}
+		return
+	}
 	// task.succs, written out: it is too large to be inlined.
 	succs := t.p.g.Succs(x)
 	if t.sp != nil {

