@@ -38,6 +38,7 @@ type linkMode struct {
 	// starved: nothing in flight can free a slot, so a segment whose
 	// first node waits for one fails it instead.
 	starved bool
+	links   []uint8 // segment's SQE flags: links[j] links seg[j] to seg[j+1]
 }
 
 func (l *linkMode) begin() {
@@ -145,7 +146,7 @@ func (l *linkMode) segment(w *worker.Worker, k int32) {
 	}
 	// The rest: nodes still pending, up to the room, while the kernel's
 	// rule holds and they can go down before the nodes ahead of them ran.
-	seg := append(t.stack[:0], seq[pos])
+	seg, links := append(t.stack[:0], seq[pos]), l.links[:0]
 	room := w.Room()
 	for j := pos + 1; j < len(seq) && len(seg) < room; j++ {
 		x := seq[j]
@@ -155,20 +156,25 @@ func (l *linkMode) segment(w *worker.Worker, k int32) {
 		if st.node[x].skip {
 			break // its turn decides: skipped, or canceled (cond)
 		}
-		if p.kernelLink(seg[len(seg)-1], x) == 0 || !t.canFollow(x) {
+		prev := seg[len(seg)-1]
+		link := p.hot[prev].seqLink
+		if seq[j-1] != prev {
+			link = p.kernelLink(prev, x) // nodes between them ended early
+		}
+		if link == 0 || !t.canFollow(x) {
 			t.split()
 			break
 		}
 		if t.take(w, x) != taken {
 			break // it waits for a slot, or fails as the next segment's first
 		}
-		seg = append(seg, x)
+		seg, links = append(seg, x), append(links, link)
 	}
-	t.stack = seg
+	t.stack, l.links = seg, links
 	for j, x := range seg {
 		var link uint8
 		if j+1 < len(seg) {
-			link = p.kernelLink(x, seg[j+1])
+			link = links[j]
 			st.node[seg[j+1]].linkedFrom = x
 		}
 		t.prep(w, x, link)

@@ -72,8 +72,12 @@ type planNode struct {
 	// Graph.Succs's offsets (measured: 2 ns a node less on a fanout).
 	only     int32
 	onlyKind dag.EdgeKind
-	needs    bool // the node needs a slot, memory, a length or its binding before it runs (see take)
-	onFail   bool // the node has on_failure edges: it runs only after a failure
+	// seqLink is kernelLink from the node to the one after it in its
+	// component's sequence (link mode's chain), or 0 at the end: link
+	// mode asked kernelLink twice per node, each a scan of edges.
+	seqLink uint8
+	needs   bool // the node needs a slot, memory, a length or its binding before it runs (see take)
+	onFail  bool // the node has on_failure edges: it runs only after a failure
 	// plain: its completion has nothing to settle (no buffer, slot,
 	// directory or hook), so complete skips settle and conclude's hook:
 	// the NOP path pays one test for them.
@@ -221,6 +225,11 @@ func newPlan(g *dag.Graph) *plan {
 		}
 		if link := p.kernelLink(i, v); link != 0 {
 			p.hot[i].chainNext, p.hot[i].chainLink = v, link
+		}
+	}
+	for _, seq := range g.Components() {
+		for j := 1; j < len(seq); j++ {
+			p.hot[seq[j-1]].seqLink = p.kernelLink(seq[j-1], seq[j])
 		}
 	}
 	return p
