@@ -40,48 +40,61 @@ const (
 // cancelBit marks the user_data of an ASYNC_CANCEL SQE.
 const cancelBit = 1 << 47
 
-// state is the run state shared by a run's tasks: flat slices indexed by
-// node. Each node belongs to exactly one task (its component's), so
-// tasks on different workers write disjoint elements and need no locks.
+// state is the run state shared by a run's tasks, indexed by node. Each
+// node belongs to exactly one task (its component's), so tasks on
+// different workers write disjoint elements and need no locks.
 type state struct {
-	status     []uint8
-	res        []int32
-	cause      []int32 // the failure that started the cancellations that reached this node, or causeContext
-	linkedFrom []int32 // kernel-link predecessor in this run, or -1
-	pending    []int32 // predecessors not yet settled
-	chain      []int32 // graph mode: the in-flight kernel chain holding the node, or -1
-	start, end []int64 // pool clock, ns
-	size       []int64 // statx size
-	digest     []uint32
-	buf        [][]byte // buffer of an in-flight node
-	borrowed   []bool   // the buffer is the caller's, not the pool's
-	offset     []int64  // a read's or write's offset, as its binding left it
-	moved      []int32  // bytes a write moved in its earlier SQEs (it goes on after a short one)
-	trig       []int32  // on_failure predecessors that did not succeed
+	// node holds what dispatching and completing every node touches, one
+	// entry per node: one bounds check and a cache line per node instead
+	// of one of each per field (measured: 1 to 4 ns a node less on the
+	// NOP shapes). The slices below are for the ops and outcomes that
+	// need them.
+	node     []nodeState
+	size     []int64 // statx size
+	digest   []uint32
+	buf      [][]byte // buffer of an in-flight node
+	borrowed []bool   // the buffer is the caller's, not the pool's
+	offset   []int64  // a read's or write's offset, as its binding left it
+	moved    []int32  // bytes a write moved in its earlier SQEs (it goes on after a short one)
+	data     [][]byte // what a read that keeps its data returned
+	err      []error  // why a node failed in Go: its hook, binding or function, a short transfer
+	slot     []uint32 // fixed-file slot of each handle
+	alive    []bool   // the handle holds its slot (opened, not yet closed)
+}
+
+// nodeState is a node's run state that every mode reads or writes for
+// every node it runs.
+type nodeState struct {
+	status uint8
 	// skip marks a pending node one of whose after- or finally-
 	// predecessors was skipped: it is skipped too once its last
 	// predecessor settles, unless one is canceled or fails first, so
 	// that its status does not depend on which settles first.
-	skip  []bool
-	data  [][]byte // what a read that keeps its data returned
-	err   []error  // why a node failed in Go: its hook, binding or function, a short transfer
-	slot  []uint32 // fixed-file slot of each handle
-	alive []bool   // the handle holds its slot (opened, not yet closed)
+	skip bool
+	// onFail is plan.hot's, copied by reset: release reads one struct.
+	onFail     bool
+	res        int32
+	cause      int32 // the failure that started the cancellations that reached this node, or causeContext
+	linkedFrom int32 // kernel-link predecessor in this run, or -1
+	pending    int32 // predecessors not yet settled
+	chain      int32 // graph mode: the in-flight kernel chain holding the node, or -1
+	trig       int32 // on_failure predecessors that did not succeed
+	start, end int64 // pool clock, ns
 }
 
 func newState(p *plan) *state {
 	n := p.n
 	st := &state{
-		status: make([]uint8, n),
+		node:   make([]nodeState, n),
 		digest: make([]uint32, n),
 		err:    make([]error, n),
 		slot:   make([]uint32, p.handles),
 		alive:  make([]bool, p.handles),
 	}
-	carve(n, &st.res, &st.cause, &st.linkedFrom, &st.pending, &st.chain, &st.moved, &st.trig)
-	carve(n, &st.start, &st.end, &st.size, &st.offset)
+	carve(n, &st.moved)
+	carve(n, &st.size, &st.offset)
 	carve(n, &st.buf, &st.data)
-	carve(n, &st.borrowed, &st.skip)
+	carve(n, &st.borrowed)
 	return st
 }
 
@@ -225,44 +238,30 @@ func (t *task) begin(w *worker.Worker) {
 func (t *task) reset() {
 	st, p := t.st, t.p
 	t.remaining = len(t.nodes)
-	if len(t.nodes) == p.n {
-		fillInt32(st.cause, causeNone)
-		fillInt32(st.linkedFrom, -1)
-		fillInt32(st.chain, -1)
-		copy(st.pending, p.npred)
-		clear(st.status)
-		clear(st.res)
-		clear(st.start)
-		clear(st.end)
+	whole := len(t.nodes) == p.n
+	if whole {
+		copy(st.node, p.fresh)
+	} else {
+		node, fresh := st.node, p.fresh
+		for _, i := range t.nodes {
+			node[i] = fresh[i]
+		}
+	}
+	switch {
+	case p.allPlain:
+		// Nothing wrote the rest (measured: skipping its clears saves
+		// 6-13 ns a node on a diamond).
+	case whole:
 		clear(st.size)
 		clear(st.digest)
 		clear(st.moved)
-		clear(st.trig)
-		clear(st.skip)
 		clear(st.data)
 		clear(st.err)
-		return
-	}
-	status, res, cause, linkedFrom, pending, chain := st.status, st.res, st.cause, st.linkedFrom, st.pending, st.chain
-	for _, i := range t.nodes {
-		status[i] = stPending
-		res[i] = 0
-		cause[i] = causeNone
-		linkedFrom[i] = -1
-		pending[i] = p.npred[i]
-		chain[i] = -1
-		st.start[i], st.end[i] = 0, 0
-		st.size[i] = 0
-		st.digest[i] = 0
-		st.moved[i], st.trig[i], st.skip[i] = 0, 0, false
-		st.data[i], st.err[i] = nil, nil
-	}
-}
-
-// fillInt32 sets every element of s to v.
-func fillInt32(s []int32, v int32) {
-	for k := range s {
-		s[k] = v
+	default:
+		for _, i := range t.nodes {
+			st.size[i], st.digest[i], st.moved[i] = 0, 0, 0
+			st.data[i], st.err[i] = nil, nil
+		}
 	}
 }
 
@@ -343,8 +342,8 @@ func (t *task) Finish(w *worker.Worker, err error) {
 		}
 		// Nodes a failed worker never finished are canceled.
 		for _, i := range t.nodes {
-			if t.st.status[i] < stOK {
-				t.st.status[i], t.st.cause[i] = stCanceled, causeContext
+			if t.st.node[i].status < stOK {
+				t.st.node[i].status, t.st.node[i].cause = stCanceled, causeContext
 			}
 		}
 	}
@@ -358,16 +357,30 @@ func (t *task) sqe(w *worker.Worker, i int32) *uring.SQE {
 	s := w.SQE(uint64(i))
 	t.inflight++
 	t.sqes++
-	t.st.status[i] = stInflight
-	t.st.start[i] = w.Now()
+	n := &t.st.node[i]
+	n.status, n.start = stInflight, w.Now()
 	return s
 }
 
 // Complete gives each CQE's node its final status and lets the mode
 // react, one CQE after the other.
 func (t *task) Complete(w *worker.Worker, cqes []uring.CQE) {
+	node, hot := t.st.node, t.p.hot
 	for k := range cqes {
-		t.complete(w, cqes[k])
+		c := &cqes[k]
+		i := int32(c.UserData)
+		if c.UserData&cancelBit != 0 || c.Res < 0 || t.trace || !hot[i].plain {
+			t.complete(w, *c)
+			continue
+		}
+		// A plain node that succeeded: complete's common case, written
+		// out (measured: 1 ns a node less on fanout and layered NOPs).
+		t.inflight--
+		n := &node[i]
+		n.res, n.end, n.status = c.Res, w.Now(), stOK
+		t.remaining--
+		t.observe(i)
+		t.s.settled(w, i)
 	}
 }
 
@@ -380,27 +393,35 @@ func (t *task) complete(w *worker.Worker, c uring.CQE) {
 	}
 	i := int32(c.UserData)
 	st := t.st
-	st.res[i] = c.Res
-	st.end[i] = w.Now()
+	n := &st.node[i]
+	n.res, n.end = c.Res, w.Now()
 	if t.trace {
-		st.end[i] = t.r.pool.Now()
+		n.end = t.r.pool.Now()
 	}
 	status := stOK
 	switch {
-	case c.Res == -int32(unix.ECANCELED) && st.linkedFrom[i] >= 0:
-		status, st.cause[i] = stCanceled, t.rootOf(st.linkedFrom[i])
+	case c.Res >= 0:
+	case c.Res == -int32(unix.ECANCELED) && n.linkedFrom >= 0:
+		status, n.cause = stCanceled, t.rootOf(n.linkedFrom)
 	case c.Res == -int32(unix.ECANCELED) && t.canceled:
-		status, st.cause[i] = stCanceled, causeContext
-	case c.Res == -int32(unix.ETIME) && t.p.op[i] == dag.OpTimeout:
+		status, n.cause = stCanceled, causeContext
+	case c.Res == -int32(unix.ETIME) && t.p.hot[i].op == dag.OpTimeout:
 		// An expired timeout is its success (IORING_TIMEOUT_ETIME_SUCCESS).
-		st.res[i] = 0
+		n.res = 0
 	case c.Res < 0:
 		status = stFailed
+	}
+	if t.p.hot[i].plain {
+		n.status = status
+		t.remaining--
+		t.observe(i)
+		t.s.settled(w, i)
+		return
 	}
 	if status = t.settle(w, i, status, c.Res); status == stInflight {
 		return // a write goes on with the rest
 	}
-	st.status[i] = status
+	n.status = status
 	t.conclude(i)
 	if t.lent != nil {
 		t.lent = nil
@@ -423,8 +444,8 @@ func (t *task) conclude(i int32) {
 		if t.lent != nil {
 			r.Data = t.lent
 		}
-		if err := callHook(hook, &t.in, r); err != nil && st.status[i] == stOK {
-			st.status[i], st.err[i] = stFailed, err
+		if err := callHook(hook, &t.in, r); err != nil && st.node[i].status == stOK {
+			st.node[i].status, st.err[i] = stFailed, err
 		}
 	}
 	t.remaining--
@@ -453,7 +474,7 @@ func (t *task) notify(i int32) {
 func (t *task) settle(w *worker.Worker, i int32, status uint8, res int32) uint8 {
 	st, p := t.st, t.p
 	b := st.buf[i]
-	switch p.op[i] {
+	switch p.hot[i].op {
 	case dag.OpWrite:
 		if status != stOK {
 			break
@@ -464,12 +485,12 @@ func (t *task) settle(w *worker.Worker, i int32, status uint8, res int32) uint8 
 			// disk surfaces as ENOSPC, not as a short count. (One SQE
 			// stays free for the worker's doorbell.)
 			st.moved[i] = moved
-			start := st.start[i]
+			start := st.node[i].start
 			t.prep(w, i, 0)
-			st.start[i] = start
+			st.node[i].start = start
 			return stInflight
 		}
-		st.res[i] = moved
+		st.node[i].res = moved
 		if int(moved) < len(b) && !p.nodes[i].AllowShort {
 			status = stFailed
 			st.err[i] = &ShortError{Op: dag.OpWrite, Moved: int64(moved), Want: int64(len(b))}
@@ -525,7 +546,8 @@ func (t *task) settle(w *worker.Worker, i int32, status uint8, res int32) uint8 
 // nodes, and for failures that release nothing themselves.
 func (t *task) end(w *worker.Worker, i int32, status uint8, res, cause int32) {
 	st := t.st
-	st.status[i], st.res[i], st.cause[i], st.end[i] = status, res, cause, w.Now()
+	n := &st.node[i]
+	n.status, n.res, n.cause, n.end = status, res, cause, w.Now()
 	t.remaining--
 	t.observe(i)
 }
@@ -539,44 +561,50 @@ func (t *task) end(w *worker.Worker, i int32, status uint8, res, cause int32) {
 // was canceled. Successors already in flight (kernel-linked) settle by
 // their own CQE.
 func (t *task) release(w *worker.Worker, i int32) {
-	// The slices are held in locals: a store through st would make the
-	// compiler load their headers again for every edge.
-	st := t.st
-	status, pending := st.status, st.pending
-	s := status[i]
+	// The slice is held in a local: a store through st would make the
+	// compiler load its header again for every edge.
+	node := t.st.node
+	s := node[i].status
 	// task.succs, written out: it is too large to be inlined.
-	succs := t.p.g.Succs(i)
-	if t.sp != nil {
+	var only [1]dag.Edge
+	var succs []dag.Edge
+	switch h := &t.p.hot[i]; {
+	case t.sp != nil:
 		succs = t.sp.succs(i) // split.go: the successors this task owns
+	case h.only >= 0:
+		only[0] = dag.Edge{Node: h.only, Kind: h.onlyKind}
+		succs = only[:]
+	default:
+		succs = t.p.g.Succs(i)
 	}
 	for _, e := range succs {
 		v := e.Node
-		if status[v] != stPending {
+		n := &node[v]
+		if n.status != stPending {
 			continue
 		}
 		switch {
 		case s == stOK, e.Kind == dag.Finally && s == stFailed:
 		case e.Kind == dag.OnFailure:
 			if s == stFailed || s == stCanceled {
-				st.trig[v]++
+				n.trig++
 			}
 		case s == stSkipped:
-			st.skip[v] = true
+			n.skip = true
 		default:
 			t.doom(w, v, stCanceled, i)
 			continue
 		}
-		left := pending[v] - 1
-		pending[v] = left
+		n.pending--
 		switch {
-		case left > 0:
-			if left < t.minPending {
-				t.minPending = left
+		case n.pending > 0:
+			if n.pending < t.minPending {
+				t.minPending = n.pending
 			}
-		case st.skip[v], t.p.onFail[v] && st.trig[v] == 0:
+		case n.skip, n.onFail && n.trig == 0:
 			t.doom(w, v, stSkipped, causeNone)
 		default:
-			status[v] = stReady
+			n.status = stReady
 			t.ready = append(t.ready, v)
 		}
 	}
@@ -595,10 +623,11 @@ func (t *task) doom(w *worker.Worker, v int32, status uint8, why int32) {
 	for len(stack) > 0 {
 		u := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		s := st.status[u]
+		s := st.node[u].status
 		for _, e := range t.succs(u) {
 			x := e.Node
-			if st.status[x] != stPending {
+			n := &st.node[x]
+			if n.status != stPending {
 				continue
 			}
 			switch {
@@ -607,19 +636,19 @@ func (t *task) doom(w *worker.Worker, v int32, status uint8, why int32) {
 				stack = append(stack, x)
 				continue
 			case e.Kind != dag.OnFailure:
-				st.skip[x] = true
+				n.skip = true
 			case s == stCanceled:
-				st.trig[x]++
+				n.trig++
 			}
-			if st.pending[x]--; st.pending[x] > 0 {
+			if n.pending--; n.pending > 0 {
 				continue
 			}
-			if st.skip[x] || t.p.onFail[x] && st.trig[x] == 0 {
+			if n.skip || n.onFail && n.trig == 0 {
 				t.end(w, x, stSkipped, 0, causeNone)
 				stack = append(stack, x)
 				continue
 			}
-			st.status[x] = stReady
+			n.status = stReady
 			t.ready = append(t.ready, x)
 		}
 	}
@@ -630,10 +659,13 @@ func (t *task) doom(w *worker.Worker, v int32, status uint8, why int32) {
 // u, or, if u was itself canceled, u's cause (so every cause names the
 // failure that started the cancellations, or causeContext).
 func (t *task) rootOf(u int32) int32 {
-	if u >= 0 && t.st.status[u] == stCanceled {
-		return t.st.cause[u]
+	if u < 0 {
+		return u
 	}
-	if u >= 0 && t.st.status[u] == stSkipped {
+	switch n := &t.st.node[u]; n.status {
+	case stCanceled:
+		return n.cause
+	case stSkipped:
 		return causeNone
 	}
 	return u
@@ -651,7 +683,9 @@ func (t *task) fail(w *worker.Worker, i int32, res int32, err error) {
 // fail every mode shares).
 func (t *task) failed(w *worker.Worker, i int32, res int32, err error) {
 	st := t.st
-	st.status[i], st.res[i], st.err[i], st.end[i] = stFailed, res, err, w.Now()
+	n := &st.node[i]
+	n.status, n.res, n.end = stFailed, res, w.Now()
+	st.err[i] = err
 	t.conclude(i)
 }
 
@@ -673,7 +707,7 @@ func (t *task) cond(v int32) (uint8, int32) {
 	st := t.st
 	onFail, trig, skip := false, false, false
 	for _, e := range t.p.g.Preds(v) {
-		s := st.status[e.Node]
+		s := st.node[e.Node].status
 		switch {
 		case e.Kind == dag.OnFailure:
 			onFail = true
@@ -696,7 +730,7 @@ func (t *task) cond(v int32) (uint8, int32) {
 func (t *task) cancelAll(w *worker.Worker) {
 	t.canceled = true
 	for _, i := range t.nodes {
-		if t.st.status[i] < stInflight {
+		if t.st.node[i].status < stInflight {
 			t.end(w, i, stCanceled, 0, causeContext)
 		}
 	}
@@ -707,7 +741,7 @@ func (t *task) sendCancels(w *worker.Worker) {
 	st := t.st
 	for ; t.cancelPos < len(t.nodes) && w.Room() > 0; t.cancelPos++ {
 		i := t.nodes[t.cancelPos]
-		if st.status[i] != stInflight || t.p.op[i] == dag.OpGo {
+		if st.node[i].status != stInflight || t.p.hot[i].op == dag.OpGo {
 			continue // a Go task has no request to cancel: it is waited for
 		}
 		s := w.SQE(cancelBit | uint64(i))

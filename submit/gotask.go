@@ -92,9 +92,9 @@ func (t *task) result(i int32) dag.Result {
 		return dag.Result{Err: dag.ErrNotDone}
 	}
 	st := t.r.stateOf(i) // split.go: an ancestor's outcome is in its own task's state
-	switch st.status[i] {
+	switch st.node[i].status {
 	case stOK:
-		return dag.Result{Res: st.res[i], Data: st.data[i], Size: st.size[i]}
+		return dag.Result{Res: st.node[i].res, Data: st.data[i], Size: st.size[i]}
 	case stFailed, stCanceled, stSkipped:
 		n := t.r.nodeResult(i)
 		return dag.Result{Res: n.Res, Err: n.Err}
@@ -113,7 +113,7 @@ type goResult struct {
 // I/O node.
 func (t *task) spawn(w *worker.Worker, i int32) {
 	st := t.st
-	st.status[i], st.start[i] = stInflight, w.Now()
+	st.node[i].status, st.node[i].start = stInflight, w.Now()
 	t.goRunning++
 	in := &inputs{t: t, self: i, goes: true}
 	fn := t.p.nodes[i].Func
@@ -138,10 +138,10 @@ func (t *task) settleGo(w *worker.Worker) {
 	st := t.st
 	for _, d := range done {
 		t.goRunning--
-		st.end[d.i], st.res[d.i] = w.Now(), 0
-		st.status[d.i] = stOK
+		st.node[d.i].end, st.node[d.i].res = w.Now(), 0
+		st.node[d.i].status = stOK
 		if d.err != nil {
-			st.status[d.i], st.err[d.i] = stFailed, d.err
+			st.node[d.i].status, st.err[d.i] = stFailed, d.err
 		}
 		t.conclude(d.i)
 		t.s.settled(w, d.i)

@@ -31,7 +31,7 @@ func (g *graphMode) begin() {
 	g.rhead = 0
 	g.chains, g.free = g.chains[:0], g.free[:0]
 	for _, i := range g.roots {
-		t.st.status[i] = stReady
+		t.st.node[i].status = stReady
 		t.ready = append(t.ready, i)
 	}
 }
@@ -66,11 +66,11 @@ func (g *graphMode) dispatch(w *worker.Worker) {
 				t.refuse(w, u, v)
 				continue
 			}
-			if p.op[u] == dag.OpGo {
+			if p.hot[u].op == dag.OpGo {
 				t.spawn(w, u)
 				continue
 			}
-			if p.chainNext[u] < 0 {
+			if p.hot[u].chainNext < 0 {
 				t.prep(w, u, 0)
 				g.noteSuccs(u)
 				room--
@@ -97,13 +97,13 @@ func (g *graphMode) dispatchChain(w *worker.Worker, u int32) {
 	t, p, st := g.t, g.t.p, g.t.st
 	head, n := u, int32(1)
 	for {
-		v := p.chainNext[u]
+		v := p.hot[u].chainNext
 		if v < 0 || w.Room() < 2 || !t.canFollow(v) || t.take(w, v) != taken {
 			t.prep(w, u, 0)
 			break
 		}
-		t.prep(w, u, p.chainLink[u])
-		st.linkedFrom[v] = u
+		t.prep(w, u, p.hot[u].chainLink)
+		st.node[v].linkedFrom = u
 		u = v
 		n++
 	}
@@ -114,10 +114,10 @@ func (g *graphMode) dispatchChain(w *worker.Worker, u int32) {
 	// Only the last node has successors outside the chain; if one
 	// waits, it waits for the whole chain's completions.
 	for _, e := range t.succs(u) {
-		if st.status[e.Node] == stPending {
+		if st.node[e.Node].status == stPending {
 			c := g.newChain(n)
-			for x := u; ; x = st.linkedFrom[x] {
-				st.chain[x] = c
+			for x := u; ; x = st.node[x].linkedFrom {
+				st.node[x].chain = c
 				if x == head {
 					return
 				}
@@ -145,15 +145,21 @@ func (g *graphMode) noteSuccs(x int32) {
 	if min <= 1 {
 		return
 	}
-	status, pending := t.st.status, t.st.pending
+	node := t.st.node
+	if v := t.p.hot[x].only; v >= 0 && t.sp == nil {
+		if n := &node[v]; n.status == stPending && n.pending < min {
+			t.minPending = n.pending
+		}
+		return
+	}
 	// task.succs, written out: it is too large to be inlined.
 	succs := t.p.g.Succs(x)
 	if t.sp != nil {
 		succs = t.sp.succs(x)
 	}
 	for _, e := range succs {
-		if v := e.Node; status[v] == stPending && pending[v] < min {
-			min = pending[v]
+		if n := &node[e.Node]; n.status == stPending && n.pending < min {
+			min = n.pending
 		}
 	}
 	t.minPending = min
@@ -161,7 +167,7 @@ func (g *graphMode) noteSuccs(x int32) {
 
 func (g *graphMode) settled(w *worker.Worker, i int32) {
 	t := g.t
-	if c := t.st.chain[i]; c >= 0 {
+	if c := t.st.node[i].chain; c >= 0 {
 		if g.chains[c]--; g.chains[c] == 0 {
 			g.free = append(g.free, c)
 		}

@@ -38,6 +38,7 @@ type linkMode struct {
 	// starved: nothing in flight can free a slot, so a segment whose
 	// first node waits for one fails it instead.
 	starved bool
+	links   []uint8 // segment's SQE flags: links[j] links seg[j] to seg[j+1]
 }
 
 func (l *linkMode) begin() {
@@ -110,7 +111,7 @@ func (l *linkMode) segment(w *worker.Worker, k int32) {
 	var pos int
 	for {
 		pos = int(l.pos[k])
-		for pos < len(seq) && st.status[seq[pos]] > stReady {
+		for pos < len(seq) && st.node[seq[pos]].status > stReady {
 			pos++ // final already: canceled or skipped
 		}
 		l.pos[k] = int32(pos)
@@ -118,7 +119,7 @@ func (l *linkMode) segment(w *worker.Worker, k int32) {
 			return
 		}
 		first := seq[pos]
-		if t.p.onFail[first] || st.skip[first] {
+		if t.p.hot[first].onFail || st.node[first].skip {
 			if status, cause := t.cond(first); status != stPending {
 				t.doom(w, first, status, cause)
 				l.after(w, k, first)
@@ -126,7 +127,7 @@ func (l *linkMode) segment(w *worker.Worker, k int32) {
 			}
 		}
 		v := t.take(w, first)
-		if v == taken && p.op[first] == dag.OpGo {
+		if v == taken && p.hot[first].op == dag.OpGo {
 			t.spawn(w, first)
 			l.pos[k] = int32(pos + 1)
 			l.send(k, first, 1)
@@ -145,31 +146,36 @@ func (l *linkMode) segment(w *worker.Worker, k int32) {
 	}
 	// The rest: nodes still pending, up to the room, while the kernel's
 	// rule holds and they can go down before the nodes ahead of them ran.
-	seg := append(t.stack[:0], seq[pos])
+	seg, links := append(t.stack[:0], seq[pos]), l.links[:0]
 	room := w.Room()
 	for j := pos + 1; j < len(seq) && len(seg) < room; j++ {
 		x := seq[j]
-		if st.status[x] > stReady {
+		if st.node[x].status > stReady {
 			continue
 		}
-		if st.skip[x] {
+		if st.node[x].skip {
 			break // its turn decides: skipped, or canceled (cond)
 		}
-		if p.kernelLink(seg[len(seg)-1], x) == 0 || !t.canFollow(x) {
+		prev := seg[len(seg)-1]
+		link := p.hot[prev].seqLink
+		if seq[j-1] != prev {
+			link = p.kernelLink(prev, x) // nodes between them ended early
+		}
+		if link == 0 || !t.canFollow(x) {
 			t.split()
 			break
 		}
 		if t.take(w, x) != taken {
 			break // it waits for a slot, or fails as the next segment's first
 		}
-		seg = append(seg, x)
+		seg, links = append(seg, x), append(links, link)
 	}
-	t.stack = seg
+	t.stack, l.links = seg, links
 	for j, x := range seg {
 		var link uint8
 		if j+1 < len(seg) {
-			link = p.kernelLink(x, seg[j+1])
-			st.linkedFrom[seg[j+1]] = x
+			link = links[j]
+			st.node[seg[j+1]].linkedFrom = x
 		}
 		t.prep(w, x, link)
 	}
@@ -234,14 +240,14 @@ func (l *linkMode) settled(w *worker.Worker, i int32) {
 func (l *linkMode) after(w *worker.Worker, k int32, x int32) {
 	t, st := l.t, l.t.st
 	seq := l.seq(k)
-	switch st.status[x] {
+	switch st.node[x].status {
 	case stOK, stSkipped:
 		return
 	case stFailed:
 		if next := l.nextPending(k); next >= 0 {
 			if kind, ok := t.p.edge(x, next); ok && kind == dag.Finally {
 				for _, e := range t.p.g.Succs(x) {
-					if v := e.Node; e.Kind == dag.After && st.status[v] == stPending {
+					if v := e.Node; e.Kind == dag.After && st.node[v].status == stPending {
 						t.doom(w, v, stCanceled, x)
 					}
 				}
@@ -250,7 +256,7 @@ func (l *linkMode) after(w *worker.Worker, k int32, x int32) {
 		}
 	}
 	for _, v := range seq[l.pos[k]:] {
-		if st.status[v] <= stReady && !t.p.onFail[v] {
+		if st.node[v].status <= stReady && !t.p.hot[v].onFail {
 			t.end(w, v, stCanceled, 0, t.rootOf(x))
 		}
 	}
@@ -261,7 +267,7 @@ func (l *linkMode) after(w *worker.Worker, k int32, x int32) {
 // cleanup), or -1.
 func (l *linkMode) nextPending(k int32) int32 {
 	for _, x := range l.seq(k)[l.pos[k]:] {
-		if l.t.st.status[x] <= stReady {
+		if l.t.st.node[x].status <= stReady {
 			return x
 		}
 	}

@@ -14,22 +14,24 @@ import (
 // loops touch no maps or strings. Edges, levels and components are the
 // graph's own.
 type plan struct {
-	g      *dag.Graph
-	n      int
-	nodes  []dag.Node // the graph's nodes (Graph.Nodes: shared, not copied)
-	op     []dag.Op
-	flags  []uint8                              // SQE flags of the node itself (IOSQE_ASYNC)
-	then   []func(dag.Inputs, dag.Result) error // hooks, apart from the nodes: read for every node
-	needs  []bool                               // the node needs a slot, memory, a length or its binding before it runs (see take)
-	onFail []bool                               // the node has on_failure edges: it runs only after a failure
+	g     *dag.Graph
+	n     int
+	nodes []dag.Node // the graph's nodes (Graph.Nodes: shared, not copied)
+	// hot is what dispatching and completing a node reads of its plan,
+	// one entry per node (one bounds check and cache line, not one per
+	// field).
+	hot  []planNode
+	then []func(dag.Inputs, dag.Result) error // hooks, apart from the nodes
 	// cleanups reports whether any node has on_failure edges.
 	cleanups bool
+	// allPlain reports whether every node is plain: then no run writes
+	// a node's size, digest, data, error or write progress.
+	allPlain bool
 	direct   []bool // a read's or write's file is open with O_DIRECT
 	npred    []int32
-	// chainNext is the successor graph mode passes to the kernel as a
-	// link (see kernelLink), or -1; chainLink is the SQE flag for it.
-	chainNext []int32
-	chainLink []uint8
+	// fresh is every node's state before a run (pending counts, no
+	// links): reset copies it.
+	fresh []nodeState
 
 	file    []int32 // spec file index of a file target, or -1
 	handle  []int32 // handle used (read/write/fsync/close) or produced (open), or -1
@@ -55,16 +57,43 @@ type plan struct {
 	opsUsed [dag.OpGo + 1]bool
 }
 
+// planNode is the part of a node's plan that every dispatch and
+// completion reads.
+type planNode struct {
+	op       dag.Op
+	sqeFlags uint8 // SQE flags of the node itself (IOSQE_ASYNC)
+	// chainNext is the successor graph mode passes to the kernel as a
+	// link (see kernelLink), or -1; chainLink is the SQE flag for it.
+	chainLink uint8
+	chainNext int32
+	// only is the node's one successor, by an edge of kind onlyKind, or
+	// -1 if it has none or several: release and graph mode's wait bound
+	// find it here, not at the end of a chain of dependent loads through
+	// Graph.Succs's offsets (measured: 2 ns a node less on a fanout).
+	only     int32
+	onlyKind dag.EdgeKind
+	// seqLink is kernelLink from the node to the one after it in its
+	// component's sequence (link mode's chain), or 0 at the end: link
+	// mode asked kernelLink twice per node, each a scan of edges.
+	seqLink uint8
+	needs   bool // the node needs a slot, memory, a length or its binding before it runs (see take)
+	onFail  bool // the node has on_failure edges: it runs only after a failure
+	// plain: its completion has nothing to settle (no buffer, slot,
+	// directory or hook), so complete skips settle and conclude's hook:
+	// the NOP path pays one test for them.
+	plain bool
+}
+
 // castagnoli is the CRC-32C table of read digests.
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 func newPlan(g *dag.Graph) *plan {
 	n := g.Len()
-	p := &plan{g: g, n: n, nodes: g.Nodes(), crc: castagnoli, files: g.Files(),
-		op: make([]dag.Op, n), then: make([]func(dag.Inputs, dag.Result) error, n)}
-	carve(n, &p.flags, &p.chainLink)
-	carve(n, &p.needs, &p.onFail, &p.direct)
-	carve(n, &p.npred, &p.chainNext, &p.file, &p.handle, &p.pathOff, &p.dirOf, &p.baseOff, &p.toDirOf, &p.toBaseOff, &p.compOf)
+	p := &plan{g: g, n: n, nodes: g.Nodes(), crc: castagnoli, files: g.Files(), allPlain: true,
+		hot: make([]planNode, n), then: make([]func(dag.Inputs, dag.Result) error, n)}
+	p.fresh = make([]nodeState, n)
+	carve(n, &p.direct)
+	carve(n, &p.npred, &p.file, &p.handle, &p.pathOff, &p.dirOf, &p.baseOff, &p.toDirOf, &p.toBaseOff, &p.compOf)
 	p.useFile = make([]bool, len(p.files))
 	fileIdx := make(map[string]int32, len(p.files))
 	for i, f := range p.files {
@@ -116,23 +145,34 @@ func newPlan(g *dag.Graph) *plan {
 		return d, addPath(base)
 	}
 	for i := range int32(n) {
-		nd := &p.nodes[i]
-		p.op[i] = nd.Op
+		nd, h := &p.nodes[i], &p.hot[i]
+		h.op = nd.Op
 		if nd.Async {
-			p.flags[i] = uring.SQEAsync
+			h.sqeFlags = uring.SQEAsync
 		}
 		p.opsUsed[nd.Op] = true
 		p.then[i] = nd.Then
 		switch nd.Op {
 		case dag.OpRead, dag.OpWrite, dag.OpStatx, dag.OpTimeout, dag.OpOpen:
-			p.needs[i] = true
+			h.needs = true
 		}
-		p.needs[i] = p.needs[i] || nd.Handle != "" || nd.Bind != nil
+		h.needs = h.needs || nd.Handle != "" || nd.Bind != nil
 		for _, e := range g.Preds(int32(i)) {
-			p.onFail[i] = p.onFail[i] || e.Kind == dag.OnFailure
+			h.onFail = h.onFail || e.Kind == dag.OnFailure
 		}
-		p.cleanups = p.cleanups || p.onFail[i]
+		switch nd.Op {
+		case dag.OpClose, dag.OpRename, dag.OpGo:
+		default:
+			h.plain = !h.needs && nd.Then == nil
+		}
+		p.cleanups = p.cleanups || h.onFail
+		p.allPlain = p.allPlain && h.plain
 		p.npred[i] = int32(len(g.Preds(i)))
+		h.only = -1
+		if s := g.Succs(i); len(s) == 1 {
+			h.only, h.onlyKind = s[0].Node, s[0].Kind
+		}
+		p.fresh[i] = nodeState{onFail: h.onFail, pending: p.npred[i], cause: causeNone, linkedFrom: -1, chain: -1}
 		p.compOf[i] = int32(g.Component(i))
 		p.file[i] = -1
 		if nd.File != "" {
@@ -160,13 +200,13 @@ func newPlan(g *dag.Graph) *plan {
 	p.handles = len(handleIdx)
 	openDirect := make([]bool, p.handles)
 	for i := range p.nodes {
-		if p.op[i] == dag.OpOpen && p.nodes[i].OpenFlags&unix.O_DIRECT != 0 {
+		if p.hot[i].op == dag.OpOpen && p.nodes[i].OpenFlags&unix.O_DIRECT != 0 {
 			openDirect[p.handle[i]] = true
 		}
 	}
 	for i := range p.nodes {
 		switch {
-		case p.op[i] != dag.OpRead && p.op[i] != dag.OpWrite:
+		case p.hot[i].op != dag.OpRead && p.hot[i].op != dag.OpWrite:
 		case p.file[i] >= 0:
 			p.direct[i] = p.files[p.file[i]].Direct
 		case p.handle[i] >= 0:
@@ -174,7 +214,7 @@ func newPlan(g *dag.Graph) *plan {
 		}
 	}
 	for i := range int32(n) {
-		p.chainNext[i] = -1
+		p.hot[i].chainNext = -1
 		s := g.Succs(i)
 		if len(s) != 1 {
 			continue
@@ -184,7 +224,12 @@ func newPlan(g *dag.Graph) *plan {
 			continue
 		}
 		if link := p.kernelLink(i, v); link != 0 {
-			p.chainNext[i], p.chainLink[i] = v, link
+			p.hot[i].chainNext, p.hot[i].chainLink = v, link
+		}
+	}
+	for _, seq := range g.Components() {
+		for j := 1; j < len(seq); j++ {
+			p.hot[seq[j-1]].seqLink = p.kernelLink(seq[j-1], seq[j])
 		}
 	}
 	return p
@@ -219,8 +264,8 @@ func carve[T any](n int, dst ...*[]T) {
 //     (the kernel has no such link).
 func (p *plan) kernelLink(x, next int32) uint8 {
 	switch {
-	case p.op[x] == dag.OpRename, p.op[x] == dag.OpWrite, p.op[x] == dag.OpGo, p.op[next] == dag.OpGo,
-		p.nodes[x].Then != nil, p.nodes[next].Bind != nil, p.onFail[next]:
+	case p.hot[x].op == dag.OpRename, p.hot[x].op == dag.OpWrite, p.hot[x].op == dag.OpGo, p.hot[next].op == dag.OpGo,
+		p.nodes[x].Then != nil, p.nodes[next].Bind != nil, p.hot[next].onFail:
 		return 0
 	}
 	if k, ok := p.edge(x, next); ok && k == dag.Finally {
@@ -231,7 +276,7 @@ func (p *plan) kernelLink(x, next int32) uint8 {
 		}
 		return uring.SQEIOHardlink
 	}
-	if !breaksLink(p.op[x]) || p.nodes[x].AllowShort && (p.op[x] == dag.OpRead || p.op[x] == dag.OpWrite) {
+	if !breaksLink(p.hot[x].op) || p.nodes[x].AllowShort && (p.hot[x].op == dag.OpRead || p.hot[x].op == dag.OpWrite) {
 		return 0
 	}
 	return uring.SQEIOLink

@@ -58,7 +58,7 @@ const (
 // verdict but taken nothing is held, and the caller decides what
 // becomes of the node (refuse ends it, or it waits).
 func (t *task) take(w *worker.Worker, i int32) int32 {
-	if !t.p.needs[i] {
+	if !t.p.hot[i].needs {
 		return taken
 	}
 	return t.takeSome(w, i)
@@ -67,14 +67,14 @@ func (t *task) take(w *worker.Worker, i int32) int32 {
 // takeSome is take for the ops that need something.
 func (t *task) takeSome(w *worker.Worker, i int32) int32 {
 	p, st := t.p, t.st
-	if h := p.handle[i]; h >= 0 && p.op[i] != dag.OpOpen && !st.alive[h] {
+	if h := p.handle[i]; h >= 0 && p.hot[i].op != dag.OpOpen && !st.alive[h] {
 		// Its open failed before taking a slot, or never ran (a cleanup
 		// reached on an on_failure edge): the slot number is stale.
 		return -int32(unix.EBADF)
 	}
 	var need int
 	path := ""
-	switch p.op[i] {
+	switch p.hot[i].op {
 	case dag.OpRead, dag.OpWrite:
 		return t.takeTransfer(w, i)
 	case dag.OpFsync, dag.OpClose:
@@ -108,7 +108,7 @@ func (t *task) takeSome(w *worker.Worker, i int32) int32 {
 		return -int32(unix.ENOMEM)
 	}
 	st.buf[i], st.borrowed[i] = b, false
-	if p.op[i] == dag.OpOpen {
+	if p.hot[i].op == dag.OpOpen {
 		if path != "" {
 			at := int(unsafe.Sizeof(uring.OpenHow{}))
 			b[at+copy(b[at:], path)] = 0
@@ -128,7 +128,7 @@ func (t *task) takeTransfer(w *worker.Worker, i int32) int32 {
 	nd := &t.p.nodes[i]
 	n, off, buf := nd.Len, nd.Offset, nd.Buf
 	if f := nd.LenFrom; f >= 0 {
-		if st.status[f] != stOK {
+		if st.node[f].status != stOK {
 			return unbound
 		}
 		n = st.size[f]
@@ -221,7 +221,7 @@ func checkPath(path string) error {
 // not run yet (in a kernel chain): what it reads of others' results is
 // known and its directories can be opened now.
 func (t *task) canFollow(i int32) bool {
-	if f := t.p.nodes[i].LenFrom; f >= 0 && t.st.status[f] < stOK {
+	if f := t.p.nodes[i].LenFrom; f >= 0 && t.st.node[f].status < stOK {
 		return false
 	}
 	return t.dirsReady(i)
@@ -234,7 +234,7 @@ func (t *task) prep(w *worker.Worker, i int32, link uint8) {
 	p, st := t.p, t.st
 	s := t.sqe(w, i)
 	b := st.buf[i]
-	switch p.op[i] {
+	switch p.hot[i].op {
 	case dag.OpNop:
 		s.PrepNop()
 	case dag.OpRead:
@@ -273,21 +273,21 @@ func (t *task) prep(w *worker.Worker, i int32, link uint8) {
 	case dag.OpUnlink, dag.OpMkdir, dag.OpRename:
 		dfd, errno := t.dir(p.dirOf[i])
 		tfd := dfd
-		if errno == 0 && p.op[i] == dag.OpRename {
+		if errno == 0 && p.hot[i].op == dag.OpRename {
 			tfd, errno = t.dir(p.toDirOf[i])
 		}
 		switch {
 		case errno != 0:
 			s.PrepNopInject(-int32(errno))
-		case p.op[i] == dag.OpUnlink:
+		case p.hot[i].op == dag.OpUnlink:
 			s.PrepUnlinkat(dfd, t.path(p.baseOff[i]), 0)
-		case p.op[i] == dag.OpMkdir:
+		case p.hot[i].op == dag.OpMkdir:
 			s.PrepMkdirat(dfd, t.path(p.baseOff[i]), p.nodes[i].Mode)
 		default:
 			s.PrepRenameat(dfd, t.path(p.baseOff[i]), tfd, t.path(p.toBaseOff[i]), 0)
 		}
 	}
-	s.Flags |= link | p.flags[i]
+	s.Flags |= link | p.hot[i].sqeFlags
 }
 
 // dir returns an fd of plan directory d opened beneath the run root, or

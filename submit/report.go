@@ -78,8 +78,8 @@ func (r *Report) Err() error {
 func (r *Runner) err() error {
 	var errs []error
 	canceled := int32(-1)
-	for i, s := range r.st.status {
-		switch {
+	for i := range r.st.node {
+		switch s := r.st.node[i].status; {
 		case s == stFailed:
 			errs = append(errs, r.nodeResult(int32(i)).Err)
 		case s != stOK && s != stSkipped && canceled < 0:
@@ -304,11 +304,11 @@ func (r *Runner) buildReport(mode Mode, repeat int, wall int64) *Report {
 func (r *Runner) nodeResult(i int32) NodeResult {
 	p, st := r.p, r.stateOf(i) // split.go: the owner's
 	nd := &p.nodes[i]
-	n := NodeResult{ID: nd.ID, Op: nd.Op, Res: st.res[i], Worker: r.worker(i), EndNS: st.end[i], StartNS: st.end[i]}
-	if st.start[i] != 0 {
-		n.StartNS = st.start[i]
+	n := NodeResult{ID: nd.ID, Op: nd.Op, Res: st.node[i].res, Worker: r.worker(i), EndNS: st.node[i].end, StartNS: st.node[i].end}
+	if st.node[i].start != 0 {
+		n.StartNS = st.node[i].start
 	}
-	switch st.status[i] {
+	switch st.node[i].status {
 	case stOK:
 		n.Status = StatusOK
 		switch nd.Op {
@@ -323,8 +323,8 @@ func (r *Runner) nodeResult(i int32) NodeResult {
 		n.Status = StatusSkipped
 	default:
 		n.Status = StatusCanceled
-		switch c := st.cause[i]; {
-		case c == causeContext, c >= 0 && r.stateOf(c).status[c] == stOK:
+		switch c := st.node[i].cause; {
+		case c == causeContext, c >= 0 && r.stateOf(c).node[c].status == stOK:
 			n.Cause = CauseContext
 		case c >= 0:
 			n.Cause = p.nodes[c].ID

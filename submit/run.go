@@ -297,7 +297,7 @@ func NewRunner(pool *workers.Pool, g *dag.Graph) *Runner {
 			if p.npred[i] == 0 {
 				roots++
 			}
-			if p.op[i] == dag.OpOpen {
+			if p.hot[i].op == dag.OpOpen {
 				opens++
 			}
 		}
@@ -306,7 +306,7 @@ func NewRunner(pool *workers.Pool, g *dag.Graph) *Runner {
 			if p.npred[i] == 0 {
 				t.graph.roots = append(t.graph.roots, i)
 			}
-			if p.op[i] == dag.OpOpen {
+			if p.hot[i].op == dag.OpOpen {
 				t.opens = append(t.opens, i)
 			}
 		}
@@ -424,7 +424,7 @@ func (r *Runner) run(ctx context.Context, mode Mode, o Options) (wall int64, sta
 		for _, t := range r.tasks[handed:] {
 			t.reset()
 			for _, i := range t.nodes {
-				t.st.status[i], t.st.cause[i] = stCanceled, causeContext
+				t.st.node[i].status, t.st.node[i].cause = stCanceled, causeContext
 			}
 		}
 		// If what started has finished already, nobody sends on fin.

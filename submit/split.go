@@ -140,7 +140,7 @@ func (r *Runner) planSplit(min int) {
 		}
 		ok, opens := true, 0
 		for _, i := range nodes {
-			switch p.op[i] {
+			switch p.hot[i].op {
 			case dag.OpRename:
 				ok = false
 			case dag.OpOpen:
@@ -188,7 +188,7 @@ func (r *Runner) planSplit(min int) {
 			if p.npred[i] == 0 {
 				t.graph.roots = append(t.graph.roots, i)
 			}
-			if p.op[i] == dag.OpOpen {
+			if p.hot[i].op == dag.OpOpen {
 				t.opens = append(t.opens, i)
 			}
 		}
@@ -262,7 +262,7 @@ func (s *splitSet) partition(p *plan, nodes []int32, k int) {
 	}
 	byHandle := map[int32]int32{}
 	for j, i := range nodes {
-		if v := p.chainNext[i]; v >= 0 {
+		if v := p.hot[i].chainNext; v >= 0 {
 			union(int32(j), pos[v])
 		}
 		if f := p.nodes[i].LenFrom; f >= 0 {
@@ -411,9 +411,9 @@ func (sp *splitTask) flush() {
 // copyFinal copies what node u's dependents may read of it (u is final)
 // from another task's state.
 func (st *state) copyFinal(src *state, u int32) {
-	st.status[u], st.res[u], st.cause[u] = src.status[u], src.res[u], src.cause[u]
+	st.node[u].status, st.node[u].res, st.node[u].cause = src.node[u].status, src.node[u].res, src.node[u].cause
 	st.size[u], st.data[u], st.err[u] = src.size[u], src.data[u], src.err[u]
-	st.digest[u], st.start[u], st.end[u] = src.digest[u], src.start[u], src.end[u]
+	st.digest[u], st.node[u].start, st.node[u].end = src.digest[u], src.node[u].start, src.node[u].end
 }
 
 // stateOf returns the state that holds node i's outcome: its task's, if

@@ -107,13 +107,13 @@ func (m *waveMode) prep(w *worker.Worker) {
 		}
 		for m.pos < end && w.Room() > 0 {
 			u := m.order[m.pos]
-			if st.status[u] >= stInflight {
+			if st.node[u].status >= stInflight {
 				m.pos++ // canceled
 				continue
 			}
 			switch v := t.take(w, u); v {
 			case taken:
-				if t.p.op[u] == dag.OpGo {
+				if t.p.hot[u].op == dag.OpGo {
 					t.spawn(w, u)
 				} else {
 					t.prep(w, u, 0)
