@@ -117,6 +117,12 @@ type splitTask struct {
 	received int
 	arrived  bool // at the barrier of this iteration
 	passed   bool
+	// busy says the task's last prep left requests in flight, so that its
+	// worker will come back to prep (and drain) without a wake-up: a
+	// sender rings the doorbell only of a task that is not busy. prep
+	// clears it before it drains, so a message published after a sender
+	// found it set is drained by that next prep.
+	busy atomic.Bool
 	// batch is how many ready nodes are worth an enter while other
 	// workers still owe this one nodes: half its average share of a
 	// level of the split components (16 for layered 64x64 on 2
@@ -401,7 +407,8 @@ func (sp *splitTask) flush() {
 	for _, d := range sp.dirty {
 		sp.out[d].tail.Store(sp.ltail[d])
 		sp.pub[d] = sp.ltail[d]
-		if w := sp.set.tasks[d].worker.Load(); w != nil {
+		to := sp.set.tasks[d]
+		if w := to.worker.Load(); w != nil && !to.sp.busy.Load() {
 			w.Wake()
 		}
 	}
@@ -461,6 +468,7 @@ func (sp *splitTask) prep(w *worker.Worker) {
 		sp.await()
 		return
 	}
+	sp.busy.Store(false)
 	sp.flush()
 	sp.drain(w)
 	// While nothing of its own is in flight and few nodes are ready, and
@@ -483,6 +491,7 @@ func (sp *splitTask) prep(w *worker.Worker) {
 	}
 	g.prep(w)
 	sp.flush()
+	sp.busy.Store(t.inflight > 0)
 	if !sp.localDone() || t.iter+1 >= t.repeat {
 		return
 	}
