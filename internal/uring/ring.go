@@ -72,8 +72,8 @@ type Ring struct {
 	ts         unix.Timespec
 	deadline   time.Time // of the current WaitTimeout
 	tsSet      bool      // ts holds the whole wait for WaitTimeout's first enter
-	// tryIn is how many more waits skip submit's non-blocking first
-	// enter; tryGap how many skipped it after it last fell short.
+	// tryIn is how many more TryWait calls report false without
+	// entering; tryGap how many did after the last try fell short.
 	tryIn, tryGap uint32
 }
 
