@@ -248,7 +248,7 @@ func (r *Ring) PeekBatch(cqes []CQE) int {
 	for i := uint32(0); i < n; i++ {
 		cqes[i] = r.cqes[(head+i)&r.cqMask]
 	}
-	atomic.StoreUint32(r.cqHead, head+n)
+	storeRelease(r.cqHead, head+n)
 	return int(n)
 }
 
