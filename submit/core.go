@@ -452,9 +452,17 @@ func (t *task) conclude(i int32) {
 	t.observe(i)
 }
 
-// observe reports node i's final status to the run's observer, if any
-// (a check small enough to inline: most runs have none).
+// observe reports node i's final status to the run's observer, if any,
+// and, in a split run, to the tasks owning its successors: one test
+// small enough to inline (most runs have neither; the call it replaced
+// was 0.7% of a layered run's CPU in perf).
 func (t *task) observe(i int32) {
+	if t.sp != nil || t.obs != nil {
+		t.observeSome(i)
+	}
+}
+
+func (t *task) observeSome(i int32) {
 	if t.sp != nil {
 		t.sp.final(i) // split.go: tell the tasks owning its successors
 	}

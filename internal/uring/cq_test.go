@@ -440,3 +440,53 @@ func TestDeferTaskrunNeedsGetEvents(t *testing.T) {
 		t.Errorf("CQEs after GetEvents (-want +got):\n%s", diff)
 	}
 }
+
+// TestWaitEnters pins what TryWait costs before a wait: for NOPs, which
+// complete while they are submitted, it is the one enter; on kernel link
+// chains, whose later links complete only in a waiting enter's task
+// work, the extra enter it makes is ever rarer.
+func TestWaitEnters(t *testing.T) {
+	const waits = 100
+	for _, tc := range []struct {
+		name  string
+		link  uint8
+		most  uint64 // enters for all the waits
+		least uint64
+	}{
+		{"NOPs", 0, waits, waits},
+		// Tries at waits 1, 3, 6, 11, 20, 37 and 70 (the gap doubles).
+		{"linked NOPs", SQEIOLink, waits + 7, waits},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			r := newRing(t, 8, Options{SingleIssuer: true, DeferTaskrun: true})
+			cqes := make([]CQE, 8)
+			before := r.Enters()
+			for w := 0; w < waits; w++ {
+				for i := range 4 {
+					s := getSQE(t, r)
+					s.PrepNop()
+					s.UserData = uint64(i)
+					if i < 3 {
+						s.Flags |= tc.link
+					}
+				}
+				if ok, err := r.TryWait(4); err != nil {
+					t.Fatal(err)
+				} else if !ok {
+					if _, err := r.SubmitAndWait(4); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if n := r.PeekBatch(cqes); n != 4 {
+					t.Fatalf("wait %d: %d CQEs, want 4", w, n)
+				}
+				seenOnce(t, cqes[:4], 4)
+			}
+			if got := r.Enters() - before; got < tc.least || got > tc.most {
+				t.Errorf("%d waits took %d enters, want %d to %d", waits, got, tc.least, tc.most)
+			}
+		})
+	}
+}

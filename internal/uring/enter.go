@@ -70,6 +70,39 @@ func (r *Ring) WaitTimeoutFrom(want uint32, d time.Duration, since time.Time) (i
 	return r.submit(want, enterGetEvents|enterExtArg)
 }
 
+// TryWait submits every prepared SQE and runs completion work without
+// blocking, and reports whether want CQEs are ready; if not, the caller
+// waits (SubmitAndWait, WaitTimeout). Most waits are over before they
+// begin (NOPs and cached reads complete while they are submitted), and
+// an enter that cannot block is a raw system call: it skips the Go
+// scheduler's syscall bookkeeping, about 8% of a diamond's CPU
+// (measured), and its caller need not announce that it may sleep.
+// Where tries keep falling short (kernel link chains complete one link
+// per pass of task work; reads that go to the disk), TryWait backs off:
+// it reports false at once for up to maxTryGap calls in a row.
+func (r *Ring) TryWait(want uint32) (bool, error) {
+	if want > r.cqEntries {
+		want = r.cqEntries
+	}
+	if r.flags&SetupSQPoll != 0 || r.tryIn > 0 {
+		r.tryIn -= min(r.tryIn, 1)
+		return false, nil
+	}
+	atomic.StoreUint32(r.sqTail, r.tail)
+	if pending := r.tail - atomic.LoadUint32(r.sqHead); pending > 0 || r.CQReady() < want {
+		if _, err := r.enter(pending, 0, enterGetEvents); err != nil {
+			return false, err
+		}
+	}
+	if r.CQReady() >= want {
+		r.tryGap /= 2 // halved, not reset: waits that alternate back off too
+		return true, nil
+	}
+	r.tryGap = min(max(2*r.tryGap, 1), maxTryGap)
+	r.tryIn = r.tryGap
+	return false, nil
+}
+
 // GetEvents runs pending completion work without submitting or waiting
 // (with DEFER_TASKRUN, completions appear only after such an enter).
 func (r *Ring) GetEvents() error {
@@ -135,6 +168,10 @@ func (r *Ring) submit(want, flags uint32) (int, error) {
 	}
 }
 
+// maxTryGap bounds how many TryWait calls in a row report false without
+// entering after one fell short: one in 65 still tries.
+const maxTryGap = 64
+
 // enter is the one place that calls io_uring_enter. It counts calls,
 // retries EINTR (the Go runtime preempts with signals) and reports EAGAIN
 // and EBUSY (the kernel is short of memory, or the CQ overflowed and must
@@ -181,8 +218,8 @@ func (r *Ring) enter(toSubmit, minComplete, flags uint32) (int, error) {
 			}
 			continue
 		case unix.EAGAIN, unix.EBUSY:
-			if r.CQReady() > 0 || flags&enterGetEvents == 0 {
-				return 0, nil
+			if r.CQReady() > 0 || flags&enterGetEvents == 0 || minComplete == 0 {
+				return 0, nil // minComplete 0: the caller asked not to block
 			}
 			// Nothing to reap yet: wait for one completion without
 			// submitting, which also flushes an overflow backlog.
@@ -211,7 +248,7 @@ func (r *Ring) PeekBatch(cqes []CQE) int {
 	for i := uint32(0); i < n; i++ {
 		cqes[i] = r.cqes[(head+i)&r.cqMask]
 	}
-	atomic.StoreUint32(r.cqHead, head+n)
+	storeRelease(r.cqHead, head+n)
 	return int(n)
 }
 

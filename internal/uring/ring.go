@@ -72,6 +72,9 @@ type Ring struct {
 	ts         unix.Timespec
 	deadline   time.Time // of the current WaitTimeout
 	tsSet      bool      // ts holds the whole wait for WaitTimeout's first enter
+	// tryIn is how many more TryWait calls report false without
+	// entering; tryGap how many did after the last try fell short.
+	tryIn, tryGap uint32
 }
 
 // New sets up a ring with at least entries SQ entries.
