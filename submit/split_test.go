@@ -307,11 +307,7 @@ func TestSplitCancel(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r := NewRunner(pool, g)
-			r.planSplit(16)
-			if r.split == nil {
-				t.Fatal("not split")
-			}
+			r := splitRunner(t, pool, g)
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			rep, err := r.Run(ctx, Graph, Options{Repeat: 3})
@@ -343,10 +339,25 @@ func TestSplitCancel(t *testing.T) {
 	}
 }
 
+// splitRunner returns a Runner of g whose components of 16 nodes or more
+// are split over the pool's workers (it fails t if none is), closed when
+// t ends.
+func splitRunner(t *testing.T, pool *workers.Pool, g *dag.Graph) *Runner {
+	t.Helper()
+	r := NewRunner(pool, g)
+	t.Cleanup(func() { r.Close() })
+	r.planSplit(16)
+	if r.split == nil {
+		t.Fatal("not split")
+	}
+	return r
+}
+
 // checkEdges checks every node's status against its predecessors' in the
 // same report, by the package's rule: a node ran only if every edge held,
 // was canceled only if one did not (or the context ended), and was skipped
-// only if a predecessor was skipped or its on_failure condition did not hold.
+// only if a predecessor was skipped or its on_failure condition did not
+// hold, and no predecessor canceled it.
 func checkEdges(t *testing.T, g *dag.Graph, rep *Report) {
 	t.Helper()
 	for i, n := range rep.Nodes {
@@ -371,7 +382,7 @@ func checkEdges(t *testing.T, g *dag.Graph, rep *Report) {
 		case StatusCanceled:
 			ok = canceling || n.Cause == CauseContext
 		case StatusSkipped:
-			ok = skippedPred || onFail && !trig
+			ok = !canceling && (skippedPred || onFail && !trig)
 		}
 		if !ok {
 			t.Errorf("%s: %s is %s, which its predecessors do not allow", g.Name(), n.ID, n.Status)
@@ -390,12 +401,7 @@ func TestSplitModes(t *testing.T) {
 	if err := scratch.Create(root, g); err != nil {
 		t.Fatal(err)
 	}
-	r := NewRunner(pool, g)
-	defer r.Close()
-	r.planSplit(16)
-	if r.split == nil {
-		t.Fatal("not split")
-	}
+	r := splitRunner(t, pool, g)
 	var first []splitRow
 	for k, m := range []Mode{Graph, Waves, Link, Graph} {
 		var observed atomic.Int64
@@ -457,12 +463,7 @@ func TestSplitContextCancel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := NewRunner(pool, g)
-	defer r.Close()
-	r.planSplit(16)
-	if r.split == nil {
-		t.Fatal("not split")
-	}
+	r := splitRunner(t, pool, g)
 	canceled := 0
 	for k := range 5 {
 		armed.Store(true)
