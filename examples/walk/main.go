@@ -12,6 +12,8 @@
 // same matching files. The graph variants run with a P more per worker
 // (runtime.GOMAXPROCS, as workers.Config advises); the errgroup runs
 // with and without them, and the faster of the two is the baseline.
+// Each timed run starts after a garbage collection, so that no variant
+// pays for the garbage the one before it left.
 //
 // With -stop, the hook that finds the needle ends the whole run, every
 // subgraph of it included (dag.Inputs.Stop), and each variant says which
