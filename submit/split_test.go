@@ -507,17 +507,7 @@ func TestSplitRerunAllocs(t *testing.T) {
 	if r.split == nil {
 		t.Fatal("not split")
 	}
-	if _, err := r.Run(context.Background(), Graph, Options{}); err != nil {
-		t.Fatal(err)
-	}
-	allocs := testing.AllocsPerRun(5, func() {
-		if _, err := r.Run(context.Background(), Graph, Options{}); err != nil {
-			t.Fatal(err)
-		}
-	})
-	if perNode := allocs / float64(g.Len()); perNode > 0.01 {
-		t.Errorf("%.0f allocations per rerun of %d nodes", allocs, g.Len())
-	}
+	checkRerunAllocs(t, r, Graph)
 }
 
 // layers32 declares levels of 32 nodes made by node, each after two of

@@ -481,17 +481,24 @@ func TestRerunAllocs(t *testing.T) {
 	pool := newPool(t, workers.Config{Workers: 2})
 	for _, m := range Modes() {
 		r := NewRunner(pool, g)
+		checkRerunAllocs(t, r, m)
+		r.Close()
+	}
+}
+
+// checkRerunAllocs runs r once in mode m, then checks that a rerun
+// allocates nothing per node.
+func checkRerunAllocs(t *testing.T, r *Runner, m Mode) {
+	t.Helper()
+	if _, err := r.Run(context.Background(), m, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	allocs := testing.AllocsPerRun(5, func() {
 		if _, err := r.Run(context.Background(), m, Options{}); err != nil {
 			t.Fatal(err)
 		}
-		allocs := testing.AllocsPerRun(5, func() {
-			if _, err := r.Run(context.Background(), m, Options{}); err != nil {
-				t.Fatal(err)
-			}
-		})
-		if perNode := allocs / float64(g.Len()); perNode > 0.01 {
-			t.Errorf("%s: %.0f allocations per rerun of %d nodes", m, allocs, g.Len())
-		}
-		r.Close()
+	})
+	if perNode := allocs / float64(r.p.n); perNode > 0.01 {
+		t.Errorf("%s: %.0f allocations per rerun of %d nodes", m, allocs, r.p.n)
 	}
 }
