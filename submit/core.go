@@ -161,8 +161,13 @@ type task struct {
 	goSpare   []goResult
 	worker    atomic.Pointer[worker.Worker]
 	cancelReq atomic.Bool
-	canceled  bool             // the context ended: dispatch nothing more
-	trace     bool             // Options.Trace: wait for one completion at a time, stamp each
+	canceled  bool // the context ended: dispatch nothing more
+	trace     bool // Options.Trace: wait for one completion at a time, stamp each
+	// stamp says this iteration's node times are kept: the last one's
+	// are reported, and an observer or a trace sees every one's. Others
+	// leave them 0, so that a worker whose task asks for no time reads
+	// no clock (Worker.Now).
+	stamp     bool
 	digests   bool             // Runner.digests: compute read digests
 	obs       func(NodeResult) // the run's observer (Runner.observer), or nil
 	cancelPos int              // next node to send an ASYNC_CANCEL to
@@ -225,7 +230,10 @@ func (t *task) begin(w *worker.Worker) {
 	t.closeDirs() // paths are resolved anew in each iteration
 	t.pinner.Unpin()
 	t.reset()
-	t.iterStart = w.Now()
+	t.stamp = t.trace || t.obs != nil || t.iter+1 >= t.repeat
+	if t.stamp {
+		t.iterStart = w.Now()
+	}
 	t.minPending = math.MaxInt32
 	t.ready = t.ready[:0]
 	t.s.begin()
@@ -358,7 +366,10 @@ func (t *task) sqe(w *worker.Worker, i int32) *uring.SQE {
 	t.inflight++
 	t.sqes++
 	n := &t.st.node[i]
-	n.status, n.start = stInflight, w.Now()
+	n.status = stInflight
+	if t.stamp {
+		n.start = w.Now()
+	}
 	return s
 }
 
@@ -377,7 +388,10 @@ func (t *task) Complete(w *worker.Worker, cqes []uring.CQE) {
 		// out (measured: 1 ns a node less on fanout and layered NOPs).
 		t.inflight--
 		n := &node[i]
-		n.res, n.end, n.status = c.Res, w.Now(), stOK
+		n.res, n.status = c.Res, stOK
+		if t.stamp {
+			n.end = w.Now()
+		}
 		t.remaining--
 		t.observe(i)
 		t.s.settled(w, i)
@@ -394,7 +408,10 @@ func (t *task) complete(w *worker.Worker, c uring.CQE) {
 	i := int32(c.UserData)
 	st := t.st
 	n := &st.node[i]
-	n.res, n.end = c.Res, w.Now()
+	n.res = c.Res
+	if t.stamp {
+		n.end = w.Now()
+	}
 	if t.trace {
 		n.end = t.r.pool.Now()
 	}
@@ -737,6 +754,11 @@ func (t *task) cond(v int32) (uint8, int32) {
 // not in flight is canceled, and in-flight nodes get an ASYNC_CANCEL.
 func (t *task) cancelAll(w *worker.Worker) {
 	t.canceled = true
+	if !t.stamp {
+		// This iteration is the one the report shows: its nodes that end
+		// from now on get their times (those that ended before have none).
+		t.stamp, t.iterStart = true, w.Now()
+	}
 	for _, i := range t.nodes {
 		if t.st.node[i].status < stInflight {
 			t.end(w, i, stCanceled, 0, causeContext)

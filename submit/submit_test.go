@@ -3,6 +3,7 @@ package submit
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -500,5 +501,45 @@ func checkRerunAllocs(t *testing.T, r *Runner, m Mode) {
 	})
 	if perNode := allocs / float64(r.p.n); perNode > 0.01 {
 		t.Errorf("%s: %.0f allocations per rerun of %d nodes", m, allocs, r.p.n)
+	}
+}
+
+// TestNodeTimes checks the node times a report and an observer give:
+// every node ends after its repeat began (EndNS > 0), starts no later
+// than it ends, and ends within the run, whether or not the run repeats
+// (only the last repeat, and every one an observer sees, is timed).
+func TestNodeTimes(t *testing.T) {
+	pool := newPool(t, workers.Config{Workers: 1})
+	g := graphOf(dag.Chains(3, 4, dag.GenOptions{}))
+	check := func(what string, n NodeResult, wall int64) {
+		t.Helper()
+		if n.EndNS <= 0 || n.StartNS > n.EndNS || n.EndNS > wall {
+			t.Errorf("%s: node %s start %d end %d, want 0 <= start <= end, 0 < end <= wall %d", what, n.ID, n.StartNS, n.EndNS, wall)
+		}
+	}
+	for _, m := range Modes() {
+		for _, repeat := range []int{1, 4} {
+			for _, observe := range []bool{false, true} {
+				var seen []NodeResult
+				o := Options{Repeat: repeat}
+				if observe {
+					o.Observe = func(n NodeResult) { seen = append(seen, n) }
+				}
+				rep, err := Run(context.Background(), pool, g, m, o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				what := fmt.Sprintf("%s repeat %d observed %v", m, repeat, observe)
+				for _, n := range rep.Nodes {
+					check(what, n, rep.WallNS)
+				}
+				for _, n := range seen {
+					check(what+", observer", n, rep.WallNS)
+				}
+				if observe && len(seen) != repeat*g.Len() {
+					t.Errorf("%s: observer saw %d results, want %d", what, len(seen), repeat*g.Len())
+				}
+			}
+		}
 	}
 }
