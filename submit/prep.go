@@ -288,6 +288,9 @@ func (t *task) prep(w *worker.Worker, i int32, link uint8) {
 		}
 	}
 	s.Flags |= link | p.hot[i].sqeFlags
+	if link != 0 {
+		w.Linked()
+	}
 }
 
 // dir returns an fd of plan directory d opened beneath the run root, or

@@ -443,19 +443,22 @@ func TestDeferTaskrunNeedsGetEvents(t *testing.T) {
 
 // TestWaitEnters pins what TryWait costs before a wait: for NOPs, which
 // complete while they are submitted, it is the one enter; on kernel link
-// chains, whose later links complete only in a waiting enter's task
-// work, the extra enter it makes is ever rarer.
+// chains, whose later links complete only in task work that runs until
+// the wait has its completions, it is the one enter if the caller says
+// it linked, else the extra enter it makes is ever rarer.
 func TestWaitEnters(t *testing.T) {
 	const waits = 100
 	for _, tc := range []struct {
-		name  string
-		link  uint8
-		most  uint64 // enters for all the waits
-		least uint64
+		name   string
+		link   uint8
+		linked bool // TryWait is told
+		most   uint64 // enters for all the waits
+		least  uint64
 	}{
-		{"NOPs", 0, waits, waits},
+		{"NOPs", 0, false, waits, waits},
+		{"linked NOPs", SQEIOLink, true, waits, waits},
 		// Tries at waits 1, 3, 6, 11, 20, 37 and 70 (the gap doubles).
-		{"linked NOPs", SQEIOLink, waits + 7, waits},
+		{"linked NOPs, untold", SQEIOLink, false, waits + 7, waits},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			runtime.LockOSThread()
@@ -472,7 +475,7 @@ func TestWaitEnters(t *testing.T) {
 						s.Flags |= tc.link
 					}
 				}
-				if ok, err := r.TryWait(4); err != nil {
+				if ok, err := r.TryWait(4, tc.linked); err != nil {
 					t.Fatal(err)
 				} else if !ok {
 					if _, err := r.SubmitAndWait(4); err != nil {

@@ -92,6 +92,7 @@ type Worker struct {
 	mem         bufPool  // buffers of the tasks' requests
 	now         int64
 	stale       bool // now is of an earlier batch: Now reads the clock
+	linked      bool // a task linked SQEs in this turn (Linked)
 
 	lastFinish int64
 
@@ -158,6 +159,11 @@ func (w *Worker) SQE(ud uint64) *uring.SQE {
 	w.inflight++
 	return s
 }
+
+// Linked tells the worker that the task linked SQEs (IOSQE_IO_LINK) in
+// this Prep: the turn's wait then lets the kernel complete a chain of
+// requests that need no device in one enter (see uring.Ring.TryWait).
+func (w *Worker) Linked() { w.linked = true }
 
 // UserData returns the full user_data the kernel sees for the task's
 // 48-bit ud, the key an ASYNC_CANCEL of that request needs.
@@ -345,7 +351,7 @@ func (w *Worker) loop(errp *error, started func()) {
 		var err error
 		done := false
 		if w.inflight > 0 && !poked {
-			done, err = w.ring.TryWait(want)
+			done, err = w.ring.TryWait(want, w.linked)
 		}
 		if !done && err == nil {
 			if w.state.Swap(stateSleeping)&statePoked != 0 || poked || (w.queue.n.Load() > 0 && len(w.tasks)-len(w.freeTags) < maxTasks) {
@@ -372,7 +378,7 @@ func (w *Worker) loop(errp *error, started func()) {
 		if turns++; turns%publishEvery == 0 || len(w.active) == 0 {
 			w.enters.Store(w.ring.Enters())
 		}
-		reaped = false
+		reaped, w.linked = false, false
 		if err != nil {
 			w.failAll(fmt.Errorf("worker %d: io_uring_enter: %w", w.id, err))
 			continue
