@@ -451,7 +451,7 @@ func TestWaitEnters(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		link   uint8
-		linked bool // TryWait is told
+		linked bool   // TryWait is told
 		most   uint64 // enters for all the waits
 		least  uint64
 	}{
