@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/iodag/iodag/dag"
 	"github.com/iodag/iodag/internal/worker"
@@ -114,6 +115,12 @@ type spsc struct {
 
 // splitTask is a split task's graph-mode strategy: graphMode, plus the
 // queues to and from the other tasks and the iteration barrier.
+//
+// What a task writes as it runs is made with padded, and busy, which the
+// other tasks read, has lines of its own, so that no two workers write
+// one cache line: the small slices of two tasks, made one after the
+// other, shared lines (measured: layered 64x64 on 2 workers, median of 9
+// alternated runs, 14.1M -> 15.3M nodes/s).
 type splitTask struct {
 	t        *task
 	set      *splitSet
@@ -133,12 +140,26 @@ type splitTask struct {
 	// sender rings the doorbell only of a task that is not busy. prep
 	// clears it before it drains, so a message published after a sender
 	// found it set is drained by that next prep.
+	_    [cacheLine]byte
 	busy atomic.Bool
+	_    [cacheLine]byte
 	// batch is how many ready nodes are worth an enter while other
 	// workers still owe this one nodes: half its average share of a
 	// level of the split components (16 for layered 64x64 on 2
 	// workers), at most 32.
 	batch int
+}
+
+// cacheLine is the size of a cache line on the machines we know of
+// (x86-64, most arm64): what padding keeps apart.
+const cacheLine = 64
+
+// padded returns n zero Ts with a cache line free on either side, so
+// that a worker writing them shares no line with anything else.
+func padded[T any](n int) []T {
+	var z T
+	pad := (cacheLine + int(unsafe.Sizeof(z)) - 1) / int(unsafe.Sizeof(z))
+	return make([]T, n+2*pad)[pad : pad+n : pad+n]
 }
 
 // planSplit gives r a split graph-mode task set if a component of g is
@@ -177,8 +198,8 @@ func (r *Runner) planSplit(min int) {
 		// nodes would share cache lines (measured: release's reads of
 		// status and pending were 5x slower on 2 workers).
 		t.st = newState(p)
-		t.sp = &splitTask{t: t, set: s, me: int32(j), in: make([]*spsc, k), head: make([]uint32, k),
-			out: make([]*spsc, k), ltail: make([]uint32, k), pub: make([]uint32, k)}
+		t.sp = &splitTask{t: t, set: s, me: int32(j), in: make([]*spsc, k), head: padded[uint32](k),
+			out: make([]*spsc, k), ltail: padded[uint32](k), pub: padded[uint32](k), dirty: padded[int32](k)[:0]}
 		s.tasks = append(s.tasks, t)
 	}
 	small := 0
