@@ -437,6 +437,9 @@ func (w *Worker) admit(max int) {
 		max = room
 	}
 	w.incoming = w.queue.takeAll(w.incoming[:0], max)
+	// A task starts on the clock as of now, not as of the last batch,
+	// which may be from before it was handed over (Run's start).
+	w.stale = true
 	for i, t := range w.incoming {
 		w.incoming[i] = nil
 		var tag int
