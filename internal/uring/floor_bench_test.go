@@ -1,0 +1,157 @@
+package uring
+
+import (
+	"runtime"
+	"testing"
+)
+
+// BenchmarkDataflowFloor is the floor under the engine's cost per node: a
+// bare dataflow loop on one ring running fanout 100 NOPs (a root, 98
+// nodes after it, a sink after them), a graph per b.N, as the C
+// yardstick's graph strategy does (a count per node; a successor's SQE
+// the moment its count reaches 0; each enter submits and waits for one).
+// Each sub-benchmark adds one thing the engine keeps per node, so that
+// the gap between the last one and the engine is code, not bookkeeping
+// it needs:
+//
+//   - bare: the counts and nothing else.
+//
+//   - state: a 48-byte state struct per node (status, result, pending
+//     count and the rest), reset per graph, instead of the counts.
+//
+//   - ready: a successor that becomes ready is queued, and its SQE made
+//     after the completion batch.
+//
+//   - bound: each queued node's successors are scanned for the fewest
+//     pending predecessors (the engine's wait bound).
+//
+//   - tags: every CQE's user_data is masked (the worker's task tags).
+//
+//     go test -run '^$' -bench DataflowFloor ./internal/uring
+func BenchmarkDataflowFloor(b *testing.B) {
+	for level, name := range []string{"bare", "state", "ready", "bound", "tags"} {
+		b.Run(name, func(b *testing.B) { dataflowFloor(b, level) })
+	}
+}
+
+// floorNode is the size of the engine's per-node run state.
+type floorNode struct {
+	status                 uint8
+	skip, onFail           bool
+	res, cause, linkedFrom int32
+	pending, chain, trig   int32
+	start, end             int64
+}
+
+func dataflowFloor(b *testing.B, level int) {
+	const (
+		bare = iota
+		state
+		ready
+		bound
+		tags
+	)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	r, err := New(256, Options{SingleIssuer: true, DeferTaskrun: true, RegisterRing: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	// Fanout 100 as successor lists: 0 -> 1..98 -> 99.
+	const n = 100
+	succOff := make([]int32, n+1)
+	var succ []int32
+	for v := range n {
+		switch {
+		case v == 0:
+			for x := 1; x < n-1; x++ {
+				succ = append(succ, int32(x))
+			}
+		case v < n-1:
+			succ = append(succ, n-1)
+		}
+		succOff[v+1] = int32(len(succ))
+	}
+	count0, fresh := make([]int32, n), make([]floorNode, n)
+	for _, x := range succ {
+		count0[x]++
+		fresh[x].pending++
+	}
+	count, node := make([]int32, n), make([]floorNode, n)
+	queue := make([]int32, 0, n)
+	cqes := make([]CQE, 2*256)
+	minPending := int32(0)
+	prep := func(v int32) {
+		s := r.GetSQE()
+		s.PrepNop()
+		s.UserData = uint64(v)
+		if level >= state {
+			node[v].status = 2
+		}
+	}
+	b.ResetTimer()
+	for range b.N {
+		copy(count, count0)
+		if level >= state {
+			copy(node, fresh)
+		}
+		prep(0)
+		for left := n; left > 0; {
+			if ok, err := r.TryWait(1, false); err != nil {
+				b.Fatal(err)
+			} else if !ok {
+				if _, err := r.SubmitAndWait(1); err != nil {
+					b.Fatal(err)
+				}
+			}
+			for k := r.PeekBatch(cqes); k > 0; k = r.PeekBatch(cqes) {
+				if level >= tags {
+					for j := range cqes[:k] {
+						cqes[j].UserData &= 1<<48 - 1
+					}
+				}
+				for _, c := range cqes[:k] {
+					v := int32(c.UserData)
+					if c.Res != 0 {
+						b.Fatalf("node %d: res %d", v, c.Res)
+					}
+					if level >= state {
+						node[v].res, node[v].status = c.Res, 3
+					}
+					for _, x := range succ[succOff[v]:succOff[v+1]] {
+						if level == bare {
+							if count[x]--; count[x] == 0 {
+								prep(x)
+							}
+							continue
+						}
+						if nx := &node[x]; nx.status == 0 {
+							if nx.pending--; nx.pending == 0 {
+								nx.status = 1
+								if level >= ready {
+									queue = append(queue, x)
+								} else {
+									prep(x)
+								}
+							}
+						}
+					}
+				}
+				left -= k
+			}
+			for _, x := range queue {
+				prep(x)
+				if level >= bound {
+					for _, y := range succ[succOff[x]:succOff[x+1]] {
+						if ny := &node[y]; ny.status == 0 && ny.pending < minPending {
+							minPending = ny.pending
+						}
+					}
+				}
+			}
+			queue = queue[:0]
+		}
+	}
+	b.ReportMetric(float64(b.N)*n/b.Elapsed().Seconds(), "nodes/s")
+}
