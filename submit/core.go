@@ -163,11 +163,11 @@ type task struct {
 	cancelReq atomic.Bool
 	canceled  bool // the context ended: dispatch nothing more
 	trace     bool // Options.Trace: wait for one completion at a time, stamp each
-	// stamp says this iteration's node times are kept: the last one's
-	// are reported, and an observer or a trace sees every one's. Others
-	// leave them 0, so that a worker whose task asks for no time reads
-	// no clock (Worker.Now).
-	stamp     bool
+	// record says this iteration's node times and read digests are
+	// kept: the last one's are reported, and an observer or a trace sees
+	// every one's. Others leave them 0: a worker whose task asks for no
+	// time reads no clock (Worker.Now), and a read is not hashed.
+	record    bool
 	digests   bool             // Runner.digests: compute read digests
 	obs       func(NodeResult) // the run's observer (Runner.observer), or nil
 	cancelPos int              // next node to send an ASYNC_CANCEL to
@@ -230,8 +230,8 @@ func (t *task) begin(w *worker.Worker) {
 	t.closeDirs() // paths are resolved anew in each iteration
 	t.pinner.Unpin()
 	t.reset()
-	t.stamp = t.trace || t.obs != nil || t.iter+1 >= t.repeat
-	if t.stamp {
+	t.record = t.trace || t.obs != nil || t.iter+1 >= t.repeat
+	if t.record {
 		t.iterStart = w.Now()
 	}
 	t.minPending = math.MaxInt32
@@ -367,7 +367,7 @@ func (t *task) sqe(w *worker.Worker, i int32) *uring.SQE {
 	t.sqes++
 	n := &t.st.node[i]
 	n.status = stInflight
-	if t.stamp {
+	if t.record {
 		n.start = w.Now()
 	}
 	return s
@@ -389,7 +389,7 @@ func (t *task) Complete(w *worker.Worker, cqes []uring.CQE) {
 		t.inflight--
 		n := &node[i]
 		n.res, n.status = c.Res, stOK
-		if t.stamp {
+		if t.record {
 			n.end = w.Now()
 		}
 		t.remaining--
@@ -409,7 +409,7 @@ func (t *task) complete(w *worker.Worker, c uring.CQE) {
 	st := t.st
 	n := &st.node[i]
 	n.res = c.Res
-	if t.stamp {
+	if t.record {
 		n.end = w.Now()
 	}
 	if t.trace {
@@ -526,7 +526,7 @@ func (t *task) settle(w *worker.Worker, i int32, status uint8, res int32) uint8 
 			st.err[i] = &ShortError{Op: dag.OpRead, Moved: int64(res), Want: int64(len(b))}
 		}
 		if status == stOK {
-			if t.digests {
+			if t.digests && t.record {
 				st.digest[i] = crc32.Update(0, t.p.crc, b[:res])
 			}
 			switch {
@@ -754,10 +754,11 @@ func (t *task) cond(v int32) (uint8, int32) {
 // not in flight is canceled, and in-flight nodes get an ASYNC_CANCEL.
 func (t *task) cancelAll(w *worker.Worker) {
 	t.canceled = true
-	if !t.stamp {
+	if !t.record {
 		// This iteration is the one the report shows: its nodes that end
-		// from now on get their times (those that ended before have none).
-		t.stamp, t.iterStart = true, w.Now()
+		// from now on get their times and digests (those that ended
+		// before have none).
+		t.record, t.iterStart = true, w.Now()
 	}
 	for _, i := range t.nodes {
 		if t.st.node[i].status < stInflight {

@@ -117,9 +117,10 @@ type NodeResult struct {
 	// in ns since the last repeat began; the clock is read once per
 	// batch of submissions or completions, so the nodes of one batch
 	// share a time, unless the run traced (Options.Trace). Only the last
-	// repeat is timed (and every one an observer sees): a run canceled in
-	// an earlier repeat has times only for its nodes that ended after the
-	// cancellation, 0 for the others.
+	// repeat is timed and its reads hashed (Digest), and every one an
+	// observer sees: a run canceled in an earlier repeat has times and
+	// digests only for its nodes that ended after the cancellation, 0 for
+	// the others.
 	StartNS int64 `json:"start_ns"`
 	EndNS   int64 `json:"end_ns"`
 	Worker  int   `json:"worker"`

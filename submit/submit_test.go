@@ -543,3 +543,41 @@ func TestNodeTimes(t *testing.T) {
 		}
 	}
 }
+
+// TestRepeatDigests checks that a repeated run reports the digests of its
+// reads, as a single run does, in every mode, observed or not (the
+// repeats before the last hash nothing the report would show).
+func TestRepeatDigests(t *testing.T) {
+	pool := newPool(t, workers.Config{Workers: 1})
+	g := graphOf(dag.Chains(2, 3, dag.GenOptions{Op: "read4k"}))
+	root := t.TempDir()
+	if err := scratch.Create(root, g); err != nil {
+		t.Fatal(err)
+	}
+	digests := func(m Mode, o Options) map[string]Digest {
+		t.Helper()
+		o.Root = root
+		rep, err := Run(context.Background(), pool, g, m, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := map[string]Digest{}
+		for _, n := range rep.Nodes {
+			d[n.ID] = n.Digest
+		}
+		return d
+	}
+	want := digests(Graph, Options{})
+	for id, d := range want {
+		if d == 0 {
+			t.Fatalf("node %s: no digest in a single run", id)
+		}
+	}
+	for _, m := range Modes() {
+		for _, o := range []Options{{Repeat: 4}, {Repeat: 3, Observe: func(NodeResult) {}}} {
+			if diff := cmp.Diff(want, digests(m, o)); diff != "" {
+				t.Errorf("%s, repeat %d: digests (-single run +repeated):\n%s", m, o.Repeat, diff)
+			}
+		}
+	}
+}
