@@ -9,25 +9,19 @@ import (
 // bare dataflow loop on one ring running fanout 100 NOPs (a root, 98
 // nodes after it, a sink after them), a graph per b.N, as the C
 // yardstick's graph strategy does (a count per node; a successor's SQE
-// the moment its count reaches 0; each enter submits and waits for one).
+// the moment its count reaches 0; each enter submits and waits for one):
+//
+//	go test -run '^$' -bench DataflowFloor ./internal/uring
+//
 // Each sub-benchmark adds one thing the engine keeps per node, so that
 // the gap between the last one and the engine is code, not bookkeeping
-// it needs:
-//
-//   - bare: the counts and nothing else.
-//
-//   - state: a 48-byte state struct per node (status, result, pending
-//     count and the rest), reset per graph, instead of the counts.
-//
-//   - ready: a successor that becomes ready is queued, and its SQE made
-//     after the completion batch.
-//
-//   - bound: each queued node's successors are scanned for the fewest
-//     pending predecessors (the engine's wait bound).
-//
-//   - tags: every CQE's user_data is masked (the worker's task tags).
-//
-//     go test -run '^$' -bench DataflowFloor ./internal/uring
+// it needs: bare, the counts and nothing else; state, a 48-byte state
+// struct per node (status, result, pending count and the rest), reset
+// per graph, instead of the counts; ready, a successor that becomes
+// ready is queued and its SQE made after the completion batch; bound,
+// each queued node's successors are scanned for the fewest pending
+// predecessors (the engine's wait bound); tags, every CQE's user_data is
+// masked (the worker's task tags).
 func BenchmarkDataflowFloor(b *testing.B) {
 	for level, name := range []string{"bare", "state", "ready", "bound", "tags"} {
 		b.Run(name, func(b *testing.B) { dataflowFloor(b, level) })
