@@ -41,12 +41,13 @@ import (
 // the atomic load of the tail: the sender wrote the message before the
 // store, so the Go memory model orders them. The message carries them so
 // that the receiver reads no line of the sender's state, which the sender
-// writes (measured: copying the outcome from there held layered 64x64
-// on 2 workers at 11.1M nodes/s; with the message, 12.7-12.9M). Results a descendant reads further down (Inputs.Result and
-// the report read the owner's state) are ordered the same way, edge by
-// edge. A task that waits for other workers' nodes
-// polls its queues for a while (splitSpin) before it submits a small
-// batch or sleeps; while it polls, its thread keeps its P.
+// writes (measured: copying the outcome from there held layered 64x64 on
+// 2 workers at 11.1M nodes/s; with the message, 12.7-12.9M). Results a
+// descendant reads further down (Inputs.Result and the report read the
+// owner's state) are ordered the same way, edge by edge. A task that
+// waits for other workers' nodes polls its queues for a while
+// (splitSpin) before it submits a small batch or sleeps; while it polls,
+// its thread keeps its P.
 //
 // Iterations (Options.Repeat) meet at a barrier: every task waits until
 // all have ended the iteration, so that messages of one iteration are all
