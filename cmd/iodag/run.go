@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 	"text/tabwriter"
 
@@ -244,7 +245,16 @@ func (f poolFlags) check() error {
 	return nil
 }
 
+// newPool makes the pool, first giving the Go scheduler a P for each
+// worker and one more for the program, unless $GOMAXPROCS says
+// otherwise: a worker is a goroutine locked to its thread that keeps its
+// P while it runs, so with no P to spare the goroutine that hands each
+// Run over and collects it waits for one (measured: chains 8x16 NOPs on
+// 2 workers, 10.7-11.8M nodes/s at GOMAXPROCS 2, 13.8-14.3M at 3).
 func (f poolFlags) newPool() (*workers.Pool, error) {
+	if os.Getenv("GOMAXPROCS") == "" && runtime.GOMAXPROCS(0) < *f.workers+1 {
+		runtime.GOMAXPROCS(*f.workers + 1)
+	}
 	return workers.New(workers.Config{Workers: *f.workers, Entries: uint32(*f.ring)})
 }
 

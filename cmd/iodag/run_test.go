@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -246,5 +248,26 @@ func TestRunInterrupted(t *testing.T) {
 				t.Errorf("stderr = %q, want it to contain %q", stderr.String(), want)
 			}
 		})
+	}
+}
+
+// TestRunGivesWorkersPs checks that run leaves a P for the program beside
+// one for each worker (each keeps its P while it runs), unless
+// $GOMAXPROCS is set.
+func TestRunGivesWorkersPs(t *testing.T) {
+	if os.Getenv("GOMAXPROCS") != "" {
+		t.Skip("$GOMAXPROCS is set: run leaves it alone")
+	}
+	emptyTMPDIR(t)
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	const workers = 5
+	runtime.GOMAXPROCS(1)
+	args := []string{"run", "../../testdata/layered16x8.json", "--workers", strconv.Itoa(workers)}
+	var stdout, stderr bytes.Buffer
+	if code := run(args, &stdout, &stderr); code != exitOK {
+		t.Fatalf("run(%q) = %d; stderr:\n%s", args, code, stderr.String())
+	}
+	if got := runtime.GOMAXPROCS(0); got != workers+1 {
+		t.Errorf("after run(%q): GOMAXPROCS %d, want %d", args, got, workers+1)
 	}
 }
