@@ -98,7 +98,9 @@ func (r *Ring) TryWait(want uint32, linked bool) (bool, error) {
 		if linked && want > 1 && r.features&FeatExtArg != 0 {
 			// Ask for want with a zero timeout: the kernel runs task
 			// work until want are in (or none is left), then returns.
-			r.ts, r.tsSet = unix.Timespec{}, true
+			// (A deadline long past: an enter repeated after EINTR
+			// recomputes the timeout from it, and must not wait either.)
+			r.ts, r.tsSet, r.deadline = unix.Timespec{}, true, time.Time{}
 			r.arg = getEventsArg{Ts: ptr(&r.ts)}
 			flags, min = flags|enterExtArg, want
 		}
