@@ -308,9 +308,9 @@ func (w *Worker) loop(errp *error, started func()) {
 	if w.pool.shared != nil {
 		take = 1
 	}
-	// reaped: the last turn reaped completions, and Now is their batch's
-	// time, which also stamps the Prep that follows them. poked: a wake
-	// came during the last enter.
+	// reaped: the last turn reaped completions, and the clock reading
+	// Now takes for their batch (when first asked) also stamps the Prep
+	// that follows them. poked: a wake came during the last enter.
 	reaped, poked := false, false
 	turns := 0
 	for {
