@@ -314,6 +314,9 @@ func (w *Worker) loop(errp *error, started func()) {
 	reaped, poked := false, false
 	turns := 0
 	for {
+		if !reaped {
+			w.stale = true
+		}
 		w.admit(take)
 		if w.pool.closing.Load() {
 			for _, tag := range w.active {
@@ -325,9 +328,6 @@ func (w *Worker) loop(errp *error, started func()) {
 			s.UserData = doorbellTag << tagShift
 			s.PrepRead(int32(w.efd), w.bell, 0)
 			w.bellArmd = true
-		}
-		if !reaped {
-			w.stale = true
 		}
 		for _, tag := range w.active {
 			w.cur = uint64(tag) << tagShift
