@@ -187,7 +187,7 @@ turns:
 	for left := o.Repeat; left > 0; left -= size {
 		for k, m := range modes {
 			n := min(size, left)
-			rep, err := r.Run(ctx, m, submit.Options{Root: roots[k], Repeat: n, Trace: o.Trace})
+			rep, err := r.Run(ctx, m, submit.Options{Root: roots[k], Repeat: n, Trace: o.Trace, Digests: true})
 			if rep != nil {
 				sums[k].Add(rep)
 				lats[k].Add(rep.Nodes)

@@ -67,6 +67,42 @@ func BenchmarkFanout100Read4k(b *testing.B) {
 	benchModes(b, graphOf(dag.Fanout(100, dag.GenOptions{Op: "read4k"})), workers.Config{Workers: 1})
 }
 
+// BenchmarkDigests shows what Options.Digests costs a program that runs a
+// graph of reads once per Run (its own Runner, Repeat 1), as a library
+// user does: fanout 100 O_DIRECT 4 KiB reads in graph mode, every read
+// hashed or none.
+func BenchmarkDigests(b *testing.B) {
+	g := graphOf(dag.Fanout(100, dag.GenOptions{Op: "read4k"}))
+	root := b.TempDir()
+	if err := scratch.Create(root, g); err != nil {
+		b.Fatal(err)
+	}
+	pool := newPool(b, workers.Config{Workers: 1})
+	for _, digests := range []bool{false, true} {
+		name := "off"
+		if digests {
+			name = "on"
+		}
+		b.Run(name, func(b *testing.B) {
+			r := NewRunner(pool, g)
+			defer r.Close()
+			o := Options{Root: root, Digests: digests}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				rep, err := r.Run(context.Background(), Graph, o)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if rep.Counts.OK != g.Len() || (rep.Nodes[1].Digest != 0) != digests {
+					b.Fatalf("counts %+v, digest %v", rep.Counts, rep.Nodes[1].Digest)
+				}
+			}
+			b.ReportMetric(float64(b.N)*float64(g.Len())/b.Elapsed().Seconds(), "nodes/s")
+		})
+	}
+}
+
 func BenchmarkLayered16x8(b *testing.B) {
 	benchModes(b, graphOf(dag.Layered(16, 8, dag.GenOptions{})), workers.Config{Workers: 1})
 }

@@ -60,7 +60,7 @@ func runBounded(t testing.TB, pool *workers.Pool, g *dag.Graph, m Mode) *Report 
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
 	defer cancel()
-	rep, err := Run(ctx, pool, g, m, Options{Root: root})
+	rep, err := Run(ctx, pool, g, m, Options{Root: root, Digests: true})
 	if ctx.Err() != nil {
 		t.Fatalf("Run(%s, %s) hung: %v", g.Name(), m, err)
 	}

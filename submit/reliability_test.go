@@ -145,7 +145,7 @@ func TestLenFromFailed(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(root, "sized"), make([]byte, 100), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			rep, err := r.Run(context.Background(), m, Options{Root: root})
+			rep, err := r.Run(context.Background(), m, Options{Root: root, Digests: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -155,7 +155,7 @@ func TestLenFromFailed(t *testing.T) {
 			if err := os.Remove(filepath.Join(root, "sized")); err != nil {
 				t.Fatal(err)
 			}
-			rep, err = r.Run(context.Background(), m, Options{Root: root})
+			rep, err = r.Run(context.Background(), m, Options{Root: root, Digests: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -215,7 +215,7 @@ func TestPathsResolvedWhenRun(t *testing.T) {
 				if err := scratch.Create(root, g); err != nil {
 					t.Fatal(err)
 				}
-				rep, err := r.Run(context.Background(), m, Options{Root: root})
+				rep, err := r.Run(context.Background(), m, Options{Root: root, Digests: true})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -106,7 +106,8 @@ type NodeResult struct {
 	// it (following chains of cancellations back to the failure), or
 	// "context" when the run's context ended.
 	Cause string `json:"cause,omitempty"`
-	// Digest is the CRC-32C (Castagnoli) of the bytes an ok read returned.
+	// Digest is the CRC-32C (Castagnoli) of the bytes an ok read
+	// returned, if the run asked for it (Options.Digests), else 0.
 	Digest Digest `json:"digest,omitempty"`
 	// Size is the file size an ok statx found.
 	Size int64 `json:"size,omitempty"`
@@ -117,10 +118,10 @@ type NodeResult struct {
 	// in ns since the last repeat began; the clock is read once per
 	// batch of submissions or completions, so the nodes of one batch
 	// share a time, unless the run traced (Options.Trace). Only the last
-	// repeat is timed and its reads hashed (Digest), and every one an
-	// observer sees: a run canceled in an earlier repeat has times and
-	// digests only for its nodes that ended after the cancellation, 0 for
-	// the others.
+	// repeat is timed and its reads hashed (Digest, if Options.Digests),
+	// and every one an observer sees: a run canceled in an earlier repeat
+	// has times and digests only for its nodes that ended after the
+	// cancellation, 0 for the others.
 	StartNS int64 `json:"start_ns"`
 	EndNS   int64 `json:"end_ns"`
 	Worker  int   `json:"worker"`

@@ -57,7 +57,7 @@ func runIn(t testing.TB, pool *workers.Pool, g *dag.Graph, mode Mode, setup func
 	if setup != nil {
 		setup(root)
 	}
-	rep, err := Run(context.Background(), pool, g, mode, Options{Root: root})
+	rep, err := Run(context.Background(), pool, g, mode, Options{Root: root, Digests: true})
 	if err != nil {
 		t.Fatalf("Run(%s, %s): %v", g.Name(), mode, err)
 	}
@@ -544,9 +544,10 @@ func TestNodeTimes(t *testing.T) {
 	}
 }
 
-// TestRepeatDigests checks that a repeated run reports the digests of its
-// reads, as a single run does, in every mode, observed or not (the
-// repeats before the last hash nothing the report would show).
+// TestRepeatDigests checks that a run asked for digests (Options.Digests)
+// reports those of its reads, repeated or not, in every mode, observed or
+// not (the repeats before the last hash nothing the report would show),
+// and that a run not asked for them reports none.
 func TestRepeatDigests(t *testing.T) {
 	pool := newPool(t, workers.Config{Workers: 1})
 	g := graphOf(dag.Chains(2, 3, dag.GenOptions{Op: "read4k"}))
@@ -567,16 +568,28 @@ func TestRepeatDigests(t *testing.T) {
 		}
 		return d
 	}
-	want := digests(Graph, Options{})
+	want := digests(Graph, Options{Digests: true})
+	none := map[string]Digest{}
 	for id, d := range want {
 		if d == 0 {
 			t.Fatalf("node %s: no digest in a single run", id)
 		}
+		none[id] = 0
 	}
+	observe := func(NodeResult) {}
 	for _, m := range Modes() {
-		for _, o := range []Options{{Repeat: 4}, {Repeat: 3, Observe: func(NodeResult) {}}} {
-			if diff := cmp.Diff(want, digests(m, o)); diff != "" {
-				t.Errorf("%s, repeat %d: digests (-single run +repeated):\n%s", m, o.Repeat, diff)
+		for _, tc := range []struct {
+			o    Options
+			want map[string]Digest
+		}{
+			{Options{Digests: true}, want},
+			{Options{Repeat: 4, Digests: true}, want},
+			{Options{Repeat: 3, Observe: observe, Digests: true}, want},
+			{Options{}, none},
+			{Options{Repeat: 3, Observe: observe}, none},
+		} {
+			if diff := cmp.Diff(tc.want, digests(m, tc.o)); diff != "" {
+				t.Errorf("%s, repeat %d, digests %v: digests (-want +got):\n%s", m, tc.o.Repeat, tc.o.Digests, diff)
 			}
 		}
 	}

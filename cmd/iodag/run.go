@@ -112,7 +112,7 @@ func runSpec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer r.Close()
 	var lat latency.Recorder
 	bar := progressBar(stderr, *repeat, mode.String())
-	rep, err := batch.Run(ctx, r, mode, submit.Options{Root: root, Repeat: *repeat, Trace: *trace}, func(rep *submit.Report, done int) {
+	rep, err := batch.Run(ctx, r, mode, submit.Options{Root: root, Repeat: *repeat, Trace: *trace, Digests: true}, func(rep *submit.Report, done int) {
 		lat.Add(rep.Nodes)
 		if bar != nil {
 			bar.Set(done)

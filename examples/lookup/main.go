@@ -459,7 +459,7 @@ func compare(ctx context.Context, w io.Writer, c config, pool *workers.Pool, roo
 	for _, m := range submit.Modes() {
 		v := &variant{name: m.String(), n: len(keys), crc: make([]uint32, len(keys))}
 		v.run = func(ctx context.Context) error {
-			rep, err := r.Run(ctx, m, submit.Options{Root: root})
+			rep, err := r.Run(ctx, m, submit.Options{Root: root, Digests: true})
 			if err != nil {
 				return err
 			}

@@ -146,7 +146,7 @@ func run(ctx context.Context, w io.Writer, c config) error {
 	for _, m := range modes {
 		v := &variant{name: m.String(), crc: make([]uint32, c.n)}
 		v.run = func(ctx context.Context) error {
-			rep, err := r.Run(ctx, m, submit.Options{Root: c.cache})
+			rep, err := r.Run(ctx, m, submit.Options{Root: c.cache, Digests: true})
 			if err != nil {
 				return err
 			}
