@@ -273,8 +273,17 @@ func (t *task) reset() {
 	}
 }
 
-// Prep dispatches ready work, or the cancellation of the run.
-func (t *task) Prep(w *worker.Worker) {
+// Prep dispatches ready work, or the cancellation of the run, and says
+// how many completions the task waits for, or that it is done.
+func (t *task) Prep(w *worker.Worker) (want int, done bool) {
+	t.prepAll(w)
+	if t.done() {
+		return 0, true
+	}
+	return t.want(), false
+}
+
+func (t *task) prepAll(w *worker.Worker) {
 	if t.cancelReq.Load() && !t.canceled {
 		t.cancelAll(w)
 	}
@@ -302,9 +311,9 @@ func (t *task) Prep(w *worker.Worker) {
 	}
 }
 
-// Want returns how many completions the task needs before it can
+// want returns how many completions the task needs before it can
 // submit more.
-func (t *task) Want() int {
+func (t *task) want() int {
 	if t.canceled || t.goRunning > 0 || t.trace || t.obs != nil {
 		// A Go task ends with a wake-up, not a CQE; a trace, an observer
 		// or a stream wants each completion as it comes.
@@ -313,8 +322,8 @@ func (t *task) Want() int {
 	return t.s.want()
 }
 
-// Done reports whether every iteration has ended and nothing is in flight.
-func (t *task) Done() bool {
+// done reports whether every iteration has ended and nothing is in flight.
+func (t *task) done() bool {
 	return t.canceled && t.inflight == 0 && t.goRunning == 0 && t.remaining == 0 || t.iterDone() && t.iter+1 >= t.repeat
 }
 

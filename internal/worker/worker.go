@@ -22,19 +22,18 @@ type Task interface {
 	// Start runs once before any other call; an error ends the task
 	// (Finish is still called, with that error).
 	Start(w *Worker) error
-	// Prep fills SQEs (from Worker.SQE) for work that is ready.
-	Prep(w *Worker)
+	// Prep fills SQEs (from Worker.SQE) for work that is ready, and
+	// returns how many of its in-flight completions the task needs before
+	// it can submit more (a whole level for waves; the worker waits for
+	// the fewest any task wants), or done: nothing is in flight and
+	// nothing is left to submit. One call a turn says all three
+	// (measured: asking for the wait and the end in calls of their own,
+	// and again after the completions, held a NOP diamond 3-7% lower).
+	Prep(w *Worker) (want int, done bool)
 	// Complete handles a run of this task's CQEs, in the order the ring
 	// gave them; each UserData holds the low 48 bits the task set. The
 	// slice is the worker's: it is valid only during the call.
 	Complete(w *Worker, cqes []uring.CQE)
-	// Want returns how many of its in-flight completions the task needs
-	// before it can submit more (a whole level for waves). The worker
-	// waits for the fewest any task wants.
-	Want() int
-	// Done reports whether the task has nothing in flight and nothing
-	// left to submit.
-	Done() bool
 	// Finish runs once, last, with the error that ended the task early.
 	Finish(w *Worker, err error)
 	// Abort asks the task to end early because the pool is closing: it
@@ -329,18 +328,13 @@ func (w *Worker) loop(errp *error, started func()) {
 			s.PrepRead(int32(w.efd), w.bell, 0)
 			w.bellArmd = true
 		}
-		for _, tag := range w.active {
-			w.cur = uint64(tag) << tagShift
-			w.tasks[tag].Prep(w)
-		}
-		w.retire()
+		want := w.prep()
 		if len(w.active) == 0 && w.pool.closing.Load() && w.queue.n.Load() == 0 {
 			return
 		}
 		if len(w.active) == 0 && w.inflight == 0 && w.spin() {
 			continue
 		}
-		want := w.want()
 		// A wait that the completions already end (TryWait) cannot
 		// block, so the worker need not say it may sleep: it skips the
 		// two swaps of its state, the most of the loop's own CPU on a
@@ -408,19 +402,30 @@ func (w *Worker) loop(errp *error, started func()) {
 				k = j
 			}
 		}
-		w.retire()
+		// A task done now is finished by the next turn's prep, before
+		// anything is submitted or waited for.
 	}
 }
 
-// want returns how many CQEs to wait for: the fewest any task needs to
-// make progress, at least 1 (the doorbell is always in flight).
-func (w *Worker) want() uint32 {
+// prep lets every active task prep its SQEs, finishes those that are
+// done, and returns how many CQEs to wait for: the fewest any task needs
+// to make progress, at least 1 (the doorbell is always in flight).
+func (w *Worker) prep() uint32 {
 	want := 0
+	kept := w.active[:0]
 	for _, tag := range w.active {
-		if n := w.tasks[tag].Want(); n >= 1 && (want == 0 || n < want) {
+		w.cur = uint64(tag) << tagShift
+		n, done := w.tasks[tag].Prep(w)
+		if done {
+			w.finish(tag, nil)
+			continue
+		}
+		kept = append(kept, tag)
+		if n >= 1 && (want == 0 || n < want) {
 			want = n
 		}
 	}
+	w.active = kept
 	if want < 1 || w.inflight == 0 {
 		want = 1
 	}
@@ -457,19 +462,6 @@ func (w *Worker) admit(max int) {
 		}
 		w.active = append(w.active, tag)
 	}
-}
-
-// retire finishes the tasks that are done.
-func (w *Worker) retire() {
-	kept := w.active[:0]
-	for _, tag := range w.active {
-		if w.tasks[tag].Done() {
-			w.finish(tag, nil)
-		} else {
-			kept = append(kept, tag)
-		}
-	}
-	w.active = kept
 }
 
 func (w *Worker) finish(tag int, err error) {
