@@ -92,7 +92,7 @@ func (r *Ring) TryWait(want uint32, linked bool) (bool, error) {
 		r.tryIn -= min(r.tryIn, 1)
 		return false, nil
 	}
-	atomic.StoreUint32(r.sqTail, r.tail)
+	storeRelease(r.sqTail, r.tail) // the enter reads it (no SQPOLL here)
 	if pending := r.tail - atomic.LoadUint32(r.sqHead); pending > 0 || r.CQReady() < want {
 		flags, min := uint32(enterGetEvents), uint32(0)
 		if linked && want > 1 && r.features&FeatExtArg != 0 {
@@ -136,7 +136,12 @@ func (r *Ring) submit(want, flags uint32) (int, error) {
 	if want > r.cqEntries {
 		want = r.cqEntries
 	}
-	atomic.StoreUint32(r.sqTail, r.tail)
+	if r.flags&SetupSQPoll != 0 {
+		atomic.StoreUint32(r.sqTail, r.tail)
+	} else {
+		// Only the enter below reads it, a full barrier of its own.
+		storeRelease(r.sqTail, r.tail)
+	}
 	pending := r.tail - atomic.LoadUint32(r.sqHead)
 	submitted := 0
 	if r.flags&SetupSQPoll != 0 {
