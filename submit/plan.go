@@ -77,6 +77,10 @@ type planNode struct {
 	// mode asked kernelLink twice per node, each a scan of edges.
 	seqLink uint8
 	needs   bool // the node needs a slot, memory, a length or its binding before it runs (see take)
+	// follows: the node may go down behind nodes that have not run (in
+	// a kernel chain) without asking canFollow: it has no length source
+	// and no parent directory to open.
+	follows bool
 	onFail  bool // the node has on_failure edges: it runs only after a failure
 	// plain: its completion has nothing to settle (no buffer, slot,
 	// directory or hook), so complete skips settle and conclude's hook:
@@ -196,6 +200,7 @@ func newPlan(g *dag.Graph) *plan {
 				p.toDirOf[i], p.toBaseOff[i] = split(nd.To)
 			}
 		}
+		h.follows = nd.LenFrom < 0 && p.dirOf[i] < 0
 	}
 	p.handles = len(handleIdx)
 	openDirect := make([]bool, p.handles)

@@ -221,6 +221,13 @@ func checkPath(path string) error {
 // not run yet (in a kernel chain): what it reads of others' results is
 // known and its directories can be opened now.
 func (t *task) canFollow(i int32) bool {
+	if t.p.hot[i].follows {
+		return true
+	}
+	return t.canFollowSlow(i)
+}
+
+func (t *task) canFollowSlow(i int32) bool {
 	if f := t.p.nodes[i].LenFrom; f >= 0 && t.st.node[f].status < stOK {
 		return false
 	}
