@@ -276,6 +276,12 @@ func (t *task) reset() {
 // Prep dispatches ready work, or the cancellation of the run, and says
 // how many completions the task waits for, or that it is done.
 func (t *task) Prep(w *worker.Worker) (want int, done bool) {
+	if t.done() {
+		// It ended in the last Complete: a cancellation that came since
+		// (the context, Stop, the pool closing) finds nothing to cancel,
+		// and the run no error.
+		return 0, true
+	}
 	t.prepAll(w)
 	if t.done() {
 		return 0, true
