@@ -103,6 +103,29 @@ func BenchmarkDigests(b *testing.B) {
 	}
 }
 
+// BenchmarkLargeRun runs a 100,000-node graph (layered 1000x100 NOPs)
+// once per Run, as a program does with one large graph, and reports
+// besides ns/op the share of it the workers took (worker-ns/op, the
+// report's wall time): the rest is the Run's own, mostly building the
+// report of every node.
+func BenchmarkLargeRun(b *testing.B) {
+	g := graphOf(dag.Layered(1000, 100, dag.GenOptions{}))
+	pool := newPool(b, workers.Config{Workers: 1})
+	r := NewRunner(pool, g)
+	defer r.Close()
+	var wall int64
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		rep, err := r.Run(context.Background(), Graph, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		wall += rep.WallNS
+	}
+	b.ReportMetric(float64(wall)/float64(b.N), "worker-ns/op")
+}
+
 func BenchmarkLayered16x8(b *testing.B) {
 	benchModes(b, graphOf(dag.Layered(16, 8, dag.GenOptions{})), workers.Config{Workers: 1})
 }

@@ -20,7 +20,10 @@ type plan struct {
 	// hot is what dispatching and completing a node reads of its plan,
 	// one entry per node (one bounds check and cache line, not one per
 	// field).
-	hot  []planNode
+	hot []planNode
+	// ids are the nodes' ids, apart from the nodes (248 bytes each),
+	// which a report would otherwise stride through for them.
+	ids  []string
 	then []func(dag.Inputs, dag.Result) error // hooks, apart from the nodes
 	// cleanups reports whether any node has on_failure edges.
 	cleanups bool
@@ -148,9 +151,11 @@ func newPlan(g *dag.Graph) *plan {
 		}
 		return d, addPath(base)
 	}
+	p.ids = make([]string, n)
 	for i := range int32(n) {
 		nd, h := &p.nodes[i], &p.hot[i]
 		h.op = nd.Op
+		p.ids[i] = nd.ID
 		if nd.Async {
 			h.sqeFlags = uring.SQEAsync
 		}
