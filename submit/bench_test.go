@@ -107,23 +107,44 @@ func BenchmarkDigests(b *testing.B) {
 // once per Run, as a program does with one large graph, and reports
 // besides ns/op the share of it the workers took (worker-ns/op, the
 // report's wall time): the rest is the Run's own, mostly building the
-// report of every node.
+// report of every node. Observed runs every node's outcome through an
+// Options.Observe that does nothing, streamed through Runner.Start to a
+// goroutine that counts them.
 func BenchmarkLargeRun(b *testing.B) {
 	g := graphOf(dag.Layered(1000, 100, dag.GenOptions{}))
 	pool := newPool(b, workers.Config{Workers: 1})
 	r := NewRunner(pool, g)
 	defer r.Close()
-	var wall int64
-	b.ReportAllocs()
-	b.ResetTimer()
-	for range b.N {
-		rep, err := r.Run(context.Background(), Graph, Options{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		wall += rep.WallNS
+	for _, how := range []string{"report", "observed", "streamed"} {
+		b.Run(how, func(b *testing.B) {
+			var wall int64
+			b.ReportAllocs()
+			for range b.N {
+				var rep *Report
+				var err error
+				switch how {
+				case "report":
+					rep, err = r.Run(context.Background(), Graph, Options{})
+				case "observed":
+					rep, err = r.Run(context.Background(), Graph, Options{Observe: func(NodeResult) {}})
+				default:
+					s := r.Start(context.Background(), Graph, Options{})
+					n := 0
+					for range s.Results() {
+						n++
+					}
+					if rep, err = s.Wait(); n != g.Len() {
+						b.Fatalf("%d outcomes streamed, want %d", n, g.Len())
+					}
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+				wall += rep.WallNS
+			}
+			b.ReportMetric(float64(wall)/float64(b.N), "worker-ns/op")
+		})
 	}
-	b.ReportMetric(float64(wall)/float64(b.N), "worker-ns/op")
 }
 
 func BenchmarkLayered16x8(b *testing.B) {

@@ -456,6 +456,38 @@ func TestStream(t *testing.T) {
 	}
 }
 
+// TestStreamEvery: a stream of many batches (the workers and the reader
+// trade two buffers) yields every outcome of every repeat exactly once,
+// run after run on one Runner, in every mode.
+func TestStreamEvery(t *testing.T) {
+	g := graphOf(dag.Layered(100, 50, dag.GenOptions{}))
+	pool := newPool(t, workers.Config{Workers: 2})
+	r := NewRunner(pool, g)
+	defer r.Close()
+	for _, m := range Modes() {
+		for _, repeat := range []int{1, 3} {
+			s := r.Start(context.Background(), m, Options{Repeat: repeat})
+			seen := map[string]int{}
+			for n := range s.Results() {
+				if n.Status != StatusOK {
+					t.Errorf("%s: %s is %s", m, n.ID, n.Status)
+				}
+				seen[n.ID]++
+			}
+			if _, err := s.Wait(); err != nil {
+				t.Fatalf("%s: %v", m, err)
+			}
+			want := map[string]int{}
+			for i := range int32(g.Len()) {
+				want[g.Node(i).ID] = repeat
+			}
+			if diff := cmp.Diff(want, seen); diff != "" {
+				t.Errorf("%s, repeat %d: outcomes streamed per node (-want +got):\n%s", m, repeat, diff)
+			}
+		}
+	}
+}
+
 // TestSubgraphs: a Go task grows the graph by what it finds while it
 // runs: a directory tree is walked level by level, each directory's files
 // read by a subgraph whose Go tasks walk the subdirectories; a hook may

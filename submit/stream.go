@@ -12,10 +12,14 @@ type Stream struct {
 	cancel context.CancelFunc
 	mu     sync.Mutex
 	queue  []NodeResult
-	more   chan struct{} // a send means the queue grew
-	done   chan struct{} // closed when the run has ended
-	rep    *Report
-	err    error
+	// spare is the reader's last batch, emptied: the next swap's queue
+	// (two buffers that the workers and the reader trade, not a new
+	// slice grown from nothing for every batch).
+	spare []NodeResult
+	more  chan struct{} // a send means the queue grew
+	done  chan struct{} // closed when the run has ended
+	rep   *Report
+	err   error
 }
 
 // Start runs the graph like Run, on the pool's workers, but returns at
@@ -50,18 +54,26 @@ func (r *Runner) Start(ctx context.Context, mode Mode, o Options) *Stream {
 
 // Results yields node outcomes in the order they became final, until the
 // run has ended and every outcome was yielded (or the loop breaks). With
-// Options.Repeat above 1, each repeat's outcomes come in turn.
+// Options.Repeat above 1, each repeat's outcomes come in turn. One loop
+// at a time may range over it.
 func (s *Stream) Results() iter.Seq[NodeResult] {
 	return func(yield func(NodeResult) bool) {
 		for {
 			s.mu.Lock()
 			batch := s.queue
-			s.queue = nil
+			s.queue = s.spare
 			s.mu.Unlock()
+			stop := false
 			for _, n := range batch {
 				if !yield(n) {
-					return
+					stop = true
+					break
 				}
+			}
+			clear(batch) // hold no outcome's data for the program
+			s.spare = batch[:0]
+			if stop {
+				return
 			}
 			if len(batch) > 0 {
 				continue
