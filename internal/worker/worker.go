@@ -12,9 +12,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// A Task is work a worker drives on its ring until Done: a state machine
-// whose methods the worker calls, always on the worker's own thread, so a
-// task needs no locks for state only it touches.
+// A Task is work a worker drives on its ring until Prep says it is done:
+// a state machine whose methods the worker calls, always on the worker's
+// own thread, so a task needs no locks for state only it touches.
 //
 // User data: a task stores only the low 48 bits of an SQE's user_data;
 // Worker.SQE sets the rest to route the CQE back to the task.
