@@ -107,9 +107,9 @@ func BenchmarkDigests(b *testing.B) {
 // once per Run, as a program does with one large graph, and reports
 // besides ns/op the share of it the workers took (worker-ns/op, the
 // report's wall time): the rest is the Run's own, mostly building the
-// report of every node. Observed runs every node's outcome through an
-// Options.Observe that does nothing, streamed through Runner.Start to a
-// goroutine that counts them.
+// report of every node. "observed" passes every node's outcome to an
+// Options.Observe that does nothing; "streamed" sends every outcome
+// through Runner.Start to a goroutine that counts them.
 func BenchmarkLargeRun(b *testing.B) {
 	g := graphOf(dag.Layered(1000, 100, dag.GenOptions{}))
 	pool := newPool(b, workers.Config{Workers: 1})
