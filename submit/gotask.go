@@ -128,9 +128,12 @@ func (t *task) spawn(w *worker.Worker, i int32) {
 
 // settleGo gives the Go tasks that ended their final status.
 func (t *task) settleGo(w *worker.Worker) {
-	if t.goRunning == 0 {
-		return
+	if t.goRunning > 0 { // inlined: most turns have no Go task
+		t.settleGoDone(w)
 	}
+}
+
+func (t *task) settleGoDone(w *worker.Worker) {
 	t.goMu.Lock()
 	done := t.goDone
 	t.goDone = t.goSpare[:0]

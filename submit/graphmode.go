@@ -39,7 +39,7 @@ func (g *graphMode) begin() {
 func (g *graphMode) prep(w *worker.Worker) {
 	for {
 		g.dispatch(w)
-		if !g.starved(w) {
+		if g.t.inflight > 0 || !g.starved(w) {
 			return
 		}
 	}
