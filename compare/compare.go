@@ -252,7 +252,9 @@ func needsRoot(g *dag.Graph) bool {
 //     over-canceled node.
 //
 // Timing-dependent fields (start, end, worker) and the causes of nodes
-// canceled in both are never compared. The error reports reports that
+// canceled in both are never compared; digests are, so the runs compared
+// should all have asked for them (submit.Options.Digests), as Run's do:
+// a read without one has digest 0. The error reports reports that
 // cannot be compared: a mode missing or repeated, or different graphs.
 func Reports(reports ...*submit.Report) (*Comparison, error) {
 	c := &Comparison{}
