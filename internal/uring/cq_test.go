@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/unix"
@@ -73,14 +74,26 @@ func seenOnce(t testing.TB, cqes []CQE, n int) {
 }
 
 // TestSetupOptions sets up a ring with each option and runs NOPs through.
+// Every ring goes without the SQ index array if the kernel takes that
+// flag (Linux 6.6), and with it otherwise.
 func TestSetupOptions(t *testing.T) {
+	var p params
+	p.Flags = SetupNoSQArray
+	fd, _, errno := unix.Syscall(unix.SYS_IO_URING_SETUP, 8, uintptr(unsafe.Pointer(&p)), 0)
+	if errno == 0 {
+		unix.Close(int(fd))
+	}
 	for _, tc := range setups {
 		t.Run(tc.name, func(t *testing.T) {
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
 			r := newRing(t, 8, tc.o)
-			if r.flags&tc.flags != tc.flags {
-				t.Errorf("Flags() = %#x, want bits %#x set", r.flags, tc.flags)
+			want := tc.flags
+			if errno == 0 {
+				want |= SetupNoSQArray
+			}
+			if r.flags&(want|SetupNoSQArray) != want {
+				t.Errorf("Flags() = %#x, want bits %#x set (NO_SQARRAY only if the kernel takes it: %v)", r.flags, want, errno)
 			}
 			wantCQ := uint32(16)
 			if tc.o.CQEntries != 0 {

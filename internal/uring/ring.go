@@ -100,7 +100,16 @@ func New(entries uint32, o Options) (*Ring, error) {
 	if o.Clamp {
 		p.Flags |= SetupClamp
 	}
+	// Without the SQ index array (Linux 6.6) the kernel takes SQEs in
+	// ring order, one load a request less; an older kernel refuses the
+	// flag, and the ring is set up again with the array.
+	asked := p
+	p.Flags |= SetupNoSQArray
 	fd, _, errno := unix.Syscall(unix.SYS_IO_URING_SETUP, uintptr(entries), uintptr(unsafe.Pointer(&p)), 0)
+	if errno == unix.EINVAL {
+		p = asked
+		fd, _, errno = unix.Syscall(unix.SYS_IO_URING_SETUP, uintptr(entries), uintptr(unsafe.Pointer(&p)), 0)
+	}
 	if errno != 0 {
 		return nil, setupError(errno, p.Flags)
 	}
@@ -125,6 +134,9 @@ func New(entries uint32, o Options) (*Ring, error) {
 func (r *Ring) mmap(p *params) error {
 	sqSize := uintptr(p.SqOff.Array) + uintptr(p.SqEntries)*4
 	cqSize := uintptr(p.CqOff.Cqes) + uintptr(p.CqEntries)*sizeofCQE
+	if p.Flags&SetupNoSQArray != 0 {
+		sqSize = cqSize // the SQ ring is the rings' header, before the CQEs
+	}
 	single := p.Features&FeatSingleMmap != 0
 	if single && cqSize > sqSize {
 		sqSize = cqSize
@@ -151,11 +163,13 @@ func (r *Ring) mmap(p *params) error {
 	r.sqDropped = (*uint32)(unsafe.Add(sq, p.SqOff.Dropped))
 	r.sqMask = *(*uint32)(unsafe.Add(sq, p.SqOff.RingMask))
 	r.sqEntries = *(*uint32)(unsafe.Add(sq, p.SqOff.RingEntries))
-	// The SQ index array maps slot i to SQE i once and for all, so SQEs
-	// are used in ring order and the array is never written again.
-	array := unsafe.Slice((*uint32)(unsafe.Add(sq, p.SqOff.Array)), r.sqEntries)
-	for i := range array {
-		array[i] = uint32(i)
+	if p.Flags&SetupNoSQArray == 0 {
+		// The SQ index array maps slot i to SQE i once and for all, so
+		// SQEs are used in ring order and the array is never written again.
+		array := unsafe.Slice((*uint32)(unsafe.Add(sq, p.SqOff.Array)), r.sqEntries)
+		for i := range array {
+			array[i] = uint32(i)
+		}
 	}
 	r.sqes = unsafe.Slice((*SQE)(unsafe.Pointer(&r.sqeMem[0])), r.sqEntries)
 	r.tail = atomic.LoadUint32(r.sqTail)

@@ -178,6 +178,7 @@ const (
 	SetupTaskrunFlag  uint32 = 1 << 9
 	SetupSingleIssuer uint32 = 1 << 12
 	SetupDeferTaskrun uint32 = 1 << 13
+	SetupNoSQArray    uint32 = 1 << 16
 )
 
 // Feature bits (IORING_FEAT_*) reported by setup.
