@@ -41,7 +41,6 @@ type linkMode struct {
 	// starved: nothing in flight can free a slot, so a segment whose
 	// first node waits for one fails it instead.
 	starved bool
-	links   []uint8 // segment's SQE flags: links[j] links seg[j] to seg[j+1]
 }
 
 func (l *linkMode) begin() {
@@ -146,9 +145,10 @@ func (l *linkMode) segment(w *worker.Worker, k int32) {
 	}
 	// The rest: nodes still pending, up to the room, while the kernel's
 	// rule holds and they can go down before the nodes ahead of them ran.
-	seg, links := append(t.stack[:0], seq[pos]), l.links[:0]
-	room := w.Room()
-	for j := pos + 1; j < len(seq) && len(seg) < room; j++ {
+	// Each links the SQE before it.
+	prev, end, n := seq[pos], pos+1, 1
+	sqe := t.prep(w, prev, 0)
+	for j, room := pos+1, w.Room(); j < len(seq) && room > 0; j++ {
 		x := seq[j]
 		if st.node[x].status > stReady {
 			continue
@@ -156,7 +156,6 @@ func (l *linkMode) segment(w *worker.Worker, k int32) {
 		if st.node[x].skip {
 			break // its turn decides: skipped, or canceled (cond)
 		}
-		prev := seg[len(seg)-1]
 		link := p.hot[prev].seqLink
 		if seq[j-1] != prev {
 			link = p.kernelLink(prev, x) // nodes between them ended early
@@ -168,20 +167,14 @@ func (l *linkMode) segment(w *worker.Worker, k int32) {
 		if t.take(w, x) != taken {
 			break // it waits for a slot, or fails as the next segment's first
 		}
-		seg, links = append(seg, x), append(links, link)
+		sqe.Flags |= link
+		w.Linked()
+		st.node[x].linkedFrom = prev
+		sqe, prev = t.prep(w, x, 0), x
+		end, n, room = j+1, n+1, room-1
 	}
-	t.stack, l.links = seg, links
-	for j, x := range seg {
-		var link uint8
-		if j+1 < len(seg) {
-			link = links[j]
-			st.node[seg[j+1]].linkedFrom = x
-		}
-		t.prep(w, x, link)
-	}
-	last := seg[len(seg)-1]
-	l.pos[k] = int32(indexAfter(seq, pos, last))
-	l.send(k, last, len(seg))
+	l.pos[k] = int32(end)
+	l.send(k, prev, n)
 }
 
 // split counts a chain ended early, once per run however many repeats.

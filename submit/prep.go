@@ -235,9 +235,10 @@ func (t *task) canFollowSlow(i int32) bool {
 }
 
 // prep fills one SQE for node i, whose resources take got, with link
-// (IOSQE_IO_LINK or IOSQE_IO_HARDLINK, or 0) to the next SQE. The caller
-// checked Room.
-func (t *task) prep(w *worker.Worker, i int32, link uint8) {
+// (IOSQE_IO_LINK or IOSQE_IO_HARDLINK, or 0) to the next SQE, and
+// returns it: a caller may set its link once it knows the next node can
+// follow. The caller checked Room.
+func (t *task) prep(w *worker.Worker, i int32, link uint8) *uring.SQE {
 	p, st := t.p, t.st
 	s := t.sqe(w, i)
 	b := st.buf[i]
@@ -298,6 +299,7 @@ func (t *task) prep(w *worker.Worker, i int32, link uint8) {
 	if link != 0 {
 		w.Linked()
 	}
+	return s
 }
 
 // dir returns an fd of plan directory d opened beneath the run root, or
