@@ -150,6 +150,7 @@ func (t *task) takeTransfer(w *worker.Worker, i int32) int32 {
 		off, n, buf = prm.Offset, prm.Len, prm.Buf
 		if buf != nil && &buf[0] != unsafe.SliceData(nd.Buf) {
 			t.pinner.Pin(&buf[0])
+			t.pinned = true
 		}
 	}
 	st.offset[i], st.borrowed[i] = off, buf != nil
@@ -166,6 +167,7 @@ func (t *task) takeTransfer(w *worker.Worker, i int32) int32 {
 		// worker's to be copied.
 		b := make([]byte, n)
 		t.pinner.Pin(&b[0])
+		t.pinned = true
 		st.buf[i], st.borrowed[i] = b, true
 	case n > 0:
 		b := w.Buf(int(n))
