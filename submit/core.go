@@ -752,7 +752,8 @@ func (t *task) refuse(w *worker.Worker, i int32, verdict int32) {
 }
 
 // cond evaluates node v's edges from its predecessors' final statuses,
-// for link mode, where every predecessor is final before a node's turn:
+// for link and waves modes, where every predecessor is final before a
+// node's turn:
 // stPending if v runs, else the status (canceled or skipped) and cause
 // it ends with.
 func (t *task) cond(v int32) (uint8, int32) {

@@ -84,9 +84,16 @@ func (m *waveMode) done() bool { return m.level >= len(m.off)-1 }
 
 func (m *waveMode) want() int { return m.out }
 
+// settled releases the successors of a node that did not succeed: they
+// are canceled, or marked to be skipped or to run as cleanups. A success
+// releases nothing: every predecessor of a level is final before the
+// level starts, so prep decides then what its nodes' edges mean (cond),
+// as link mode does (measured: release was 10% of a fanout's CPU).
 func (m *waveMode) settled(w *worker.Worker, i int32) {
 	m.out--
-	m.t.release(w, i)
+	if m.t.st.node[i].status != stOK {
+		m.t.release(w, i)
+	}
 }
 
 func (m *waveMode) prep(w *worker.Worker) {
@@ -110,6 +117,13 @@ func (m *waveMode) prep(w *worker.Worker) {
 			if st.node[u].status >= stInflight {
 				m.pos++ // canceled
 				continue
+			}
+			if t.p.hot[u].onFail || st.node[u].skip {
+				if status, cause := t.cond(u); status != stPending {
+					t.doom(w, u, status, cause)
+					m.pos++
+					continue
+				}
 			}
 			switch v := t.take(w, u); v {
 			case taken:
