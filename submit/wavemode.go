@@ -112,16 +112,18 @@ func (m *waveMode) prep(w *worker.Worker) {
 		if m.pos < int(m.off[m.level]) {
 			m.pos = int(m.off[m.level])
 		}
-		for m.pos < end && w.Room() > 0 {
-			u := m.order[m.pos]
+		// The level's position, its count and the room are kept in
+		// locals: read and written through m and w, they cost a load and
+		// a store a node (measured: 1-3.5% of fanout and layered NOPs).
+		pos, out, room := m.pos, m.out, w.Room()
+		for ; pos < end && room > 0; pos++ {
+			u := m.order[pos]
 			if st.node[u].status >= stInflight {
-				m.pos++ // canceled
-				continue
+				continue // canceled
 			}
 			if t.p.hot[u].onFail || st.node[u].skip {
 				if status, cause := t.cond(u); status != stPending {
 					t.doom(w, u, status, cause)
-					m.pos++
 					continue
 				}
 			}
@@ -131,18 +133,20 @@ func (m *waveMode) prep(w *worker.Worker) {
 					t.spawn(w, u)
 				} else {
 					t.prep(w, u, 0)
+					room--
 				}
-				m.out++
+				out++
 			case noSlot:
-				if m.out > 0 {
+				if out > 0 {
+					m.pos, m.out = pos, out
 					return // a node of the level in flight may free a slot
 				}
 				t.fail(w, u, -int32(unix.EMFILE), nil)
 			default:
 				t.refuse(w, u, v)
 			}
-			m.pos++
 		}
+		m.pos, m.out = pos, out
 		if m.pos < end || m.out > 0 {
 			return
 		}
