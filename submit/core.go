@@ -387,19 +387,6 @@ func (t *task) Finish(w *worker.Worker, err error) {
 	}
 }
 
-// sqe takes an SQE for node i (routing its CQE back by node index).
-func (t *task) sqe(w *worker.Worker, i int32) *uring.SQE {
-	s := w.SQE(uint64(i))
-	t.inflight++
-	t.sqes++
-	n := &t.st.node[i]
-	n.status = stInflight
-	if t.record {
-		n.start = w.Now()
-	}
-	return s
-}
-
 // Complete gives each CQE's node its final status and lets the mode
 // react, one CQE after the other.
 func (t *task) Complete(w *worker.Worker, cqes []uring.CQE) {

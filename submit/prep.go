@@ -242,7 +242,14 @@ func (t *task) canFollowSlow(i int32) bool {
 // follow. The caller checked Room.
 func (t *task) prep(w *worker.Worker, i int32, link uint8) *uring.SQE {
 	p, st := t.p, t.st
-	s := t.sqe(w, i)
+	// An SQE routing its CQE back by node index.
+	s := w.SQE(uint64(i))
+	t.inflight++
+	t.sqes++
+	st.node[i].status = stInflight
+	if t.record {
+		st.node[i].start = w.Now()
+	}
 	b := st.buf[i]
 	switch p.hot[i].op {
 	case dag.OpNop:
