@@ -250,13 +250,28 @@ func (t *task) prep(w *worker.Worker, i int32, link uint8) *uring.SQE {
 	if t.record {
 		st.node[i].start = w.Now()
 	}
-	b := st.buf[i]
 	switch p.hot[i].op {
 	case dag.OpNop:
 		s.PrepNop()
 	case dag.OpRead:
-		s.PrepRead(t.fd(i), b, uint64(st.offset[i]))
+		s.PrepRead(t.fd(i), st.buf[i], uint64(st.offset[i]))
 		s.Flags |= uring.SQEFixedFile
+	default:
+		t.prepOp(s, i)
+	}
+	s.Flags |= link | p.hot[i].sqeFlags
+	if link != 0 {
+		w.Linked()
+	}
+	return s
+}
+
+// prepOp fills SQE s for node i, an op other than the NOP and the read
+// that prep fills itself (apart, they keep prep's frame small).
+func (t *task) prepOp(s *uring.SQE, i int32) {
+	p, st := t.p, t.st
+	b := st.buf[i]
+	switch p.hot[i].op {
 	case dag.OpWrite:
 		// After a short write, the rest.
 		m := st.moved[i]
@@ -304,11 +319,6 @@ func (t *task) prep(w *worker.Worker, i int32, link uint8) *uring.SQE {
 			s.PrepRenameat(dfd, t.path(p.baseOff[i]), tfd, t.path(p.toBaseOff[i]), 0)
 		}
 	}
-	s.Flags |= link | p.hot[i].sqeFlags
-	if link != 0 {
-		w.Linked()
-	}
-	return s
 }
 
 // dir returns an fd of plan directory d opened beneath the run root, or
