@@ -454,6 +454,42 @@ func TestDeferTaskrunNeedsGetEvents(t *testing.T) {
 	}
 }
 
+// kernelAtLeast reports whether the running kernel is at least
+// major.minor.
+func kernelAtLeast(t *testing.T, major, minor int) bool {
+	t.Helper()
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		t.Fatal(err)
+	}
+	var maj, min int
+	if _, err := fmt.Sscanf(unix.ByteSliceToString(u.Release[:]), "%d.%d", &maj, &min); err != nil {
+		t.Fatalf("kernel release %q: %v", u.Release, err)
+	}
+	return maj > major || maj == major && min >= minor
+}
+
+// TestTryWaitDoesNotBlock: a TryWait after linked SQEs asks the kernel
+// for its completions with a zero timeout (read from the wait region, or
+// copied in); with nothing in flight it reports false at once, without
+// an error and without blocking.
+func TestTryWaitDoesNotBlock(t *testing.T) {
+	for _, copied := range []bool{false, true} {
+		t.Run(fmt.Sprintf("copied=%v", copied), func(t *testing.T) {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			r := newRing(t, 8, Options{SingleIssuer: true, DeferTaskrun: true})
+			if copied {
+				r.waitMem = nil
+			}
+			ok, err := r.TryWait(2, true)
+			if diff := cmp.Diff([2]any{false, nil}, [2]any{ok, err}); diff != "" {
+				t.Errorf("TryWait(2, linked) with nothing in flight (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 // TestWaitEnters pins what TryWait costs before a wait: for NOPs, which
 // complete while they are submitted, it is the one enter; on kernel link
 // chains, whose later links complete only in task work that runs until
@@ -465,18 +501,26 @@ func TestWaitEnters(t *testing.T) {
 		name   string
 		link   uint8
 		linked bool   // TryWait is told
+		copied bool   // the zero timeout is copied in, not read from the wait region
 		most   uint64 // enters for all the waits
 		least  uint64
 	}{
-		{"NOPs", 0, false, waits, waits},
-		{"linked NOPs", SQEIOLink, true, waits, waits},
+		{"NOPs", 0, false, false, waits, waits},
+		{"linked NOPs", SQEIOLink, true, false, waits, waits},
+		{"linked NOPs, timeout copied in", SQEIOLink, true, true, waits, waits},
 		// Tries at waits 1, 3, 6, 11, 20, 37 and 70 (the gap doubles).
-		{"linked NOPs, untold", SQEIOLink, false, waits + 7, waits},
+		{"linked NOPs, untold", SQEIOLink, false, false, waits + 7, waits},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
 			r := newRing(t, 8, Options{SingleIssuer: true, DeferTaskrun: true})
+			if region := kernelAtLeast(t, 6, 13); (r.waitMem != nil) != region {
+				t.Fatalf("wait region registered: %v, want %v (Linux 6.13 has them)", r.waitMem != nil, region)
+			}
+			if tc.copied {
+				r.waitMem = nil // registered, but TryWait no longer uses it
+			}
 			cqes := make([]CQE, 8)
 			before := r.Enters()
 			for w := 0; w < waits; w++ {

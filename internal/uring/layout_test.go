@@ -28,6 +28,9 @@ func TestLayout(t *testing.T) {
 		cqo cqringOffsets
 		p   params
 		ga  getEventsArg
+		rw  regWait
+		rd  regionDesc
+		mr  memRegionReg
 		rr  rsrcRegister
 		ru  rsrcUpdate
 		fu  filesUpdate
@@ -114,6 +117,28 @@ func TestLayout(t *testing.T) {
 			f("min_wait_usec", unsafe.Offsetof(ga.MinWait), ga.MinWait),
 			f("ts", unsafe.Offsetof(ga.Ts), ga.Ts),
 		}, []field{{"sigmask", 0, 8}, {"sigmask_sz", 8, 4}, {"min_wait_usec", 12, 4}, {"ts", 16, 8}}},
+		// Linux 6.13, newer than this machine's headers: from the kernel's
+		// include/uapi/linux/io_uring.h.
+		{"io_uring_reg_wait", unsafe.Sizeof(rw), 64, []field{
+			f("ts.tv_sec", unsafe.Offsetof(rw.Sec), rw.Sec),
+			f("ts.tv_nsec", unsafe.Offsetof(rw.Nsec), rw.Nsec),
+			f("min_wait_usec", unsafe.Offsetof(rw.MinWaitUsec), rw.MinWaitUsec),
+			f("flags", unsafe.Offsetof(rw.Flags), rw.Flags),
+			f("sigmask", unsafe.Offsetof(rw.Sigmask), rw.Sigmask),
+			f("sigmask_sz", unsafe.Offsetof(rw.SigmaskSz), rw.SigmaskSz),
+		}, []field{{"ts.tv_sec", 0, 8}, {"ts.tv_nsec", 8, 8}, {"min_wait_usec", 16, 4}, {"flags", 20, 4},
+			{"sigmask", 24, 8}, {"sigmask_sz", 32, 4}}},
+		{"io_uring_region_desc", unsafe.Sizeof(rd), 64, []field{
+			f("user_addr", unsafe.Offsetof(rd.UserAddr), rd.UserAddr),
+			f("size", unsafe.Offsetof(rd.Size), rd.Size),
+			f("flags", unsafe.Offsetof(rd.Flags), rd.Flags),
+			f("id", unsafe.Offsetof(rd.ID), rd.ID),
+			f("mmap_offset", unsafe.Offsetof(rd.MmapOffset), rd.MmapOffset),
+		}, []field{{"user_addr", 0, 8}, {"size", 8, 8}, {"flags", 16, 4}, {"id", 20, 4}, {"mmap_offset", 24, 8}}},
+		{"io_uring_mem_region_reg", unsafe.Sizeof(mr), 32, []field{
+			f("region_uptr", unsafe.Offsetof(mr.RegionUptr), mr.RegionUptr),
+			f("flags", unsafe.Offsetof(mr.Flags), mr.Flags),
+		}, []field{{"region_uptr", 0, 8}, {"flags", 8, 8}}},
 		{"io_uring_rsrc_register", unsafe.Sizeof(rr), 32, []field{
 			f("nr", unsafe.Offsetof(rr.Nr), rr.Nr),
 			f("flags", unsafe.Offsetof(rr.Flags), rr.Flags),
@@ -185,7 +210,10 @@ func TestConstants(t *testing.T) {
 		"IORING_SETUP_SQPOLL":    uint64(SetupSQPoll), "IORING_SETUP_CQSIZE": uint64(SetupCQSize),
 		"IORING_SETUP_CLAMP": uint64(SetupClamp), "IORING_SETUP_COOP_TASKRUN": uint64(SetupCoopTaskrun),
 		"IORING_SETUP_SINGLE_ISSUER": uint64(SetupSingleIssuer), "IORING_SETUP_DEFER_TASKRUN": uint64(SetupDeferTaskrun),
-		"IORING_SETUP_NO_SQARRAY": uint64(SetupNoSQArray),
+		"IORING_SETUP_NO_SQARRAY": uint64(SetupNoSQArray), "IORING_SETUP_R_DISABLED": uint64(SetupRDisabled),
+		"IORING_ENTER_EXT_ARG_REG": uint64(enterExtArgReg), "IORING_REGISTER_ENABLE_RINGS": registerEnableRings,
+		"IORING_REGISTER_MEM_REGION": registerMemRegion, "IORING_MEM_REGION_TYPE_USER": memRegionTypeUser,
+		"IORING_MEM_REGION_REG_WAIT_ARG": memRegionRegWaitArg, "IORING_REG_WAIT_TS": regWaitTS,
 		"IORING_FEAT_SINGLE_MMAP": uint64(FeatSingleMmap), "IORING_FEAT_NODROP": uint64(FeatNoDrop),
 		"IORING_FEAT_EXT_ARG": uint64(FeatExtArg), "IORING_FEAT_CQE_SKIP": uint64(FeatCQESkip),
 		"IORING_ENTER_GETEVENTS": uint64(enterGetEvents), "IORING_ENTER_SQ_WAKEUP": uint64(enterSQWakeup),
@@ -208,7 +236,9 @@ func TestConstants(t *testing.T) {
 		"IOSQE_ASYNC": 16, "IOSQE_BUFFER_SELECT": 32, "IOSQE_CQE_SKIP_SUCCESS": 64,
 		"IORING_SETUP_SQPOLL": 2, "IORING_SETUP_CQSIZE": 8, "IORING_SETUP_CLAMP": 16,
 		"IORING_SETUP_COOP_TASKRUN": 256, "IORING_SETUP_SINGLE_ISSUER": 4096, "IORING_SETUP_DEFER_TASKRUN": 8192,
-		"IORING_SETUP_NO_SQARRAY": 65536,
+		"IORING_SETUP_NO_SQARRAY": 65536, "IORING_SETUP_R_DISABLED": 64,
+		"IORING_ENTER_EXT_ARG_REG": 64, "IORING_REGISTER_ENABLE_RINGS": 12, "IORING_REGISTER_MEM_REGION": 34,
+		"IORING_MEM_REGION_TYPE_USER": 1, "IORING_MEM_REGION_REG_WAIT_ARG": 1, "IORING_REG_WAIT_TS": 1,
 		"IORING_FEAT_SINGLE_MMAP": 1, "IORING_FEAT_NODROP": 2, "IORING_FEAT_EXT_ARG": 256, "IORING_FEAT_CQE_SKIP": 2048,
 		"IORING_ENTER_GETEVENTS": 1, "IORING_ENTER_SQ_WAKEUP": 2, "IORING_ENTER_EXT_ARG": 8,
 		"IORING_ENTER_REGISTERED_RING": 16,

@@ -2,6 +2,7 @@ package uring
 
 import (
 	"fmt"
+	"runtime"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -53,6 +54,29 @@ func OpName(op uint8) string {
 		return opNames[op]
 	}
 	return fmt.Sprintf("OP_%d", op)
+}
+
+// registerWait registers a page as the ring's wait region, its first
+// entry a zero timeout: TryWait's enters read it there instead of having
+// a timeout copied in (IORING_ENTER_EXT_ARG_REG, Linux 6.13). Where the
+// kernel refuses, they copy it as before.
+func (r *Ring) registerWait() {
+	mem, err := unix.Mmap(-1, 0, unix.Getpagesize(), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		return
+	}
+	*(*regWait)(unsafe.Pointer(&mem[0])) = regWait{Flags: regWaitTS}
+	// On the heap: the kernel reads the descriptor through a pointer in
+	// mr, which the Go stack's growth would not update.
+	rd := &regionDesc{UserAddr: uint64(uintptr(unsafe.Pointer(&mem[0]))), Size: uint64(len(mem)), Flags: memRegionTypeUser}
+	mr := &memRegionReg{RegionUptr: uint64(uintptr(unsafe.Pointer(rd))), Flags: memRegionRegWaitArg}
+	_, err = r.register(registerMemRegion, unsafe.Pointer(mr), 1)
+	runtime.KeepAlive(rd)
+	if err != nil {
+		unix.Munmap(mem)
+		return
+	}
+	r.waitMem = mem
 }
 
 // registerRing registers the ring fd; later enters use its index.

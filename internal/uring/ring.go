@@ -72,6 +72,9 @@ type Ring struct {
 	ts         unix.Timespec
 	deadline   time.Time // of the current WaitTimeout
 	tsSet      bool      // ts holds the whole wait for WaitTimeout's first enter
+	// waitMem is the registered wait region (a page whose first entry is
+	// a zero timeout), or nil where the kernel has none (before 6.13).
+	waitMem []byte
 	// tryIn is how many more TryWait calls report false without
 	// entering; tryGap how many did after the last try fell short.
 	tryIn, tryGap uint32
@@ -102,7 +105,9 @@ func New(entries uint32, o Options) (*Ring, error) {
 	}
 	// Without the SQ index array (Linux 6.6) the kernel takes SQEs in
 	// ring order, one load a request less; an older kernel refuses the
-	// flag, and the ring is set up again with the array.
+	// flag, and the ring is set up again with the array. The ring starts
+	// disabled, the only state in which a wait region can be registered.
+	p.Flags |= SetupRDisabled
 	asked := p
 	p.Flags |= SetupNoSQArray
 	fd, _, errno := unix.Syscall(unix.SYS_IO_URING_SETUP, uintptr(entries), uintptr(unsafe.Pointer(&p)), 0)
@@ -111,9 +116,9 @@ func New(entries uint32, o Options) (*Ring, error) {
 		fd, _, errno = unix.Syscall(unix.SYS_IO_URING_SETUP, uintptr(entries), uintptr(unsafe.Pointer(&p)), 0)
 	}
 	if errno != 0 {
-		return nil, setupError(errno, p.Flags)
+		return nil, setupError(errno, p.Flags&^SetupRDisabled)
 	}
-	r := &Ring{fd: int(fd), enterFd: int(fd), flags: p.Flags, features: p.Features}
+	r := &Ring{fd: int(fd), enterFd: int(fd), flags: p.Flags &^ SetupRDisabled, features: p.Features}
 	if err := r.mmap(&p); err != nil {
 		unix.Close(r.fd)
 		return nil, err
@@ -121,6 +126,11 @@ func New(entries uint32, o Options) (*Ring, error) {
 	if err := r.probe(); err != nil {
 		r.Close()
 		return nil, err
+	}
+	r.registerWait()
+	if _, err := r.register(registerEnableRings, nil, 0); err != nil {
+		r.Close()
+		return nil, fmt.Errorf("uring: enable ring: %w", err)
 	}
 	if o.RegisterRing {
 		if err := r.registerRing(); err != nil {
@@ -214,6 +224,10 @@ func (r *Ring) Close() error {
 	r.unmap()
 	err := unix.Close(r.fd)
 	r.fd = -1
+	if r.waitMem != nil {
+		unix.Munmap(r.waitMem) // the kernel holds its own reference to the page
+		r.waitMem = nil
+	}
 	return err
 }
 

@@ -67,6 +67,36 @@ type params struct {
 	CqOff        cqringOffsets
 }
 
+// regionDesc is struct io_uring_region_desc (Linux 6.13).
+type regionDesc struct {
+	UserAddr   uint64
+	Size       uint64
+	Flags      uint32
+	ID         uint32
+	MmapOffset uint64
+	Resv       [4]uint64
+}
+
+// memRegionReg is struct io_uring_mem_region_reg
+// (IORING_REGISTER_MEM_REGION).
+type memRegionReg struct {
+	RegionUptr uint64
+	Flags      uint64
+	Resv       [2]uint64
+}
+
+// regWait is struct io_uring_reg_wait: an enter with EXT_ARG_REG reads
+// its wait from one of these in the registered region.
+type regWait struct {
+	Sec, Nsec   int64 // ts, a struct __kernel_timespec
+	MinWaitUsec uint32
+	Flags       uint32
+	Sigmask     uint64
+	SigmaskSz   uint32
+	Pad         [3]uint32
+	Pad2        [2]uint64
+}
+
 // getEventsArg is struct io_uring_getevents_arg (EXT_ARG).
 type getEventsArg struct {
 	Sigmask   uint64
@@ -196,6 +226,7 @@ const (
 	enterSQWait         uint32 = 1 << 2
 	enterExtArg         uint32 = 1 << 3
 	enterRegisteredRing uint32 = 1 << 4
+	enterExtArgReg      uint32 = 1 << 6
 
 	sqNeedWakeup uint32 = 1 << 0
 	sqCQOverflow uint32 = 1 << 1
@@ -213,6 +244,11 @@ const (
 	registerIOWQMaxWorkers = 19
 	registerRingFds        = 20
 	unregisterRingFds      = 21
+	registerEnableRings    = 12
+	registerMemRegion      = 34
+	memRegionTypeUser      = 1 << 0
+	memRegionRegWaitArg    = 1 << 0
+	regWaitTS              = 1 << 0
 	rsrcRegisterSparse     = 1 << 0
 	nopInjectResult        = 1 << 0 // IORING_NOP_INJECT_RESULT
 	probeOpSupported       = 1 << 0
