@@ -108,6 +108,9 @@ type strategy interface {
 	// want returns how many completions the task needs before prep can
 	// dispatch more.
 	want() int
+	// exact is want made exact, asked only when the completions at hand
+	// fall short of want (which may ask for more than needed).
+	exact() int
 	// settled reacts to node i's final status, given by its CQE (or, for
 	// a Go task, by its function's return).
 	settled(w *worker.Worker, i int32)
@@ -142,7 +145,8 @@ type task struct {
 	// minPending is a lower bound on the completions any node still
 	// waiting for predecessors needs: the fewest pending predecessors
 	// seen since nothing was in flight (O(1) per edge, never rescanned;
-	// it can only be low, which wakes the worker early, never late).
+	// once graphMode.exact has taken in what went down, it can only be
+	// low, which wakes the worker early, never late).
 	minPending int32
 	ready      []int32 // nodes released by their predecessors, in order (graph mode dispatches from it; the others go by their own order)
 	stack      []int32
@@ -327,6 +331,15 @@ func (t *task) want() int {
 		return 1
 	}
 	return t.s.want()
+}
+
+// Wait returns how many completions the task needs, exactly: the worker
+// asks only when the completions at hand fall short of Prep's want.
+func (t *task) Wait(w *worker.Worker) int {
+	if t.canceled || t.goRunning > 0 || t.trace || t.obs != nil {
+		return 1
+	}
+	return t.s.exact()
 }
 
 // done reports whether every iteration has ended and nothing is in flight

@@ -18,6 +18,9 @@ type graphMode struct {
 	t     *task
 	roots []int32 // the task's nodes without predecessors
 	rhead int     // next node of task.ready to dispatch
+	// task.ready[noted:rhead] went down since the wait bound last took
+	// in their successors (see exact).
+	noted int
 	// chains[c] counts the nodes of in-flight kernel chain c not yet
 	// complete (0: a free entry), for chains whose last node has a
 	// waiting successor: it can be ready no sooner than that many
@@ -28,7 +31,7 @@ type graphMode struct {
 
 func (g *graphMode) begin() {
 	t := g.t
-	g.rhead = 0
+	g.rhead, g.noted = 0, 0
 	g.chains, g.free = g.chains[:0], g.free[:0]
 	for _, i := range g.roots {
 		t.st.node[i].status = stReady
@@ -50,6 +53,9 @@ func (g *graphMode) prep(w *worker.Worker) {
 // slot goes to the back of the queue so that it holds up no other node.
 func (g *graphMode) dispatch(w *worker.Worker) {
 	t, p := g.t, g.t.p
+	if t.inflight == 0 {
+		g.noted = g.rhead // all of them are complete
+	}
 	room := w.Room()
 	for room > 0 && g.rhead < len(t.ready) {
 		parked := 0
@@ -72,7 +78,6 @@ func (g *graphMode) dispatch(w *worker.Worker) {
 			}
 			if p.hot[u].chainNext < 0 {
 				t.prep(w, u, 0)
-				g.noteSuccs(u)
 				room--
 				continue
 			}
@@ -83,11 +88,18 @@ func (g *graphMode) dispatch(w *worker.Worker) {
 			break // all that is left waits for a slot
 		}
 	}
-	if g.rhead == len(t.ready) {
-		t.ready, g.rhead = t.ready[:0], 0
-	} else if g.rhead > len(t.ready)/2 {
-		t.ready = t.ready[:copy(t.ready, t.ready[g.rhead:])]
-		g.rhead = 0
+	if g.rhead-g.noted > p.n {
+		// Opens waiting for a slot, taken out and put back in every
+		// turn: note them, so that the queue stays at most twice the
+		// graph.
+		g.exact()
+	}
+	if g.noted == len(t.ready) {
+		t.ready, g.rhead, g.noted = t.ready[:0], 0, 0
+	} else if g.noted > len(t.ready)/2 {
+		t.ready = t.ready[:copy(t.ready, t.ready[g.noted:])]
+		g.rhead -= g.noted
+		g.noted = 0
 	}
 }
 
@@ -108,7 +120,6 @@ func (g *graphMode) dispatchChain(w *worker.Worker, u int32) {
 		n++
 	}
 	if n == 1 {
-		g.noteSuccs(u)
 		return
 	}
 	// Only the last node has successors outside the chain; if one
@@ -138,7 +149,8 @@ func (g *graphMode) newChain(n int32) int32 {
 }
 
 // noteSuccs lowers the wait bound to the pending count of node x's
-// successors: none can be ready before that many more completions.
+// successors, in flight: none can be ready before that many more
+// completions.
 func (g *graphMode) noteSuccs(x int32) {
 	t := g.t
 	min := t.minPending
@@ -182,7 +194,11 @@ func (g *graphMode) settled(w *worker.Worker, i int32) {
 // flight if no successor waits on them (a fanout's 98 reads complete as
 // one batch, as in waves, yet the sink goes down the moment they are
 // done), else the fewest that can make a node ready; 1 while nodes wait
-// for room.
+// for room. It leaves out the successors of the nodes dispatched since
+// the last exact, so it may ask for more: only if fewer are in does the
+// worker ask exact. The enter after a NOP or a cached read finds it
+// complete, and the successors need not be looked at (measured: fanout
+// 100 NOP +5.6%).
 func (g *graphMode) want() int {
 	t := g.t
 	if g.rhead < len(t.ready) || t.p.cleanups {
@@ -196,6 +212,18 @@ func (g *graphMode) want() int {
 		}
 	}
 	return int(max(want, 1))
+}
+
+// exact takes in the successors of the nodes dispatched since the last
+// call and returns want, now the fewest completions that can make a node
+// ready.
+func (g *graphMode) exact() int {
+	t := g.t
+	for _, x := range t.ready[g.noted:g.rhead] {
+		g.noteSuccs(x)
+	}
+	g.noted = g.rhead
+	return g.want()
 }
 
 func (g *graphMode) done() bool { return true }

@@ -567,6 +567,13 @@ func (sp *splitTask) want() int {
 	return sp.t.graph.want()
 }
 
+func (sp *splitTask) exact() int {
+	if sp.received < sp.expected {
+		return 1
+	}
+	return sp.t.graph.exact()
+}
+
 func (sp *splitTask) settled(w *worker.Worker, i int32) { sp.t.graph.settled(w, i) }
 
 func (sp *splitTask) done() bool {

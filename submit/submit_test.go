@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/iodag/iodag/dag"
@@ -350,6 +351,44 @@ func TestCancel(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestWaitIsExact checks that graph mode waits for no more completions
+// than its next node needs: with a slow timeout and a NOP in flight, the
+// NOP's successors run at once, and the last node ends the run while
+// the timeout is still going. Prep asks for both, and the exact count is
+// worked out only when the enter finds fewer in (task.Wait).
+func TestWaitIsExact(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	b := dag.NewBuilder("exact")
+	s := b.Nop("s")
+	b.Timeout("slow", 5*time.Second).After(s)
+	a := b.Nop("a").After(s) // two successors: no kernel link from it
+	b.Go("end", func(dag.Inputs) error { cancel(); return nil }).After(b.Nop("b").After(a), b.Nop("c").After(a))
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := newPool(t, workers.Config{Workers: 1})
+	rep, err := Run(ctx, pool, g, Graph, Options{})
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("Run = %v, want context.Canceled", err)
+	}
+	checkFinal(t, g, rep)
+	got := map[string]Status{}
+	for _, n := range rep.Nodes {
+		got[n.ID] = n.Status
+	}
+	want := map[string]Status{"s": StatusOK, "slow": StatusCanceled, "a": StatusOK, "b": StatusOK, "c": StatusOK, "end": StatusOK}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("statuses (-want +got):\n%s", diff)
+	}
+	// A wait for both would end at the worker's 10 ms poll (which is
+	// how a wrong count would still make progress), counted here.
+	if st := pool.Stats(); st[0].Polls != 0 {
+		t.Errorf("worker polled %d times: it waited for more completions than the next node needed", st[0].Polls)
 	}
 }
 

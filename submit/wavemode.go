@@ -84,6 +84,8 @@ func (m *waveMode) done() bool { return m.level >= len(m.off)-1 }
 
 func (m *waveMode) want() int { return m.out }
 
+func (m *waveMode) exact() int { return m.want() }
+
 // settled releases the successors of a node that did not succeed: they
 // are canceled, or marked to be skipped or to run as cleanups. A success
 // releases nothing: every predecessor of a level is final before the

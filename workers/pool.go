@@ -125,6 +125,11 @@ type Stats struct {
 	Runs   uint64 // a run's shares this worker finished (one per worker a run used)
 	Enters uint64 // io_uring_enter calls, as of the worker's last finished run share (during a run it may lag by up to 64)
 	Wakes  uint64 // doorbell wakeups (work or a cancellation arrived while it slept)
+	// Polls counts waits for several completions that ended after 10 ms
+	// without them: a waiting worker looks that often for new runs and
+	// cancellations. Runs of slow operations (timeouts, reads of a busy
+	// disk) poll; NOPs and cached reads never wait that long.
+	Polls uint64
 }
 
 // Stats returns every worker's counters.
@@ -132,7 +137,7 @@ func (p *Pool) Stats() []Stats {
 	in := p.engine().Stats()
 	out := make([]Stats, len(in))
 	for i, s := range in {
-		out[i] = Stats{Worker: s.Worker, Runs: s.Tasks, Enters: s.Enters, Wakes: s.Wakes}
+		out[i] = Stats{Worker: s.Worker, Runs: s.Tasks, Enters: s.Enters, Wakes: s.Wakes, Polls: s.Polls}
 	}
 	return out
 }

@@ -490,6 +490,34 @@ func TestTryWaitDoesNotBlock(t *testing.T) {
 	}
 }
 
+// TestReached checks the second look after a TryWait that fell short:
+// it says yes only with every SQE submitted and enough CQEs in, and a
+// yes undoes the try's back-off (the next TryWait enters again).
+func TestReached(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	r := newRing(t, 8, Options{SingleIssuer: true, DeferTaskrun: true})
+	getSQE(t, r).PrepNop()
+	if ok, err := r.TryWait(2, false); ok || err != nil {
+		t.Fatalf("TryWait(2) with one NOP = %v, %v; want false, nil", ok, err)
+	}
+	getSQE(t, r).PrepNop() // prepared, not submitted
+	got := []bool{r.Reached(1)}
+	if _, err := r.Submit(); err != nil {
+		t.Fatal(err)
+	}
+	got = append(got, r.Reached(3), r.Reached(2))
+	before := r.Enters()
+	getSQE(t, r).PrepNop()
+	if ok, err := r.TryWait(3, false); !ok || err != nil {
+		t.Errorf("TryWait(3) after a Reached = %v, %v; want true, nil", ok, err)
+	}
+	got = append(got, r.Enters() == before+1)
+	if diff := cmp.Diff([]bool{false, false, true, true}, got); diff != "" {
+		t.Errorf("Reached(1) with an SQE unsubmitted, Reached(3) and Reached(2) with 2 CQEs in, TryWait entered (-want +got):\n%s", diff)
+	}
+}
+
 // TestWaitEnters pins what TryWait costs before a wait: for NOPs, which
 // complete while they are submitted, it is the one enter; on kernel link
 // chains, whose later links complete only in task work that runs until

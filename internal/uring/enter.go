@@ -124,6 +124,17 @@ func (r *Ring) TryWait(want uint32, linked bool) (bool, error) {
 	return false, nil
 }
 
+// Reached reports whether want CQEs are ready and nothing waits to be
+// submitted, after a TryWait that asked for more fell short: it counts
+// as a try that did not.
+func (r *Ring) Reached(want uint32) bool {
+	if r.tail != atomic.LoadUint32(r.sqHead) || r.CQReady() < want {
+		return false
+	}
+	r.tryIn, r.tryGap = 0, r.tryGap/4
+	return true
+}
+
 // GetEvents runs pending completion work without submitting or waiting
 // (with DEFER_TASKRUN, completions appear only after such an enter).
 func (r *Ring) GetEvents() error {

@@ -175,13 +175,14 @@ type Stats struct {
 	Tasks  uint64 // tasks finished
 	Enters uint64 // io_uring_enter calls, as of the last task that ended (during a task it may lag by up to publishEvery)
 	Wakes  uint64 // doorbell wakeups
+	Polls  uint64 // waits for several completions that maxWait cut short
 }
 
 // Stats returns every worker's counters.
 func (p *Pool) Stats() []Stats {
 	out := make([]Stats, len(p.workers))
 	for i, w := range p.workers {
-		out[i] = Stats{Worker: i, Tasks: w.tasksDone.Load(), Enters: w.enters.Load(), Wakes: w.wakes.Load()}
+		out[i] = Stats{Worker: i, Tasks: w.tasksDone.Load(), Enters: w.enters.Load(), Wakes: w.wakes.Load(), Polls: w.polls.Load()}
 	}
 	return out
 }

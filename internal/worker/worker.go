@@ -25,8 +25,8 @@ type Task interface {
 	// Prep fills SQEs (from Worker.SQE) for work that is ready, and
 	// returns how many of its in-flight completions the task needs before
 	// it can submit more (a whole level for waves; the worker waits for
-	// the fewest any task wants), or done: nothing is in flight and
-	// nothing is left to submit. One call a turn says all three
+	// the fewest any task wants; it may say more, see Wait), or done:
+	// nothing is in flight and nothing is left to submit. One call a turn says all three
 	// (measured: asking for the wait and the end in calls of their own,
 	// and again after the completions, held a NOP diamond 3-7% lower).
 	Prep(w *Worker) (want int, done bool)
@@ -34,6 +34,12 @@ type Task interface {
 	// gave them; each UserData holds the low 48 bits the task set. The
 	// slice is the worker's: it is valid only during the call.
 	Complete(w *Worker, cqes []uring.CQE)
+	// Wait returns how many completions the task needs, exactly, after
+	// a Prep in the same turn. The worker asks only when fewer are in
+	// than Prep's want, which may be more than that: knowing exactly
+	// can cost more than it is worth when the enter finds everything
+	// complete (NOPs, cached reads).
+	Wait(w *Worker) int
 	// Finish runs once, last, with the error that ended the task early.
 	Finish(w *Worker, err error)
 	// Abort asks the task to end early because the pool is closing: it
@@ -98,6 +104,7 @@ type Worker struct {
 	tasksDone atomic.Uint64
 	enters    atomic.Uint64 // the ring's count, published every publishEvery turns and when a task ends
 	wakes     atomic.Uint64
+	polls     atomic.Uint64 // waits for several CQEs that maxWait cut short
 	closeErr  error
 }
 
@@ -346,6 +353,13 @@ func (w *Worker) loop(errp *error, started func()) {
 		done := false
 		if w.inflight > 0 && !poked {
 			done, err = w.ring.TryWait(want, w.linked)
+			if !done && err == nil && want > 1 {
+				// Fewer are in than some task asked for: see whether
+				// they are all it needs (Task.Wait).
+				if want = w.exact(); w.ring.Reached(want) {
+					done = true
+				}
+			}
 		}
 		if !done && err == nil {
 			if w.state.Swap(stateSleeping)&statePoked != 0 || poked || (w.queue.n.Load() > 0 && len(w.tasks)-len(w.freeTags) < maxTasks) {
@@ -362,6 +376,7 @@ func (w *Worker) loop(errp *error, started func()) {
 				// and cancellations while a long wait is under way.
 				_, err = w.ring.WaitTimeoutFrom(want, maxWait, w.pool.epoch.Add(time.Duration(w.Now())))
 				if errors.Is(err, unix.ETIME) {
+					w.polls.Add(1)
 					err = nil
 				}
 			} else {
@@ -430,6 +445,19 @@ func (w *Worker) prep() uint32 {
 		want = 1
 	}
 	return uint32(want)
+}
+
+// exact is prep's want made exact: the fewest completions any task
+// needs, at least 1.
+func (w *Worker) exact() uint32 {
+	want := 0
+	for _, tag := range w.active {
+		w.cur = uint64(tag) << tagShift
+		if n := w.tasks[tag].Wait(w); n >= 1 && (want == 0 || n < want) {
+			want = n
+		}
+	}
+	return uint32(max(want, 1))
 }
 
 // admit takes queued tasks (all of them, or max with a shared queue) and
