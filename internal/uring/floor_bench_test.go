@@ -20,8 +20,10 @@ import (
 // per graph, instead of the counts; ready, a successor that becomes
 // ready is queued and its SQE made after the completion batch; bound,
 // each queued node's successors are scanned for the fewest pending
-// predecessors (the engine's wait bound); tags, every CQE's user_data is
-// masked (the worker's task tags).
+// predecessors (the engine's wait bound, which the engine now works out
+// only when an enter finds fewer completions than a looser bound asks
+// for: never on NOPs); tags, every CQE's user_data is masked (the
+// worker's task tags).
 func BenchmarkDataflowFloor(b *testing.B) {
 	for level, name := range []string{"bare", "state", "ready", "bound", "tags"} {
 		b.Run(name, func(b *testing.B) { dataflowFloor(b, level) })
