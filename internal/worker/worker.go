@@ -26,9 +26,10 @@ type Task interface {
 	// returns how many of its in-flight completions the task needs before
 	// it can submit more (a whole level for waves; the worker waits for
 	// the fewest any task wants; it may say more, see Wait), or done:
-	// nothing is in flight and nothing is left to submit. One call a turn says all three
-	// (measured: asking for the wait and the end in calls of their own,
-	// and again after the completions, held a NOP diamond 3-7% lower).
+	// nothing is in flight and nothing is left to submit. One call a
+	// turn says all three (measured: asking for the wait and the end in
+	// calls of their own, and again after the completions, held a NOP
+	// diamond 3-7% lower).
 	Prep(w *Worker) (want int, done bool)
 	// Complete handles a run of this task's CQEs, in the order the ring
 	// gave them; each UserData holds the low 48 bits the task set. The
