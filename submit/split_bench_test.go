@@ -28,6 +28,20 @@ func BenchmarkSplitTree12(b *testing.B) {
 	benchSplit(b, graphOf(dag.Tree(12, dag.GenOptions{})))
 }
 
+// BenchmarkSplitWidth runs components of 4096 NOPs (and a fanout) whose
+// levels are narrower and wider than layered 64x64, on 1 worker and
+// split over 2: how wide a level must be for the split to gain.
+//
+//	go test -run '^$' -bench SplitWidth -benchtime 300x -count 2 ./submit
+func BenchmarkSplitWidth(b *testing.B) {
+	for _, s := range [][2]int{{8, 512}, {16, 256}, {32, 128}, {256, 16}} {
+		b.Run(fmt.Sprintf("layered%dx%d", s[0], s[1]), func(b *testing.B) {
+			benchSplit(b, graphOf(dag.Layered(s[0], s[1], dag.GenOptions{})))
+		})
+	}
+	b.Run("fanout4000", func(b *testing.B) { benchSplit(b, graphOf(dag.Fanout(4000, dag.GenOptions{}))) })
+}
+
 func benchSplit(b *testing.B, g *dag.Graph) {
 	for _, n := range []int{1, 2} {
 		b.Run(fmt.Sprintf("workers=%d", n), func(b *testing.B) {
