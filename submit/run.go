@@ -270,7 +270,10 @@ func (r *Runner) endContext() {
 }
 
 // NewRunner prepares g to run on pool: flattens it and splits its
-// components round-robin into one task per worker.
+// components round-robin into one task per worker. In graph mode, a large
+// component with wide levels is spread over every worker when GOMAXPROCS
+// exceeds the pool's workers (at least 1,024 nodes, and on average 16
+// nodes a level for each worker; GOMAXPROCS is read here, once).
 func NewRunner(pool *workers.Pool, g *dag.Graph) *Runner {
 	p := newPlan(g)
 	r := &Runner{pool: (*worker.Pool)(pool), p: p, st: newState(p), rootFd: -1}
@@ -318,7 +321,9 @@ func NewRunner(pool *workers.Pool, g *dag.Graph) *Runner {
 			}
 		}
 	}
-	r.planSplit(splitMinNodes) // split.go
+	if runtime.GOMAXPROCS(0) > r.pool.Size() {
+		r.planSplit(splitMinNodes, splitMinWidth) // split.go
+	}
 	return r
 }
 

@@ -1,7 +1,6 @@
 package submit
 
 import (
-	"math"
 	"slices"
 	"sync/atomic"
 	"syscall"
@@ -14,21 +13,22 @@ import (
 
 // Splitting one large component over every worker (graph mode only).
 //
-// A component of at least splitMinNodes nodes, on a pool of two or more
-// workers, is partitioned over one task per worker; link and waves keep
-// one worker per component (the Runner holds both task sets and picks one
-// per Run). Each node is owned by exactly one task, which alone writes its
-// state, in its own copy of the per-node arrays (shared arrays put
-// neighbouring nodes of two workers on one cache line). Nodes that must
-// share a ring stay together: a kernel-link chain (plan.chainNext), an
-// open with every node that uses its handle (the fixed-file slot is in
-// that worker's table), a read with the statx that sizes it (LenFrom).
-// Not split: a component with a rename (each worker caches its open
-// directories, and only the renaming worker would forget them), or with
-// more opens than a quarter of a worker's fixed-file table divided by the
-// workers (so that it cannot fill a table by itself: an open that finds
-// no slot while its worker has nothing in flight fails with EMFILE, as
-// unsplit, even if another worker's nodes would later close one).
+// A component that NewRunner splits (see splitMinNodes), on a pool of
+// two or more workers, is partitioned over one task per worker; link and
+// waves keep one worker per component (the Runner holds both task sets
+// and picks one per Run). Each node is owned by exactly one task, which
+// alone writes its state, in its own copy of the per-node arrays (shared
+// arrays put neighbouring nodes of two workers on one cache line). Nodes
+// that must share a ring stay together: a kernel-link chain
+// (plan.chainNext), an open with every node that uses its handle (the
+// fixed-file slot is in that worker's table), a read with the statx that
+// sizes it (LenFrom). Not split: a component with a rename (each worker
+// caches its open directories, and only the renaming worker would forget
+// them), or with more opens than a quarter of a worker's fixed-file
+// table divided by the workers (so that it cannot fill a table by
+// itself: an open that finds no slot while its worker has nothing in
+// flight fails with EMFILE, as unsplit, even if another worker's nodes
+// would later close one).
 //
 // Cross-worker edges: when a node with successors owned by another task
 // is final (observe), its index, status and cause go into a
@@ -55,15 +55,22 @@ import (
 // sized exactly). A run canceled, stopped or failed on one worker cancels
 // every task, so none waits for messages that will not come.
 
-// splitMinNodes is the fewest nodes of a component that is split over the
-// workers (math.MaxInt: none is). Off: faster than one worker in the
-// benchmarks, but short of the 1.5x aimed at on layered graphs, and
-// slower when the workers hold every P (see the README); the tests and
-// benchmarks split with planSplit.
-const splitMinNodes = math.MaxInt
-
-// splitMin is the size the benchmarks split at.
-const splitMin = 1024
+// NewRunner splits a component over the workers when it has at least
+// splitMinNodes nodes, its levels hold on average at least splitMinWidth
+// nodes for each worker, and GOMAXPROCS exceeds the pool's workers. Each
+// worker holds its P while it polls or makes a raw system call, so with
+// no P to spare the goroutine that hands a Run over and collects it waits
+// for one (measured: layered 64x64, 20 Runs on 2 workers, 0.73x one
+// worker at GOMAXPROCS=2, 1.14x at 4). On narrower levels every worker
+// exchanges nodes at every level with a few nodes of its own to submit
+// (measured, BenchmarkSplitWidth, 2 workers against 1: layered 8x512
+// 0.67-0.69x, 16x256 0.87-0.90x, 32x128 1.12-1.13x, 64x64 1.16-1.26x,
+// 256x16 1.54-1.64x). The tests and benchmarks split smaller and
+// narrower components with planSplit.
+const (
+	splitMinNodes = 1024
+	splitMinWidth = 16
+)
 
 // splitSpin is how long a task that waits for other workers' nodes, with
 // nothing of its own in flight, polls its queues before it submits the
@@ -166,8 +173,12 @@ func padded[T any](n int) []T {
 }
 
 // planSplit gives r a split graph-mode task set if a component of g is
-// worth splitting (min nodes, at least two workers), or none.
-func (r *Runner) planSplit(min int) {
+// worth splitting (min nodes, at least width nodes a worker in its
+// average level, at least two workers), or none.
+func (r *Runner) planSplit(min, width int) {
+	if r.split != nil {
+		r.tasks = r.split.unsplit
+	}
 	r.split = nil
 	k := r.pool.Size()
 	p, g := r.p, r.p.g
@@ -179,8 +190,9 @@ func (r *Runner) planSplit(min int) {
 		if k < 2 || len(nodes) < min {
 			continue
 		}
-		ok, opens := true, 0
+		ok, opens, depth := true, 0, 1
 		for _, i := range nodes {
+			depth = max(depth, g.Level(i)+1)
 			switch p.hot[i].op {
 			case dag.OpRename:
 				ok = false
@@ -188,7 +200,7 @@ func (r *Runner) planSplit(min int) {
 				opens++
 			}
 		}
-		split[c] = ok && opens <= files/4/k
+		split[c] = ok && opens <= files/4/k && len(nodes)/depth >= width*k
 		any = any || split[c]
 	}
 	if !any {

@@ -52,7 +52,7 @@ func benchSplit(b *testing.B, g *dag.Graph) {
 			defer pool.Close()
 			r := NewRunner(pool, g)
 			defer r.Close()
-			r.planSplit(splitMin)
+			r.planSplit(splitMinNodes, 0)
 			if _, err := r.Run(context.Background(), Graph, Options{}); err != nil {
 				b.Fatal(err)
 			}
@@ -91,7 +91,7 @@ func BenchmarkSplitDirTree(b *testing.B) {
 			r := NewRunner(pool, g)
 			defer r.Close()
 			if n > 0 {
-				r.planSplit(splitMin)
+				r.planSplit(splitMinNodes, 0)
 			}
 			base := b.TempDir()
 			if d := os.Getenv("IODAG_BENCH_DIR"); d != "" {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -53,7 +54,7 @@ func runSplit(t *testing.T, pool *workers.Pool, g *dag.Graph, min, repeat int, c
 	}
 	r := NewRunner(pool, g)
 	defer r.Close()
-	r.planSplit(min)
+	r.planSplit(min, 0)
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	rep, err := r.Run(ctx, Graph, Options{Root: root, Repeat: repeat})
@@ -346,7 +347,7 @@ func splitRunner(t *testing.T, pool *workers.Pool, g *dag.Graph) *Runner {
 	t.Helper()
 	r := NewRunner(pool, g)
 	t.Cleanup(func() { r.Close() })
-	r.planSplit(16)
+	r.planSplit(16, 0)
 	if r.split == nil {
 		t.Fatal("not split")
 	}
@@ -438,6 +439,53 @@ func TestSplitModes(t *testing.T) {
 	}
 }
 
+// TestSplitPolicy checks which components NewRunner splits by itself:
+// those of splitMinNodes or more whose average level holds splitMinWidth
+// nodes a worker, on a pool of two or more workers with a P to spare; and
+// that a split run's nodes ran on both workers.
+func TestSplitPolicy(t *testing.T) {
+	graphs := map[string]*dag.Graph{
+		"layered 256x16": graphOf(dag.Layered(256, 16, dag.GenOptions{})),
+		"layered 8x512":  graphOf(dag.Layered(8, 512, dag.GenOptions{})), // 4 a worker in a level
+		"layered 16x8":   graphOf(dag.Layered(16, 8, dag.GenOptions{})),  // 128 nodes
+		"tree 12":        graphOf(dag.Tree(12, dag.GenOptions{})),
+	}
+	got := map[string]bool{}
+	for _, n := range []int{1, 2} {
+		pool := newPool(t, workers.Config{Workers: n})
+		for _, procs := range []int{n, n + 1} {
+			func() {
+				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+				for name, g := range graphs {
+					r := NewRunner(pool, g)
+					got[fmt.Sprintf("%s, %d workers, GOMAXPROCS %d", name, n, procs)] = r.split != nil
+					if r.split == nil || name != "tree 12" {
+						continue
+					}
+					rep, err := r.Run(context.Background(), Graph, Options{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					ran := map[int]bool{}
+					for _, nr := range rep.Nodes {
+						ran[nr.Worker] = true
+					}
+					if len(ran) != 2 {
+						t.Errorf("split run of %s: nodes ran on workers %v, want both", name, ran)
+					}
+				}
+			}()
+		}
+	}
+	want := map[string]bool{}
+	for k := range got {
+		want[k] = k == "layered 256x16, 2 workers, GOMAXPROCS 3" || k == "tree 12, 2 workers, GOMAXPROCS 3"
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("split by NewRunner (-want +got):\n%s", diff)
+	}
+}
+
 // TestSplitContextCancel cancels the context of a split run of timeouts
 // while requests are in flight on both workers: it ends (in-flight
 // requests canceled), every node final, nothing ran before its
@@ -503,7 +551,7 @@ func TestSplitRerunAllocs(t *testing.T) {
 	pool := newPool(t, workers.Config{Workers: 2})
 	r := NewRunner(pool, g)
 	defer r.Close()
-	r.planSplit(splitMin)
+	r.planSplit(splitMinNodes, 0)
 	if r.split == nil {
 		t.Fatal("not split")
 	}
