@@ -147,6 +147,11 @@ type Options struct {
 	// read, whose bytes the device wrote to memory past the CPU's
 	// caches; 0.14 µs for 4 KiB already in the cache).
 	Digests bool
+	// Unsplit runs each connected component on one worker, also one
+	// that NewRunner spread over every worker (in graph mode, a component
+	// of at least 1,024 nodes with wide levels, when GOMAXPROCS exceeds
+	// the pool's workers).
+	Unsplit bool
 }
 
 // Run runs g once on pool in the given mode and reports every node. The
@@ -360,7 +365,7 @@ func (r *Runner) run(ctx context.Context, mode Mode, o Options) (wall int64, sta
 	if err := r.checkOps(); err != nil {
 		return 0, false, err
 	}
-	r.pickTasks(mode) // split.go
+	r.pickTasks(mode, o.Unsplit) // split.go
 	files, err := r.open(o.Root)
 	if err != nil {
 		return 0, false, err

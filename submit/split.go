@@ -382,15 +382,16 @@ func (s *splitSet) edges(p *plan) {
 	}
 }
 
-// pickTasks makes r.tasks the set that runs mode m, and readies the
-// split set's queues and barrier for a run (before any task starts).
-func (r *Runner) pickTasks(m Mode) {
+// pickTasks makes r.tasks the set that runs mode m (unsplit: one worker
+// per component whatever the mode), and readies the split set's queues
+// and barrier for a run (before any task starts).
+func (r *Runner) pickTasks(m Mode, unsplit bool) {
 	s := r.split
 	if s == nil {
 		return
 	}
 	r.tasks = s.unsplit
-	if m != Graph {
+	if m != Graph || unsplit {
 		return
 	}
 	r.tasks = s.tasks

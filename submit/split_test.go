@@ -442,7 +442,8 @@ func TestSplitModes(t *testing.T) {
 // TestSplitPolicy checks which components NewRunner splits by itself:
 // those of splitMinNodes or more whose average level holds splitMinWidth
 // nodes a worker, on a pool of two or more workers with a P to spare; and
-// that a split run's nodes ran on both workers.
+// that a split run's nodes ran on both workers, and on one with
+// Options.Unsplit.
 func TestSplitPolicy(t *testing.T) {
 	graphs := map[string]*dag.Graph{
 		"layered 256x16": graphOf(dag.Layered(256, 16, dag.GenOptions{})),
@@ -462,16 +463,18 @@ func TestSplitPolicy(t *testing.T) {
 					if r.split == nil || name != "tree 12" {
 						continue
 					}
-					rep, err := r.Run(context.Background(), Graph, Options{})
-					if err != nil {
-						t.Fatal(err)
-					}
-					ran := map[int]bool{}
-					for _, nr := range rep.Nodes {
-						ran[nr.Worker] = true
-					}
-					if len(ran) != 2 {
-						t.Errorf("split run of %s: nodes ran on workers %v, want both", name, ran)
+					for _, unsplit := range []bool{false, true} {
+						rep, err := r.Run(context.Background(), Graph, Options{Unsplit: unsplit})
+						if err != nil {
+							t.Fatal(err)
+						}
+						ran := map[int]bool{}
+						for _, nr := range rep.Nodes {
+							ran[nr.Worker] = true
+						}
+						if want := map[bool]int{false: 2, true: 1}[unsplit]; len(ran) != want {
+							t.Errorf("run of %s, Unsplit %v: nodes ran on workers %v, want %d", name, unsplit, ran, want)
+						}
 					}
 				}
 			}()
