@@ -3,6 +3,7 @@ package submit
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -92,6 +93,8 @@ func BenchmarkSplitDirTree(b *testing.B) {
 			defer r.Close()
 			if n > 0 {
 				r.planSplit(splitMinNodes, 0)
+			} else {
+				r.planSplit(math.MaxInt, 0) // whatever NewRunner chose
 			}
 			base := b.TempDir()
 			if d := os.Getenv("IODAG_BENCH_DIR"); d != "" {
