@@ -149,8 +149,8 @@ type Options struct {
 	Digests bool
 	// Unsplit runs each connected component on one worker, also one
 	// that NewRunner spread over every worker (in graph mode, a component
-	// of at least 1,024 nodes with wide levels, when GOMAXPROCS exceeds
-	// the pool's workers).
+	// of at least 1,024 nodes with wide levels, on a pool of 2 to 4
+	// workers when GOMAXPROCS exceeds them).
 	Unsplit bool
 }
 
@@ -276,9 +276,10 @@ func (r *Runner) endContext() {
 
 // NewRunner prepares g to run on pool: flattens it and splits its
 // components round-robin into one task per worker. In graph mode, a large
-// component with wide levels is spread over every worker when GOMAXPROCS
-// exceeds the pool's workers (at least 1,024 nodes, and on average 16
-// nodes a level for each worker; GOMAXPROCS is read here, once).
+// component with wide levels is spread over every worker of a pool of 2
+// to 4 workers when GOMAXPROCS exceeds them (at least 1,024 nodes, and on
+// average 16 nodes a level for each worker; GOMAXPROCS is read here,
+// once).
 func NewRunner(pool *workers.Pool, g *dag.Graph) *Runner {
 	p := newPlan(g)
 	r := &Runner{pool: (*worker.Pool)(pool), p: p, st: newState(p), rootFd: -1}
@@ -326,7 +327,7 @@ func NewRunner(pool *workers.Pool, g *dag.Graph) *Runner {
 			}
 		}
 	}
-	if runtime.GOMAXPROCS(0) > r.pool.Size() {
+	if k := r.pool.Size(); k <= splitMaxWorkers && runtime.GOMAXPROCS(0) > k {
 		r.planSplit(splitMinNodes, splitMinWidth) // split.go
 	}
 	return r

@@ -65,11 +65,15 @@ import (
 // exchanges nodes at every level with a few nodes of its own to submit
 // (measured, BenchmarkSplitWidth, 2 workers against 1: layered 8x512
 // 0.67-0.69x, 16x256 0.87-0.90x, 32x128 1.12-1.13x, 64x64 1.16-1.26x,
-// 256x16 1.54-1.64x). The tests and benchmarks split smaller and
-// narrower components with planSplit.
+// 256x16 1.54-1.64x). Pools of more than splitMaxWorkers split nothing
+// by themselves: measured on 2 workers only, and with more, nearly every
+// edge of a random layered graph crosses and each worker polls every
+// other's queue (see the README's scaling notes). The tests and
+// benchmarks split smaller and narrower components with planSplit.
 const (
-	splitMinNodes = 1024
-	splitMinWidth = 16
+	splitMinNodes   = 1024
+	splitMinWidth   = 16
+	splitMaxWorkers = 4
 )
 
 // splitSpin is how long a task that waits for other workers' nodes, with

@@ -441,9 +441,9 @@ func TestSplitModes(t *testing.T) {
 
 // TestSplitPolicy checks which components NewRunner splits by itself:
 // those of splitMinNodes or more whose average level holds splitMinWidth
-// nodes a worker, on a pool of two or more workers with a P to spare; and
-// that a split run's nodes ran on both workers, and on one with
-// Options.Unsplit.
+// nodes a worker, on a pool of 2 to splitMaxWorkers workers with a P to
+// spare; and that a split run's nodes ran on both workers, and on one
+// with Options.Unsplit.
 func TestSplitPolicy(t *testing.T) {
 	graphs := map[string]*dag.Graph{
 		"layered 256x16": graphOf(dag.Layered(256, 16, dag.GenOptions{})),
@@ -452,7 +452,7 @@ func TestSplitPolicy(t *testing.T) {
 		"tree 12":        graphOf(dag.Tree(12, dag.GenOptions{})),
 	}
 	got := map[string]bool{}
-	for _, n := range []int{1, 2} {
+	for _, n := range []int{1, 2, splitMaxWorkers + 1} {
 		pool := newPool(t, workers.Config{Workers: n})
 		for _, procs := range []int{n, n + 1} {
 			func() {
