@@ -325,9 +325,7 @@ func (t *task) prepAll(w *worker.Worker) {
 // want returns how many completions the task needs before it can
 // submit more.
 func (t *task) want() int {
-	if t.canceled || t.goRunning > 0 || t.trace || t.obs != nil {
-		// A Go task ends with a wake-up, not a CQE; a trace, an observer
-		// or a stream wants each completion as it comes.
+	if t.eachCompletion() {
 		return 1
 	}
 	return t.s.want()
@@ -336,10 +334,17 @@ func (t *task) want() int {
 // Wait returns how many completions the task needs, exactly: the worker
 // asks only when the completions at hand fall short of Prep's want.
 func (t *task) Wait(w *worker.Worker) int {
-	if t.canceled || t.goRunning > 0 || t.trace || t.obs != nil {
+	if t.eachCompletion() {
 		return 1
 	}
 	return t.s.exact()
+}
+
+// eachCompletion reports whether the task must see each completion as
+// it comes: a Go task ends with a wake-up, not a CQE; a trace, an
+// observer or a stream wants every completion; a canceled run winds down.
+func (t *task) eachCompletion() bool {
+	return t.canceled || t.goRunning > 0 || t.trace || t.obs != nil
 }
 
 // done reports whether every iteration has ended and nothing is in flight

@@ -198,7 +198,7 @@ func (g *graphMode) settled(w *worker.Worker, i int32) {
 // the last exact, so it may ask for more: only if fewer are in does the
 // worker ask exact. The enter after a NOP or a cached read finds it
 // complete, and the successors need not be looked at (measured: fanout
-// 100 NOP +5.6%).
+// 100 NOP +4.0-5.6%).
 func (g *graphMode) want() int {
 	t := g.t
 	if g.rhead < len(t.ready) || t.p.cleanups {
