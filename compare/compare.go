@@ -150,7 +150,7 @@ func (c *Comparison) Mode(m submit.Mode) *ModeResult {
 // Run runs g on pool in every mode, each o.Repeat times in a fresh
 // subdirectory of o.Scratch, and checks the reports with Reports. The
 // modes take turns (a share of each mode's repeats, then the next mode's,
-// up to batch.Max turns each), so that drift in the machine (other load,
+// up to 20 turns each), so that drift in the machine (other load,
 // the device, the page cache) spreads over all of them. If ctx ends
 // first, it returns the modes that ran (with their partial reports),
 // unchecked, with ctx's error. Any other error means the comparison could

@@ -75,9 +75,9 @@ func writeEdgeAttrs(out *bytes.Buffer, k EdgeKind) {
 // red, after-edges plain), then one
 // {rank=same; ...} group per level. A graph with an edge other than after
 // ends with a legend, a cluster that draws each kind of edge once, labeled
-// with its name. Every string is written as a DOT quoted string (see
-// dotQuote), so no name or id can end its quotes and add attributes or
-// statements.
+// with its name. Every string is written as a DOT quoted string, with
+// its quotes, backslashes and line breaks escaped, so no name or id can
+// end its quotes and add attributes or statements.
 func (g *Graph) WriteDOT(w io.Writer) error {
 	pos := make([]int32, len(g.nodes))
 	for p, i := range g.order {

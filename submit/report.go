@@ -141,6 +141,7 @@ type NodeError struct {
 	Err error
 }
 
+// Error names the node, its op and the cause.
 func (e *NodeError) Error() string { return fmt.Sprintf("node %q (%s): %v", e.ID, e.Op, e.Err) }
 
 // Unwrap returns the cause.
@@ -157,6 +158,7 @@ type ShortError struct {
 	Moved, Want int64
 }
 
+// Error says how many bytes moved of how many asked.
 func (e *ShortError) Error() string {
 	return fmt.Sprintf("short %s: %d of %d bytes", e.Op, e.Moved, e.Want)
 }
@@ -171,6 +173,7 @@ var ErrCanceled = errors.New("canceled")
 // started the cancellations, or "context".
 type CanceledError struct{ Cause string }
 
+// Error names the cause of the cancellation.
 func (e *CanceledError) Error() string {
 	if e.Cause == CauseContext {
 		return "canceled: the run ended early"
@@ -208,6 +211,7 @@ func (d *Digest) UnmarshalText(b []byte) error {
 	return err
 }
 
+// String returns the digest as 8 hex digits.
 func (d Digest) String() string { return fmt.Sprintf("%08x", uint32(d)) }
 
 // CauseContext is the Cause of nodes canceled because the run ended

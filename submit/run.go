@@ -125,7 +125,8 @@ func ParseMode(s string) (Mode, error) {
 type Options struct {
 	// Root is the directory every path and spec file of the graph
 	// resolves in; opens cannot leave it (openat2 RESOLVE_BENEATH).
-	// Required when the graph has files or paths; see CreateFiles.
+	// Required when the graph has files or paths; scratch.Create and
+	// scratch.Setup make one with a graph's files.
 	Root string
 	// Repeat runs the graph this many times back to back (default 1);
 	// the report's nodes show the last run, its counters all of them.
@@ -154,11 +155,13 @@ type Options struct {
 	Unsplit bool
 }
 
-// Run runs g once on pool in the given mode and reports every node. The
-// error is non-nil if the run could not start (an op the kernel lacks, a
-// missing root) or if ctx ended it early, in which case in-flight
-// requests were canceled, unstarted nodes are canceled with cause
-// "context", and the report is still complete.
+// Run runs g on pool in the given mode (o.Repeat times, once by
+// default) and reports every node. The error is non-nil if the run could
+// not start (an op the kernel lacks, a missing root, workers.ErrClosed),
+// if ctx ended it early, or if a node's code stopped it (a *StopError,
+// dag.Inputs.Stop); then in-flight requests were canceled, unstarted
+// nodes are canceled with cause "context", and the report is still
+// complete.
 func Run(ctx context.Context, pool *workers.Pool, g *dag.Graph, mode Mode, o Options) (*Report, error) {
 	r := NewRunner(pool, g)
 	defer r.Close()
@@ -219,6 +222,7 @@ type StopError struct {
 	Err  error  // what it gave Stop
 }
 
+// Error names the node and what it gave Stop.
 func (e *StopError) Error() string { return fmt.Sprintf("node %q stopped the run: %v", e.Node, e.Err) }
 
 // Unwrap returns the error given to Stop.

@@ -44,7 +44,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 
 // runSpec is iodag run under ctx, whose end (a signal) interrupts the run.
 func runSpec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	const use = "run SPEC --mode graph|link|waves [--workers N] [--ring N] [--unsplit] [--repeat R] [--root DIR] [--trace] [--nodes] [--json]"
+	const use = "run SPEC [--mode graph|link|waves] [--workers N] [--ring N] [--unsplit] [--repeat R] [--root DIR] [--trace] [--nodes] [--json]"
 	fs := newFlags("run", use, stderr)
 	modeName := fs.String("mode", "graph", "submission mode: graph, link or waves")
 	pf := addPoolFlags(fs)
