@@ -78,12 +78,12 @@ func (r *Report) Err() error {
 func (r *Runner) err() error {
 	var errs []error
 	canceled := int32(-1)
-	for i := range r.st.node {
-		switch s := r.st.node[i].status; {
+	for i := range int32(r.p.n) {
+		switch s := r.stateOf(i).node[i].status; {
 		case s == stFailed:
-			errs = append(errs, r.nodeResult(int32(i)).Err)
+			errs = append(errs, r.nodeResult(i).Err)
 		case s != stOK && s != stSkipped && canceled < 0:
-			canceled = int32(i)
+			canceled = i
 		}
 	}
 	if len(errs) == 0 && canceled >= 0 {

@@ -35,8 +35,10 @@ import (
 // is final (observe), its index, status and cause go into a
 // single-producer single-consumer queue to that task; the queue's tail is
 // published with one atomic store per completion batch (at the next
-// Prep), and the receiver's worker is woken through its doorbell (an
-// eventfd write only if it sleeps). The receiver writes the status and
+// Prep), and the receiver's worker is poked (Worker.Wake: an eventfd
+// write only if it sleeps), even while it has requests in flight: they
+// may take any time (a timeout, a read of a pipe), and it must not wait
+// for them before it drains. The receiver writes the status and
 // cause into its own state, all that releasing its own successors of the
 // node reads (task.release, and rootOf for a cancellation's cause), after
 // the atomic load of the tail: the sender wrote the message before the
@@ -131,10 +133,9 @@ type spsc struct {
 // splitTask is a split task's graph-mode strategy: graphMode, plus the
 // queues to and from the other tasks and the iteration barrier.
 //
-// What a task writes as it runs is made with padded, and busy, which the
-// other tasks read, has lines of its own, so that no two workers write
-// one cache line: the small slices of two tasks, made one after the
-// other, shared lines (measured: layered 64x64 on 2 workers, median of 9
+// What a task writes as it runs is made with padded, so that no two
+// workers write one cache line: the small slices of two tasks, made one
+// after the other, shared lines (measured: layered 64x64 on 2 workers, median of 9
 // alternated runs, 14.1M -> 15.3M nodes/s).
 type splitTask struct {
 	t        *task
@@ -150,14 +151,6 @@ type splitTask struct {
 	received int
 	arrived  bool // at the barrier of this iteration
 	passed   bool
-	// busy says the task's last prep left requests in flight, so that its
-	// worker will come back to prep (and drain) without a wake-up: a
-	// sender rings the doorbell only of a task that is not busy. prep
-	// clears it before it drains, so a message published after a sender
-	// found it set is drained by that next prep.
-	_    [cacheLine]byte
-	busy atomic.Bool
-	_    [cacheLine]byte
 	// batch is how many ready nodes are worth an enter while other
 	// workers still owe this one nodes: half its average share of a
 	// level of the split components (16 for layered 64x64 on 2
@@ -463,7 +456,7 @@ func (sp *splitTask) flush() {
 		sp.out[d].tail.Store(sp.ltail[d])
 		sp.pub[d] = sp.ltail[d]
 		to := sp.set.tasks[d]
-		if w := to.worker.Load(); w != nil && !to.sp.busy.Load() {
+		if w := to.worker.Load(); w != nil {
 			w.Wake()
 		}
 	}
@@ -515,7 +508,6 @@ func (sp *splitTask) prep(w *worker.Worker) {
 		sp.await()
 		return
 	}
-	sp.busy.Store(false)
 	sp.flush()
 	sp.drain(w)
 	// While nothing of its own is in flight and few nodes are ready, and
@@ -538,7 +530,6 @@ func (sp *splitTask) prep(w *worker.Worker) {
 	}
 	g.prep(w)
 	sp.flush()
-	sp.busy.Store(t.inflight > 0)
 	if !sp.localDone() || t.iter+1 >= t.repeat {
 		return
 	}

@@ -576,3 +576,155 @@ func layers32(b *dag.Builder, levels, stride int, node func(lv, i int) dag.Task)
 		prev = cur
 	}
 }
+
+// TestSplitWakesBusyWorker checks that a message wakes a worker that has
+// a request in flight which will not end by itself soon: the worker must
+// drain the message, not wait for that request. Each graph's split run
+// stalls until its deadline (or forever) if it does not.
+func TestSplitWakesBusyWorker(t *testing.T) {
+	pool := newPool(t, workers.Config{Workers: 2})
+	errDone := errors.New("done")
+	tests := []struct {
+		name  string
+		build func(b *dag.Builder)
+		fifo  bool
+		// placed checks that the partition puts the nodes where the test
+		// needs them.
+		placed func(owner func(id string) int32) bool
+		want   map[string]Status // by id; every other node ok
+		err    error
+	}{{
+		// An hour-long timeout beside 16 levels of NOPs, which a Go task
+		// after the last level ends by stopping the run.
+		name: "timeout",
+		build: func(b *dag.Builder) {
+			root := b.Nop("root")
+			b.Timeout("slow", time.Hour).After(root)
+			var last []dag.Task
+			layers32(b, 16, 7, func(lv, i int) dag.Task {
+				n := b.Nop(fmt.Sprintf("n%d_%d", lv, i))
+				if lv == 0 {
+					n.After(root)
+				}
+				if lv == 15 {
+					last = append(last, n)
+				}
+				return n
+			})
+			b.Go("stop", func(in dag.Inputs) error { in.Stop(errDone); return nil }).After(last...)
+		},
+		placed: func(func(string) int32) bool { return true },
+		want:   map[string]Status{"slow": StatusCanceled},
+		err:    errDone,
+	}, {
+		// A read of a pipe waits for a write that a timeout on the other
+		// worker releases: the read's worker owns the write.
+		name: "pipe",
+		fifo: true,
+		build: func(b *dag.Builder) {
+			root := b.Nop("root")
+			rd := b.Open("rd", "fifo", unix.O_RDONLY, "r").After(root)
+			var lv1 []dag.Task
+			for i := range 32 {
+				lv1 = append(lv1, b.Nop(fmt.Sprintf("a%d", i)).After(root))
+			}
+			wr := b.Open("wr", "fifo", unix.O_WRONLY, "w").After(rd)
+			read := b.Read("read", dag.Handle("r"), 0, 1).After(rd, wr)
+			slow := b.Timeout("slow", time.Millisecond).After(lv1[31])
+			write := b.Write("write", dag.Handle("w"), 0, 1, 7).After(wr, slow)
+			b.Close("cr", dag.Handle("r")).After(read)
+			b.Close("cw", dag.Handle("w")).After(write)
+			for i := range 32 {
+				b.Nop(fmt.Sprintf("b%d", i)).After(lv1[i], lv1[(i+1)%32])
+			}
+		},
+		placed: func(owner func(string) int32) bool {
+			return owner("read") == owner("write") && owner("slow") != owner("write")
+		},
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b := dag.NewBuilder(tc.name)
+			tc.build(b)
+			g, err := b.Build()
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := splitRunner(t, pool, g)
+			owner := func(id string) int32 { i, _ := g.Index(id); return r.split.owner[i] }
+			if !tc.placed(owner) {
+				t.Fatal("the partition does not place the nodes as the test needs")
+			}
+			root := t.TempDir()
+			if tc.fifo {
+				if err := unix.Mkfifo(root+"/fifo", 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			rep, err := r.Run(ctx, Graph, Options{Root: root})
+			if !errors.Is(err, tc.err) || (tc.err == nil) != (err == nil) {
+				t.Errorf("Run = %v, want %v", err, tc.err)
+			}
+			got := map[string]Status{}
+			for _, n := range rep.Nodes {
+				if n.Status != StatusOK {
+					got[n.ID] = n.Status
+				}
+			}
+			if tc.want == nil {
+				tc.want = map[string]Status{}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("nodes not ok (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestSplitSubgraphErr checks that Inputs.Run returns the failure of a
+// subgraph that NewRunner split, whose outcomes are in the tasks' states.
+func TestSplitSubgraphErr(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4)) // a P to spare: the policy splits
+	pool := newPool(t, workers.Config{Workers: 2})
+	errNo := errors.New("leaf says no")
+	sub := func(bad int) func(*dag.Builder) {
+		return func(b *dag.Builder) {
+			root := b.Nop("root")
+			for i := range 2000 {
+				n := b.Nop("leaf" + strconv.Itoa(i)).After(root)
+				if i == bad {
+					n.Then(func(dag.Inputs, dag.Result) error { return errNo })
+				}
+			}
+		}
+	}
+	sb := dag.NewBuilder("sub")
+	sub(-1)(sb)
+	sg, err := sb.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := NewRunner(pool, sg); r.split == nil {
+		t.Fatal("NewRunner does not split the subgraph")
+	}
+	for _, bad := range []int{0, 700, 1999} {
+		var got error
+		b := dag.NewBuilder("outer")
+		b.Go("g", func(in dag.Inputs) error {
+			got = in.Run("sub", sub(bad))
+			return nil
+		})
+		g, err := b.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Run(context.Background(), pool, g, Graph, Options{}); err != nil {
+			t.Fatal(err)
+		}
+		if !errors.Is(got, errNo) {
+			t.Errorf("leaf %d fails: Inputs.Run = %v, want its failure", bad, got)
+		}
+	}
+}
