@@ -331,10 +331,17 @@ func (w *Worker) loop(errp *error, started func()) {
 			}
 		}
 		if !w.bellArmd {
-			s := w.ring.GetSQE()
-			s.UserData = doorbellTag << tagShift
-			s.PrepRead(int32(w.efd), w.bell, 0)
-			w.bellArmd = true
+			if s := w.ring.GetSQE(); s != nil {
+				s.UserData = doorbellTag << tagShift
+				s.PrepRead(int32(w.efd), w.bell, 0)
+				w.bellArmd = true
+			} else {
+				// The SQ is full: an enter the kernel refused for want
+				// of memory (EAGAIN) left the tasks' SQEs in it. Submit
+				// them without waiting, as if poked, and arm the bell
+				// next turn: never sleep deaf.
+				poked = true
+			}
 		}
 		want := w.prep()
 		if len(w.active) == 0 && w.pool.closing.Load() && w.queue.n.Load() == 0 {
@@ -413,8 +420,10 @@ func (w *Worker) loop(errp *error, started func()) {
 					cqes[j].UserData &= userDataMask
 				}
 				w.inflight -= j - k
-				w.cur = tag << tagShift
-				w.tasks[tag].Complete(w, cqes[k:j])
+				if t := w.tasks[tag]; t != nil { // nil: failAll ended it
+					w.cur = tag << tagShift
+					t.Complete(w, cqes[k:j])
+				}
 				k = j
 			}
 		}
@@ -504,10 +513,13 @@ func (w *Worker) finish(tag int, err error) {
 }
 
 // failAll ends every task after a ring error the worker cannot recover
-// from; their in-flight requests are abandoned to the kernel.
+// from; their in-flight requests are abandoned to the kernel. Their tags
+// are not reused: a CQE that still comes for one finds no task and is
+// dropped, not given to a new task as its own.
 func (w *Worker) failAll(err error) {
 	for _, tag := range w.active {
 		w.finish(tag, err)
+		w.freeTags = w.freeTags[:len(w.freeTags)-1] // finish freed tag
 	}
 	w.active = w.active[:0]
 }
