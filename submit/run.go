@@ -138,8 +138,10 @@ type Options struct {
 	Trace bool
 	// Observe, if set, is called with each node's outcome as soon as it
 	// is final (times in ns since the run began), on the worker that ran
-	// the node: it must not block. For progress; Runner.Start streams
-	// outcomes to a goroutine instead.
+	// the node: it must not block, and several workers may call it at
+	// once (components run on different workers, and graph mode may
+	// spread one over them), so it must be safe for concurrent use. For
+	// progress; Runner.Start streams outcomes to a goroutine instead.
 	Observe func(NodeResult)
 	// Digests has every ok read's bytes hashed into its NodeResult.Digest
 	// (CRC-32C), to check what a run read or that two runs read the
@@ -151,7 +153,7 @@ type Options struct {
 	// Unsplit runs each connected component on one worker, also one
 	// that NewRunner spread over every worker (in graph mode, a component
 	// of at least 1,024 nodes with wide levels, on a pool of 2 to 4
-	// workers when GOMAXPROCS exceeds them).
+	// workers fed round-robin when GOMAXPROCS exceeds them).
 	Unsplit bool
 }
 
@@ -281,9 +283,9 @@ func (r *Runner) endContext() {
 // NewRunner prepares g to run on pool: flattens it and splits its
 // components round-robin into one task per worker. In graph mode, a large
 // component with wide levels is spread over every worker of a pool of 2
-// to 4 workers when GOMAXPROCS exceeds them (at least 1,024 nodes, and on
-// average 16 nodes a level for each worker; GOMAXPROCS is read here,
-// once).
+// to 4 workers fed round-robin (not workers.Shared) when GOMAXPROCS
+// exceeds them (at least 1,024 nodes, and on average 16 nodes a level for
+// each worker; GOMAXPROCS is read here, once).
 func NewRunner(pool *workers.Pool, g *dag.Graph) *Runner {
 	p := newPlan(g)
 	r := &Runner{pool: (*worker.Pool)(pool), p: p, st: newState(p), rootFd: -1}
@@ -331,7 +333,7 @@ func NewRunner(pool *workers.Pool, g *dag.Graph) *Runner {
 			}
 		}
 	}
-	if k := r.pool.Size(); k <= splitMaxWorkers && runtime.GOMAXPROCS(0) > k {
+	if k := r.pool.Size(); k <= splitMaxWorkers && runtime.GOMAXPROCS(0) > k && !r.pool.Config().Shared {
 		r.planSplit(splitMinNodes, splitMinWidth) // split.go
 	}
 	return r
@@ -431,8 +433,11 @@ func (r *Runner) run(ctx context.Context, mode Mode, o Options) (wall int64, sta
 	var goErr error
 	handed := 0
 	r.left.Store(int32(len(r.tasks)))
-	for _, t := range r.tasks {
-		if goErr = r.pool.Go(t); goErr != nil {
+	// Places of their own: a split run's tasks wait for each other, so
+	// two on one worker would poll for each other in turn.
+	at := r.pool.Reserve(len(r.tasks))
+	for j, t := range r.tasks {
+		if goErr = r.pool.GoOn(at+j, t); goErr != nil {
 			break
 		}
 		handed++

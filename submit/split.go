@@ -60,7 +60,9 @@ import (
 
 // NewRunner splits a component over the workers when it has at least
 // splitMinNodes nodes, its levels hold on average at least splitMinWidth
-// nodes for each worker, and GOMAXPROCS exceeds the pool's workers. Each
+// nodes for each worker, GOMAXPROCS exceeds the pool's workers, and the
+// pool feeds them round-robin: with a shared queue, a worker may take two
+// tasks of one run, which then poll for each other in turn. Each
 // worker holds its P while it polls or makes a raw system call, so with
 // no P to spare the goroutine that hands a Run over and collects it waits
 // for one (measured: layered 64x64, 20 Runs on 2 workers, 0.73x one

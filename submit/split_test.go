@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -454,6 +455,16 @@ func TestSplitPolicy(t *testing.T) {
 	got := map[string]bool{}
 	for _, n := range []int{1, 2, splitMaxWorkers + 1} {
 		pool := newPool(t, workers.Config{Workers: n})
+		if n == 2 {
+			// A shared queue splits nothing.
+			shared := newPool(t, workers.Config{Workers: n, Dispatch: workers.Shared})
+			func() {
+				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(n + 1))
+				for name, g := range graphs {
+					got[fmt.Sprintf("%s, %d workers, shared, GOMAXPROCS %d", name, n, n+1)] = NewRunner(shared, g).split != nil
+				}
+			}()
+		}
 		for _, procs := range []int{n, n + 1} {
 			func() {
 				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
@@ -726,5 +737,54 @@ func TestSplitSubgraphErr(t *testing.T) {
 		if !errors.Is(got, errNo) {
 			t.Errorf("leaf %d fails: Inputs.Run = %v, want its failure", bad, got)
 		}
+	}
+}
+
+// TestSplitTasksOwnWorkers checks that the tasks of a split run go to
+// distinct workers while other goroutines hand the pool tasks of their
+// own: two tasks of a run on one worker poll for each other in turn.
+func TestSplitTasksOwnWorkers(t *testing.T) {
+	pool := newPool(t, workers.Config{Workers: 2})
+	g := graphOf(dag.Layered(64, 4, dag.GenOptions{}))
+	one := graphOf(dag.Fanout(3, dag.GenOptions{}))
+	r := splitRunner(t, pool, g)
+	stop := make(chan struct{})
+	var others sync.WaitGroup
+	for range 2 {
+		others.Add(1)
+		go func() {
+			defer others.Done()
+			o := NewRunner(pool, one)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if _, err := o.Run(context.Background(), Graph, Options{}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	shared := 0
+	for range 300 {
+		rep, err := r.Run(context.Background(), Graph, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ran := map[int]bool{}
+		for _, n := range rep.Nodes {
+			ran[n.Worker] = true
+		}
+		if len(ran) != 2 {
+			shared++
+		}
+	}
+	close(stop)
+	others.Wait()
+	if shared > 0 {
+		t.Errorf("%d of 300 split runs ran on one worker", shared)
 	}
 }

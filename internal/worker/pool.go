@@ -124,6 +124,14 @@ func (p *Pool) Go(t Task) error {
 	return p.GoOn(int(p.next.Add(1)-1), t)
 }
 
+// Reserve takes n consecutive places in the round-robin order and
+// returns the first, for GoOn: n tasks given the places from it run on
+// distinct workers while n <= Size(), even as other goroutines hand
+// tasks over in between (with Shared dispatch, places mean nothing).
+func (p *Pool) Reserve(n int) int {
+	return int(p.next.Add(uint32(n)) - uint32(n))
+}
+
 // GoOn hands t to worker i % Size() (with Shared dispatch, to whichever
 // worker takes it first). Tasks given to one worker run in one event loop.
 func (p *Pool) GoOn(i int, t Task) error {
