@@ -14,10 +14,10 @@ import (
 // Splitting one large component over every worker (graph mode only).
 //
 // A component that NewRunner splits (see splitMinNodes), on a pool of
-// 2 to splitMaxWorkers workers (or any pool of two or more, through
-// planSplit), is partitioned over one task per worker; link and
-// waves keep one worker per component (the Runner holds both task sets
-// and picks one per Run). Each node is owned by exactly one task, which
+// 2 to splitMaxWorkers workers fed round-robin (or any pool of two or
+// more, through planSplit), is partitioned over one task per worker; link
+// and waves keep one worker per component (the Runner holds both task
+// sets and picks one per Run). Each node is owned by exactly one task, which
 // alone writes its state, in its own copy of the per-node arrays (shared
 // arrays put neighbouring nodes of two workers on one cache line). Nodes
 // that must share a ring stay together: a kernel-link chain

@@ -502,13 +502,20 @@ func (w *Worker) admit(max int) {
 	}
 }
 
+// finish ends task tag and frees its tag for the next task.
 func (w *Worker) finish(tag int, err error) {
+	w.retire(tag, err)
+	w.freeTags = append(w.freeTags, tag)
+}
+
+// retire ends task tag (Finish) and empties its place, without freeing
+// the tag.
+func (w *Worker) retire(tag int, err error) {
 	w.lastFinish = w.Now()
 	w.enters.Store(w.ring.Enters())
 	w.cur = uint64(tag) << tagShift
 	w.tasks[tag].Finish(w, err)
 	w.tasks[tag] = nil
-	w.freeTags = append(w.freeTags, tag)
 	w.tasksDone.Add(1)
 }
 
@@ -518,8 +525,7 @@ func (w *Worker) finish(tag int, err error) {
 // dropped, not given to a new task as its own.
 func (w *Worker) failAll(err error) {
 	for _, tag := range w.active {
-		w.finish(tag, err)
-		w.freeTags = w.freeTags[:len(w.freeTags)-1] // finish freed tag
+		w.retire(tag, err)
 	}
 	w.active = w.active[:0]
 }
