@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -429,5 +430,39 @@ func TestCloseRacesRuns(t *testing.T) {
 				t.Fatalf("round %d: %d runs still waiting a minute after Close", round, clients-c)
 			}
 		}
+	}
+}
+
+// uncomparableErr is an error whose dynamic type == panics on.
+type uncomparableErr []string
+
+func (e uncomparableErr) Error() string { return strings.Join(e, " ") }
+
+// TestCancelCauseUncomparable cancels a run of two components (a task
+// each) with a cause of a type == panics on: Run returns that cause, in
+// every mode, once.
+func TestCancelCauseUncomparable(t *testing.T) {
+	pool := newPool(t, workers.Config{Workers: 2})
+	cause := uncomparableErr{"disk", "gone"}
+	for _, m := range Modes() {
+		t.Run(m.String(), func(t *testing.T) {
+			ctx, cancel := context.WithCancelCause(context.Background())
+			defer cancel(nil)
+			b := dag.NewBuilder("cause")
+			a := b.Nop("a").Then(func(dag.Inputs, dag.Result) error { cancel(cause); return nil })
+			b.Timeout("a-slow", time.Hour).After(a)
+			b.Timeout("b-slow", time.Hour)
+			g, err := b.Build()
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := Run(ctx, pool, g, m, Options{})
+			if got := fmt.Sprint(err); got != "disk gone" {
+				t.Errorf("Run = %q, want the cause once", got)
+			}
+			if rep.Counts.Canceled != 2 {
+				t.Errorf("counts %+v, want both timeouts canceled", rep.Counts)
+			}
+		})
 	}
 }

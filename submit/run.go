@@ -470,6 +470,7 @@ func (r *Runner) run(ctx context.Context, mode Mode, o Options) (wall int64, sta
 	if goErr != nil {
 		errs = append(errs, goErr)
 	}
+	ctxEnded := false
 	for _, t := range r.tasks[:handed] {
 		switch {
 		case t.err != nil:
@@ -477,10 +478,15 @@ func (r *Runner) run(ctx context.Context, mode Mode, o Options) (wall int64, sta
 		case t.canceled && r.stopErr != nil:
 			errs = append(errs, r.stopErr)
 		case t.canceled && ctx.Err() != nil:
-			errs = append(errs, context.Cause(ctx))
+			ctxEnded = true
 		case t.canceled:
 			errs = append(errs, workers.ErrClosed)
 		}
+	}
+	if ctxEnded {
+		// Once: dedupe compares with ==, and a cause the program gave
+		// (context.WithCancelCause) may be of a type == panics on.
+		errs = append(errs, context.Cause(ctx))
 	}
 	// A Stop may end the run without any task seeing the cancellation
 	// (the stopping node was the last).
