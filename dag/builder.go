@@ -175,7 +175,7 @@ func (b *Builder) add(n *Node) Task {
 // CPU work spreads over the cores while the workers keep their rings
 // busy), with the same edges as any node: parse a header, checksum,
 // decide. in gives the results of the nodes before it; an error fails the
-// node.
+// node, and so does a panic or runtime.Goexit (t.FailNow) in fn.
 func (b *Builder) Go(id string, fn func(in Inputs) error) Task {
 	return b.Add(Node{ID: id, Op: OpGo, Func: fn, LenFrom: -1})
 }

@@ -118,13 +118,20 @@ func (t *task) spawn(w *worker.Worker, i int32) {
 	in := &inputs{t: t, self: i, goes: true}
 	fn := t.p.nodes[i].Func
 	go func() {
-		err := guard(func() error { return fn(in) })
-		t.goMu.Lock()
-		t.goDone = append(t.goDone, goResult{i, err})
-		t.goMu.Unlock()
-		w.Wake()
+		err := errGoexit // unless fn returns or panics
+		defer func() {
+			t.goMu.Lock()
+			t.goDone = append(t.goDone, goResult{i, err})
+			t.goMu.Unlock()
+			w.Wake()
+		}()
+		err = guard(func() error { return fn(in) })
 	}()
 }
+
+// errGoexit is the failure of a Go task whose function called
+// runtime.Goexit (as t.FailNow does): it ends the node, not the run.
+var errGoexit = errors.New("the function called runtime.Goexit")
 
 // settleGo gives the Go tasks that ended their final status.
 func (t *task) settleGo(w *worker.Worker) {

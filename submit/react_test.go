@@ -10,6 +10,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -304,6 +305,10 @@ func TestGoTasks(t *testing.T) {
 		{"panics", func(dag.Task) func(dag.Inputs) error {
 			return func(dag.Inputs) error { panic("oops") }
 		}, map[string]ending{"read": {StatusOK, ""}, "check": {StatusFailed, "panic: oops"}, "then": {StatusCanceled, `canceled: node "check" did not succeed`}}},
+		{"goexits", func(dag.Task) func(dag.Inputs) error {
+			// As t.FailNow does: the run must not wait for it forever.
+			return func(dag.Inputs) error { runtime.Goexit(); return nil }
+		}, map[string]ending{"read": {StatusOK, ""}, "check": {StatusFailed, "the function called runtime.Goexit"}, "then": {StatusCanceled, `canceled: node "check" did not succeed`}}},
 	}
 	for _, tc := range tests {
 		b := dag.NewBuilder("go")
