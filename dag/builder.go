@@ -392,8 +392,9 @@ func (t Task) Bind(fn func(in Inputs, p *Params) error) Task {
 	return t
 }
 
-// Then makes fn run on the worker as soon as t completes, whatever its
-// outcome, before its dependents are released; fn must not block. An
+// Then makes fn run on the worker as soon as t completes, ok or failed,
+// before its dependents are released (not if t was canceled or skipped:
+// it did not run); fn must not block, nor call runtime.Goexit. An
 // error fails t (if it had succeeded), and its after-dependents are
 // canceled with t as the cause. in.Stop ends the whole run. A read's fn
 // sees the bytes it returned in r.Data, kept or not (see Result.Data).

@@ -487,7 +487,10 @@ func (t *task) complete(w *worker.Worker, c uring.CQE) {
 // releases its successors.
 func (t *task) conclude(i int32) {
 	st := t.st
-	if hook := t.p.then[i]; hook != nil {
+	// A node canceled after it was submitted (behind a kernel link, or
+	// by the run's cancellation) did not run: its hook does not, as for
+	// a node canceled before (end), in every mode.
+	if hook := t.p.then[i]; hook != nil && st.node[i].status != stCanceled {
 		t.in.self = i
 		r := t.result(i)
 		if t.lent != nil {

@@ -282,6 +282,36 @@ func TestHooks(t *testing.T) {
 	}
 }
 
+// TestHookNotOnCanceled: a node's hook runs only if the node ran (ok or
+// failed), in every mode: not for a read that its failed open canceled,
+// whether the read was kernel-linked behind the open (graph, link) and
+// came back -ECANCELED, or never submitted (waves).
+func TestHookNotOnCanceled(t *testing.T) {
+	b := dag.NewBuilder("canceled")
+	o := b.Open("open", "missing", unix.O_RDONLY, "h")
+	var calls atomic.Int32
+	b.Read("read", o.Handle(), 0, 16).After(o).Then(func(in dag.Inputs, r dag.Result) error {
+		calls.Add(1)
+		return nil
+	})
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range Modes() {
+		calls.Store(0)
+		rep, err := runReact(t, m, g, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", m, err)
+		}
+		got := map[string]any{"read": states(rep)["read"].Status, "hook calls": calls.Load()}
+		want := map[string]any{"read": StatusCanceled, "hook calls": int32(0)}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", m, diff)
+		}
+	}
+}
+
 // TestGoTasks: a Go function in the graph sees its predecessors' data, its
 // error fails it (a panic too) and cancels its dependents; one that
 // succeeds releases them.
@@ -458,6 +488,32 @@ func TestStream(t *testing.T) {
 				t.Errorf("streamed outcomes (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestStreamBreak: a loop over Results that breaks leaves the outcomes
+// it did not take to the next loop.
+func TestStreamBreak(t *testing.T) {
+	g := graphOf(dag.Fanout(64, dag.GenOptions{}))
+	pool := newPool(t, workers.Config{Workers: 1})
+	s := NewRunner(pool, g).Start(context.Background(), Graph, Options{})
+	if _, err := s.Wait(); err != nil { // every outcome is queued now
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for n := range s.Results() {
+		seen[n.ID]++
+		break
+	}
+	for n := range s.Results() {
+		seen[n.ID]++
+	}
+	want := map[string]int{}
+	for i := range int32(g.Len()) {
+		want[g.Node(i).ID] = 1
+	}
+	if diff := cmp.Diff(want, seen); diff != "" {
+		t.Errorf("outcomes over two loops (-want +got):\n%s", diff)
 	}
 }
 

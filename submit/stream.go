@@ -64,8 +64,13 @@ func (s *Stream) Results() iter.Seq[NodeResult] {
 			s.queue = s.spare
 			s.mu.Unlock()
 			stop := false
-			for _, n := range batch {
+			for k, n := range batch {
 				if !yield(n) {
+					// What the loop did not take goes back to the
+					// front of the queue, for the next loop.
+					s.mu.Lock()
+					s.queue = append(append([]NodeResult(nil), batch[k+1:]...), s.queue...)
+					s.mu.Unlock()
 					stop = true
 					break
 				}
