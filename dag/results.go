@@ -25,16 +25,17 @@ type Result struct {
 	Size int64
 }
 
-// ErrNotDone is the Err of the Result of a node that has not completed
-// (Inputs.Result of a node that is not an ancestor).
+// ErrNotDone is the Err of the Result of a node that has not completed,
+// or that is not an ancestor of the node asking (Inputs.Result).
 var ErrNotDone = errors.New("dag: node has not completed")
 
 // Inputs is what a node's Go function sees of the running graph. Its
 // methods may be called only during the call they were given to.
 type Inputs interface {
 	// Result returns the outcome of node t: an ancestor of the node whose
-	// function is called, or that node itself in its hook. For a node that
-	// has not completed, Err is ErrNotDone.
+	// function is called, or that node itself in its hook. For any other
+	// node (its outcome may change during the call, on another thread),
+	// or one that has not completed, Err is ErrNotDone.
 	Result(t Task) Result
 	// Stop ends the run early: nothing more is submitted, requests in
 	// flight are canceled, every node not done is canceled, and the run

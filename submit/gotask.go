@@ -77,8 +77,16 @@ func (r *Runner) putNodes(nodes []dag.Node) {
 	r.subgraphNodes.Put(&nodes)
 }
 
-// Result returns node n's outcome; see dag.Inputs.
-func (in *inputs) Result(n dag.Task) dag.Result { return in.t.result(n.Index()) }
+// Result returns node n's outcome; see dag.Inputs. Only an ancestor's
+// (or the node's own) is final before the call and stays so during it:
+// another node's state may be written meanwhile, by this worker's thread
+// or another's, so it answers ErrNotDone for any other node.
+func (in *inputs) Result(n dag.Task) dag.Result {
+	if i := n.Index(); i != in.self && !in.t.p.ancestor(i, in.self) {
+		return dag.Result{Err: dag.ErrNotDone}
+	}
+	return in.t.result(n.Index())
+}
 
 // Context is done when the run ends early; see dag.Inputs.
 func (in *inputs) Context() context.Context { return in.t.r.context() }

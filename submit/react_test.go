@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/iodag/iodag/dag"
 	"github.com/iodag/iodag/internal/ramfstest"
 	"github.com/iodag/iodag/scratch"
@@ -308,6 +309,52 @@ func TestHookNotOnCanceled(t *testing.T) {
 		want := map[string]any{"read": StatusCanceled, "hook calls": int32(0)}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", m, diff)
+		}
+	}
+}
+
+// TestResultOnlyAncestors: Inputs.Result answers for the node's
+// ancestors and itself; any other node's is ErrNotDone, even one that
+// has completed (c, beside the chain, ends before g in every mode), for
+// its state may be written during the call.
+func TestResultOnlyAncestors(t *testing.T) {
+	b := dag.NewBuilder("ancestors")
+	root := b.Nop("root")
+	x := b.Nop("x").After(root)
+	c := b.Nop("c").After(root)
+	var g, z dag.Task
+	seen := map[string]map[string]error{} // caller -> node -> Result's Err
+	look := func(caller string, in dag.Inputs, nodes map[string]dag.Task) {
+		seen[caller] = map[string]error{}
+		for id, n := range nodes {
+			seen[caller][id] = in.Result(n).Err
+		}
+	}
+	y := b.Nop("y").After(x)
+	y.Then(func(in dag.Inputs, _ dag.Result) error {
+		look("y's hook", in, map[string]dag.Task{"root": root, "y": y, "c": c})
+		return nil
+	})
+	g = b.Go("g", func(in dag.Inputs) error {
+		look("g", in, map[string]dag.Task{"root": root, "x": x, "y": y, "c": c, "g": g, "z": z})
+		return nil
+	}).After(y, root)
+	z = b.Nop("z").After(g)
+	graph, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]map[string]error{
+		"y's hook": {"root": nil, "y": nil, "c": dag.ErrNotDone},
+		"g":        {"root": nil, "x": nil, "y": nil, "c": dag.ErrNotDone, "g": dag.ErrNotDone, "z": dag.ErrNotDone},
+	}
+	for _, m := range Modes() {
+		clear(seen)
+		if _, err := runReact(t, m, graph, nil); err != nil {
+			t.Fatalf("%s: %v", m, err)
+		}
+		if diff := cmp.Diff(want, seen, cmpopts.EquateErrors()); diff != "" {
+			t.Errorf("%s: Result's Err by caller and node (-want +got):\n%s", m, diff)
 		}
 	}
 }
