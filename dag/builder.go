@@ -394,7 +394,9 @@ func (t Task) Bind(fn func(in Inputs, p *Params) error) Task {
 
 // Then makes fn run on the worker as soon as t completes, ok or failed,
 // before its dependents are released (not if t was canceled or skipped:
-// it did not run); fn must not block, nor call runtime.Goexit. An
+// it did not run); fn must not block, nor call runtime.Goexit (as
+// t.FailNow does), which stops the worker: its runs, and any handed to it
+// later, fail with an error saying so. An
 // error fails t (if it had succeeded), and its after-dependents are
 // canceled with t as the cause. in.Stop ends the whole run. A read's fn
 // sees the bytes it returned in r.Data, kept or not (see Result.Data).

@@ -1143,3 +1143,31 @@ func TestSkippedMeetsCanceled(t *testing.T) {
 		}
 	}
 }
+
+// TestHookGoexit: a hook that calls runtime.Goexit (as t.FailNow does)
+// ends its worker's goroutine, which nothing can stop: the run fails with
+// an error saying so instead of waiting forever, and so does every later
+// run on that worker, while the pool still closes.
+func TestHookGoexit(t *testing.T) {
+	pool, err := workers.New(workers.Config{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := dag.NewBuilder("goexit")
+	b.Nop("a").Then(func(dag.Inputs, dag.Result) error { runtime.Goexit(); return nil })
+	b.Timeout("slow", time.Hour)
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range 2 {
+		rep, err := Run(context.Background(), pool, g, Graph, Options{})
+		if err == nil || !strings.Contains(err.Error(), "runtime.Goexit") {
+			t.Errorf("run %d: Run = %v, want the worker's end", k, err)
+		}
+		checkFinal(t, g, rep)
+	}
+	if err := pool.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+}

@@ -144,6 +144,9 @@ func (p *Pool) GoOn(i int, t Task) error {
 		return ErrClosed
 	}
 	if p.shared != nil {
+		if err := p.allDead(); err != nil {
+			return err
+		}
 		p.shared.push(t)
 		for _, w := range p.workers {
 			w.wake()
@@ -151,9 +154,25 @@ func (p *Pool) GoOn(i int, t Task) error {
 		return nil
 	}
 	w := p.workers[i%len(p.workers)]
+	if w.dead != nil {
+		return w.dead
+	}
 	w.queue.push(t)
 	w.wake()
 	return nil
+}
+
+// allDead returns why the last worker stopped if every worker has
+// (Worker.die), else nil. The caller holds closeMu.
+func (p *Pool) allDead() error {
+	var err error
+	for _, w := range p.workers {
+		if w.dead == nil {
+			return nil
+		}
+		err = w.dead
+	}
+	return err
 }
 
 // Close aborts every task the workers hold or are handed later (each

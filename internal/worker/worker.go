@@ -107,6 +107,9 @@ type Worker struct {
 	wakes     atomic.Uint64
 	polls     atomic.Uint64 // waits for several CQEs that maxWait cut short
 	closeErr  error
+	// dead is why the loop ended early (die), guarded by the pool's
+	// closeMu: tasks handed over later fail with it.
+	dead error
 }
 
 // ID returns the worker's index in its pool.
@@ -310,6 +313,12 @@ func (w *Worker) loop(errp *error, started func()) {
 	}
 	started()
 	defer w.teardown()
+	returned := false
+	defer func() {
+		if !returned {
+			w.die()
+		}
+	}()
 	cqes := make([]uring.CQE, w.ring.CQEntries())
 	take := 0
 	if w.pool.shared != nil {
@@ -345,6 +354,7 @@ func (w *Worker) loop(errp *error, started func()) {
 		}
 		want := w.prep()
 		if len(w.active) == 0 && w.pool.closing.Load() && w.queue.n.Load() == 0 {
+			returned = true
 			return
 		}
 		if len(w.active) == 0 && w.inflight == 0 && w.spin() {
@@ -528,6 +538,26 @@ func (w *Worker) failAll(err error) {
 		w.retire(tag, err)
 	}
 	w.active = w.active[:0]
+}
+
+// die runs when the loop did not return: user code on the worker's
+// thread (a hook, a binding, an observer) called runtime.Goexit, which
+// nothing can stop, or the engine panicked. The goroutine ends, and its
+// locked thread with the ring's registration, so the worker's tasks, and
+// every task handed to it later, fail instead of waiting for it forever.
+func (w *Worker) die() {
+	err := fmt.Errorf("worker %d stopped: a hook, binding or observer called runtime.Goexit (as t.FailNow does)", w.id)
+	w.failAll(err)
+	p := w.pool
+	p.closeMu.Lock()
+	w.dead = err
+	orphans := p.shared == nil || p.allDead() != nil // no other worker takes its queue
+	p.closeMu.Unlock()
+	if orphans {
+		for _, t := range w.queue.takeAll(nil, 0) {
+			t.Finish(w, err)
+		}
+	}
 }
 
 // spin polls the queue for a new task for a while after the worker's
