@@ -564,6 +564,24 @@ func TestStreamBreak(t *testing.T) {
 	}
 }
 
+// TestStreamObserverPanics: an Options.Observe that panics under
+// Runner.Start costs the stream no outcome.
+func TestStreamObserverPanics(t *testing.T) {
+	g := graphOf(dag.Fanout(8, dag.GenOptions{}))
+	pool := newPool(t, workers.Config{Workers: 1})
+	s := NewRunner(pool, g).Start(context.Background(), Graph, Options{Observe: func(NodeResult) { panic("observer") }})
+	n := 0
+	for range s.Results() {
+		n++
+	}
+	if _, err := s.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if n != g.Len() {
+		t.Errorf("streamed %d outcomes, want %d", n, g.Len())
+	}
+}
+
 // TestStreamEvery: a stream of many batches (the workers and the reader
 // trade two buffers) yields every outcome of every repeat exactly once,
 // run after run on one Runner, in every mode.

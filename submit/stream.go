@@ -33,15 +33,15 @@ func (r *Runner) Start(ctx context.Context, mode Mode, o Options) *Stream {
 	s := &Stream{cancel: cancel, more: make(chan struct{}, 1), done: make(chan struct{})}
 	observe := o.Observe
 	o.Observe = func(n NodeResult) {
-		if observe != nil {
-			observe(n)
-		}
 		s.mu.Lock()
 		s.queue = append(s.queue, n)
 		s.mu.Unlock()
 		select {
 		case s.more <- struct{}{}:
 		default:
+		}
+		if observe != nil {
+			observe(n) // last: a panic in it loses the stream nothing
 		}
 	}
 	go func() {
