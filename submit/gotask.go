@@ -82,10 +82,15 @@ func (r *Runner) putNodes(nodes []dag.Node) {
 // another node's state may be written meanwhile, by this worker's thread
 // or another's, so it answers ErrNotDone for any other node.
 func (in *inputs) Result(n dag.Task) dag.Result {
-	if i := n.Index(); i != in.self && !in.t.p.ancestor(i, in.self) {
+	i := n.Index()
+	if i != in.self && !in.t.p.ancestor(i, in.self) {
 		return dag.Result{Err: dag.ErrNotDone}
 	}
-	return in.t.result(n.Index())
+	r := in.t.result(i)
+	if i == in.self && !in.goes && in.t.lent != nil {
+		r.Data = in.t.lent // a read's own hook: the bytes lent for the call
+	}
+	return r
 }
 
 // Context is done when the run ends early; see dag.Inputs.

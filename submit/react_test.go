@@ -1071,12 +1071,14 @@ func TestHookSeesRead(t *testing.T) {
 		{"kept", dag.Task.Keep, true},
 		{"own buffer", func(r dag.Task) dag.Task { return r.Buffer(make([]byte, 8192)) }, false},
 	} {
-		var seen [][]byte
+		var seen, self [][]byte // r.Data, and Inputs.Result's of the read itself
 		b := dag.NewBuilder(tc.name)
 		o := b.Open("open", "f", unix.O_RDONLY, "h")
 		st := b.Statx("statx", "f")
-		r := tc.read(b.Read("read", o.Handle(), 0, 0).After(o, st).LenFrom(st)).Then(func(_ dag.Inputs, r dag.Result) error {
-			seen = append(seen, bytes.Clone(r.Data))
+		var r dag.Task
+		r = tc.read(b.Read("read", o.Handle(), 0, 0).After(o, st).LenFrom(st)).Then(func(in dag.Inputs, res dag.Result) error {
+			seen = append(seen, bytes.Clone(res.Data))
+			self = append(self, bytes.Clone(in.Result(r).Data))
 			return nil
 		})
 		b.Close("close", o.Handle()).Finally(r)
@@ -1087,7 +1089,7 @@ func TestHookSeesRead(t *testing.T) {
 		for _, m := range Modes() {
 			runner := NewRunner(pool, g)
 			for run := 0; run < 2; run++ {
-				seen = seen[:0]
+				seen, self = seen[:0], self[:0]
 				var observed []byte
 				rep, err := runner.Run(context.Background(), m, Options{Root: root, Observe: func(n NodeResult) {
 					if n.ID == "read" {
@@ -1099,6 +1101,9 @@ func TestHookSeesRead(t *testing.T) {
 				}
 				if len(seen) != 1 || !bytes.Equal(seen[0], want) {
 					t.Errorf("%s, %s, run %d: the hook saw %d calls, first %d bytes; want the file's %d", tc.name, m, run, len(seen), len(seen[0]), len(want))
+				}
+				if diff := cmp.Diff(seen, self); diff != "" {
+					t.Errorf("%s, %s, run %d: Inputs.Result of the read in its hook differs from r (-r +Result):\n%s", tc.name, m, run, diff)
 				}
 				n := rep.Nodes[r.Index()]
 				if got := n.Data != nil; got != tc.kept || (tc.kept && !bytes.Equal(n.Data, want)) {

@@ -100,6 +100,8 @@ func (p *Pool) engine() *worker.Pool { return (*worker.Pool)(p) }
 // Close cancels the runs in progress (each ends with its unfinished nodes
 // canceled and returns workers.ErrClosed), stops the workers and closes
 // their rings. It waits for all of it; later runs fail with ErrClosed.
+// A node's Go code must not call it: the run it belongs to would wait for
+// that code to return, and Close for the run.
 func (p *Pool) Close() error { return p.engine().Close() }
 
 // Config returns the configuration in force, defaults filled in.
