@@ -486,7 +486,11 @@ func (w *Worker) admit(max int) {
 	if w.queue.n.Load() == 0 {
 		return
 	}
-	if room := maxTasks - (len(w.tasks) - len(w.freeTags)); max == 0 || max > room {
+	room := maxTasks - (len(w.tasks) - len(w.freeTags))
+	if room <= 0 {
+		return // the rest waits for a task to end (takeAll's 0 means all)
+	}
+	if max == 0 || max > room {
 		max = room
 	}
 	w.incoming = w.queue.takeAll(w.incoming[:0], max)
