@@ -135,16 +135,24 @@ func TestRlimitNofile(t *testing.T) {
 // with an error naming the worker and the cause, leaving nothing running.
 func TestSetupRefused(t *testing.T) {
 	cases := []struct {
-		name  string
-		cfg   workers.Config
-		errno error
-		text  string
+		name    string
+		cfg     workers.Config
+		errno   error
+		text    string
+		mayPass bool // a pool is fine too
 	}{
-		{"entries over 32768", workers.Config{Entries: 1 << 16}, unix.EINVAL, "worker 0: io_uring_setup"},
-		{"entries 1<<31 (CQ size overflows)", workers.Config{Entries: 1 << 31}, unix.EINVAL, "worker 0: io_uring_setup"},
-		{"entries max uint32", workers.Config{Workers: 2, Entries: 1<<32 - 1}, unix.EINVAL, "io_uring_setup"},
-		{"absent CPU", workers.Config{CPUs: []int{1 << 20}}, unix.EINVAL, "worker 0: pin to CPU 1048576"},
-		{"files over the kernel's table limit", workers.Config{Files: 1 << 31}, nil, "worker 0"},
+		{"entries over 32768", workers.Config{Entries: 1 << 16}, unix.EINVAL, "worker 0: io_uring_setup", false},
+		{"entries 1<<31 (CQ size overflows)", workers.Config{Entries: 1 << 31}, unix.EINVAL, "worker 0: io_uring_setup", false},
+		{"entries max uint32", workers.Config{Workers: 2, Entries: 1<<32 - 1}, unix.EINVAL, "io_uring_setup", false},
+		{"absent CPU", workers.Config{CPUs: []int{1 << 20}}, unix.EINVAL, "worker 0: pin to CPU 1048576", false},
+		{"files over the kernel's table limit", workers.Config{Files: 1 << 31}, nil, "worker 0", true},
+		// Refused before any worker starts, naming the field.
+		{"negative CPU", workers.Config{CPUs: []int{2, -65}}, nil, "Config.CPUs[1] -65", false},
+		{"too many workers", workers.Config{Workers: 11000}, nil, "Config.Workers 11000: want 1 to 1024", false},
+		{"negative workers", workers.Config{Workers: -5}, nil, "Config.Workers -5", false},
+		{"one entry", workers.Config{Entries: 1}, nil, "Config.Entries 1: want at least 2", false},
+		{"negative in-flight", workers.Config{InFlight: -1}, nil, "Config.InFlight -1", false},
+		{"unknown dispatch", workers.Config{Dispatch: 7}, nil, "Config.Dispatch 7", false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -153,7 +161,7 @@ func TestSetupRefused(t *testing.T) {
 			if err == nil {
 				cfg := pool.Config()
 				pool.Close()
-				if tc.errno == nil {
+				if tc.mayPass {
 					// Files is capped by RLIMIT_NOFILE before the kernel sees it.
 					t.Logf("New(%+v) = pool with Files %d", tc.cfg, cfg.Files)
 					return

@@ -38,8 +38,8 @@ func (d Dispatch) String() string {
 
 // Config sizes a Pool. Zero fields take the documented defaults.
 type Config struct {
-	// Workers is the number of fixed workers (default 1). Each is a
-	// goroutine locked to its thread, and it keeps its P (one of
+	// Workers is the number of fixed workers (default 1, at most 1024).
+	// Each is a goroutine locked to its thread, and it keeps its P (one of
 	// GOMAXPROCS) while it waits in io_uring_enter, until the Go runtime
 	// takes it back (20 µs or more). A program whose own goroutines must
 	// keep running beside busy workers (many goroutines each running
@@ -47,7 +47,8 @@ type Config struct {
 	// n CPUs doubled the graphs/s of 64 goroutines on 2 workers and
 	// 2 CPUs (BenchmarkSmallRuns in package submit).
 	Workers int
-	// Entries is each ring's SQ size (default 256); the CQ is twice that.
+	// Entries is each ring's SQ size (default 256, at least 2: the
+	// worker's doorbell takes one SQE); the CQ is twice that.
 	Entries uint32
 	// InFlight bounds the SQEs one worker keeps in flight (default and
 	// maximum: the CQ size less one CQE kept for the worker's doorbell,
@@ -87,6 +88,9 @@ var ErrClosed = worker.ErrClosed
 // nothing running, if any ring cannot be set up; the error names the
 // worker and the cause (io_uring disabled, a limit too low, a bad CPU).
 func New(cfg Config) (*Pool, error) {
+	if cfg.Dispatch != RoundRobin && cfg.Dispatch != Shared {
+		return nil, fmt.Errorf("workers: Config.Dispatch %d: want RoundRobin or Shared", cfg.Dispatch)
+	}
 	p, err := worker.New(worker.Config{
 		Workers: cfg.Workers, Entries: cfg.Entries, InFlight: cfg.InFlight, Files: cfg.Files,
 		IOWQBounded: cfg.IOWQBounded, IOWQUnbounded: cfg.IOWQUnbounded, CPUs: cfg.CPUs,

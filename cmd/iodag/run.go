@@ -240,8 +240,8 @@ func (f poolFlags) check() error {
 	if *f.workers < 1 || *f.workers > 1024 {
 		return fmt.Errorf("--workers %d: want 1 to 1024", *f.workers)
 	}
-	if *f.ring < 1 || *f.ring > 32768 {
-		return fmt.Errorf("--ring %d: want 1 to 32768", *f.ring)
+	if *f.ring < 2 || *f.ring > 32768 {
+		return fmt.Errorf("--ring %d: want 2 to 32768", *f.ring)
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ package worker
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -63,10 +64,27 @@ type Pool struct {
 	spinners atomic.Int32 // workers in Worker.spin: at most one
 }
 
+// MaxWorkers bounds Config.Workers: each worker is an OS thread.
+const MaxWorkers = 1024
+
 // New starts the workers and sets up their rings. It fails, leaving
 // nothing running, if any ring cannot be set up.
 func New(cfg Config) (*Pool, error) {
-	if cfg.Workers <= 0 {
+	switch {
+	case cfg.Workers < 0 || cfg.Workers > MaxWorkers:
+		// Each is an OS thread: thousands exhaust the Go runtime's.
+		return nil, fmt.Errorf("workers: Config.Workers %d: want 1 to %d (0 for 1)", cfg.Workers, MaxWorkers)
+	case cfg.Entries == 1:
+		return nil, errors.New("workers: Config.Entries 1: want at least 2 (each worker's doorbell takes an SQE; 0 for 256)")
+	case cfg.InFlight < 0:
+		return nil, fmt.Errorf("workers: Config.InFlight %d: want 0 (the most) or more", cfg.InFlight)
+	}
+	for i, c := range cfg.CPUs {
+		if c < 0 {
+			return nil, fmt.Errorf("workers: Config.CPUs[%d] %d: want a CPU number (0 or more)", i, c)
+		}
+	}
+	if cfg.Workers == 0 {
 		cfg.Workers = 1
 	}
 	if cfg.Entries == 0 {
