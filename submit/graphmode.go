@@ -230,9 +230,11 @@ func (g *graphMode) done() bool { return true }
 
 // starved fails the opens that wait for a slot when none can free up:
 // nothing of this task is in flight. It reports whether it failed any.
+// Nodes left because the worker has no room (other tasks' requests fill
+// its in-flight budget or its SQ) wait for it instead.
 func (g *graphMode) starved(w *worker.Worker) bool {
 	t := g.t
-	if t.inflight > 0 || t.goRunning > 0 || g.rhead == len(t.ready) || w.FreeSlots() > 0 {
+	if t.inflight > 0 || t.goRunning > 0 || g.rhead == len(t.ready) || w.FreeSlots() > 0 || w.Room() == 0 {
 		return false
 	}
 	for end := len(t.ready); g.rhead < end; g.rhead++ {

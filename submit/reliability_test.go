@@ -466,3 +466,49 @@ func TestCancelCauseUncomparable(t *testing.T) {
 		})
 	}
 }
+
+// TestNoRoomIsNotEMFILE: a run whose nodes find the worker's in-flight
+// budget full, while another run holds the only fixed-file slot, waits
+// for room; its NOPs, which need no slot, must not fail with EMFILE.
+func TestNoRoomIsNotEMFILE(t *testing.T) {
+	pool := newPool(t, workers.Config{Workers: 1, InFlight: 1, Files: 1})
+	root := t.TempDir()
+	holding := make(chan struct{})
+	b := dag.NewBuilder("holder")
+	b.AddFile(dag.FileSpec{Name: "x", Size: 10})
+	o := b.Open("open", "x", unix.O_RDONLY, "h").Then(func(dag.Inputs, dag.Result) error {
+		close(holding) // the slot is held; the timeout goes down next turn
+		return nil
+	})
+	wait := b.Timeout("wait", 20*time.Millisecond).After(o)
+	b.Close("close", dag.Handle("h")).Finally(wait)
+	holder, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := scratch.Create(root, holder); err != nil {
+		t.Fatal(err)
+	}
+	nb := dag.NewBuilder("nops")
+	nb.Nop("n2").After(nb.Nop("n1"))
+	nops, err := nb.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := Run(context.Background(), pool, holder, Graph, Options{Root: root})
+		done <- err
+	}()
+	<-holding
+	rep, err := Run(context.Background(), pool, nops, Graph, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(Counts{OK: 2}, rep.Counts); diff != "" {
+		t.Errorf("NOPs beside a run holding the slot and the budget (-want +got):\n%s\n%v", diff, rep.Err())
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
