@@ -34,6 +34,9 @@ type Builder struct {
 	errs     []error
 	badOps   map[int32]string // spec op names that are not ops, by node
 	src      []byte           // the parsed spec, to give errors a position
+	// gen counts the Builds: a Task of an earlier one names a node that
+	// is gone (its index may be another node's now).
+	gen uint32
 }
 
 // pendingEdge is "node depends on pred", by index or, if pred < 0, by id.
@@ -145,8 +148,9 @@ func Handle(name string) Target { return Target{handle: name} }
 // Task is a declared node, used to add its edges and options. Methods return
 // the Task so calls chain.
 type Task struct {
-	b *Builder
-	i int32
+	b   *Builder
+	i   int32
+	gen uint32 // the Builder's gen when t was declared
 }
 
 // Add declares a node as given, except for n.LenFrom, n.OffsetAt and
@@ -168,7 +172,7 @@ func (b *Builder) add(n *Node) Task {
 	b.nodes = append(b.nodes, *n)
 	nd := &b.nodes[i]
 	nd.LenFrom, nd.OffsetAt, nd.LenAt = -1, Source{}, Source{}
-	return Task{b, i}
+	return Task{b, i, b.gen}
 }
 
 // Go declares a node that runs fn, a Go function, on a goroutine (so that
@@ -253,7 +257,7 @@ func (t Task) Index() int32 { return t.i }
 
 func (t Task) edge(kind EdgeKind, preds []Task) Task {
 	for _, p := range preds {
-		if p.b != t.b {
+		if p.b != t.b || p.gen != t.b.gen {
 			t.b.errs = append(t.b.errs, &NodeError{Node: t.ID(), Field: kind.String(), Err: ErrForeignTask, idx: t.i})
 			continue
 		}
@@ -299,7 +303,7 @@ func (t Task) OnFailureID(ids ...string) Task { return t.edgeID(OnFailure, ids) 
 // LenFrom makes the read t read as many bytes as the statx node s found the
 // file to hold (capped by t's length if not 0). s must be an ancestor of t.
 func (t Task) LenFrom(s Task) Task {
-	if s.b != t.b {
+	if s.b != t.b || s.gen != t.b.gen {
 		t.b.errs = append(t.b.errs, &NodeError{Node: t.ID(), Field: "len_from", Err: ErrForeignTask, idx: t.i})
 		return t
 	}
@@ -334,7 +338,7 @@ func (t Task) LenAt(src Task, at int64, size int) Task {
 }
 
 func (t Task) source(kind bindKind, src Task, at int64, size int) Task {
-	if src.b != t.b {
+	if src.b != t.b || src.gen != t.b.gen {
 		t.b.errs = append(t.b.errs, &NodeError{Node: t.ID(), Field: kind.field(), Err: ErrForeignTask, idx: t.i})
 		return t
 	}

@@ -776,3 +776,35 @@ func TestBuilderMemory(t *testing.T) {
 		})
 	}
 }
+
+// TestStaleTask: a Task declared before the Builder's last Build names a
+// node that is gone; an edge or binding from it is refused, not made to
+// whatever node now has its index.
+func TestStaleTask(t *testing.T) {
+	b := NewBuilder("g")
+	b.Nop("a")
+	old := b.Statx("b", "x")
+	if _, err := b.Build(); err != nil {
+		t.Fatal(err)
+	}
+	c := b.Nop("c")
+	b.Nop("d") // index 1, old's index
+	c.After(old)
+	r := b.Read("r", File("f"), 0, 10).LenFrom(old)
+	r.After(c)
+	b.AddFile(FileSpec{Name: "f", Size: 10})
+	_, err := b.Build()
+	var got []string
+	for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+		if errors.Is(e, ErrForeignTask) {
+			got = append(got, e.Error())
+		}
+	}
+	want := []string{
+		`node "c": field "after": task from another builder, or from before its last Build`,
+		`node "r": field "len_from": task from another builder, or from before its last Build`,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Build's ErrForeignTask errors (-want +got):\n%s\n(all: %v)", diff, err)
+	}
+}

@@ -41,7 +41,7 @@ func (s Source) value(r Result) (int64, error) {
 // read, which Build makes keep it, and caps the length by the node's
 // declared length, if not 0.
 func sourceBind(b *Builder, nodes []Node, off, n Source) func(Inputs, *Params) error {
-	offRead, lenRead := Task{b, off.Node}, Task{b, n.Node}
+	offRead, lenRead := Task{b, off.Node, b.gen}, Task{b, n.Node, b.gen}
 	offID, lenID := nodes[off.Node].ID, nodes[n.Node].ID
 	return func(in Inputs, p *Params) error {
 		if off.Size != 0 {

@@ -22,7 +22,7 @@ func (b *Builder) Build() (*Graph, error) {
 	v := &validator{b: b, errs: b.errs}
 	g := v.build()
 	err := v.err()
-	*b = Builder{name: b.name, maxNodes: b.maxNodes}
+	*b = Builder{name: b.name, maxNodes: b.maxNodes, gen: b.gen + 1}
 	if err != nil {
 		return nil, err
 	}
