@@ -3,6 +3,7 @@ package dag
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -806,5 +807,27 @@ func TestStaleTask(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Build's ErrForeignTask errors (-want +got):\n%s\n(all: %v)", diff, err)
+	}
+}
+
+// TestLongCycleError: a long cycle's message shows its ends and how many
+// nodes it leaves out, not all of them; Path has every node.
+func TestLongCycleError(t *testing.T) {
+	for _, n := range []int{16, 17, 1000} {
+		b := NewBuilder("ring")
+		for i := range n {
+			b.Nop(fmt.Sprint("n", i)).AfterID(fmt.Sprint("n", (i+n-1)%n))
+		}
+		_, err := b.Build()
+		var ce *CycleError
+		if !errors.As(err, &ce) || len(ce.Path) != n+1 {
+			t.Fatalf("%d nodes: Build() = %v, want a *CycleError of %d nodes", n, err, n+1)
+		}
+		if got, max := len(ce.Error()), 2*cycleShown*len(" -> n999")+64; got > max {
+			t.Errorf("%d nodes: message of %d bytes, want at most %d", n, got, max)
+		}
+		if n+1 > 2*cycleShown && !strings.Contains(ce.Error(), fmt.Sprintf("(%d more)", n+1-2*cycleShown)) {
+			t.Errorf("%d nodes: %q does not say how many it leaves out", n, ce.Error())
+		}
 	}
 }

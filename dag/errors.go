@@ -108,10 +108,21 @@ type CycleError struct {
 	Path []string
 }
 
-// Error formats the cycle as "cycle: a -> b -> c -> a".
+// Error formats the cycle as "cycle: a -> b -> c -> a". A cycle of more
+// than 2*cycleShown nodes shows its first and last cycleShown and how
+// many it leaves out (Path has them all).
 func (e *CycleError) Error() string {
-	return "cycle: " + strings.Join(e.Path, " -> ")
+	p := e.Path
+	if len(p) <= 2*cycleShown {
+		return "cycle: " + strings.Join(p, " -> ")
+	}
+	return "cycle: " + strings.Join(p[:cycleShown], " -> ") +
+		" -> ... (" + strconv.Itoa(len(p)-2*cycleShown) + " more) ... -> " +
+		strings.Join(p[len(p)-cycleShown:], " -> ")
 }
+
+// cycleShown is how many nodes a long cycle's message shows at each end.
+const cycleShown = 8
 
 // Is reports whether target is ErrCycle.
 func (e *CycleError) Is(target error) bool { return target == ErrCycle }
