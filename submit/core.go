@@ -526,6 +526,9 @@ func (t *task) observeSome(i int32) {
 func (t *task) notify(i int32) {
 	obs, n := t.obs, t.r.nodeResult(i)
 	guard(func() error { obs(n); return nil }) // its panic must not take the worker down
+	// An observer wakes goroutines (Start's sends to Results), which
+	// wait in the worker's run queue until it yields.
+	t.worker.Load().Readied()
 }
 
 // settle does what a node's result means beyond its status: a short

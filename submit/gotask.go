@@ -130,6 +130,7 @@ func (t *task) spawn(w *worker.Worker, i int32) {
 	t.goRunning++
 	in := &inputs{t: t, self: i, goes: true}
 	fn := t.p.nodes[i].Func
+	w.Readied()
 	go func() {
 		err := errGoexit // unless fn returns or panics
 		defer func() {

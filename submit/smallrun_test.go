@@ -82,6 +82,41 @@ func smallRunClients(b *testing.B, g *dag.Graph, d workers.Dispatch) {
 	b.ReportMetric(float64(enters)/float64(b.N), "enters/graph")
 }
 
+// BenchmarkGoTaskRun measures a Run of NOP -> Go function -> NOP from
+// one goroutine, again and again, on 1 and 2 workers, at GOMAXPROCS 1, 2
+// and 4: the Go function's goroutine and the Run's caller are readied by
+// the worker's thread, and wait for a P.
+//
+//	go test -run '^$' -bench GoTaskRun ./submit
+func BenchmarkGoTaskRun(b *testing.B) {
+	bl := dag.NewBuilder("go")
+	fn := bl.Go("fn", func(dag.Inputs) error { return nil }).After(bl.Nop("a"))
+	bl.Nop("c").After(fn)
+	g, err := bl.Build()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, nw := range []int{1, 2} {
+		for _, p := range []int{1, 2, 4} {
+			b.Run(fmt.Sprintf("workers=%d/procs=%d", nw, p), func(b *testing.B) {
+				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(p))
+				pool, err := workers.New(workers.Config{Workers: nw})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer pool.Close()
+				r := NewRunner(pool, g)
+				defer r.Close()
+				for b.Loop() {
+					if _, err := r.Run(context.Background(), Graph, Options{}); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
+
 // TestSmallRunAllocs: a rerun of a small graph allocates nothing at all
 // when its context cannot end (no context, channel or closure per Run),
 // and only the context's own machinery when it can.

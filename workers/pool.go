@@ -39,13 +39,12 @@ func (d Dispatch) String() string {
 // Config sizes a Pool. Zero fields take the documented defaults.
 type Config struct {
 	// Workers is the number of fixed workers (default 1, at most 1024).
-	// Each is a goroutine locked to its thread, and it keeps its P (one of
-	// GOMAXPROCS) while it waits in io_uring_enter, until the Go runtime
-	// takes it back (20 µs or more). A program whose own goroutines must
-	// keep running beside busy workers (many goroutines each running
-	// small graphs) gives them room: runtime.GOMAXPROCS(n + Workers) for
-	// n CPUs doubled the graphs/s of 64 goroutines on 2 workers and
-	// 2 CPUs (BenchmarkSmallRuns in package submit).
+	// Each is a goroutine locked to its thread that holds a P (one of
+	// GOMAXPROCS) while it runs. Before it blocks in io_uring_enter it
+	// hands its P over if it made goroutines runnable (a Run's caller, a
+	// Go task), so GOMAXPROCS need not exceed the workers; a P more per
+	// worker still adds 10-30% to many goroutines each running small
+	// graphs (BenchmarkSmallRuns in package submit).
 	Workers int
 	// Entries is each ring's SQ size (default 256, at least 2: the
 	// worker's doorbell takes one SQE); the CQ is twice that.
