@@ -153,7 +153,7 @@ type Options struct {
 	// Unsplit runs each connected component on one worker, also one
 	// that NewRunner spread over every worker (in graph mode, a component
 	// of at least 1,024 nodes with wide levels, on a pool of 2 to 4
-	// workers fed round-robin when GOMAXPROCS exceeds them).
+	// workers fed round-robin when GOMAXPROCS is at least the workers).
 	Unsplit bool
 }
 
@@ -283,9 +283,9 @@ func (r *Runner) endContext() {
 // NewRunner prepares g to run on pool: flattens it and splits its
 // components round-robin into one task per worker. In graph mode, a large
 // component with wide levels is spread over every worker of a pool of 2
-// to 4 workers fed round-robin (not workers.Shared) when GOMAXPROCS
-// exceeds them (at least 1,024 nodes, and on average 16 nodes a level for
-// each worker; GOMAXPROCS is read here, once).
+// to 4 workers fed round-robin (not workers.Shared) when GOMAXPROCS is
+// at least the workers (at least 1,024 nodes, and on average 16 nodes a
+// level for each worker; GOMAXPROCS is read here, once).
 func NewRunner(pool *workers.Pool, g *dag.Graph) *Runner {
 	p := newPlan(g)
 	r := &Runner{pool: (*worker.Pool)(pool), p: p, st: newState(p), rootFd: -1}
@@ -333,7 +333,7 @@ func NewRunner(pool *workers.Pool, g *dag.Graph) *Runner {
 			}
 		}
 	}
-	if k := r.pool.Size(); k <= splitMaxWorkers && runtime.GOMAXPROCS(0) > k && !r.pool.Config().Shared {
+	if k := r.pool.Size(); k <= splitMaxWorkers && runtime.GOMAXPROCS(0) >= k && !r.pool.Config().Shared {
 		r.planSplit(splitMinNodes, splitMinWidth) // split.go
 	}
 	return r

@@ -60,15 +60,15 @@ import (
 
 // NewRunner splits a component over the workers when it has at least
 // splitMinNodes nodes, its levels hold on average at least splitMinWidth
-// nodes for each worker, GOMAXPROCS exceeds the pool's workers, and the
-// pool feeds them round-robin: with a shared queue, a worker may take two
-// tasks of one run, which then poll for each other in turn. Each
-// worker holds its P while it polls or makes a raw system call, so with
-// no P to spare the goroutine that hands a Run over and collects it waits
-// for one (measured: layered 64x64, 20 Runs on 2 workers, 0.73x one
-// worker at GOMAXPROCS=2, 1.14x at 4). On narrower levels every worker
-// exchanges nodes at every level with a few nodes of its own to submit
-// (measured, BenchmarkSplitWidth, 2 workers against 1: layered 8x512
+// nodes for each worker, GOMAXPROCS is at least the pool's workers, and
+// the pool feeds them round-robin: with a shared queue, a worker may take
+// two tasks of one run, which then poll for each other in turn. Each
+// worker holds its P while it polls, so with fewer Ps than workers they
+// would take turns (at GOMAXPROCS equal to the workers, layered 64x64,
+// 20 Runs on 2 workers, went from 0.73x one worker to 1.11-1.21x once a
+// worker hands its P to the Run's caller before it blocks). On narrower
+// levels every worker exchanges nodes at every level with a few nodes of
+// its own to submit (measured, BenchmarkSplitWidth, 2 workers against 1: layered 8x512
 // 0.67-0.69x, 16x256 0.87-0.90x, 32x128 1.12-1.13x, 64x64 1.16-1.26x,
 // 256x16 1.54-1.64x). Pools of more than splitMaxWorkers split nothing
 // by themselves: measured on 2 workers only, and with more, nearly every

@@ -442,8 +442,8 @@ func TestSplitModes(t *testing.T) {
 
 // TestSplitPolicy checks which components NewRunner splits by itself:
 // those of splitMinNodes or more whose average level holds splitMinWidth
-// nodes a worker, on a pool of 2 to splitMaxWorkers workers with a P to
-// spare; and that a split run's nodes ran on both workers, and on one
+// nodes a worker, on a pool of 2 to splitMaxWorkers workers with a P for
+// each; and that a split run's nodes ran on both workers, and on one
 // with Options.Unsplit.
 func TestSplitPolicy(t *testing.T) {
 	graphs := map[string]*dag.Graph{
@@ -465,7 +465,10 @@ func TestSplitPolicy(t *testing.T) {
 				}
 			}()
 		}
-		for _, procs := range []int{n, n + 1} {
+		for _, procs := range []int{n - 1, n, n + 1} {
+			if procs < 1 {
+				continue
+			}
 			func() {
 				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
 				for name, g := range graphs {
@@ -493,7 +496,13 @@ func TestSplitPolicy(t *testing.T) {
 	}
 	want := map[string]bool{}
 	for k := range got {
-		want[k] = k == "layered 256x16, 2 workers, GOMAXPROCS 3" || k == "tree 12, 2 workers, GOMAXPROCS 3"
+		switch k {
+		case "layered 256x16, 2 workers, GOMAXPROCS 2", "layered 256x16, 2 workers, GOMAXPROCS 3",
+			"tree 12, 2 workers, GOMAXPROCS 2", "tree 12, 2 workers, GOMAXPROCS 3":
+			want[k] = true
+		default:
+			want[k] = false
+		}
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("split by NewRunner (-want +got):\n%s", diff)
@@ -697,7 +706,7 @@ func TestSplitWakesBusyWorker(t *testing.T) {
 // TestSplitSubgraphErr checks that Inputs.Run returns the failure of a
 // subgraph that NewRunner split, whose outcomes are in the tasks' states.
 func TestSplitSubgraphErr(t *testing.T) {
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4)) // a P to spare: the policy splits
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4)) // a P for each worker: the policy splits
 	pool := newPool(t, workers.Config{Workers: 2})
 	errNo := errors.New("leaf says no")
 	sub := func(bad int) func(*dag.Builder) {

@@ -231,7 +231,7 @@ type poolFlags struct{ workers, ring *int }
 
 func addPoolFlags(fs *flag.FlagSet) poolFlags {
 	return poolFlags{
-		workers: fs.Int("workers", 1, "`N` fixed workers, one ring each; a graph's components spread over them (in graph mode, a large one with wide levels over all of them if N is 2 to 4 and GOMAXPROCS exceeds N)"),
+		workers: fs.Int("workers", 1, "`N` fixed workers, one ring each; a graph's components spread over them (in graph mode, a large one with wide levels over all of them if N is 2 to 4 and GOMAXPROCS is at least N)"),
 		ring:    fs.Int("ring", 256, "`N` SQ entries in each worker's ring (the CQ has twice as many)"),
 	}
 }
@@ -248,10 +248,11 @@ func (f poolFlags) check() error {
 
 // newPool makes the pool, first giving the Go scheduler a P for each
 // worker and one more for the program, unless $GOMAXPROCS says
-// otherwise: a worker is a goroutine locked to its thread that keeps its
-// P while it runs, so with no P to spare the goroutine that hands each
-// Run over and collects it waits for one (measured: chains 8x16 NOPs on
-// 2 workers, 10.7-11.8M nodes/s at GOMAXPROCS 2, 13.8-14.3M at 3).
+// otherwise: a worker is a goroutine locked to its thread that holds its
+// P while it runs, and the spare P lets the goroutine that hands each
+// Run over and collects it run beside the workers (measured, 2 workers:
+// layered 256x16 NOPs split, 18.1-19.1M nodes/s at GOMAXPROCS 2,
+// 19.4-19.6M at 3; chains 8x16 NOPs the same at both).
 func (f poolFlags) newPool() (*workers.Pool, error) {
 	if os.Getenv("GOMAXPROCS") == "" && runtime.GOMAXPROCS(0) < *f.workers+1 {
 		runtime.GOMAXPROCS(*f.workers + 1)
