@@ -810,6 +810,44 @@ func TestStaleTask(t *testing.T) {
 	}
 }
 
+// TestGraphOwns: a graph owns the Tasks declared for it, not those of
+// another Builder or of another Build of its own, whatever their index.
+func TestGraphOwns(t *testing.T) {
+	b := NewBuilder("g")
+	a := b.Nop("a")
+	first, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := b.Nop("next") // index 0, as a
+	second, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := NewBuilder("other").Nop("o")
+	fromSpec, err := Diamond(GenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := fromSpec.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for gname, g := range map[string]*Graph{"first": first, "second": second, "spec": spec} {
+		for tname, task := range map[string]Task{"a": a, "next": next, "other": other, "zero": {}} {
+			got[gname+" owns "+tname] = g.Owns(task)
+		}
+	}
+	want := map[string]bool{}
+	for k := range got {
+		want[k] = k == "first owns a" || k == "second owns next"
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Owns (-want +got):\n%s", diff)
+	}
+}
+
 // TestLongCycleError: a long cycle's message shows its ends and how many
 // nodes it leaves out, not all of them; Path has every node.
 func TestLongCycleError(t *testing.T) {

@@ -70,7 +70,11 @@ type DirSpec struct {
 // WithMaxNodes). Counts (Len, Edges, Width) and the level and component
 // numbers that index Levels and Components are ints.
 type Graph struct {
-	name  string
+	name string
+	// from and gen identify the Builder and Build that made the graph
+	// (Owns).
+	from  *Builder
+	gen   uint32
 	nodes []Node
 	files []FileSpec
 	index *idIndex
@@ -90,6 +94,12 @@ type Graph struct {
 
 // Name returns the graph's name.
 func (g *Graph) Name() string { return g.name }
+
+// Owns reports whether t is one of g's nodes: declared on the Builder
+// whose Build made g, before that Build. A Task of another Builder, or of
+// another Build of the same one, may have the index of an unrelated node
+// of g.
+func (g *Graph) Owns(t Task) bool { return g.from != nil && t.b == g.from && t.gen == g.gen }
 
 // Len returns the number of nodes.
 func (g *Graph) Len() int { return len(g.nodes) }

@@ -35,7 +35,9 @@ type Inputs interface {
 	// Result returns the outcome of node t: an ancestor of the node whose
 	// function is called, or that node itself in its hook. For any other
 	// node (its outcome may change during the call, on another thread),
-	// or one that has not completed, Err is ErrNotDone.
+	// or one that has not completed, Err is ErrNotDone; for a Task that
+	// is not a node of this graph (Graph.Owns: another Builder's, say an
+	// outer graph's inside a subgraph), ErrForeignTask.
 	Result(t Task) Result
 	// Stop ends the run early: nothing more is submitted, requests in
 	// flight are canceled, every node not done is canceled, and the run

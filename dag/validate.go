@@ -58,7 +58,7 @@ func (v *validator) build() *Graph {
 		v.errs = append(v.errs, fmt.Errorf("%w: %d edges, limit %d", ErrTooLarge, len(b.edges), math.MaxInt32))
 		return nil
 	}
-	g := &Graph{name: b.name, nodes: b.nodes, files: b.files, index: newIDIndex(b.nodes)}
+	g := &Graph{name: b.name, from: b, gen: b.gen, nodes: b.nodes, files: b.files, index: newIDIndex(b.nodes)}
 	v.g = g
 	for i := range b.nodes {
 		if b.nodes[i].ID == "" {

@@ -82,6 +82,9 @@ func (r *Runner) putNodes(nodes []dag.Node) {
 // another node's state may be written meanwhile, by this worker's thread
 // or another's, so it answers ErrNotDone for any other node.
 func (in *inputs) Result(n dag.Task) dag.Result {
+	if !in.t.p.g.Owns(n) {
+		return dag.Result{Err: dag.ErrForeignTask}
+	}
 	i := n.Index()
 	if i != in.self && !in.t.p.ancestor(i, in.self) {
 		return dag.Result{Err: dag.ErrNotDone}

@@ -323,6 +323,9 @@ func TestResultOnlyAncestors(t *testing.T) {
 	x := b.Nop("x").After(root)
 	c := b.Nop("c").After(root)
 	var g, z dag.Task
+	// Tasks that name node 0 (root) of other graphs: another Builder's,
+	// and one declared on b after its Build.
+	other, later := dag.NewBuilder("other").Nop("o"), dag.Task{}
 	seen := map[string]map[string]error{} // caller -> node -> Result's Err
 	look := func(caller string, in dag.Inputs, nodes map[string]dag.Task) {
 		seen[caller] = map[string]error{}
@@ -336,7 +339,7 @@ func TestResultOnlyAncestors(t *testing.T) {
 		return nil
 	})
 	g = b.Go("g", func(in dag.Inputs) error {
-		look("g", in, map[string]dag.Task{"root": root, "x": x, "y": y, "c": c, "g": g, "z": z})
+		look("g", in, map[string]dag.Task{"root": root, "x": x, "y": y, "c": c, "g": g, "z": z, "other": other, "later": later})
 		return nil
 	}).After(y, root)
 	z = b.Nop("z").After(g)
@@ -344,9 +347,11 @@ func TestResultOnlyAncestors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	later = b.Nop("later")
 	want := map[string]map[string]error{
 		"y's hook": {"root": nil, "y": nil, "c": dag.ErrNotDone},
-		"g":        {"root": nil, "x": nil, "y": nil, "c": dag.ErrNotDone, "g": dag.ErrNotDone, "z": dag.ErrNotDone},
+		"g": {"root": nil, "x": nil, "y": nil, "c": dag.ErrNotDone, "g": dag.ErrNotDone, "z": dag.ErrNotDone,
+			"other": dag.ErrForeignTask, "later": dag.ErrForeignTask},
 	}
 	for _, m := range Modes() {
 		clear(seen)
