@@ -12,6 +12,7 @@ package workers
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/iodag/iodag/internal/worker"
 )
@@ -71,6 +72,13 @@ type Config struct {
 	Plain bool
 	// SQPoll gives each ring a kernel SQ polling thread.
 	SQPoll bool
+	// IdleTrim is how long a worker with no run keeps the memory of its
+	// requests' buffers (what reads read into, statx and open arguments)
+	// for the next run before it unmaps it (default 1 s; negative: until
+	// Close). A worker's buffers are as large as the most its runs had in
+	// flight at once: reads of a few GiB leave that much mapped, and
+	// runs one after another reuse it without mapping and faulting it in.
+	IdleTrim time.Duration
 }
 
 // Pool is a set of fixed workers. Its methods are safe for concurrent use.
@@ -93,7 +101,7 @@ func New(cfg Config) (*Pool, error) {
 	p, err := worker.New(worker.Config{
 		Workers: cfg.Workers, Entries: cfg.Entries, InFlight: cfg.InFlight, Files: cfg.Files,
 		IOWQBounded: cfg.IOWQBounded, IOWQUnbounded: cfg.IOWQUnbounded, CPUs: cfg.CPUs,
-		Shared: cfg.Dispatch == Shared, Plain: cfg.Plain, SQPoll: cfg.SQPoll,
+		Shared: cfg.Dispatch == Shared, Plain: cfg.Plain, SQPoll: cfg.SQPoll, IdleTrim: cfg.IdleTrim,
 	})
 	return (*Pool)(p), err
 }
@@ -117,7 +125,7 @@ func (p *Pool) Config() Config {
 	return Config{
 		Workers: c.Workers, Entries: c.Entries, InFlight: c.InFlight, Files: c.Files,
 		IOWQBounded: c.IOWQBounded, IOWQUnbounded: c.IOWQUnbounded, CPUs: c.CPUs,
-		Dispatch: d, Plain: c.Plain, SQPoll: c.SQPoll,
+		Dispatch: d, Plain: c.Plain, SQPoll: c.SQPoll, IdleTrim: c.IdleTrim,
 	}
 }
 
@@ -135,6 +143,10 @@ type Stats struct {
 	// cancellations. Runs of slow operations (timeouts, reads of a busy
 	// disk) poll; NOPs and cached reads never wait that long.
 	Polls uint64
+	// Mapped is the bytes of buffer memory the worker holds now: what
+	// its runs had in flight at most since it last trimmed (see
+	// Config.IdleTrim).
+	Mapped int64
 }
 
 // Stats returns every worker's counters.
@@ -142,7 +154,7 @@ func (p *Pool) Stats() []Stats {
 	in := p.engine().Stats()
 	out := make([]Stats, len(in))
 	for i, s := range in {
-		out[i] = Stats{Worker: s.Worker, Runs: s.Tasks, Enters: s.Enters, Wakes: s.Wakes, Polls: s.Polls}
+		out[i] = Stats{Worker: s.Worker, Runs: s.Tasks, Enters: s.Enters, Wakes: s.Wakes, Polls: s.Polls, Mapped: s.Mapped}
 	}
 	return out
 }

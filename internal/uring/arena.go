@@ -40,6 +40,9 @@ func (a *Arena) Alloc(n, align int) []byte {
 	return a.mem[start : start+n : start+n]
 }
 
+// Len returns the arena's size in bytes.
+func (a *Arena) Len() int { return len(a.mem) }
+
 // Free unmaps the arena.
 func (a *Arena) Free() error {
 	if a.mem == nil {

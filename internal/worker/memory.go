@@ -20,10 +20,13 @@ const (
 // by the most that was in flight at once, and a rerun allocates nothing.
 // It belongs to the worker, not to a run, so that runs one after another
 // (a subgraph per directory, a small graph per request) reuse memory that
-// is already mapped instead of each mapping and faulting in its own.
+// is already mapped instead of each mapping and faulting in its own; a
+// worker idle for Config.IdleTrim unmaps all of it (release).
 type bufPool struct {
 	arenas []*uring.Arena
 	free   [numClasses][][]byte
+	out    int   // buffers handed out and not put back
+	mapped int64 // bytes of the arenas
 }
 
 func classOf(n int) int {
@@ -40,12 +43,14 @@ func (p *bufPool) get(n int) []byte {
 	if s := p.free[c]; len(s) > 0 {
 		b := s[len(s)-1]
 		p.free[c] = s[:len(s)-1]
+		p.out++
 		return b[:n]
 	}
 	size := 1 << (c + minClassShift)
 	align := min(size, 4096)
 	if k := len(p.arenas); k > 0 {
 		if b := p.arenas[k-1].Alloc(size, align); b != nil {
+			p.out++
 			return b[:n]
 		}
 	}
@@ -54,6 +59,8 @@ func (p *bufPool) get(n int) []byte {
 		return nil
 	}
 	p.arenas = append(p.arenas, a)
+	p.mapped += int64(a.Len())
+	p.out++
 	return a.Alloc(size, align)[:n]
 }
 
@@ -62,6 +69,7 @@ func (p *bufPool) put(b []byte) {
 	b = b[:cap(b)]
 	c := classOf(len(b))
 	p.free[c] = append(p.free[c], b)
+	p.out--
 }
 
 // release unmaps every arena.
@@ -75,7 +83,22 @@ func (p *bufPool) release() {
 // Buf returns a buffer of n bytes (n > 0) for a request of the current
 // task, from the worker's memory, or nil if memory cannot be mapped. It
 // stays valid until PutBuf; only the worker's thread may call it.
-func (w *Worker) Buf(n int) []byte { return w.mem.get(n) }
+func (w *Worker) Buf(n int) []byte {
+	m := w.mem.mapped
+	b := w.mem.get(n)
+	if w.mem.mapped != m {
+		w.mapped.Store(w.mem.mapped)
+	}
+	return b
+}
+
+// trim unmaps the worker's buffer memory if no request holds any of it.
+func (w *Worker) trim() {
+	if w.mem.out == 0 {
+		w.mem.release()
+		w.mapped.Store(0)
+	}
+}
 
 // PutBuf gives back a buffer from Buf once its request has completed.
 func (w *Worker) PutBuf(b []byte) { w.mem.put(b) }

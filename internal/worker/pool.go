@@ -48,7 +48,13 @@ type Config struct {
 	Plain bool
 	// SQPoll gives each ring a kernel SQ polling thread.
 	SQPoll bool
+	// IdleTrim is how long a worker with no task keeps its buffer memory
+	// before it unmaps it (0: DefaultIdleTrim; negative: until Close).
+	IdleTrim time.Duration
 }
+
+// DefaultIdleTrim is Config.IdleTrim's default.
+const DefaultIdleTrim = time.Second
 
 // Pool is a set of fixed workers. Its methods are safe for concurrent use.
 type Pool struct {
@@ -86,6 +92,9 @@ func New(cfg Config) (*Pool, error) {
 	}
 	if cfg.Workers == 0 {
 		cfg.Workers = 1
+	}
+	if cfg.IdleTrim == 0 {
+		cfg.IdleTrim = DefaultIdleTrim
 	}
 	if cfg.Entries == 0 {
 		cfg.Entries = 256
@@ -221,13 +230,14 @@ type Stats struct {
 	Enters uint64 // io_uring_enter calls, as of the last task that ended (during a task it may lag by up to publishEvery)
 	Wakes  uint64 // doorbell wakeups
 	Polls  uint64 // waits for several completions that maxWait cut short
+	Mapped int64  // bytes of buffer memory mapped
 }
 
 // Stats returns every worker's counters.
 func (p *Pool) Stats() []Stats {
 	out := make([]Stats, len(p.workers))
 	for i, w := range p.workers {
-		out[i] = Stats{Worker: i, Tasks: w.tasksDone.Load(), Enters: w.enters.Load(), Wakes: w.wakes.Load(), Polls: w.polls.Load()}
+		out[i] = Stats{Worker: i, Tasks: w.tasksDone.Load(), Enters: w.enters.Load(), Wakes: w.wakes.Load(), Polls: w.polls.Load(), Mapped: w.mapped.Load()}
 	}
 	return out
 }

@@ -111,6 +111,7 @@ type Worker struct {
 	enters    atomic.Uint64 // the ring's count, published every publishEvery turns and when a task ends
 	wakes     atomic.Uint64
 	polls     atomic.Uint64 // waits for several CQEs that maxWait cut short
+	mapped    atomic.Int64  // bytes of buffer memory (Stats)
 	closeErr  error
 	// dead is why the loop ended early (die), guarded by the pool's
 	// closeMu: tasks handed over later fail with it.
@@ -406,6 +407,13 @@ func (w *Worker) loop(errp *error, started func()) {
 				_, err = w.ring.WaitTimeoutFrom(want, maxWait, w.pool.epoch.Add(time.Duration(w.Now())))
 				if errors.Is(err, unix.ETIME) {
 					w.polls.Add(1)
+					err = nil
+				}
+			} else if idle := w.pool.cfg.IdleTrim; len(w.active) == 0 && w.inflight == 0 && w.mem.mapped > 0 && idle > 0 {
+				// Nothing to do: sleep, but no longer than IdleTrim
+				// with buffer memory mapped.
+				if _, err = w.ring.WaitTimeout(1, idle); errors.Is(err, unix.ETIME) {
+					w.trim()
 					err = nil
 				}
 			} else {
