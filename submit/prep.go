@@ -135,6 +135,11 @@ func (t *task) takeTransfer(w *worker.Worker, i int32) int32 {
 		if nd.Len > 0 && n > nd.Len {
 			n = nd.Len
 		}
+		if t.p.direct[i] && n%dag.DirectAlign != 0 && nd.Bind == nil { // a binding's choice is checked below
+			st.err[i] = fmt.Errorf("%w: len %d, the size statx %q found, must be a multiple of %d for O_DIRECT",
+				ErrBadParam, n, t.p.nodes[f].ID, dag.DirectAlign)
+			return -int32(unix.EINVAL)
+		}
 	}
 	if nd.Bind != nil {
 		prm := dag.Params{Offset: off, Len: n, Buf: buf}

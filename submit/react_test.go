@@ -1122,6 +1122,50 @@ func TestHookSeesRead(t *testing.T) {
 	}
 }
 
+// TestDirectLenFromStatx: an O_DIRECT read sized by a statx reads a file
+// whose size is a multiple of dag.DirectAlign, and fails any other with
+// ErrBadParam naming the size and the statx (the kernel would say only
+// EINVAL).
+func TestDirectLenFromStatx(t *testing.T) {
+	root := t.TempDir()
+	if ok, err := scratch.DirectIO(root); err != nil || !ok {
+		t.Skipf("%s does not take O_DIRECT (%v)", root, err)
+	}
+	pool := newPool(t, workers.Config{Workers: 1})
+	for _, tc := range []struct {
+		size int
+		want ending
+	}{
+		{8192, ending{StatusOK, ""}},
+		{5000, ending{StatusFailed, `bad parameter: len 5000, the size statx "statx" found, must be a multiple of 4096 for O_DIRECT`}},
+	} {
+		if err := os.WriteFile(filepath.Join(root, "f"), make([]byte, tc.size), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		b := dag.NewBuilder("direct")
+		o := b.Open("open", "f", unix.O_RDONLY|unix.O_DIRECT, "h")
+		st := b.Statx("statx", "f")
+		r := b.Read("read", o.Handle(), 0, 0).After(o, st).LenFrom(st)
+		b.Close("close", o.Handle()).Finally(r)
+		g, err := b.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range Modes() {
+			rep, err := Run(context.Background(), pool, g, m, Options{Root: root})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := states(rep)["read"]; got != tc.want {
+				t.Errorf("%d-byte file, %s: read = %+v, want %+v", tc.size, m, got, tc.want)
+			}
+			if n := rep.Nodes[r.Index()]; tc.want.Status != StatusOK && !errors.Is(n.Err, ErrBadParam) {
+				t.Errorf("%d-byte file, %s: read's Err = %v, want it to match ErrBadParam", tc.size, m, n.Err)
+			}
+		}
+	}
+}
+
 // TestSkippedMeetsCanceled: a node after both a skipped node and a
 // canceled one is canceled, whichever of the two settles first (a
 // timeout holds the other back), and so is what comes after it, in every
