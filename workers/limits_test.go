@@ -8,7 +8,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/iodag/iodag/workers"
 	"go.uber.org/goleak"
 	"golang.org/x/sys/unix"
@@ -126,6 +128,38 @@ func TestRlimitNofile(t *testing.T) {
 			if !strings.Contains(line, "emfile=true") || !strings.Contains(line, "err=worker ") ||
 				!strings.Contains(line, "too many open files") {
 				t.Errorf("want EMFILE naming the worker, got %q", line)
+			}
+		})
+	}
+}
+
+// TestConfigInForce: Pool.Config reports the configuration in force:
+// defaults filled in, the ring size the kernel chose, the in-flight bound.
+func TestConfigInForce(t *testing.T) {
+	type size struct {
+		Workers  int
+		Entries  uint32
+		InFlight int
+		IdleTrim time.Duration
+	}
+	for _, tc := range []struct {
+		name string
+		cfg  workers.Config
+		want size
+	}{
+		{"defaults", workers.Config{}, size{1, 256, 511, time.Second}},
+		{"entries rounded up", workers.Config{Entries: 3}, size{1, 4, 7, time.Second}},
+		{"in-flight bound and trim kept", workers.Config{Workers: 2, Entries: 100, InFlight: 10, IdleTrim: -1}, size{2, 128, 10, -1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pool, err := workers.New(tc.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer pool.Close()
+			c := pool.Config()
+			if diff := cmp.Diff(tc.want, size{c.Workers, c.Entries, c.InFlight, c.IdleTrim}); diff != "" {
+				t.Errorf("New(%+v).Config() (-want +got):\n%s", tc.cfg, diff)
 			}
 		})
 	}

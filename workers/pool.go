@@ -48,7 +48,8 @@ type Config struct {
 	// graphs (BenchmarkSmallRuns in package submit).
 	Workers int
 	// Entries is each ring's SQ size (default 256, at least 2: the
-	// worker's doorbell takes one SQE); the CQ is twice that.
+	// worker's doorbell takes one SQE; the kernel rounds it up to a power
+	// of two, and Pool.Config reports that); the CQ is twice that.
 	Entries uint32
 	// InFlight bounds the SQEs one worker keeps in flight (default and
 	// maximum: the CQ size less one CQE kept for the worker's doorbell,

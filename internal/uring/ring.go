@@ -231,6 +231,10 @@ func (r *Ring) Close() error {
 	return err
 }
 
+// SQEntries returns the SQ size the kernel chose (the size asked for,
+// rounded up to a power of two).
+func (r *Ring) SQEntries() uint32 { return r.sqEntries }
+
 // CQEntries returns the CQ size the kernel chose.
 func (r *Ring) CQEntries() uint32 { return r.cqEntries }
 

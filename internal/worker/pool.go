@@ -129,6 +129,7 @@ func New(cfg Config) (*Pool, error) {
 		return nil, err
 	}
 	p.cfg.InFlight = p.workers[0].inflightCap
+	p.cfg.Entries = p.workers[0].ring.SQEntries()
 	return p, nil
 }
 
