@@ -72,6 +72,10 @@ func (p *bufPool) put(b []byte) {
 	p.out--
 }
 
+// trimmable reports whether memory is mapped and no request holds any of
+// it (after a ring error, requests abandoned to the kernel may).
+func (p *bufPool) trimmable() bool { return p.mapped > 0 && p.out == 0 }
+
 // release unmaps every arena.
 func (p *bufPool) release() {
 	for _, a := range p.arenas {
@@ -92,13 +96,6 @@ func (w *Worker) Buf(n int) []byte {
 	return b
 }
 
-// trim unmaps the worker's buffer memory if no request holds any of it.
-func (w *Worker) trim() {
-	if w.mem.out == 0 {
-		w.mem.release()
-		w.mapped.Store(0)
-	}
-}
 
 // PutBuf gives back a buffer from Buf once its request has completed.
 func (w *Worker) PutBuf(b []byte) { w.mem.put(b) }

@@ -409,11 +409,12 @@ func (w *Worker) loop(errp *error, started func()) {
 					w.polls.Add(1)
 					err = nil
 				}
-			} else if idle := w.pool.cfg.IdleTrim; len(w.active) == 0 && w.inflight == 0 && w.mem.mapped > 0 && idle > 0 {
+			} else if idle := w.pool.cfg.IdleTrim; len(w.active) == 0 && w.inflight == 0 && w.mem.trimmable() && idle > 0 {
 				// Nothing to do: sleep, but no longer than IdleTrim
-				// with buffer memory mapped.
+				// with buffer memory to unmap.
 				if _, err = w.ring.WaitTimeout(1, idle); errors.Is(err, unix.ETIME) {
-					w.trim()
+					w.mem.release()
+					w.mapped.Store(0)
 					err = nil
 				}
 			} else {
