@@ -10,7 +10,7 @@
 // os.ReadFile and bytes.Contains. It prints the time of each variant and
 // checks that every variant read the same files and bytes and found the
 // same matching files. The graph variants run with a P more per worker
-// (runtime.GOMAXPROCS, as workers.Config advises); the errgroup runs
+// (runtime.GOMAXPROCS, which workers.Config says helps); the errgroup runs
 // with and without them, and the faster of the two is the baseline.
 // Each timed run starts after a garbage collection, so that no variant
 // pays for the garbage the one before it left.
@@ -269,8 +269,8 @@ func run(ctx context.Context, w io.Writer, c config) error {
 	}
 	defer pool.Close()
 
-	// The graph runs with a P more per worker, as workers.Config advises
-	// (a worker keeps its P while it waits in the kernel, and the Go
+	// The graph runs with a P more per worker, as workers.Config suggests
+	// (a worker holds its P while it runs, and the Go
 	// tasks need Ps meanwhile); the errgroup with and without them, and
 	// the faster is the baseline.
 	procs := runtime.GOMAXPROCS(0)
