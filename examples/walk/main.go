@@ -270,9 +270,9 @@ func run(ctx context.Context, w io.Writer, c config) error {
 	defer pool.Close()
 
 	// The graph runs with a P more per worker, as workers.Config suggests
-	// (a worker holds its P while it runs, and the Go
-	// tasks need Ps meanwhile); the errgroup with and without them, and
-	// the faster is the baseline.
+	// (a worker holds its P while it runs, and the Go tasks need Ps
+	// meanwhile); the errgroup with and without them, and the faster is
+	// the baseline.
 	procs := runtime.GOMAXPROCS(0)
 	var variants []*variant
 	for _, m := range submit.Modes() {
