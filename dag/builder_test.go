@@ -848,6 +848,33 @@ func TestGraphOwns(t *testing.T) {
 	}
 }
 
+// TestBuffered: Buffered turns every direct file buffered and keeps the
+// rest, Tasks included; a graph without a direct file comes back itself.
+func TestBuffered(t *testing.T) {
+	b := NewBuilder("g")
+	b.AddFile(FileSpec{Name: "d", Size: 4096, Direct: true})
+	b.AddFile(FileSpec{Name: "p", Size: 10})
+	r := b.Read("r", File("d"), 0, 4096)
+	b.Nop("n").After(r)
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := g.Buffered()
+	if diff := cmp.Diff([]FileSpec{{Name: "d", Size: 4096}, {Name: "p", Size: 10}}, c.Files()); diff != "" {
+		t.Errorf("Buffered().Files() (-want +got):\n%s", diff)
+	}
+	if !g.Files()[0].Direct {
+		t.Errorf("Buffered changed g's files")
+	}
+	if !c.Owns(r) || c.Len() != g.Len() || c.Edges() != g.Edges() {
+		t.Errorf("Buffered() = %d nodes, %d edges, owns r %v; want g's %d, %d, true", c.Len(), c.Edges(), c.Owns(r), g.Len(), g.Edges())
+	}
+	if c2 := c.Buffered(); c2 != c {
+		t.Errorf("Buffered of a graph without direct files returned a copy")
+	}
+}
+
 // TestLongCycleError: a long cycle's message shows its ends and how many
 // nodes it leaves out, not all of them; Path has every node.
 func TestLongCycleError(t *testing.T) {

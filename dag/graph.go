@@ -1,5 +1,7 @@
 package dag
 
+import "slices"
+
 // Node is the read-only, validated description of one operation.
 type Node struct {
 	ID         string
@@ -100,6 +102,23 @@ func (g *Graph) Name() string { return g.name }
 // another Build of the same one, may have the index of an unrelated node
 // of g.
 func (g *Graph) Owns(t Task) bool { return g.from != nil && t.b == g.from && t.gen == g.gen }
+
+// Buffered returns g with no file marked Direct (FileSpec.Direct), for a
+// file system that refuses O_DIRECT: the same nodes, edges, staging and
+// Tasks (Owns), opens with their flags; g itself if no file is direct.
+// Turning O_DIRECT off only lifts constraints (alignment), so the graph
+// needs no new validation.
+func (g *Graph) Buffered() *Graph {
+	if !slices.ContainsFunc(g.files, func(f FileSpec) bool { return f.Direct }) {
+		return g
+	}
+	c := *g
+	c.files = slices.Clone(g.files)
+	for i := range c.files {
+		c.files[i].Direct = false
+	}
+	return &c
+}
 
 // Len returns the number of nodes.
 func (g *Graph) Len() int { return len(g.nodes) }

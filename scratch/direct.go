@@ -53,8 +53,9 @@ func Setup(root string, g *dag.Graph) (*dag.Graph, bool, error) {
 // whether g's direct files kept O_DIRECT: it is false only for the copy,
 // so that the caller can say what it measures.
 //
-// The copy is g in every other respect, caller buffers (Task.Buffer)
-// included; open nodes keep their flags, O_DIRECT included. Fit creates
+// The copy is g in every other respect (Graph.Buffered): its Tasks are
+// g's, so hooks and Go tasks that read results (dag.Inputs.Result) work
+// as in g; open nodes keep their flags, O_DIRECT included. Fit creates
 // and removes a probe file in dir, and only if g has a direct file.
 func Fit(dir string, g *dag.Graph) (*dag.Graph, bool, error) {
 	direct := false
@@ -68,41 +69,5 @@ func Fit(dir string, g *dag.Graph) (*dag.Graph, bool, error) {
 	if err != nil || ok {
 		return g, ok, err
 	}
-	b, err := buffered(g)
-	if err != nil {
-		return nil, false, fmt.Errorf("scratch: graph %q without O_DIRECT: %w", g.Name(), err)
-	}
-	return b, false, nil
-}
-
-// buffered rebuilds g with no direct file. It goes through a Builder,
-// not a dag.Spec, which cannot hold what only the Go API sets (caller
-// buffers); node indexes are kept.
-func buffered(g *dag.Graph) (*dag.Graph, error) {
-	b := dag.NewBuilder(g.Name(), dag.WithMaxNodes(g.Len()), dag.WithCapacity(g.Len(), g.Edges()))
-	for _, f := range g.Files() {
-		f.Direct = false
-		b.AddFile(f)
-	}
-	tasks := make([]dag.Task, g.Len())
-	for i := range int32(g.Len()) {
-		tasks[i] = b.Add(g.Node(i))
-	}
-	for i := range int32(g.Len()) {
-		for _, e := range g.Preds(i) {
-			switch e.Kind {
-			case dag.After:
-				tasks[i].After(tasks[e.Node])
-			case dag.Finally:
-				tasks[i].Finally(tasks[e.Node])
-			default:
-				// Not copied as another kind: that would change when the node runs.
-				return nil, fmt.Errorf("node %q: cannot copy an edge of kind %s", g.Node(i).ID, e.Kind)
-			}
-		}
-		if from := g.Node(i).LenFrom; from >= 0 {
-			tasks[i].LenFrom(tasks[from])
-		}
-	}
-	return b.Build()
+	return g.Buffered(), false, nil
 }

@@ -135,6 +135,50 @@ func TestFit(t *testing.T) {
 	}
 }
 
+// TestFitKeepsTasks: the copy Fit makes for a file system without
+// O_DIRECT is g's graph for its Tasks (a Go task reads an ancestor's
+// result) and keeps every kind of edge (an on_failure cleanup).
+func TestFitKeepsTasks(t *testing.T) {
+	b := dag.NewBuilder("fit")
+	b.AddFile(dag.FileSpec{Name: "data", Size: 4096, Fill: 1, Direct: true})
+	r := b.Read("read", dag.File("data"), 0, 4096).Keep()
+	check := b.Go("check", func(in dag.Inputs) error {
+		if d := in.Result(r).Data; len(d) != 4096 || d[0] != 1 {
+			return fmt.Errorf("read's result: %d bytes (%v)", len(d), in.Result(r).Err)
+		}
+		return nil
+	}).After(r)
+	b.Nop("cleanup").OnFailure(check)
+	g, err := b.Build()
+	must(t, err)
+	root := ramfs(t)
+	fit, kept, err := scratch.Setup(root, g)
+	if err != nil || kept {
+		t.Fatalf("Setup on ramfs = %v, %v; want a copy, nil", kept, err)
+	}
+	if !fit.Owns(r) || !fit.Owns(check) {
+		t.Errorf("Fit's copy does not own g's Tasks")
+	}
+	pool, err := workers.New(workers.Config{})
+	must(t, err)
+	defer pool.Close()
+	for _, m := range submit.Modes() {
+		rep, err := submit.Run(context.Background(), pool, fit, m, submit.Options{Root: root})
+		must(t, err)
+		got := map[string]string{}
+		for _, n := range rep.Nodes {
+			got[n.ID] = string(n.Status)
+			if n.Err != nil {
+				got[n.ID] += ": " + n.Err.Error()
+			}
+		}
+		want := map[string]string{"read": "ok", "check": "ok", "cleanup": "skipped"}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s: nodes of Fit's copy (-want +got):\n%s", m, diff)
+		}
+	}
+}
+
 // TestSetup sets graphs up in a directory that takes O_DIRECT and in one
 // that refuses it: the files are made, and the graph Setup returns runs
 // there in every mode with every node ok.
