@@ -96,6 +96,5 @@ func (w *Worker) Buf(n int) []byte {
 	return b
 }
 
-
 // PutBuf gives back a buffer from Buf once its request has completed.
 func (w *Worker) PutBuf(b []byte) { w.mem.put(b) }
