@@ -101,6 +101,7 @@ type Worker struct {
 	linked      bool // a task linked SQEs in this turn (Linked)
 
 	lastFinish int64
+	lastEnd    int64 // when the last task ended (Now), for IdleTrim
 	// readied: since the worker last yielded its P, it ended a task (whose
 	// Run caller may be parked) or a task told it (Readied) that it woke a
 	// goroutine (a Go task's, a stream's reader); such a goroutine waits
@@ -409,10 +410,15 @@ func (w *Worker) loop(errp *error, started func()) {
 					w.polls.Add(1)
 					err = nil
 				}
-			} else if idle := w.pool.cfg.IdleTrim; len(w.active) == 0 && w.inflight == 0 && w.mem.trimmable() && idle > 0 {
-				// Nothing to do: sleep, but no longer than IdleTrim
-				// with buffer memory to unmap.
-				if _, err = w.ring.WaitTimeout(1, idle); errors.Is(err, unix.ETIME) {
+			} else if want == 1 && len(w.active) == 0 && w.inflight == 0 && w.mem.trimmable() && w.pool.cfg.IdleTrim > 0 {
+				// Nothing to do, with buffer memory to unmap: sleep
+				// until IdleTrim after the last task ended (wakes that
+				// bring no task do not restart it), then unmap it.
+				left := w.pool.cfg.IdleTrim - time.Duration(w.pool.Now()-w.lastEnd)
+				if left > 0 {
+					_, err = w.ring.WaitTimeout(1, left)
+				}
+				if left <= 0 || errors.Is(err, unix.ETIME) {
 					w.mem.release()
 					w.mapped.Store(0)
 					err = nil
@@ -566,6 +572,7 @@ func (w *Worker) finish(tag int, err error) {
 // the tag.
 func (w *Worker) retire(tag int, err error) {
 	w.lastFinish = w.Now()
+	w.lastEnd = w.lastFinish
 	w.enters.Store(w.ring.Enters())
 	w.cur = uint64(tag) << tagShift
 	w.tasks[tag].Finish(w, err)
