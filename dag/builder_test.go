@@ -802,8 +802,8 @@ func TestStaleTask(t *testing.T) {
 		}
 	}
 	want := []string{
-		`node "c": field "after": task from another builder, or from before its last Build`,
-		`node "r": field "len_from": task from another builder, or from before its last Build`,
+		`node "c": field "after": task of another builder, or of another Build of it`,
+		`node "r": field "len_from": task of another builder, or of another Build of it`,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Build's ErrForeignTask errors (-want +got):\n%s\n(all: %v)", diff, err)

@@ -19,7 +19,7 @@ var (
 	ErrDuplicateID     = errors.New("duplicate id")
 	ErrUnknownOp       = errors.New("unknown op")
 	ErrUnknownNode     = errors.New("unknown node")
-	ErrForeignTask     = errors.New("task from another builder, or from before its last Build")
+	ErrForeignTask     = errors.New("task of another builder, or of another Build of it")
 	ErrSelfEdge        = errors.New("self-edge")
 	ErrDuplicateEdge   = errors.New("duplicate edge")
 	ErrCycle           = errors.New("cycle")

@@ -53,7 +53,7 @@ func BenchmarkSmallRuns(b *testing.B) {
 		procs := runtime.GOMAXPROCS(0)
 		for _, d := range []workers.Dispatch{workers.RoundRobin, workers.Shared} {
 			// With GOMAXPROCS Ps, and with a P more per worker: a worker
-			// keeps its P while it blocks in io_uring_enter.
+			// holds its P while it runs.
 			for _, p := range []int{procs, procs + 2} {
 				b.Run(fmt.Sprintf("%s/64-goroutines/%s/procs=%d", shape.name, d, p), func(b *testing.B) {
 					defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(p))

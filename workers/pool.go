@@ -144,9 +144,10 @@ type Stats struct {
 	// cancellations. Runs of slow operations (timeouts, reads of a busy
 	// disk) poll; NOPs and cached reads never wait that long.
 	Polls uint64
-	// Mapped is the bytes of buffer memory the worker holds now: what
-	// its runs had in flight at most since it last trimmed (see
-	// Config.IdleTrim).
+	// Mapped is the bytes of buffer memory the worker holds mapped now:
+	// enough for the most its runs had in flight at once since it last
+	// trimmed (Config.IdleTrim), in power-of-two sizes carved from maps
+	// of at least 1 MiB.
 	Mapped int64
 }
 

@@ -303,6 +303,7 @@ func (w *Worker) teardown() {
 		w.arena.Free()
 	}
 	w.mem.release()
+	w.mapped.Store(0)
 }
 
 // loop is the worker's life: take tasks, let them prep SQEs, submit and
