@@ -144,10 +144,10 @@ type Stats struct {
 	// cancellations. Runs of slow operations (timeouts, reads of a busy
 	// disk) poll; NOPs and cached reads never wait that long.
 	Polls uint64
-	// Mapped is the bytes of buffer memory the worker holds mapped now:
-	// enough for the most its runs had in flight at once since it last
-	// trimmed (Config.IdleTrim), in power-of-two sizes carved from maps
-	// of at least 1 MiB.
+	// Mapped is the bytes of buffer memory the worker holds mapped now,
+	// since it last trimmed (Config.IdleTrim): buffers of power-of-two
+	// sizes carved from maps of at least 1 MiB, each size's peak in
+	// flight kept for reuse by that size only.
 	Mapped int64
 }
 
