@@ -9,8 +9,14 @@ import (
 	"github.com/iodag/iodag/dag"
 )
 
-// genMain prints the spec of a generated shape.
+// genMain prints the spec of a generated shape, if the other commands
+// can load it (at most dag.MaxSpecSize bytes).
 func genMain(args []string, stdout, stderr io.Writer) int {
+	return gen(args, stdout, stderr, dag.MaxSpecSize)
+}
+
+// gen is genMain with the largest spec it writes, in bytes.
+func gen(args []string, stdout, stderr io.Writer, maxSize int) int {
 	const use = "gen SHAPE ARGS [--op nop|read4k] [--seed N]"
 	fs := newFlags("gen", use, stderr)
 	flagUsage := fs.Usage
@@ -46,6 +52,11 @@ func genMain(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "iodag gen: %v\n", err)
 		return exitFailed
+	}
+	if len(data) > maxSize {
+		fmt.Fprintf(stderr, "iodag gen: the spec of %s would be %d bytes, more than run, compare and validate load (%d): ask for fewer nodes\n",
+			strings.Join(pos, " "), len(data), maxSize)
+		return exitUsage
 	}
 	if _, err := stdout.Write(data); err != nil {
 		fmt.Fprintf(stderr, "iodag gen: %v\n", err)

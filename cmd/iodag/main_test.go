@@ -218,6 +218,19 @@ func TestGenValidates(t *testing.T) {
 	}
 }
 
+// TestGenTooLarge: gen refuses to write a spec larger than the other
+// commands load, and says so (exit 2), writing nothing.
+func TestGenTooLarge(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := gen([]string{"fanout", "100"}, &stdout, &stderr, 1000)
+	if code != exitUsage || stdout.Len() != 0 {
+		t.Fatalf("gen(fanout 100, at most 1000 bytes) = %d, %d bytes out; want %d, none", code, stdout.Len(), exitUsage)
+	}
+	if want := "iodag gen: the spec of fanout 100 would be "; !strings.HasPrefix(stderr.String(), want) || !strings.Contains(stderr.String(), "ask for fewer nodes") {
+		t.Errorf("gen's message = %q, want it to start %q and say what to do", stderr.String(), want)
+	}
+}
+
 func TestParseArgs(t *testing.T) {
 	tests := []struct {
 		args []string
