@@ -44,7 +44,7 @@ type Config struct {
 	// GOMAXPROCS) while it runs. Before it blocks in io_uring_enter it
 	// hands its P over if it made goroutines runnable (a Run's caller, a
 	// Go task), so GOMAXPROCS need not exceed the workers; a P more per
-	// worker still adds 10-30% to many goroutines each running small
+	// worker still adds 44-66% to many goroutines each running small
 	// graphs (BenchmarkSmallRuns in package submit).
 	Workers int
 	// Entries is each ring's SQ size (default 256, at least 2: the
