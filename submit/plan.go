@@ -58,6 +58,7 @@ type plan struct {
 	useFile []bool  // spec files some node reads or writes
 	userBuf []int32 // nodes with a caller's buffer (pinned during runs)
 	opsUsed [dag.OpGo + 1]bool
+	anc     ancestry // for Inputs.Result (ancestry.go)
 }
 
 // planNode is the part of a node's plan that every dispatch and
@@ -300,39 +301,6 @@ func (p *plan) edge(x, y int32) (dag.EdgeKind, bool) {
 		}
 	}
 	return 0, false
-}
-
-// ancestor reports whether node a is an ancestor of node d: a direct
-// predecessor at once (what Inputs.Result is mostly asked for), else by
-// a search over d's predecessors that stops at a's level (an ancestor's
-// is lower).
-func (p *plan) ancestor(a, d int32) bool {
-	g := p.g
-	if a < 0 || int(a) >= p.n || g.Level(a) >= g.Level(d) {
-		return false
-	}
-	for _, e := range g.Preds(d) {
-		if e.Node == a {
-			return true
-		}
-	}
-	seen := map[int32]bool{d: true}
-	stack := []int32{d}
-	for len(stack) > 0 {
-		u := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		for _, e := range g.Preds(u) {
-			switch v := e.Node; {
-			case v == a:
-				return true
-			case seen[v] || g.Level(v) <= g.Level(a):
-			default:
-				seen[v] = true
-				stack = append(stack, v)
-			}
-		}
-	}
-	return false
 }
 
 // breaksLink reports whether the kernel cancels the rest of a link chain
