@@ -393,10 +393,13 @@ func (t *task) Finish(w *worker.Worker, err error) {
 		if t.sp != nil {
 			t.r.cancel() // split.go: the other tasks wait for this one's nodes
 		}
-		// Nodes a failed worker never finished are canceled.
+		// Nodes a failed worker never finished are canceled. Their
+		// buffers stay with the kernel (the worker counts them as still
+		// out, so it never unmaps them): no later run may reuse them.
 		for _, i := range t.nodes {
 			if t.st.node[i].status < stOK {
 				t.st.node[i].status, t.st.node[i].cause = stCanceled, causeContext
+				t.st.buf[i], t.st.borrowed[i] = nil, false
 			}
 		}
 	}
