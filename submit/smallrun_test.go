@@ -117,6 +117,47 @@ func BenchmarkGoTaskRun(b *testing.B) {
 	}
 }
 
+// BenchmarkGoNodes measures what a Go node costs inside one run: ten Go
+// functions that do nothing, one after another (chain) or side by side
+// (fan), between two NOPs, repeated in one Run, at GOMAXPROCS 2 and 4.
+//
+//	go test -run '^$' -bench GoNodes -benchtime 2000x ./submit
+func BenchmarkGoNodes(b *testing.B) {
+	for _, shape := range []string{"chain", "fan"} {
+		bl := dag.NewBuilder(shape)
+		src := bl.Nop("src")
+		prev, last := src, []dag.Task(nil)
+		for i := range 10 {
+			g := bl.Go(fmt.Sprint("go", i), func(dag.Inputs) error { return nil })
+			if shape == "chain" {
+				g.After(prev)
+				prev, last = g, []dag.Task{g}
+			} else {
+				g.After(src)
+				last = append(last, g)
+			}
+		}
+		bl.Nop("sink").After(last...)
+		g, err := bl.Build()
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, p := range []int{2, 4} {
+			b.Run(fmt.Sprintf("%s/procs=%d", shape, p), func(b *testing.B) {
+				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(p))
+				pool := newPool(b, workers.Config{Workers: 1})
+				r := NewRunner(pool, g)
+				defer r.Close()
+				b.ResetTimer()
+				if _, err := r.Run(context.Background(), Graph, Options{Repeat: b.N}); err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(10*b.N)/1000, "µs/go-node")
+			})
+		}
+	}
+}
+
 // TestSmallRunAllocs: a rerun of a small graph allocates nothing at all
 // when its context cannot end (no context, channel or closure per Run),
 // and only the context's own machinery when it can.
