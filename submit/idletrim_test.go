@@ -19,10 +19,7 @@ func TestIdleTrim(t *testing.T) {
 	b := dag.NewBuilder("big")
 	b.AddFile(dag.FileSpec{Name: "data", Size: size, Fill: 5})
 	b.Read("read", dag.File("data"), 0, size).Then(func(_ dag.Inputs, r dag.Result) error { return nil })
-	g, err := b.Build()
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := mustBuild(t, b)
 	root := t.TempDir()
 	if err := scratch.Create(root, g); err != nil {
 		t.Fatal(err)

@@ -65,12 +65,3 @@ func TestIdleWaitKeepsWakes(t *testing.T) {
 		}
 	}
 }
-
-func mustBuild(t *testing.T, b *dag.Builder) *dag.Graph {
-	t.Helper()
-	g, err := b.Build()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return g
-}

@@ -666,10 +666,7 @@ func TestSplitWakesBusyWorker(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			b := dag.NewBuilder(tc.name)
 			tc.build(b)
-			g, err := b.Build()
-			if err != nil {
-				t.Fatal(err)
-			}
+			g := mustBuild(t, b)
 			r := splitRunner(t, pool, g)
 			owner := func(id string) int32 { i, _ := g.Index(id); return r.split.owner[i] }
 			if !tc.placed(owner) {

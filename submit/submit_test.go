@@ -36,6 +36,17 @@ func newPool(t testing.TB, cfg workers.Config) *workers.Pool {
 	return pool
 }
 
+// mustBuild builds what b declares, failing the test if it does not
+// validate.
+func mustBuild(t testing.TB, b *dag.Builder) *dag.Graph {
+	t.Helper()
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
 // graphOf builds a generated spec; generators of fixed shapes do not
 // fail, and a panic fails the test or benchmark if one does.
 func graphOf(s *dag.Spec, err error) *dag.Graph {
@@ -283,10 +294,7 @@ func TestFailures(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			b := dag.NewBuilder(tc.name)
 			tc.build(b)
-			g, err := b.Build()
-			if err != nil {
-				t.Fatal(err)
-			}
+			g := mustBuild(t, b)
 			for _, m := range Modes() {
 				want := modeWant{}
 				for id, o := range tc.want {
