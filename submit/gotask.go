@@ -80,7 +80,8 @@ func (r *Runner) putNodes(nodes []dag.Node) {
 // Result returns node n's outcome; see dag.Inputs. Only an ancestor's
 // (or the node's own) is final before the call and stays so during it:
 // another node's state may be written meanwhile, by this worker's thread
-// or another's, so it answers ErrNotDone for any other node.
+// or another's, so it answers ErrNotDone for any other node, and
+// ErrForeignTask for a Task that is not a node of this graph.
 func (in *inputs) Result(n dag.Task) dag.Result {
 	if !in.t.p.g.Owns(n) {
 		return dag.Result{Err: dag.ErrForeignTask}
