@@ -86,6 +86,11 @@ type planNode struct {
 	// and no parent directory to open.
 	follows bool
 	onFail  bool // the node has on_failure edges: it runs only after a failure
+	// waits: the op waits for a device or a clock (an O_DIRECT
+	// transfer, fsync, a timeout), so a kernel link after it starts its
+	// successor without a trip to userspace however many nodes go down
+	// with it (see graphMode.dispatch).
+	waits bool
 	// plain: its completion has nothing to settle (no buffer, slot,
 	// directory or hook), so complete skips settle and conclude's hook:
 	// the NOP path pays one test for them.
@@ -222,6 +227,14 @@ func newPlan(g *dag.Graph) *plan {
 			p.direct[i] = p.files[p.file[i]].Direct
 		case p.handle[i] >= 0:
 			p.direct[i] = openDirect[p.handle[i]]
+		}
+	}
+	for i := range int32(n) {
+		switch p.hot[i].op {
+		case dag.OpTimeout, dag.OpFsync:
+			p.hot[i].waits = true
+		case dag.OpRead, dag.OpWrite:
+			p.hot[i].waits = p.direct[i]
 		}
 	}
 	for i := range int32(n) {

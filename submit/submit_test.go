@@ -400,6 +400,59 @@ func TestWaitIsExact(t *testing.T) {
 	}
 }
 
+// TestLinkWidth checks when graph mode sends a linear run down as a
+// kernel link: always after a request that waits (a timeout here), and
+// after one that completes as it is submitted (a NOP) only in a batch of
+// fewer than linkWidth. A linked run is in flight all at once; an
+// unlinked one a node per chain at a time.
+func TestLinkWidth(t *testing.T) {
+	chains := func(k, l int, timeout bool) *dag.Graph {
+		b := dag.NewBuilder(fmt.Sprintf("chains%dx%d", k, l))
+		for c := range k {
+			var prev dag.Task
+			for j := range l {
+				id := fmt.Sprintf("c%d_%d", c, j)
+				var x dag.Task
+				if timeout {
+					x = b.Timeout(id, time.Millisecond)
+				} else {
+					x = b.Nop(id)
+				}
+				if j > 0 {
+					x.After(prev)
+				}
+				prev = x
+			}
+		}
+		return mustBuild(t, b)
+	}
+	tests := []struct {
+		name string
+		g    *dag.Graph
+		want int // peak in flight
+	}{
+		{"narrow NOP chains are linked", chains(linkWidth-1, 8, false), (linkWidth - 1) * 8},
+		{"wide NOP chains go a level at a time", chains(linkWidth, 8, false), linkWidth},
+		{"wide timeout chains are linked", chains(linkWidth, 3, true), linkWidth * 3},
+	}
+	pool := newPool(t, workers.Config{Workers: 1, Entries: 256})
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rep, err := Run(context.Background(), pool, tc.g, Graph, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkFinal(t, tc.g, rep)
+			if rep.Counts.OK != tc.g.Len() {
+				t.Errorf("%d of %d nodes ok", rep.Counts.OK, tc.g.Len())
+			}
+			if rep.MaxInflight != tc.want {
+				t.Errorf("MaxInflight = %d, want %d", rep.MaxInflight, tc.want)
+			}
+		})
+	}
+}
+
 // TestMillionNodes runs 1,000,000 NOPs on a 64-entry ring in every mode.
 func TestMillionNodes(t *testing.T) {
 	if testing.Short() {
