@@ -99,15 +99,15 @@ type splitSet struct {
 	tasks   []*task // one per worker: the graph-mode set
 	unsplit []*task // the Runner's own set, for link and waves
 	owner   []int32 // per node: its task in tasks
-	// lsucc[lOff[u]:lOff[u+1]] are u's successors owned by u's task;
-	// u's other successors are rsucc[rOff[u]:rOff[u+1]], grouped by
-	// owner, and rdest[dOff[u]:dOff[u+1]] says which task each group
-	// belongs to and where it ends.
-	lOff, rOff, dOff []int32
-	lsucc, rsucc     []dag.Edge
-	rdest            []splitDest
-	arrived          atomic.Int64 // barrier arrivals in this run
-	splitComps       int          // components split
+	// edges holds, for every node u, first the successors owned by u's
+	// task, then the others grouped by owner; rdest[dOff[u]:dOff[u+1]]
+	// says which task each group of u belongs to, and each task's
+	// own[u] where in edges lie the successors of u it releases.
+	edges      []dag.Edge
+	dOff       []int32
+	rdest      []int32
+	arrived    atomic.Int64 // barrier arrivals in this run
+	splitComps int          // components split
 }
 
 // splitMsg tells the task owning successors of a node that it is final,
@@ -117,10 +117,9 @@ type splitMsg struct {
 	status      uint8
 }
 
-type splitDest struct {
-	task int32
-	end  int32 // end of its group in rsucc
-}
+// edgeRange is where in splitSet.edges lie the successors of a node that
+// one task releases.
+type edgeRange struct{ start, end int32 }
 
 // spsc is a queue of final nodes from one task to another. Only the
 // sender writes buf and tail, only the receiver reads them; tail is the
@@ -143,13 +142,14 @@ type splitTask struct {
 	t        *task
 	set      *splitSet
 	me       int32
-	in       []*spsc  // from each task (nil: none)
-	head     []uint32 // per in queue: next to read
-	out      []*spsc  // to each task (nil: none)
-	ltail    []uint32 // per out queue: written, maybe not published
-	pub      []uint32 // per out queue: published
-	dirty    []int32  // out queues with unpublished entries
-	expected int      // messages per iteration
+	own      []edgeRange // per node: the successors this task releases
+	in       []*spsc     // from each task (nil: none)
+	head     []uint32    // per in queue: next to read
+	out      []*spsc     // to each task (nil: none)
+	ltail    []uint32    // per out queue: written, maybe not published
+	pub      []uint32    // per out queue: published
+	dirty    []int32     // out queues with unpublished entries
+	expected int         // messages per iteration
 	received int
 	arrived  bool // at the barrier of this iteration
 	passed   bool
@@ -233,7 +233,7 @@ func (r *Runner) planSplit(min, width int) {
 		t := s.tasks[s.owner[i]]
 		t.nodes = append(t.nodes, i)
 	}
-	s.edges(p)
+	s.cut(p)
 	s.batches(comps, split)
 	for _, t := range s.tasks {
 		t.ready = make([]int32, 0, len(t.nodes))
@@ -338,35 +338,44 @@ func (s *splitSet) partition(p *plan, nodes []int32, k int) {
 	}
 }
 
-// edges splits every node's successors into those its own task releases
+// cut splits every node's successors into those its own task releases
 // and those it sends to others, and sizes the queues.
-func (s *splitSet) edges(p *plan) {
+func (s *splitSet) cut(p *plan) {
 	g := p.g
 	n := p.n
 	k := len(s.tasks)
-	s.lOff, s.rOff, s.dOff = make([]int32, n+1), make([]int32, n+1), make([]int32, n+1)
+	s.dOff = make([]int32, n+1)
+	for _, t := range s.tasks {
+		t.sp.own = make([]edgeRange, n)
+	}
 	count := make([]int32, k*k) // messages per iteration, from*k+to
 	var group []dag.Edge
 	for u := range int32(n) {
 		o := s.owner[u]
+		start := int32(len(s.edges))
 		group = group[:0]
 		for _, e := range g.Succs(u) {
 			if s.owner[e.Node] == o {
-				s.lsucc = append(s.lsucc, e)
+				s.edges = append(s.edges, e)
 			} else {
 				group = append(group, e)
 			}
 		}
+		s.tasks[o].sp.own[u] = edgeRange{start, int32(len(s.edges))}
 		slices.SortStableFunc(group, func(a, b dag.Edge) int { return int(s.owner[a.Node] - s.owner[b.Node]) })
 		for x, e := range group {
-			s.rsucc = append(s.rsucc, e)
 			d := s.owner[e.Node]
+			if x == 0 || s.owner[group[x-1].Node] != d {
+				start = int32(len(s.edges)) // a group begins
+			}
+			s.edges = append(s.edges, e)
 			if x+1 == len(group) || s.owner[group[x+1].Node] != d {
-				s.rdest = append(s.rdest, splitDest{task: d, end: int32(len(s.rsucc))})
+				s.rdest = append(s.rdest, d)
+				s.tasks[d].sp.own[u] = edgeRange{start, int32(len(s.edges))}
 				count[int(o)*k+int(d)]++
 			}
 		}
-		s.lOff[u+1], s.rOff[u+1], s.dOff[u+1] = int32(len(s.lsucc)), int32(len(s.rsucc)), int32(len(s.rdest))
+		s.dOff[u+1] = int32(len(s.rdest))
 	}
 	for from := range k {
 		for to := range k {
@@ -421,18 +430,8 @@ func (t *task) succs(i int32) []dag.Edge {
 }
 
 func (sp *splitTask) succs(i int32) []dag.Edge {
-	s := sp.set
-	if s.owner[i] == sp.me {
-		return s.lsucc[s.lOff[i]:s.lOff[i+1]]
-	}
-	start := s.rOff[i]
-	for _, d := range s.rdest[s.dOff[i]:s.dOff[i+1]] {
-		if d.task == sp.me {
-			return s.rsucc[start:d.end]
-		}
-		start = d.end
-	}
-	return nil
+	r := sp.own[i]
+	return sp.set.edges[r.start:r.end]
 }
 
 // final queues node i, now final, to the tasks owning its successors.
@@ -441,13 +440,13 @@ func (sp *splitTask) final(i int32) {
 	n := &sp.t.st.node[i]
 	m := splitMsg{node: i, cause: n.cause, status: n.status}
 	for _, d := range s.rdest[s.dOff[i]:s.dOff[i+1]] {
-		q := sp.out[d.task]
-		lt := sp.ltail[d.task]
-		if lt == sp.pub[d.task] { // nothing unpublished yet
-			sp.dirty = append(sp.dirty, d.task)
+		q := sp.out[d]
+		lt := sp.ltail[d]
+		if lt == sp.pub[d] { // nothing unpublished yet
+			sp.dirty = append(sp.dirty, d)
 		}
 		q.buf[lt%uint32(len(q.buf))] = m
-		sp.ltail[d.task] = lt + 1
+		sp.ltail[d] = lt + 1
 	}
 }
 
