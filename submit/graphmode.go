@@ -14,8 +14,8 @@ import (
 // only predecessor, with no result binding between them, where the
 // kernel's link rule gives the graph's semantics) goes down as one
 // kernel link chain, so it costs what link mode pays for it, unless its
-// head completes while it is submitted and it goes down with at least
-// linkWidth others (see dispatch).
+// head completes while it is submitted and the task has at least
+// linkWidth nodes ready, the head included (see linkWidth).
 type graphMode struct {
 	t     *task
 	roots []int32 // the task's nodes without predecessors
@@ -50,15 +50,20 @@ func (g *graphMode) prep(w *worker.Worker) {
 	}
 }
 
-// linkWidth is how many ready nodes make a batch wide enough that a
-// linear run whose head does not wait (see planNode.waits) goes down one
-// node per enter rather than as a kernel link. A link is worth its cost
-// where it saves a trip to userspace: after a request that waits, or in
-// a narrow batch, where an enter would carry one or two nodes. A request
-// that completes while it is submitted, such as a NOP, a cached read or
-// an open, gains nothing from it in a wide batch: the kernel starts each
-// linked request from its task work after the one before completes,
-// which costs it more than one more enter shared by the whole batch.
+// linkWidth is how many nodes ready in a task when it dispatches (the
+// head included) make a batch wide enough that a linear run whose head
+// does not wait (see planNode.waits) goes down one node per enter rather
+// than as a kernel link. A link is worth its cost where it saves a trip
+// to user space: after a request that waits, or in a narrow batch, where
+// an enter would carry one or two nodes. A request that completes while
+// it is submitted, such as a NOP, a cached read or an open, gains nothing
+// from it in a wide batch: the kernel starts each linked request from its
+// task work after the one before completes, which costs it more than one
+// more enter shared by the whole batch. The count is the task's alone:
+// other runs' nodes that share the worker's enter do not lower it. A
+// buffered read counts as one that does not wait: from a cold file or a
+// pipe it loses the link in a wide batch, a round trip against a wait
+// much longer.
 // Measured with NOPs, `iodag run --repeat 50000`, three alternated runs,
 // linked against not: chains 1x16 5.9M against 3.1M nodes/s, 2x16 7.3M
 // against 5.1M, 4x16 7.9M against 7.2M, 8x16 8.1-8.6M against 9.2-9.3M,

@@ -86,10 +86,10 @@ type planNode struct {
 	// and no parent directory to open.
 	follows bool
 	onFail  bool // the node has on_failure edges: it runs only after a failure
-	// waits: the op waits for a device or a clock (an O_DIRECT
-	// transfer, fsync, a timeout), so a kernel link after it starts its
-	// successor without a trip to userspace however many nodes go down
-	// with it (see graphMode.dispatch).
+	// waits: the op waits for a device or a clock (an O_DIRECT read,
+	// an fsync, a timeout), so a kernel link after it starts its
+	// successor without a trip to user space however many nodes go down
+	// with it (see graphMode.dispatch; no link follows a write).
 	waits bool
 	// plain: its completion has nothing to settle (no buffer, slot,
 	// directory or hook), so complete skips settle and conclude's hook:
@@ -233,7 +233,7 @@ func newPlan(g *dag.Graph) *plan {
 		switch p.hot[i].op {
 		case dag.OpTimeout, dag.OpFsync:
 			p.hot[i].waits = true
-		case dag.OpRead, dag.OpWrite:
+		case dag.OpRead:
 			p.hot[i].waits = p.direct[i]
 		}
 	}

@@ -5,7 +5,8 @@
 //     predecessor completes, into the same io_uring_enter that waits for
 //     the next completions; a linear run goes down as a kernel link
 //     chain where that saves a trip to user space (after an O_DIRECT
-//     transfer, an fsync or a timeout, or in a batch of fewer than 8).
+//     read, an fsync or a timeout, or when fewer than 8 nodes of the
+//     run are ready).
 //   - Link: what plain io_uring offers; each weakly connected component is
 //     one IOSQE_IO_LINK chain in topological order.
 //   - Waves: level by level; submit a level, wait for all of it.

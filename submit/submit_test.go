@@ -401,23 +401,25 @@ func TestWaitIsExact(t *testing.T) {
 }
 
 // TestLinkWidth checks when graph mode sends a linear run down as a
-// kernel link: always after a request that waits (a timeout here), and
-// after one that completes as it is submitted (a NOP) only in a batch of
-// fewer than linkWidth. A linked run is in flight all at once; an
-// unlinked one a node per chain at a time.
+// kernel link: always after a request that waits (an O_DIRECT read, an
+// fsync, a timeout), and after one that completes as it is submitted (a
+// NOP) only in a batch of fewer than linkWidth. A linked run is in
+// flight all at once; an unlinked one a node per chain at a time.
 func TestLinkWidth(t *testing.T) {
-	chains := func(k, l int, timeout bool) *dag.Graph {
+	root := t.TempDir()
+	direct, err := scratch.DirectIO(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// chains builds k chains of l nodes that op makes.
+	chains := func(k, l int, op func(b *dag.Builder, id string, n int) dag.Task) *dag.Graph {
 		b := dag.NewBuilder(fmt.Sprintf("chains%dx%d", k, l))
+		b.AddFile(dag.FileSpec{Name: "data", Size: int64(k * l * 4096), Direct: true})
+		b.AddFile(dag.FileSpec{Name: "buffered", Size: 4096})
 		for c := range k {
 			var prev dag.Task
 			for j := range l {
-				id := fmt.Sprintf("c%d_%d", c, j)
-				var x dag.Task
-				if timeout {
-					x = b.Timeout(id, time.Millisecond)
-				} else {
-					x = b.Nop(id)
-				}
+				x := op(b, fmt.Sprintf("c%d_%d", c, j), c*l+j)
 				if j > 0 {
 					x.After(prev)
 				}
@@ -426,19 +428,34 @@ func TestLinkWidth(t *testing.T) {
 		}
 		return mustBuild(t, b)
 	}
+	nop := func(b *dag.Builder, id string, _ int) dag.Task { return b.Nop(id) }
+	timeout := func(b *dag.Builder, id string, _ int) dag.Task { return b.Timeout(id, time.Millisecond) }
+	read := func(b *dag.Builder, id string, n int) dag.Task {
+		return b.Read(id, dag.File("data"), int64(n)*4096, 4096)
+	}
+	fsync := func(b *dag.Builder, id string, _ int) dag.Task { return b.Fsync(id, dag.File("buffered")) }
 	tests := []struct {
-		name string
-		g    *dag.Graph
-		want int // peak in flight
+		name   string
+		g      *dag.Graph
+		want   int  // peak in flight
+		direct bool // needs O_DIRECT in root
 	}{
-		{"narrow NOP chains are linked", chains(linkWidth-1, 8, false), (linkWidth - 1) * 8},
-		{"wide NOP chains go a level at a time", chains(linkWidth, 8, false), linkWidth},
-		{"wide timeout chains are linked", chains(linkWidth, 3, true), linkWidth * 3},
+		{name: "narrow NOP chains are linked", g: chains(linkWidth-1, 8, nop), want: (linkWidth - 1) * 8},
+		{name: "wide NOP chains go a level at a time", g: chains(linkWidth, 8, nop), want: linkWidth},
+		{name: "wide timeout chains are linked", g: chains(linkWidth, 3, timeout), want: linkWidth * 3},
+		{name: "wide fsync chains are linked", g: chains(linkWidth, 3, fsync), want: linkWidth * 3},
+		{name: "wide O_DIRECT read chains are linked", g: chains(linkWidth, 3, read), want: linkWidth * 3, direct: true},
 	}
 	pool := newPool(t, workers.Config{Workers: 1, Entries: 256})
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			rep, err := Run(context.Background(), pool, tc.g, Graph, Options{})
+			if tc.direct && !direct {
+				t.Skipf("%s does not take O_DIRECT", root)
+			}
+			if err := scratch.Create(root, tc.g); err != nil {
+				t.Fatal(err)
+			}
+			rep, err := Run(context.Background(), pool, tc.g, Graph, Options{Root: root})
 			if err != nil {
 				t.Fatal(err)
 			}
