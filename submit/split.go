@@ -47,10 +47,11 @@ import (
 // writes (measured: copying the outcome from there held layered 64x64 on
 // 2 workers at 11.1M nodes/s; with the message, 12.7-12.9M). Results a
 // descendant reads further down (Inputs.Result and the report read the
-// owner's state) are ordered the same way, edge by edge. A task that
-// waits for other workers' nodes polls its queues for a while
-// (splitSpin) before it submits a small batch or sleeps; while it polls,
-// its thread keeps its P.
+// owner's state) are ordered the same way, edge by edge. A task with
+// less than its share of a level ready, that has heard nothing from the
+// other workers since its last enter, polls its queues for their next
+// batch, for a while (splitSpin), before it submits what it has or
+// sleeps; while it polls, its thread keeps its P.
 //
 // Iterations (Options.Repeat) meet at a barrier: every task waits until
 // all have ended the iteration, so that messages of one iteration are all
@@ -153,11 +154,12 @@ type splitTask struct {
 	received int
 	arrived  bool // at the barrier of this iteration
 	passed   bool
-	// batch is how many ready nodes are worth an enter while other
-	// workers still owe this one nodes: half its average share of a
-	// level of the split components (16 for layered 64x64 on 2
-	// workers), at most 32.
+	// batch is how many ready nodes are worth an enter without waiting
+	// for other workers' next batch of nodes: its average share of a
+	// level of the split components (32 for layered 64x64 on 2
+	// workers), at most 64.
 	batch int
+	heard bool // other workers sent nodes since this task's last enter
 }
 
 // cacheLine is the size of a cache line on the machines we know of
@@ -510,15 +512,18 @@ func (sp *splitTask) prep(w *worker.Worker) {
 		return
 	}
 	sp.flush()
-	sp.drain(w)
-	// While nothing of its own is in flight and few nodes are ready, and
-	// other workers still owe it nodes, poll for more before submitting:
-	// an enter per level's worth, not per message batch; with nothing
+	if sp.drain(w) {
+		sp.heard = true
+	}
+	// While nothing of its own is in flight, fewer than its share of a
+	// level is ready and no other worker has sent it nodes since its last
+	// enter, poll for their next batch: the nodes that wait for it would
+	// otherwise take an enter of their own a moment later. With nothing
 	// ready, poll a little before the worker sleeps.
-	if t.inflight == 0 && t.goRunning == 0 && sp.received < sp.expected && len(t.ready)-g.rhead < sp.batch {
+	if t.inflight == 0 && t.goRunning == 0 && sp.received < sp.expected && !sp.heard && len(t.ready)-g.rhead < sp.batch {
 		start := time.Now()
 		for i := 1; ; i++ {
-			if sp.drain(w) && len(t.ready)-g.rhead >= sp.batch || sp.received == sp.expected {
+			if sp.drain(w) || sp.received == sp.expected {
 				break
 			}
 			if i > splitPoll {
@@ -530,6 +535,7 @@ func (sp *splitTask) prep(w *worker.Worker) {
 		}
 	}
 	g.prep(w)
+	sp.heard = false
 	sp.flush()
 	if !sp.localDone() || t.iter+1 >= t.repeat {
 		return
@@ -605,6 +611,6 @@ func (s *splitSet) batches(comps [][]int32, split []bool) {
 		}
 	}
 	for j, t := range s.tasks {
-		t.sp.batch = min(max(share[j]/depth/2, 1), 32)
+		t.sp.batch = min(max(share[j]/depth, 1), 64)
 	}
 }
