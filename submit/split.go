@@ -520,7 +520,8 @@ func (sp *splitTask) prep(w *worker.Worker) {
 	// enter, poll for their next batch: the nodes that wait for it would
 	// otherwise take an enter of their own a moment later. With nothing
 	// ready, poll a little before the worker sleeps.
-	if t.inflight == 0 && t.goRunning == 0 && sp.received < sp.expected && !sp.heard && len(t.ready)-g.rhead < sp.batch {
+	ready := len(t.ready) - g.rhead
+	if t.inflight == 0 && t.goRunning == 0 && sp.received < sp.expected && (!sp.heard || ready == 0) && ready < sp.batch {
 		start := time.Now()
 		for i := 1; ; i++ {
 			if sp.drain(w) || sp.received == sp.expected {
