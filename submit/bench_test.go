@@ -147,6 +147,10 @@ func BenchmarkLargeRun(b *testing.B) {
 	}
 }
 
+func BenchmarkDiamondNOP(b *testing.B) {
+	benchModes(b, graphOf(dag.Diamond(dag.GenOptions{})), workers.Config{Workers: 1})
+}
+
 func BenchmarkLayered16x8(b *testing.B) {
 	benchModes(b, graphOf(dag.Layered(16, 8, dag.GenOptions{})), workers.Config{Workers: 1})
 }

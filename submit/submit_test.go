@@ -470,6 +470,77 @@ func TestLinkWidth(t *testing.T) {
 	}
 }
 
+// TestLateLink runs diamonds a -> {b, c} -> d of NOPs in graph mode, with
+// one node (or none) a read that comes up short: a goes down linked to b,
+// and c, released by a, linked to d, which waits for c alone by then; so
+// a run takes two enters, not three, and a failure anywhere ends every
+// node as the edges say, whichever links the kernel broke.
+func TestLateLink(t *testing.T) {
+	const ok, failed, canceled = StatusOK, StatusFailed, StatusCanceled
+	type want struct {
+		Status Status
+		Cause  string
+	}
+	diamond := func(fault string, finally bool) *dag.Graph {
+		b := dag.NewBuilder("diamond")
+		b.AddFile(dag.FileSpec{Name: "small", Size: 100})
+		node := func(id string) dag.Task {
+			if id == fault {
+				return b.Read(id, dag.File("small"), 0, 512)
+			}
+			return b.Nop(id)
+		}
+		a := node("a")
+		x, y := node("b").After(a), node("c").After(a)
+		d := node("d").After(x)
+		if finally {
+			d.Finally(y)
+		} else {
+			d.After(y)
+		}
+		return mustBuild(t, b)
+	}
+	tests := []struct {
+		name    string
+		fault   string
+		finally bool // d's edge from c is a finally-edge
+		want    map[string]want
+	}{
+		{name: "all ok", want: map[string]want{"a": {ok, ""}, "b": {ok, ""}, "c": {ok, ""}, "d": {ok, ""}}},
+		{name: "a fails", fault: "a", want: map[string]want{"a": {failed, ""}, "b": {canceled, "a"}, "c": {canceled, "a"}, "d": {canceled, "a"}}},
+		{name: "b fails", fault: "b", want: map[string]want{"a": {ok, ""}, "b": {failed, ""}, "c": {ok, ""}, "d": {canceled, "b"}}},
+		{name: "c fails", fault: "c", want: map[string]want{"a": {ok, ""}, "b": {ok, ""}, "c": {failed, ""}, "d": {canceled, "c"}}},
+		{name: "c fails before a finally-edge", fault: "c", finally: true, want: map[string]want{"a": {ok, ""}, "b": {ok, ""}, "c": {failed, ""}, "d": {ok, ""}}},
+		{name: "d fails", fault: "d", want: map[string]want{"a": {ok, ""}, "b": {ok, ""}, "c": {ok, ""}, "d": {failed, ""}}},
+	}
+	pool := newPool(t, workers.Config{Workers: 1})
+	const repeat = 10
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			g := diamond(tc.fault, tc.finally)
+			root := t.TempDir()
+			if err := scratch.Create(root, g); err != nil {
+				t.Fatal(err)
+			}
+			rep, err := Run(context.Background(), pool, g, Graph, Options{Root: root, Repeat: repeat})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkFinal(t, g, rep)
+			got := map[string]want{}
+			for _, n := range rep.Nodes {
+				got[n.ID] = want{n.Status, n.Cause}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("outcomes (-want +got):\n%s", diff)
+			}
+			if tc.fault == "" && rep.Enters != 2*repeat {
+				t.Errorf("Enters = %d for %d runs, want %d", rep.Enters, repeat, 2*repeat)
+			}
+		})
+	}
+}
+
 // TestMillionNodes runs 1,000,000 NOPs on a 64-entry ring in every mode.
 func TestMillionNodes(t *testing.T) {
 	if testing.Short() {
