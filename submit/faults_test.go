@@ -388,6 +388,28 @@ func TestFaults(t *testing.T) {
 	}
 }
 
+// TestFaultsSmall is the fault matrix over 200 graphs of 5 to 64 nodes:
+// their batches are narrow, where graph mode kernel-links the most
+// (linear runs, and late links at fans and joins: about 350 of those
+// here).
+func TestFaultsSmall(t *testing.T) {
+	pools := []*workers.Pool{
+		newPool(t, workers.Config{Workers: 2, Entries: 16}),
+		newPool(t, workers.Config{Workers: 1, Entries: 64}),
+		newPool(t, workers.Config{Workers: 2, Entries: 256, InFlight: 32}),
+	}
+	for seed := uint64(100); seed < 300; seed++ {
+		n, pct := 5+int(seed%60), 5+int(seed%40)
+		fg, err := genFaults(seed, n, pct)
+		if err != nil {
+			t.Fatalf("genFaults(%d, %d, %d): %v", seed, n, pct, err)
+		}
+		t.Run(fmt.Sprintf("seed%d_%s_%dpct", seed, fg.shape, pct), func(t *testing.T) {
+			checkFaults(t, pools[seed%uint64(len(pools))], fg)
+		})
+	}
+}
+
 // TestLinkHang runs the fault graph of seed 8 (chains(21,6), 168 nodes) in
 // link mode 200 times. It used to hang within about ten runs: link mode's
 // scan over its components, removing finished ones as it went, could stop

@@ -172,8 +172,9 @@ func (g *graphMode) dispatchChain(w *worker.Worker, u int32) {
 }
 
 // lateNext returns a successor of u that waits for u alone by now (its
-// other predecessors have settled so that their edges hold) and may
-// follow it in a kernel link, with the link's SQE flag; or -1. Linked,
+// other predecessors have settled so that their edges hold), does not
+// wait for a device or a clock (see plan.lateLink) and may follow u in a
+// kernel link, with the link's SQE flag; or -1. Linked,
 // it runs on u's completion without a trip to user space: a diamond
 // 1 -> {2, 3} -> 4 of NOPs goes down in two enters, [1 -> 2] and
 // [3 -> 4], not three. The kernel cancels it if u fails, as release
@@ -182,7 +183,7 @@ func (g *graphMode) lateNext(u int32) (int32, uint8) {
 	t := g.t
 	for _, e := range t.succs(u) {
 		n := &t.st.node[e.Node]
-		if n.status != stPending || n.pending != 1 || n.skip || e.Kind == dag.OnFailure {
+		if n.status != stPending || n.pending != 1 || n.skip || t.p.hot[e.Node].waits {
 			continue
 		}
 		if link := t.p.kernelLink(u, e.Node); link != 0 {

@@ -91,9 +91,16 @@ type planNode struct {
 	// successor without a trip to user space however many nodes go down
 	// with it (see graphMode.dispatch; no link follows a write).
 	waits bool
-	// lateLink: the node has successors, fewer than linkWidth, but no
-	// chainNext, and may head a kernel link to one that waits for it
-	// alone by the time it goes down (graphMode.lateNext looks for one).
+	// lateLink: the node does not wait, has successors, fewer than
+	// linkWidth, but no chainNext, and may head a kernel link to one
+	// that does not wait either and waits for it alone by the time it
+	// goes down (graphMode.lateNext looks for one). Where either waits,
+	// the link starts one successor early while its siblings wait for
+	// the trip to user space all the same, their completions come apart,
+	// and the wait bound (which stays at the lowest count it saw while
+	// anything is in flight) takes an enter for each: a diamond of
+	// O_DIRECT reads, NOP -> {read, read} -> NOP, took 4.1-4.4 enters a
+	// run against 3.1-3.2, at 0.65-0.71x the nodes/s.
 	// Where it has more, they go down together in the enter after its
 	// completion, and one linked among them saves nothing (measured,
 	// `-bench Fanout100 -benchtime 20000x`, three alternated runs, the
@@ -256,7 +263,7 @@ func newPlan(g *dag.Graph) *plan {
 				p.hot[i].chainNext, p.hot[i].chainLink = v, link
 			}
 		}
-		p.hot[i].lateLink = len(s) > 0 && len(s) < linkWidth && p.hot[i].chainNext < 0 && p.linksFrom(i)
+		p.hot[i].lateLink = len(s) > 0 && len(s) < linkWidth && p.hot[i].chainNext < 0 && !p.hot[i].waits && p.linksFrom(i)
 	}
 	for _, seq := range g.Components() {
 		for j := 1; j < len(seq); j++ {

@@ -474,9 +474,10 @@ func TestLinkWidth(t *testing.T) {
 // one node (or none) a read that comes up short: a goes down linked to b,
 // and c, released by a, linked to d, which waits for c alone by then; so
 // a run takes two enters, not three, and a failure anywhere ends every
-// node as the edges say, whichever links the kernel broke.
+// node as the edges say, whichever links the kernel broke. A node to be
+// skipped is never linked: it would run.
 func TestLateLink(t *testing.T) {
-	const ok, failed, canceled = StatusOK, StatusFailed, StatusCanceled
+	const ok, failed, canceled, skipped = StatusOK, StatusFailed, StatusCanceled, StatusSkipped
 	type want struct {
 		Status Status
 		Cause  string
@@ -500,33 +501,43 @@ func TestLateLink(t *testing.T) {
 		}
 		return mustBuild(t, b)
 	}
+	// {r, q} -> u, r -> k -> v, u -> v, k on r's failure only: r succeeds,
+	// so k is skipped and v with it, though v waits for u alone when u,
+	// released by r and q, goes down.
+	skipping := func() *dag.Graph {
+		b := dag.NewBuilder("skipping")
+		r, q := b.Nop("r"), b.Nop("q")
+		k, u := b.Nop("k").OnFailure(r), b.Nop("u").After(r, q)
+		b.Nop("v").After(k, u)
+		return mustBuild(t, b)
+	}
 	tests := []struct {
-		name    string
-		fault   string
-		finally bool // d's edge from c is a finally-edge
-		want    map[string]want
+		name   string
+		g      *dag.Graph
+		enters int // a run, if every node succeeds (0: not checked)
+		want   map[string]want
 	}{
-		{name: "all ok", want: map[string]want{"a": {ok, ""}, "b": {ok, ""}, "c": {ok, ""}, "d": {ok, ""}}},
-		{name: "a fails", fault: "a", want: map[string]want{"a": {failed, ""}, "b": {canceled, "a"}, "c": {canceled, "a"}, "d": {canceled, "a"}}},
-		{name: "b fails", fault: "b", want: map[string]want{"a": {ok, ""}, "b": {failed, ""}, "c": {ok, ""}, "d": {canceled, "b"}}},
-		{name: "c fails", fault: "c", want: map[string]want{"a": {ok, ""}, "b": {ok, ""}, "c": {failed, ""}, "d": {canceled, "c"}}},
-		{name: "c fails before a finally-edge", fault: "c", finally: true, want: map[string]want{"a": {ok, ""}, "b": {ok, ""}, "c": {failed, ""}, "d": {ok, ""}}},
-		{name: "d fails", fault: "d", want: map[string]want{"a": {ok, ""}, "b": {ok, ""}, "c": {ok, ""}, "d": {failed, ""}}},
+		{name: "all ok", g: diamond("", false), enters: 2, want: map[string]want{"a": {ok, ""}, "b": {ok, ""}, "c": {ok, ""}, "d": {ok, ""}}},
+		{name: "a fails", g: diamond("a", false), want: map[string]want{"a": {failed, ""}, "b": {canceled, "a"}, "c": {canceled, "a"}, "d": {canceled, "a"}}},
+		{name: "b fails", g: diamond("b", false), want: map[string]want{"a": {ok, ""}, "b": {failed, ""}, "c": {ok, ""}, "d": {canceled, "b"}}},
+		{name: "c fails", g: diamond("c", false), want: map[string]want{"a": {ok, ""}, "b": {ok, ""}, "c": {failed, ""}, "d": {canceled, "c"}}},
+		{name: "c fails before a finally-edge", g: diamond("c", true), want: map[string]want{"a": {ok, ""}, "b": {ok, ""}, "c": {failed, ""}, "d": {ok, ""}}},
+		{name: "d fails", g: diamond("d", false), want: map[string]want{"a": {ok, ""}, "b": {ok, ""}, "c": {ok, ""}, "d": {failed, ""}}},
+		{name: "a skipped successor", g: skipping(), want: map[string]want{"r": {ok, ""}, "q": {ok, ""}, "k": {skipped, ""}, "u": {ok, ""}, "v": {skipped, ""}}},
 	}
 	pool := newPool(t, workers.Config{Workers: 1})
 	const repeat = 10
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			g := diamond(tc.fault, tc.finally)
 			root := t.TempDir()
-			if err := scratch.Create(root, g); err != nil {
+			if err := scratch.Create(root, tc.g); err != nil {
 				t.Fatal(err)
 			}
-			rep, err := Run(context.Background(), pool, g, Graph, Options{Root: root, Repeat: repeat})
+			rep, err := Run(context.Background(), pool, tc.g, Graph, Options{Root: root, Repeat: repeat})
 			if err != nil {
 				t.Fatal(err)
 			}
-			checkFinal(t, g, rep)
+			checkFinal(t, tc.g, rep)
 			got := map[string]want{}
 			for _, n := range rep.Nodes {
 				got[n.ID] = want{n.Status, n.Cause}
@@ -534,8 +545,8 @@ func TestLateLink(t *testing.T) {
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("outcomes (-want +got):\n%s", diff)
 			}
-			if tc.fault == "" && rep.Enters != 2*repeat {
-				t.Errorf("Enters = %d for %d runs, want %d", rep.Enters, repeat, 2*repeat)
+			if tc.enters > 0 && rep.Enters != uint64(tc.enters*repeat) {
+				t.Errorf("Enters = %d for %d runs, want %d", rep.Enters, repeat, tc.enters*repeat)
 			}
 		})
 	}
