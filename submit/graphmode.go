@@ -15,10 +15,10 @@ import (
 // kernel's link rule gives the graph's semantics) goes down as one
 // kernel link chain, so it costs what link mode pays for it, unless its
 // head completes while it is submitted and the task has at least
-// linkWidth nodes ready, the head included (see linkWidth). Under the
-// same rule a node of fewer than linkWidth successors that heads no
+// linkWidth nodes ready, the head included (see linkWidth). In a batch
+// that narrow, a node of fewer than linkWidth successors that heads no
 // linear run links to one of them that waits for it alone by the time
-// it goes down (see lateNext).
+// it goes down, if neither waits (see lateNext).
 type graphMode struct {
 	t     *task
 	roots []int32 // the task's nodes without predecessors
@@ -174,11 +174,11 @@ func (g *graphMode) dispatchChain(w *worker.Worker, u int32) {
 // lateNext returns a successor of u that waits for u alone by now (its
 // other predecessors have settled so that their edges hold), does not
 // wait for a device or a clock (see plan.lateLink) and may follow u in a
-// kernel link, with the link's SQE flag; or -1. Linked,
-// it runs on u's completion without a trip to user space: a diamond
-// 1 -> {2, 3} -> 4 of NOPs goes down in two enters, [1 -> 2] and
-// [3 -> 4], not three. The kernel cancels it if u fails, as release
-// would; u's other successors are released as ever.
+// kernel link, with the link's SQE flag; or -1. Linked, it runs on u's
+// completion without a trip to user space: a diamond 1 -> {2, 3} -> 4 of
+// NOPs goes down in two enters, [1 -> 2] and [3 -> 4], not three. The
+// kernel cancels it if u fails, as release would; u's other successors
+// are released as ever.
 func (g *graphMode) lateNext(u int32) (int32, uint8) {
 	t := g.t
 	for _, e := range t.succs(u) {

@@ -91,22 +91,22 @@ type planNode struct {
 	// successor without a trip to user space however many nodes go down
 	// with it (see graphMode.dispatch; no link follows a write).
 	waits bool
-	// lateLink: the node does not wait, has successors, fewer than
-	// linkWidth, but no chainNext, and may head a kernel link to one
+	// lateLink: the node does not wait, heads no linear run and has
+	// successors, fewer than linkWidth: it may head a kernel link to one
 	// that does not wait either and waits for it alone by the time it
-	// goes down (graphMode.lateNext looks for one). Where either waits,
-	// the link starts one successor early while its siblings wait for
-	// the trip to user space all the same, their completions come apart,
-	// and the wait bound (which stays at the lowest count it saw while
-	// anything is in flight) takes an enter for each: a diamond of
-	// O_DIRECT reads, NOP -> {read, read} -> NOP, took 4.1-4.4 enters a
-	// run against 3.1-3.2, at 0.65-0.71x the nodes/s.
-	// Where it has more, they go down together in the enter after its
-	// completion, and one linked among them saves nothing (measured,
-	// `-bench Fanout100 -benchtime 20000x`, three alternated runs, the
-	// root of fanout 100 linked to one against not: NOPs 10.6-11.9M
-	// nodes/s against 11.3-11.8M, O_DIRECT reads 88.9-92.4k against
-	// 92.1-98.4k).
+	// goes down (graphMode.lateNext looks for one). A node with more
+	// sends them down together in the enter after its completion, where
+	// one linked among them saves nothing (measured, `-bench Fanout100
+	// -benchtime 20000x`, three alternated runs, the root of fanout 100
+	// linked to one against not: NOPs 10.6-11.9M nodes/s against
+	// 11.3-11.8M, O_DIRECT reads 88.9-92.4k against 92.1-98.4k). Where
+	// either waits, the link starts one successor early while its
+	// siblings wait for the trip to user space all the same, their
+	// completions come apart, and the wait bound (which stays at the
+	// lowest count it saw while anything is in flight) takes an enter
+	// for each: a diamond of O_DIRECT reads, NOP -> {read, read} -> NOP,
+	// took 4.1-4.4 enters a run against 3.1-3.2, at 0.65-0.71x the
+	// nodes/s.
 	lateLink bool
 	// plain: its completion has nothing to settle (no buffer, slot,
 	// directory or hook), so complete skips settle and conclude's hook:
