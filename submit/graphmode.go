@@ -177,8 +177,10 @@ func (g *graphMode) dispatchChain(w *worker.Worker, u int32) {
 // kernel link, with the link's SQE flag; or -1. Linked, it runs on u's
 // completion without a trip to user space: a diamond 1 -> {2, 3} -> 4 of
 // NOPs goes down in two enters, [1 -> 2] and [3 -> 4], not three. The
-// kernel cancels it if u fails, as release would; u's other successors
-// are released as ever.
+// link means what the edge means, as in a linear run: over an
+// after-edge the kernel cancels it if u fails, over a finally-edge
+// (IOSQE_IO_HARDLINK) it runs all the same; u's other successors are
+// released as ever.
 func (g *graphMode) lateNext(u int32) (int32, uint8) {
 	t := g.t
 	for _, e := range t.succs(u) {

@@ -86,10 +86,11 @@ type planNode struct {
 	// and no parent directory to open.
 	follows bool
 	onFail  bool // the node has on_failure edges: it runs only after a failure
-	// waits: the op waits for a device or a clock (an O_DIRECT read,
-	// an fsync, a timeout), so a kernel link after it starts its
+	// waits: the op waits for a device or a clock (an O_DIRECT read or
+	// write, an fsync, a timeout), so a kernel link after it starts its
 	// successor without a trip to user space however many nodes go down
-	// with it (see graphMode.dispatch; no link follows a write).
+	// with it (see graphMode.dispatch; no link follows a write, but one
+	// may lead to it: see lateLink).
 	waits bool
 	// lateLink: the node does not wait, heads no linear run and has
 	// successors, fewer than linkWidth: it may head a kernel link to one
@@ -250,7 +251,7 @@ func newPlan(g *dag.Graph) *plan {
 		switch p.hot[i].op {
 		case dag.OpTimeout, dag.OpFsync:
 			p.hot[i].waits = true
-		case dag.OpRead:
+		case dag.OpRead, dag.OpWrite:
 			p.hot[i].waits = p.direct[i]
 		}
 	}
