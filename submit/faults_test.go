@@ -389,9 +389,8 @@ func TestFaults(t *testing.T) {
 }
 
 // TestFaultsSmall is the fault matrix over 200 graphs of 5 to 64 nodes:
-// their batches are narrow, where graph mode kernel-links the most
-// (linear runs, and late links at fans and joins: about 350 of those
-// here).
+// their batches are narrow, where graph mode kernel-links every linear
+// run.
 func TestFaultsSmall(t *testing.T) {
 	pools := []*workers.Pool{
 		newPool(t, workers.Config{Workers: 2, Entries: 16}),

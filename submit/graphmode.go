@@ -15,10 +15,7 @@ import (
 // kernel's link rule gives the graph's semantics) goes down as one
 // kernel link chain, so it costs what link mode pays for it, unless its
 // head completes while it is submitted and the task has at least
-// linkWidth nodes ready, the head included (see linkWidth). In a batch
-// that narrow, a node of fewer than linkWidth successors that heads no
-// linear run links to one of them that waits for it alone by the time
-// it goes down, if neither waits (see lateNext).
+// linkWidth nodes ready, the head included (see linkWidth).
 type graphMode struct {
 	t     *task
 	roots []int32 // the task's nodes without predecessors
@@ -103,7 +100,7 @@ func (g *graphMode) dispatch(w *worker.Worker) {
 				t.spawn(w, u)
 				continue
 			}
-			if h := &p.hot[u]; h.chainNext < 0 && !h.lateLink || wide && !h.waits {
+			if h := &p.hot[u]; h.chainNext < 0 || wide && !h.waits {
 				t.prep(w, u, 0)
 				room--
 				continue
@@ -131,33 +128,26 @@ func (g *graphMode) dispatch(w *worker.Worker) {
 }
 
 // dispatchChain preps u, whose resources are taken, and, while room
-// allows, the linear run after it, each linked to the one before; if u
-// heads no linear run, the run may start at a successor that waits for
-// u alone (see lateNext).
+// allows, the linear run after it, each linked to the one before.
 func (g *graphMode) dispatchChain(w *worker.Worker, u int32) {
 	t, p, st := g.t, g.t.p, g.t.st
 	head, n := u, int32(1)
-	v, link := p.hot[u].chainNext, p.hot[u].chainLink
-	if v < 0 {
-		v, link = g.lateNext(u)
-	}
 	for {
+		v := p.hot[u].chainNext
 		if v < 0 || w.Room() < 2 || !t.canFollow(v) || t.take(w, v) != taken {
 			t.prep(w, u, 0)
 			break
 		}
-		t.prep(w, u, link)
+		t.prep(w, u, p.hot[u].chainLink)
 		st.node[v].linkedFrom = u
 		u = v
 		n++
-		v, link = p.hot[u].chainNext, p.hot[u].chainLink
 	}
 	if n == 1 {
 		return
 	}
-	// Apart from the head's (in task.ready, so exact notes them), only
-	// the last node has successors outside the chain; if one waits, it
-	// waits for the whole chain's completions.
+	// Only the last node has successors outside the chain; if one
+	// waits, it waits for the whole chain's completions.
 	for _, e := range t.succs(u) {
 		if st.node[e.Node].status == stPending {
 			c := g.newChain(n)
@@ -169,30 +159,6 @@ func (g *graphMode) dispatchChain(w *worker.Worker, u int32) {
 			}
 		}
 	}
-}
-
-// lateNext returns a successor of u that waits for u alone by now (its
-// other predecessors have settled so that their edges hold), does not
-// wait for a device or a clock (see plan.lateLink) and may follow u in a
-// kernel link, with the link's SQE flag; or -1. Linked, it runs on u's
-// completion without a trip to user space: a diamond 1 -> {2, 3} -> 4 of
-// NOPs goes down in two enters, [1 -> 2] and [3 -> 4], not three. The
-// link means what the edge means, as in a linear run: over an
-// after-edge the kernel cancels it if u fails, over a finally-edge
-// (IOSQE_IO_HARDLINK) it runs all the same; u's other successors are
-// released as ever.
-func (g *graphMode) lateNext(u int32) (int32, uint8) {
-	t := g.t
-	for _, e := range t.succs(u) {
-		n := &t.st.node[e.Node]
-		if n.status != stPending || n.pending != 1 || n.skip || t.p.hot[e.Node].waits {
-			continue
-		}
-		if link := t.p.kernelLink(u, e.Node); link != 0 {
-			return e.Node, link
-		}
-	}
-	return -1, 0
 }
 
 func (g *graphMode) newChain(n int32) int32 {

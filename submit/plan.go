@@ -86,29 +86,11 @@ type planNode struct {
 	// and no parent directory to open.
 	follows bool
 	onFail  bool // the node has on_failure edges: it runs only after a failure
-	// waits: the op waits for a device or a clock (an O_DIRECT read or
-	// write, an fsync, a timeout), so a kernel link after it starts its
+	// waits: the op waits for a device or a clock (an O_DIRECT read,
+	// an fsync, a timeout), so a kernel link after it starts its
 	// successor without a trip to user space however many nodes go down
-	// with it (see graphMode.dispatch; no link follows a write, but one
-	// may lead to it: see lateLink).
+	// with it (see graphMode.dispatch; no link follows a write).
 	waits bool
-	// lateLink: the node does not wait, heads no linear run and has
-	// successors, fewer than linkWidth: it may head a kernel link to one
-	// that does not wait either and waits for it alone by the time it
-	// goes down (graphMode.lateNext looks for one). A node with more
-	// sends them down together in the enter after its completion, where
-	// one linked among them saves nothing (measured, `-bench Fanout100
-	// -benchtime 20000x`, three alternated runs, the root of fanout 100
-	// linked to one against not: NOPs 10.6-11.9M nodes/s against
-	// 11.3-11.8M, O_DIRECT reads 88.9-92.4k against 92.1-98.4k). Where
-	// either waits, the link starts one successor early while its
-	// siblings wait for the trip to user space all the same, their
-	// completions come apart, and the wait bound (which stays at the
-	// lowest count it saw while anything is in flight) takes an enter
-	// for each: a diamond of O_DIRECT reads, NOP -> {read, read} -> NOP,
-	// took 4.1-4.4 enters a run against 3.1-3.2, at 0.65-0.71x the
-	// nodes/s.
-	lateLink bool
 	// plain: its completion has nothing to settle (no buffer, slot,
 	// directory or hook), so complete skips settle and conclude's hook:
 	// the NOP path pays one test for them.
@@ -251,20 +233,23 @@ func newPlan(g *dag.Graph) *plan {
 		switch p.hot[i].op {
 		case dag.OpTimeout, dag.OpFsync:
 			p.hot[i].waits = true
-		case dag.OpRead, dag.OpWrite:
+		case dag.OpRead:
 			p.hot[i].waits = p.direct[i]
 		}
 	}
 	for i := range int32(n) {
 		p.hot[i].chainNext = -1
 		s := g.Succs(i)
-		if len(s) == 1 && p.npred[s[0].Node] == 1 && p.nodes[s[0].Node].LenFrom != i {
-			v := s[0].Node
-			if link := p.kernelLink(i, v); link != 0 {
-				p.hot[i].chainNext, p.hot[i].chainLink = v, link
-			}
+		if len(s) != 1 {
+			continue
 		}
-		p.hot[i].lateLink = len(s) > 0 && len(s) < linkWidth && p.hot[i].chainNext < 0 && !p.hot[i].waits && p.linksFrom(i)
+		v := s[0].Node
+		if p.npred[v] != 1 || p.nodes[v].LenFrom == i {
+			continue
+		}
+		if link := p.kernelLink(i, v); link != 0 {
+			p.hot[i].chainNext, p.hot[i].chainLink = v, link
+		}
 	}
 	for _, seq := range g.Components() {
 		for j := 1; j < len(seq); j++ {
@@ -302,11 +287,9 @@ func carve[T any](n int, dst ...*[]T) {
 //     a node with a binding (it reads results) or with on_failure edges
 //     (the kernel has no such link).
 func (p *plan) kernelLink(x, next int32) uint8 {
-	if !p.linksFrom(x) {
-		return 0
-	}
 	switch {
-	case p.hot[next].op == dag.OpGo, p.nodes[next].Bind != nil, p.hot[next].onFail:
+	case p.hot[x].op == dag.OpRename, p.hot[x].op == dag.OpWrite, p.hot[x].op == dag.OpGo, p.hot[next].op == dag.OpGo,
+		p.nodes[x].Then != nil, p.nodes[next].Bind != nil, p.hot[next].onFail:
 		return 0
 	}
 	if k, ok := p.edge(x, next); ok && k == dag.Finally {
@@ -321,16 +304,6 @@ func (p *plan) kernelLink(x, next int32) uint8 {
 		return 0
 	}
 	return uring.SQEIOLink
-}
-
-// linksFrom reports whether a kernel link may follow node x at all (see
-// kernelLink): not after a rename, a write, a Go task or a hook.
-func (p *plan) linksFrom(x int32) bool {
-	switch {
-	case p.hot[x].op == dag.OpRename, p.hot[x].op == dag.OpWrite, p.hot[x].op == dag.OpGo, p.nodes[x].Then != nil:
-		return false
-	}
-	return true
 }
 
 // edge returns the kind of the edge x -> y, if there is one.

@@ -6,10 +6,7 @@
 //     the next completions; a linear run goes down as a kernel link
 //     chain where that saves a trip to user space (after an O_DIRECT
 //     read, an fsync or a timeout, or when fewer than 8 nodes of the
-//     run are ready); in such a narrow batch a node of fewer than 8
-//     successors links to one that waits for it alone by the time it
-//     goes down, if neither waits (a diamond a -> {b, c} -> d of NOPs
-//     takes two enters, a -> b and c -> d, not three).
+//     run are ready).
 //   - Link: what plain io_uring offers; each weakly connected component is
 //     one IOSQE_IO_LINK chain in topological order.
 //   - Waves: level by level; submit a level, wait for all of it.
