@@ -275,6 +275,11 @@ func carve[T any](n int, dst ...*[]T) {
 // It returns 0 where the chain must end after x instead:
 //   - a finally-edge from a node that also has after-dependents: the
 //     kernel would run the rest of the chain after x failed;
+//   - a finally-edge from a node that waits (see planNode.waits): if the
+//     run's cancellation interrupts x, the kernel still starts what is
+//     hard-linked behind it, after the run was canceled, where every
+//     mode must cancel it (nothing starts after a cancellation), and no
+//     ASYNC_CANCEL can reach a request that waits in a chain;
 //   - after statx, unlink, mkdir or rename: on Linux 6.18 their failure
 //     does not break a link (pinned by internal/uring's link tests);
 //   - after an allow_short transfer: a short one breaks IO_LINK although
@@ -293,6 +298,9 @@ func (p *plan) kernelLink(x, next int32) uint8 {
 		return 0
 	}
 	if k, ok := p.edge(x, next); ok && k == dag.Finally {
+		if p.hot[x].waits {
+			return 0
+		}
 		for _, e := range p.g.Succs(x) {
 			if e.Kind == dag.After {
 				return 0

@@ -362,6 +362,48 @@ func TestCancel(t *testing.T) {
 	}
 }
 
+// TestCancelFinally cancels a run while a timeout with a finally-dependent
+// is in flight: the dependent must not start after the cancellation. In
+// graph mode it used to be hard-linked behind the timeout, and the kernel
+// ran it when the cancellation interrupted the timeout (ok, where waves
+// said canceled).
+func TestCancelFinally(t *testing.T) {
+	for _, m := range []Mode{Graph, Waves} {
+		t.Run(m.String(), func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			b := dag.NewBuilder("cancel-finally")
+			s := b.Nop("start")
+			b.Nop("cleanup").Finally(b.Timeout("slow", time.Hour).After(s))
+			b.Go("cancel", func(dag.Inputs) error { cancel(); return nil }).After(s)
+			g := mustBuild(t, b)
+			pool := newPool(t, workers.Config{Workers: 1})
+			rep, err := Run(ctx, pool, g, m, Options{})
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("Run = %v, want context.Canceled", err)
+			}
+			checkFinal(t, g, rep)
+			type outcome struct {
+				Status Status
+				Cause  string
+			}
+			got := map[string]outcome{}
+			for _, n := range rep.Nodes {
+				got[n.ID] = outcome{n.Status, n.Cause}
+			}
+			want := map[string]outcome{
+				"start":   {StatusOK, ""},
+				"cancel":  {StatusOK, ""},
+				"slow":    {StatusCanceled, CauseContext},
+				"cleanup": {StatusCanceled, CauseContext},
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("outcomes (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 // TestWaitIsExact checks that graph mode waits for no more completions
 // than its next node needs: with a slow timeout and a NOP in flight, the
 // NOP's successors run at once, and the last node ends the run while
