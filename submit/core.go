@@ -72,7 +72,10 @@ type nodeState struct {
 	// that its status does not depend on which settles first.
 	skip bool
 	// onFail is plan.hot's, copied by reset: release reads one struct.
-	onFail     bool
+	onFail bool
+	// hard: the kernel link from linkedFrom is IOSQE_IO_HARDLINK, which
+	// no failure of linkedFrom breaks.
+	hard       bool
 	res        int32
 	cause      int32 // the failure that started the cancellations that reached this node, or causeContext
 	linkedFrom int32 // kernel-link predecessor in this run, or -1
@@ -453,7 +456,7 @@ func (t *task) complete(w *worker.Worker, c uring.CQE) {
 	status := stOK
 	switch {
 	case c.Res >= 0:
-	case c.Res == -int32(unix.ECANCELED) && n.linkedFrom >= 0:
+	case c.Res == -int32(unix.ECANCELED) && n.linkedFrom >= 0 && t.brokeLink(n):
 		status, n.cause = stCanceled, t.rootOf(n.linkedFrom)
 	case c.Res == -int32(unix.ECANCELED) && t.canceled:
 		status, n.cause = stCanceled, causeContext
@@ -483,6 +486,21 @@ func (t *task) complete(w *worker.Worker, c uring.CQE) {
 		st.buf[i] = nil
 	}
 	t.s.settled(w, i)
+}
+
+// brokeLink reports whether the kernel canceled linked node n because of
+// its link predecessor, whose CQE came first: the predecessor was canceled
+// (the kernel fails the whole rest of a chain at once), or failed over an
+// IOSQE_IO_LINK. Behind one that succeeded, or one that failed over a hard
+// link, an ECANCELED is the run's cancellation.
+func (t *task) brokeLink(n *nodeState) bool {
+	switch t.st.node[n.linkedFrom].status {
+	case stOK:
+		return false
+	case stCanceled:
+		return true
+	}
+	return !n.hard
 }
 
 // conclude runs what follows a node that ran, or failed before it could:

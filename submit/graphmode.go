@@ -4,6 +4,7 @@ import (
 	"github.com/iodag/iodag/dag"
 	"math"
 
+	"github.com/iodag/iodag/internal/uring"
 	"github.com/iodag/iodag/internal/worker"
 	"golang.org/x/sys/unix"
 )
@@ -139,7 +140,7 @@ func (g *graphMode) dispatchChain(w *worker.Worker, u int32) {
 			break
 		}
 		t.prep(w, u, p.hot[u].chainLink)
-		st.node[v].linkedFrom = u
+		st.node[v].linkedFrom, st.node[v].hard = u, p.hot[u].chainLink == uring.SQEIOHardlink
 		u = v
 		n++
 	}

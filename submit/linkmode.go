@@ -2,6 +2,7 @@ package submit
 
 import (
 	"github.com/iodag/iodag/dag"
+	"github.com/iodag/iodag/internal/uring"
 	"github.com/iodag/iodag/internal/worker"
 	"golang.org/x/sys/unix"
 )
@@ -169,7 +170,7 @@ func (l *linkMode) segment(w *worker.Worker, k int32) {
 		}
 		sqe.Flags |= link
 		w.Linked()
-		st.node[x].linkedFrom = prev
+		st.node[x].linkedFrom, st.node[x].hard = prev, link == uring.SQEIOHardlink
 		sqe, prev = t.prep(w, x, 0), x
 		end, n, room = j+1, n+1, room-1
 	}

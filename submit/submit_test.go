@@ -404,6 +404,51 @@ func TestCancelFinally(t *testing.T) {
 	}
 }
 
+// TestCancelLinkedCause cancels a run while a timeout runs hard-linked
+// behind a read that failed (a finally-edge: the timeout is its cleanup):
+// the timeout is canceled by the context, and its cause says so. It used
+// to name the read, whose failure does not break a hard link.
+func TestCancelLinkedCause(t *testing.T) {
+	for _, m := range Modes() {
+		t.Run(m.String(), func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			b := dag.NewBuilder("cancel-linked")
+			b.AddFile(dag.FileSpec{Name: "small", Size: 100})
+			b.Timeout("cleanup", time.Hour).Finally(b.Read("short", dag.File("small"), 0, 512))
+			b.Go("cancel", func(dag.Inputs) error { cancel(); return nil }).After(b.Nop("a"))
+			g := mustBuild(t, b)
+			root := t.TempDir()
+			if err := scratch.Create(root, g); err != nil {
+				t.Fatal(err)
+			}
+			pool := newPool(t, workers.Config{Workers: 1})
+			rep, err := Run(ctx, pool, g, m, Options{Root: root})
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("Run = %v, want context.Canceled", err)
+			}
+			checkFinal(t, g, rep)
+			type outcome struct {
+				Status Status
+				Cause  string
+			}
+			got := map[string]outcome{}
+			for _, n := range rep.Nodes {
+				got[n.ID] = outcome{n.Status, n.Cause}
+			}
+			want := map[string]outcome{
+				"short":   {StatusFailed, ""},
+				"cleanup": {StatusCanceled, CauseContext},
+				"a":       {StatusOK, ""},
+				"cancel":  {StatusOK, ""},
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("outcomes (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 // TestWaitIsExact checks that graph mode waits for no more completions
 // than its next node needs: with a slow timeout and a NOP in flight, the
 // NOP's successors run at once, and the last node ends the run while
