@@ -362,90 +362,73 @@ func TestCancel(t *testing.T) {
 	}
 }
 
-// TestCancelFinally cancels a run while a timeout with a finally-dependent
-// is in flight: the dependent must not start after the cancellation. In
-// graph mode it used to be hard-linked behind the timeout, and the kernel
-// ran it when the cancellation interrupted the timeout (ok, where waves
-// said canceled).
-func TestCancelFinally(t *testing.T) {
-	for _, m := range []Mode{Graph, Waves} {
-		t.Run(m.String(), func(t *testing.T) {
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			b := dag.NewBuilder("cancel-finally")
-			s := b.Nop("start")
-			b.Nop("cleanup").Finally(b.Timeout("slow", time.Hour).After(s))
-			b.Go("cancel", func(dag.Inputs) error { cancel(); return nil }).After(s)
-			g := mustBuild(t, b)
-			pool := newPool(t, workers.Config{Workers: 1})
-			rep, err := Run(ctx, pool, g, m, Options{})
-			if !errors.Is(err, context.Canceled) {
-				t.Errorf("Run = %v, want context.Canceled", err)
-			}
-			checkFinal(t, g, rep)
-			type outcome struct {
-				Status Status
-				Cause  string
-			}
-			got := map[string]outcome{}
-			for _, n := range rep.Nodes {
-				got[n.ID] = outcome{n.Status, n.Cause}
-			}
-			want := map[string]outcome{
-				"start":   {StatusOK, ""},
-				"cancel":  {StatusOK, ""},
-				"slow":    {StatusCanceled, CauseContext},
-				"cleanup": {StatusCanceled, CauseContext},
-			}
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("outcomes (-want +got):\n%s", diff)
-			}
-		})
+// TestCancelInChain cancels runs while a kernel chain may be in flight:
+// a Go task "cancel", after a NOP "a", ends the run's context while the
+// other component's timeout is running. Nothing starts after the
+// cancellation, and what it cancels names the context as its cause.
+func TestCancelInChain(t *testing.T) {
+	type outcome struct {
+		Status Status
+		Cause  string
 	}
-}
-
-// TestCancelLinkedCause cancels a run while a timeout runs hard-linked
-// behind a read that failed (a finally-edge: the timeout is its cleanup):
-// the timeout is canceled by the context, and its cause says so. It used
-// to name the read, whose failure does not break a hard link.
-func TestCancelLinkedCause(t *testing.T) {
-	for _, m := range Modes() {
-		t.Run(m.String(), func(t *testing.T) {
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			b := dag.NewBuilder("cancel-linked")
-			b.AddFile(dag.FileSpec{Name: "small", Size: 100})
-			b.Timeout("cleanup", time.Hour).Finally(b.Read("short", dag.File("small"), 0, 512))
-			b.Go("cancel", func(dag.Inputs) error { cancel(); return nil }).After(b.Nop("a"))
-			g := mustBuild(t, b)
-			root := t.TempDir()
-			if err := scratch.Create(root, g); err != nil {
-				t.Fatal(err)
-			}
-			pool := newPool(t, workers.Config{Workers: 1})
-			rep, err := Run(ctx, pool, g, m, Options{Root: root})
-			if !errors.Is(err, context.Canceled) {
-				t.Errorf("Run = %v, want context.Canceled", err)
-			}
-			checkFinal(t, g, rep)
-			type outcome struct {
-				Status Status
-				Cause  string
-			}
-			got := map[string]outcome{}
-			for _, n := range rep.Nodes {
-				got[n.ID] = outcome{n.Status, n.Cause}
-			}
-			want := map[string]outcome{
-				"short":   {StatusFailed, ""},
-				"cleanup": {StatusCanceled, CauseContext},
-				"a":       {StatusOK, ""},
-				"cancel":  {StatusOK, ""},
-			}
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("outcomes (-want +got):\n%s", diff)
-			}
-		})
+	tests := []struct {
+		name  string
+		build func(b *dag.Builder) // the other component
+		want  map[string]outcome   // its nodes
+	}{
+		{
+			// Graph mode hard-linked the cleanup behind the timeout, and
+			// the kernel ran it when the cancellation interrupted the
+			// timeout (ok, where waves said canceled).
+			name: "a cleanup after a timeout",
+			build: func(b *dag.Builder) {
+				b.Nop("cleanup").Finally(b.Timeout("slow", time.Hour).After(b.Nop("start")))
+			},
+			want: map[string]outcome{"start": {StatusOK, ""}, "slow": {StatusCanceled, CauseContext}, "cleanup": {StatusCanceled, CauseContext}},
+		},
+		{
+			// A hard link does not break when the read fails: the
+			// timeout's ECANCELED is the run's, yet it named the read.
+			name: "a timeout hard-linked behind a read that failed",
+			build: func(b *dag.Builder) {
+				b.AddFile(dag.FileSpec{Name: "small", Size: 100})
+				b.Timeout("cleanup", time.Hour).Finally(b.Read("short", dag.File("small"), 0, 512))
+			},
+			want: map[string]outcome{"short": {StatusFailed, ""}, "cleanup": {StatusCanceled, CauseContext}},
+		},
+	}
+	pool := newPool(t, workers.Config{Workers: 1})
+	for _, tc := range tests {
+		for _, m := range Modes() {
+			t.Run(tc.name+"/"+m.String(), func(t *testing.T) {
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				b := dag.NewBuilder("cancel-in-chain")
+				tc.build(b)
+				b.Go("cancel", func(dag.Inputs) error { cancel(); return nil }).After(b.Nop("a"))
+				g := mustBuild(t, b)
+				root := t.TempDir()
+				if err := scratch.Create(root, g); err != nil {
+					t.Fatal(err)
+				}
+				rep, err := Run(ctx, pool, g, m, Options{Root: root})
+				if !errors.Is(err, context.Canceled) {
+					t.Errorf("Run = %v, want context.Canceled", err)
+				}
+				checkFinal(t, g, rep)
+				got := map[string]outcome{}
+				for _, n := range rep.Nodes {
+					got[n.ID] = outcome{n.Status, n.Cause}
+				}
+				want := map[string]outcome{"a": {StatusOK, ""}, "cancel": {StatusOK, ""}}
+				for id, o := range tc.want {
+					want[id] = o
+				}
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Errorf("outcomes (-want +got):\n%s", diff)
+				}
+			})
+		}
 	}
 }
 
