@@ -605,6 +605,18 @@ func (t *task) settle(w *worker.Worker, i int32, status uint8, res int32) uint8 
 		if status == stOK && b != nil {
 			st.size[i] = int64((*unix.Statx_t)(unsafe.Pointer(&b[0])).Size)
 		}
+	case dag.OpOpen:
+		// An open that failed, or never ran (canceled in a kernel chain
+		// or by the run), installed nothing in the slot it took: the
+		// slot is free for the next open, which would otherwise wait
+		// for it or fail with EMFILE. No request linked behind it can
+		// still run on the slot: no hard link follows an open
+		// (plan.kernelLink), and the kernel cancels the rest of an
+		// IO_LINK chain at once.
+		if h := p.handle[i]; status != stOK && st.alive[h] {
+			w.FreeSlot(st.slot[h])
+			st.alive[h] = false
+		}
 	case dag.OpClose:
 		// A close that ran emptied its slot, whatever its result.
 		if h := p.handle[i]; status != stCanceled && st.alive[h] {

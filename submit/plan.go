@@ -280,6 +280,10 @@ func carve[T any](n int, dst ...*[]T) {
 //     hard-linked behind it, after the run was canceled, where every
 //     mode must cancel it (nothing starts after a cancellation), and no
 //     ASYNC_CANCEL can reach a request that waits in a chain;
+//   - a finally-edge from an open: a failed open frees its slot for the
+//     next open at once (settle), which is safe only because nothing
+//     linked behind it runs (the kernel cancels the rest of an IO_LINK
+//     chain, hard links after it included);
 //   - after statx, unlink, mkdir or rename: on Linux 6.18 their failure
 //     does not break a link (pinned by internal/uring's link tests);
 //   - after an allow_short transfer: a short one breaks IO_LINK although
@@ -298,7 +302,7 @@ func (p *plan) kernelLink(x, next int32) uint8 {
 		return 0
 	}
 	if k, ok := p.edge(x, next); ok && k == dag.Finally {
-		if p.hot[x].waits {
+		if p.hot[x].waits || p.hot[x].op == dag.OpOpen {
 			return 0
 		}
 		for _, e := range p.g.Succs(x) {

@@ -119,6 +119,40 @@ func TestSlotPressure(t *testing.T) {
 	}
 }
 
+// TestFailedOpensFreeSlots: on a worker with two fixed-file slots, five
+// opens of missing files, each with a read after it and a close on a
+// finally-edge after the read, all fail with ENOENT. A failed open used to
+// keep its slot until the run ended, so the third and later ones failed
+// with EMFILE instead, in every mode.
+func TestFailedOpensFreeSlots(t *testing.T) {
+	b := dag.NewBuilder("failed-opens")
+	want := map[string]outcome{}
+	for i := range 5 {
+		h, o, r, c := fmt.Sprintf("h%d", i), fmt.Sprintf("o%d", i), fmt.Sprintf("r%d", i), fmt.Sprintf("c%d", i)
+		open := b.Open(o, "missing"+h, unix.O_RDONLY, h)
+		b.Close(c, dag.Handle(h)).Finally(b.Read(r, dag.Handle(h), 0, 10).After(open))
+		want[o] = outcome{StatusFailed, -int32(unix.ENOENT), "", 0}
+		want[r] = outcome{StatusCanceled, -int32(unix.ECANCELED), o, 0}
+		want[c] = outcome{StatusCanceled, -int32(unix.ECANCELED), o, 0}
+	}
+	g := mustBuild(t, b)
+	for _, m := range Modes() {
+		t.Run(m.String(), func(t *testing.T) {
+			pool := newPool(t, workers.Config{Workers: 1, Entries: 16, Files: 2})
+			for run := 0; run < 2; run++ {
+				rep, err := Run(context.Background(), pool, g, m, Options{Root: t.TempDir()})
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkFinal(t, g, rep)
+				if diff := cmp.Diff(want, outcomes(rep)); diff != "" {
+					t.Errorf("run %d: outcomes (-want +got):\n%s", run, diff)
+				}
+			}
+		})
+	}
+}
+
 // TestLenFromFailed: a read sized by a statx that failed (reached through
 // a finally-edge, so the read is not canceled by the edge) must not run:
 // it is canceled with the statx as cause, in every mode and on a rerun

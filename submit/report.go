@@ -38,10 +38,10 @@ type Report struct {
 	// mkdir), an allow_short transfer, a write (a short one goes on with
 	// the rest), a rename (later paths resolve after it), a node with a
 	// hook; at a Go task or a node with on_failure edges; and before a
-	// hardlink from a node with after-dependents or one that waits (an
-	// O_DIRECT transfer, an fsync, a timeout: the kernel would start the
-	// hardlinked node after a cancellation interrupted it). Counted once
-	// per run, not per repeat.
+	// hardlink from a node with after-dependents, from an open, or from
+	// one that waits (an O_DIRECT transfer, an fsync, a timeout: the
+	// kernel would start the hardlinked node after a cancellation
+	// interrupted it). Counted once per run, not per repeat.
 	Splits int `json:"splits,omitempty"`
 	// Nodes has one entry per node, in declaration order (last repeat).
 	Nodes []NodeResult `json:"nodes"`
