@@ -75,7 +75,14 @@ type nodeState struct {
 	onFail bool
 	// hard: the kernel link from linkedFrom is IOSQE_IO_HARDLINK, which
 	// no failure of linkedFrom breaks.
-	hard       bool
+	hard bool
+	// cancel (graph mode): an edge into the pending node did not hold,
+	// from the predecessor in cause (the first such); the node is
+	// canceled when its last predecessor settles, not at once, so that
+	// a cleanup after it (an on_failure edge) runs only after everything
+	// before the node has settled, as in the other modes: it cleans up
+	// after them, and a path or handle it uses is theirs.
+	cancel     bool
 	res        int32
 	cause      int32 // the failure that started the cancellations that reached this node, or causeContext
 	linkedFrom int32 // kernel-link predecessor in this run, or -1
@@ -171,6 +178,10 @@ type task struct {
 	cancelReq atomic.Bool
 	canceled  bool // the context ended: dispatch nothing more
 	trace     bool // Options.Trace: wait for one completion at a time, stamp each
+	// dataflow: graph mode, whose nodes run as their predecessors
+	// settle; a node an edge cancels is canceled only once all of its
+	// predecessors have settled (see nodeState.cancel).
+	dataflow bool
 	// record says this iteration's node times and read digests are
 	// kept: the last one's are reported, and an observer or a trace sees
 	// every one's. Others leave them 0: a worker whose task asks for no
@@ -198,6 +209,7 @@ func newTask(r *Runner) *task {
 
 // use sets the mode of the next run.
 func (t *task) use(m Mode) {
+	t.dataflow = m == Graph
 	switch m {
 	case Link:
 		t.s = &t.link
@@ -651,7 +663,8 @@ func (t *task) end(w *worker.Worker, i int32, status uint8, res, cause int32) {
 // release applies node i's final status to its successors: a successor
 // whose edge holds waits for one predecessor less (and is ready at none),
 // one whose edge does not is canceled or skipped with everything after
-// it (doom). An after-edge holds if i succeeded, a finally-edge if it ran,
+// it (doom; in graph mode once its last predecessor settles). An
+// after-edge holds if i succeeded, a finally-edge if it ran,
 // an on_failure edge always, counting whether i did not succeed: a node
 // with on_failure edges runs only if one of those predecessors failed or
 // was canceled. Successors already in flight (kernel-linked) settle by
@@ -687,6 +700,10 @@ func (t *task) release(w *worker.Worker, i int32) {
 			}
 		case s == stSkipped:
 			n.skip = true
+		case t.dataflow:
+			if !n.cancel {
+				n.cancel, n.cause = true, i
+			}
 		default:
 			t.doom(w, v, stCanceled, i)
 			continue
@@ -697,6 +714,8 @@ func (t *task) release(w *worker.Worker, i int32) {
 			if n.pending < t.minPending {
 				t.minPending = n.pending
 			}
+		case n.cancel:
+			t.doom(w, v, stCanceled, n.cause)
 		case n.skip, n.onFail && n.trig == 0:
 			t.doom(w, v, stSkipped, causeNone)
 		default:
@@ -709,9 +728,10 @@ func (t *task) release(w *worker.Worker, i int32) {
 // doom ends pending node v, which will not run, canceled (its predecessor
 // why did not succeed, or did not run) or skipped (an on_failure
 // condition did not hold), and every pending node after it the same way:
-// a canceled one at once, a skipped one once its other predecessors have
-// settled (see state.skip); an on_failure successor of a canceled node is
-// released instead: its cleanup runs.
+// a canceled one at once (in graph mode once its other predecessors have
+// settled: see nodeState.cancel), a skipped one once its other
+// predecessors have settled (see nodeState.skip); an on_failure successor
+// of a canceled node is released instead: its cleanup runs.
 func (t *task) doom(w *worker.Worker, v int32, status uint8, why int32) {
 	st := t.st
 	t.end(w, v, status, 0, t.rootOf(why))
@@ -727,16 +747,25 @@ func (t *task) doom(w *worker.Worker, v int32, status uint8, why int32) {
 				continue
 			}
 			switch {
-			case e.Kind != dag.OnFailure && s == stCanceled:
+			case e.Kind != dag.OnFailure && s == stCanceled && !t.dataflow:
 				t.end(w, x, s, 0, t.rootOf(u))
 				stack = append(stack, x)
 				continue
+			case e.Kind != dag.OnFailure && s == stCanceled:
+				if !n.cancel {
+					n.cancel, n.cause = true, u
+				}
 			case e.Kind != dag.OnFailure:
 				n.skip = true
 			case s == stCanceled:
 				n.trig++
 			}
 			if n.pending--; n.pending > 0 {
+				continue
+			}
+			if n.cancel {
+				t.end(w, x, stCanceled, 0, t.rootOf(n.cause))
+				stack = append(stack, x)
 				continue
 			}
 			if n.skip || n.onFail && n.trig == 0 {
@@ -833,8 +862,12 @@ func (t *task) cancelAll(w *worker.Worker) {
 		t.record, t.iterStart = true, w.Now()
 	}
 	for _, i := range t.nodes {
-		if t.st.node[i].status < stInflight {
-			t.end(w, i, stCanceled, 0, causeContext)
+		if n := &t.st.node[i]; n.status < stInflight {
+			cause := int32(causeContext)
+			if n.cancel {
+				cause = t.rootOf(n.cause) // a failure reached it first
+			}
+			t.end(w, i, stCanceled, 0, cause)
 		}
 	}
 	t.cancelPos = 0

@@ -153,6 +153,60 @@ func TestFailedOpensFreeSlots(t *testing.T) {
 	}
 }
 
+// TestCleanupAfterAncestors: x depends on a read that fails at once and
+// on a node that a 30 ms timeout holds back; a cleanup runs on x's
+// failure. Graph mode used to cancel x the moment the read failed and run
+// the cleanup then, before x's other predecessor: an unlink before the
+// create it cleans up after (the file stayed), a statx before its mkdir,
+// a read sized by a statx that had not run (canceled, cause "context"),
+// and a close that freed a slot its open had yet to fill, so that another
+// open got the slot and its read returned the first file's bytes. Graph
+// mode must end every node as waves does.
+func TestCleanupAfterAncestors(t *testing.T) {
+	tests := []struct {
+		name  string
+		build func(b *dag.Builder, bad, wait dag.Task) // x's other predecessor and the cleanup
+	}{
+		{"unlink after create", func(b *dag.Builder, bad, wait dag.Task) {
+			create := b.Open("create", "tmp", unix.O_WRONLY|unix.O_CREAT, "t").After(wait)
+			closed := b.Close("close", dag.Handle("t")).Finally(create)
+			b.Unlink("cleanup", "tmp").OnFailure(b.Nop("x").After(bad, closed))
+		}},
+		{"statx after mkdir", func(b *dag.Builder, bad, wait dag.Task) {
+			mk := b.Mkdir("mkdir", "m", 0o755).After(wait)
+			b.Statx("cleanup", "m").OnFailure(b.Nop("x").After(bad, mk))
+		}},
+		{"read sized by a statx", func(b *dag.Builder, bad, wait dag.Task) {
+			stat := b.Statx("stat", "f100").After(wait)
+			b.Read("cleanup", dag.File("f100"), 0, 0).LenFrom(stat).OnFailure(b.Nop("x").After(bad, stat))
+		}},
+		{"a slot its open has yet to fill", func(b *dag.Builder, bad, wait dag.Task) {
+			open := b.Open("open", "f100", unix.O_RDONLY, "h").After(wait)
+			cleanup := b.Read("cleanup", dag.Handle("h"), 0, 50).OnFailure(b.Nop("x").After(bad, open))
+			closed := b.Close("close", dag.Handle("h")).Finally(cleanup)
+			open2 := b.Open("open2", "other", unix.O_RDONLY, "h2").Finally(closed)
+			read2 := b.Read("read2", dag.Handle("h2"), 0, 100).After(open2, b.Timeout("wait2", 60*time.Millisecond))
+			b.Close("close2", dag.Handle("h2")).Finally(read2)
+		}},
+	}
+	pool := newPool(t, workers.Config{Workers: 1, Entries: 16, Files: 2})
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b := dag.NewBuilder("cleanup-after-ancestors")
+			b.AddFile(dag.FileSpec{Name: "f100", Size: 100, Fill: 1})
+			b.AddFile(dag.FileSpec{Name: "other", Size: 100, Fill: 9})
+			bad := b.Read("bad", dag.File("f100"), 0, 512)
+			tc.build(b, bad, b.Timeout("wait", 30*time.Millisecond))
+			g := mustBuild(t, b)
+			want := outcomes(runIn(t, pool, g, Waves, nil))
+			got := outcomes(runIn(t, pool, g, Graph, nil))
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("graph against waves (-waves +graph):\n%s", diff)
+			}
+		})
+	}
+}
+
 // TestLenFromFailed: a read sized by a statx that failed (reached through
 // a finally-edge, so the read is not canceled by the edge) must not run:
 // it is canceled with the statx as cause, in every mode and on a rerun
