@@ -500,6 +500,15 @@ func (t *task) complete(w *worker.Worker, c uring.CQE) {
 	t.s.settled(w, i)
 }
 
+// cancelBy marks pending node n to be canceled once its last predecessor
+// settles (graph mode), because its edge from u did not hold, unless an
+// earlier predecessor's did not.
+func (n *nodeState) cancelBy(u int32) {
+	if !n.cancel {
+		n.cancel, n.cause = true, u
+	}
+}
+
 // brokeLink reports whether the kernel canceled linked node n because of
 // its link predecessor, whose CQE came first: the predecessor was canceled
 // (the kernel fails the whole rest of a chain at once), or failed over an
@@ -664,11 +673,11 @@ func (t *task) end(w *worker.Worker, i int32, status uint8, res, cause int32) {
 // whose edge holds waits for one predecessor less (and is ready at none),
 // one whose edge does not is canceled or skipped with everything after
 // it (doom; in graph mode once its last predecessor settles). An
-// after-edge holds if i succeeded, a finally-edge if it ran,
-// an on_failure edge always, counting whether i did not succeed: a node
-// with on_failure edges runs only if one of those predecessors failed or
-// was canceled. Successors already in flight (kernel-linked) settle by
-// their own CQE.
+// after-edge holds if i succeeded, a finally-edge if it ran, an
+// on_failure edge always, counting whether i did not succeed: a node with
+// on_failure edges runs only if one of those predecessors failed or was
+// canceled. Successors already in flight (kernel-linked) settle by their
+// own CQE.
 func (t *task) release(w *worker.Worker, i int32) {
 	// The slice is held in a local: a store through st would make the
 	// compiler load its header again for every edge.
@@ -701,9 +710,7 @@ func (t *task) release(w *worker.Worker, i int32) {
 		case s == stSkipped:
 			n.skip = true
 		case t.dataflow:
-			if !n.cancel {
-				n.cancel, n.cause = true, i
-			}
+			n.cancelBy(i)
 		default:
 			t.doom(w, v, stCanceled, i)
 			continue
@@ -752,9 +759,7 @@ func (t *task) doom(w *worker.Worker, v int32, status uint8, why int32) {
 				stack = append(stack, x)
 				continue
 			case e.Kind != dag.OnFailure && s == stCanceled:
-				if !n.cancel {
-					n.cancel, n.cause = true, u
-				}
+				n.cancelBy(u)
 			case e.Kind != dag.OnFailure:
 				n.skip = true
 			case s == stCanceled:
