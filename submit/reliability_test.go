@@ -199,6 +199,9 @@ func TestCleanupAfterAncestors(t *testing.T) {
 			tc.build(b, bad, b.Timeout("wait", 30*time.Millisecond))
 			g := mustBuild(t, b)
 			want := outcomes(runIn(t, pool, g, Waves, nil))
+			if c := want["cleanup"]; c.Status != StatusOK {
+				t.Errorf("waves: cleanup is %s (res %d), want ok", c.Status, c.Res)
+			}
 			got := outcomes(runIn(t, pool, g, Graph, nil))
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("graph against waves (-waves +graph):\n%s", diff)
