@@ -26,10 +26,11 @@ import (
 // sizes it (LenFrom). Not split: a component with a rename (each worker
 // caches its open directories, and only the renaming worker would forget
 // them), or with more opens than a quarter of a worker's fixed-file
-// table divided by the workers (so that it cannot fill a table by
-// itself: an open that finds no slot while its worker has nothing in
-// flight fails with EMFILE, as unsplit, even if another worker's nodes
-// would later close one).
+// table, less the spec files every task registers, divided by the
+// workers (so that it cannot fill a table by itself: an open that finds
+// no slot while its worker has nothing in flight fails with EMFILE, as
+// unsplit, even if another worker's nodes would later close one; other
+// runs holding slots on the same pool can still make it so).
 //
 // Cross-worker edges: when a node with successors owned by another task
 // is final (observe), its index, status and cause go into a
@@ -187,7 +188,14 @@ func (r *Runner) planSplit(min, width int) {
 	comps := g.Components()
 	split := make([]bool, len(comps))
 	any := false
+	// What is left of a worker's fixed-file table once every task has
+	// registered the spec files the graph uses (task.Start).
 	files := int(r.pool.Config().Files)
+	for _, u := range p.useFile {
+		if u {
+			files--
+		}
+	}
 	for c, nodes := range comps {
 		if k < 2 || len(nodes) < min {
 			continue

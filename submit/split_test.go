@@ -355,6 +355,46 @@ func splitRunner(t *testing.T, pool *workers.Pool, g *dag.Graph) *Runner {
 	return r
 }
 
+// TestSplitSpecFileSlots: 15 spec files take 15 of each worker's 16
+// fixed-file slots, and the component has two opens, the second of which
+// must wait for the first's close, which a timeout on the other worker
+// holds back. The split used to count the whole table for its opens, so
+// this component was split, and the second open failed with EMFILE
+// (nothing of its own in flight) where the unsplit run waited for the
+// slot. Such a component is not split, and every node is ok.
+func TestSplitSpecFileSlots(t *testing.T) {
+	b := dag.NewBuilder("spec-file-slots")
+	b.AddFile(dag.FileSpec{Name: "data", Size: 4096, Fill: 3})
+	open1 := b.Open("open1", "data", unix.O_RDONLY, "h1")
+	open2 := b.Open("open2", "data", unix.O_RDONLY, "h2")
+	nopA, wait := b.Nop("nopA"), b.Timeout("wait", 5*time.Millisecond)
+	close1 := b.Close("close1", dag.Handle("h1")).Finally(b.Read("read1", dag.Handle("h1"), 0, 512).After(open1)).After(wait)
+	close2 := b.Close("close2", dag.Handle("h2")).Finally(b.Read("read2", dag.Handle("h2"), 0, 512).After(open2))
+	end := b.Nop("end").After(close1, close2)
+	b.Nop("joinA").After(end, nopA)
+	for k := range 15 {
+		name := fmt.Sprintf("s%d", k)
+		b.AddFile(dag.FileSpec{Name: name, Size: 512, Fill: byte(k)})
+		b.Read("r"+name, dag.File(name), 0, 512).After(end)
+	}
+	g := mustBuild(t, b)
+	pool := newPool(t, workers.Config{Workers: 2, Entries: 16, Files: 16})
+	rep, split, err := runSplit(t, pool, g, 16, 1, context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if split {
+		t.Errorf("split: its two opens could fill the slots the 15 spec files leave")
+	}
+	if rep.Counts.OK != g.Len() {
+		for _, n := range rep.Nodes {
+			if n.Status != StatusOK {
+				t.Errorf("%s: %s (res %d, cause %q)", n.ID, n.Status, n.Res, n.Cause)
+			}
+		}
+	}
+}
+
 // checkEdges checks every node's status against its predecessors' in the
 // same report, by the package's rule: a node ran only if every edge held,
 // was canceled only if one did not (or the context ended), and was skipped
