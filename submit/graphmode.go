@@ -212,6 +212,17 @@ func (g *graphMode) settled(w *worker.Worker, i int32) {
 	if t.inflight == 0 {
 		t.minPending = math.MaxInt32
 	}
+	// release's common case, written out: a node that succeeded, whose
+	// one successor waits for others too (a fanout's or a layer's
+	// nodes, all but the last to complete), only counts down.
+	node := t.st.node
+	if v := t.p.hot[i].only; v >= 0 && t.sp == nil && node[i].status == stOK {
+		if n := &node[v]; n.status == stPending && n.pending > 1 {
+			n.pending--
+			t.minPending = min(t.minPending, n.pending)
+			return
+		}
+	}
 	t.release(w, i)
 }
 
