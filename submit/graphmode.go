@@ -212,14 +212,23 @@ func (g *graphMode) settled(w *worker.Worker, i int32) {
 	if t.inflight == 0 {
 		t.minPending = math.MaxInt32
 	}
-	// release's common case, written out: a node that succeeded, whose
-	// one successor waits for others too (a fanout's or a layer's
-	// nodes, all but the last to complete), only counts down.
+	// release's common case, written out: a node that succeeded and has
+	// one successor (a fanout's or a layer's nodes, a chain's) counts it
+	// down, and makes it ready at none unless it is to be canceled,
+	// skipped or run only after a failure; release passes over a
+	// successor that is not pending.
 	node := t.st.node
 	if v := t.p.hot[i].only; v >= 0 && t.sp == nil && node[i].status == stOK {
-		if n := &node[v]; n.status == stPending && n.pending > 1 {
+		switch n := &node[v]; {
+		case n.status != stPending:
+			return // in flight behind i, or ended
+		case n.pending > 1:
 			n.pending--
 			t.minPending = min(t.minPending, n.pending)
+			return
+		case !n.cancel && !n.skip && !n.onFail:
+			n.pending, n.status = 0, stReady
+			t.ready = append(t.ready, v)
 			return
 		}
 	}
