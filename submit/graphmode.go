@@ -213,15 +213,15 @@ func (g *graphMode) settled(w *worker.Worker, i int32) {
 		t.minPending = math.MaxInt32
 	}
 	// release's common case, written out: a node that succeeded and has
-	// one successor (a fanout's or a layer's nodes, a chain's) counts it
-	// down, and makes it ready at none unless it is to be canceled,
-	// skipped or run only after a failure; release passes over a
-	// successor that is not pending.
+	// one successor (a fanout's middle nodes, a chain's) counts it down,
+	// and makes it ready at none unless it is to be canceled, skipped or
+	// run only after a failure; a successor that is not pending (in
+	// flight behind i, or ended) is left alone, as release leaves it.
 	node := t.st.node
 	if v := t.p.hot[i].only; v >= 0 && t.sp == nil && node[i].status == stOK {
 		switch n := &node[v]; {
 		case n.status != stPending:
-			return // in flight behind i, or ended
+			return
 		case n.pending > 1:
 			n.pending--
 			t.minPending = min(t.minPending, n.pending)
