@@ -578,3 +578,40 @@ func TestWaitEnters(t *testing.T) {
 		})
 	}
 }
+
+// TestEnterErrors: an enter the kernel refuses reports the error, from
+// the raw call that cannot block (which enterLoop repeats, so it counts
+// twice) as from a wait.
+func TestEnterErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		call   func(r *Ring) error
+		enters uint64
+	}{
+		{"Submit", func(r *Ring) error { _, err := r.Submit(); return err }, 2},
+		{"GetEvents", func(r *Ring) error { return r.GetEvents() }, 2},
+		{"TryWait", func(r *Ring) error { _, err := r.TryWait(1, false); return err }, 2},
+		{"TryWait linked", func(r *Ring) error { _, err := r.TryWait(2, true); return err }, 2},
+		{"SubmitAndWait", func(r *Ring) error { _, err := r.SubmitAndWait(1); return err }, 1},
+		{"WaitTimeout", func(r *Ring) error { _, err := r.WaitTimeout(1, time.Second); return err }, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			r := newRing(t, 8, Options{SingleIssuer: true, DeferTaskrun: true})
+			getSQE(t, r).PrepNop()
+			fd, flg := r.enterFd, r.enterFlg
+			r.enterFd, r.enterFlg = -1, 0
+			before := r.Enters()
+			err := tc.call(r)
+			got := r.Enters() - before
+			r.enterFd, r.enterFlg = fd, flg
+			if !errors.Is(err, unix.EBADF) {
+				t.Errorf("%s on a bad fd = %v, want EBADF", tc.name, err)
+			}
+			if got != tc.enters {
+				t.Errorf("%s on a bad fd made %d enters, want %d", tc.name, got, tc.enters)
+			}
+		})
+	}
+}
