@@ -227,7 +227,7 @@ const maxTryGap = 64
 // of machine (the kernel's return-stack mitigations), so each level
 // between the syscall instruction and the worker loop costs (NOP
 // diamonds, measured: x/sys/unix's RawSyscall6, three levels down, ran
-// 2-4% slower in alternated runs). One that fails goes round enterLoop,
+// 2-7% slower in alternated runs). One that fails goes round enterLoop,
 // which repeats it (nothing was submitted) and handles the error.
 func (r *Ring) enter(toSubmit, minComplete, flags uint32) (int, error) {
 	if flags&enterExtArgReg != 0 || flags&(enterExtArg|enterSQWait) == 0 && (flags&enterGetEvents == 0 || minComplete == 0) {
