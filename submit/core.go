@@ -701,17 +701,9 @@ func (t *task) release(w *worker.Worker, i int32) {
 	// compiler load its header again for every edge.
 	node := t.st.node
 	s := node[i].status
-	// task.succs, written out: it is too large to be inlined.
-	var only [1]dag.Edge
-	var succs []dag.Edge
-	switch h := &t.p.hot[i]; {
-	case t.sp != nil:
+	succs := t.p.succsOf(i)
+	if t.sp != nil {
 		succs = t.sp.succs(i) // split.go: the successors this task owns
-	case h.only >= 0:
-		only[0] = dag.Edge{Node: h.only, Kind: h.onlyKind}
-		succs = only[:]
-	default:
-		succs = t.p.g.Succs(i)
 	}
 	for _, e := range succs {
 		v := e.Node

@@ -189,8 +189,7 @@ func (g *graphMode) noteSuccs(x int32) {
 		}
 		return
 	}
-	// task.succs, written out: it is too large to be inlined.
-	succs := t.p.g.Succs(x)
+	succs := t.p.succsOf(x)
 	if t.sp != nil {
 		succs = t.sp.succs(x)
 	}

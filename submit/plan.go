@@ -52,6 +52,11 @@ type plan struct {
 	toDirOf   []int32  // rename target's parent in dirs
 	toBaseOff []int32
 
+	// succs holds every node's successors, node after node:
+	// succs[hot[i].succLo:hot[i].succHi] are Graph.Succs(i), found
+	// without loading the graph's offsets (a chain of dependent loads
+	// at every release).
+	succs   []dag.Edge
 	compOf  []int32
 	crc     *crc32.Table // CRC-32C, for read digests
 	files   []dag.FileSpec
@@ -76,6 +81,8 @@ type planNode struct {
 	// Graph.Succs's offsets (measured: 2 ns a node less on a fanout).
 	only     int32
 	onlyKind dag.EdgeKind
+	// succLo and succHi delimit the node's successors in plan.succs.
+	succLo, succHi int32
 	// seqLink is kernelLink from the node to the one after it in its
 	// component's sequence (link mode's chain), or 0 at the end: link
 	// mode asked kernelLink twice per node, each a scan of edges.
@@ -105,6 +112,7 @@ func newPlan(g *dag.Graph) *plan {
 	p := &plan{g: g, n: n, nodes: g.Nodes(), crc: castagnoli, files: g.Files(), allPlain: true,
 		hot: make([]planNode, n), then: make([]func(dag.Inputs, dag.Result) error, n)}
 	p.fresh = make([]nodeState, n)
+	p.succs = make([]dag.Edge, 0, g.Edges())
 	carve(n, &p.direct)
 	carve(n, &p.npred, &p.file, &p.handle, &p.pathOff, &p.dirOf, &p.baseOff, &p.toDirOf, &p.toBaseOff, &p.compOf)
 	p.useFile = make([]bool, len(p.files))
@@ -184,9 +192,13 @@ func newPlan(g *dag.Graph) *plan {
 		p.allPlain = p.allPlain && h.plain
 		p.npred[i] = int32(len(g.Preds(i)))
 		h.only = -1
-		if s := g.Succs(i); len(s) == 1 {
+		s := g.Succs(i)
+		if len(s) == 1 {
 			h.only, h.onlyKind = s[0].Node, s[0].Kind
 		}
+		h.succLo = int32(len(p.succs))
+		p.succs = append(p.succs, s...)
+		h.succHi = int32(len(p.succs))
 		p.fresh[i] = nodeState{onFail: h.onFail, pending: p.npred[i], cause: causeNone, linkedFrom: -1, chain: -1}
 		p.compOf[i] = int32(g.Component(i))
 		p.file[i] = -1
@@ -257,6 +269,12 @@ func newPlan(g *dag.Graph) *plan {
 		}
 	}
 	return p
+}
+
+// succsOf returns node i's successors (Graph.Succs).
+func (p *plan) succsOf(i int32) []dag.Edge {
+	h := &p.hot[i]
+	return p.succs[h.succLo:h.succHi:h.succHi]
 }
 
 // carve points each of dst at n elements of one allocation: a run's

@@ -434,7 +434,7 @@ func (r *Runner) pickTasks(m Mode, unsplit bool) {
 // another task's node's successors owned by t).
 func (t *task) succs(i int32) []dag.Edge {
 	if t.sp == nil {
-		return t.p.g.Succs(i)
+		return t.p.succsOf(i)
 	}
 	return t.sp.succs(i)
 }
