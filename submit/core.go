@@ -428,6 +428,11 @@ func (t *task) Finish(w *worker.Worker, err error) {
 func (t *task) Complete(w *worker.Worker, cqes []uring.CQE) {
 	node, hot := t.st.node, t.p.hot
 	flow := t.dataflow && t.sp == nil // graph mode, the component not split
+	var lm *linkMode
+	if t.s == strategy(&t.link) {
+		lm = &t.link
+	}
+	compOf := t.p.compOf
 	for k := range cqes {
 		c := &cqes[k]
 		i := int32(c.UserData)
@@ -469,6 +474,15 @@ func (t *task) Complete(w *worker.Worker, cqes []uring.CQE) {
 					t.ready = append(t.ready, v)
 					continue
 				}
+			}
+		}
+		// linkMode.settled's common case, written out: a node before the
+		// last of its segment counts the segment down.
+		if lm != nil {
+			if k := lm.local[compOf[i]]; lm.out[k] > 1 {
+				lm.out[k]--
+				lm.cqes--
+				continue
 			}
 		}
 		t.s.settled(w, i)
