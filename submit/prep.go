@@ -271,6 +271,40 @@ func (t *task) prep(w *worker.Worker, i int32, link uint8) *uring.SQE {
 	return s
 }
 
+// prepBare preps the nodes of us in order, each its own SQE without a
+// link, up to the first that needs something take gets, is a Go task or
+// heads a linear run graph mode links (see linkWidth; wide: the batch
+// is wide), and returns how many it prepped. The caller checked the room
+// for all of them. It is prep in a loop: a call for each node, which
+// every run of NOPs or other bare ops would pay, reloads what the loop
+// keeps in registers.
+func (t *task) prepBare(w *worker.Worker, us []int32, wide bool) int {
+	hot, node, record := t.p.hot, t.st.node, t.record
+	k := 0
+	for ; k < len(us); k++ {
+		u := us[k]
+		h := &hot[u]
+		if h.needs || h.op == dag.OpGo || h.chainNext >= 0 && (!wide || h.waits) {
+			break
+		}
+		s := w.SQE(uint64(u))
+		n := &node[u]
+		n.status = stInflight
+		if record {
+			n.start = w.Now()
+		}
+		if h.op == dag.OpNop {
+			s.PrepNop()
+		} else {
+			t.prepOp(s, u)
+		}
+		s.Flags |= h.sqeFlags
+	}
+	t.inflight += k
+	t.sqes += uint64(k)
+	return k
+}
+
 // prepOp fills SQE s for node i, an op other than the NOP and the read
 // that prep fills itself (apart, they keep prep's frame small).
 func (t *task) prepOp(s *uring.SQE, i int32) {
