@@ -86,13 +86,16 @@ func (g *graphMode) dispatch(w *worker.Worker) {
 		parked := 0
 		for n := len(t.ready) - g.rhead; n > 0 && room > 0; n-- {
 			u := t.ready[g.rhead]
-			if h := &p.hot[u]; !h.needs && h.op != dag.OpGo && (h.chainNext < 0 || wide && !h.waits) {
-				// A run of nodes that need only an SQE each, in one call.
+			// A run of nodes that need only an SQE each, in one call (the
+			// test keeps the call from nodes that need more).
+			if h := &p.hot[u]; !h.needs && h.op != dag.OpGo {
 				k := t.prepBare(w, t.ready[g.rhead:g.rhead+min(n, room)], wide)
-				g.rhead += k
-				room -= k
-				n -= k - 1 // the loop takes the last
-				continue
+				if k > 0 {
+					g.rhead += k
+					room -= k
+					n -= k - 1 // the loop takes the last
+					continue
+				}
 			}
 			g.rhead++
 			switch v := t.take(w, u); v {

@@ -272,23 +272,24 @@ func (t *task) prep(w *worker.Worker, i int32, link uint8) *uring.SQE {
 }
 
 // prepBare preps the nodes of us in order, each its own SQE without a
-// link, up to the first that needs something take gets, is a Go task or
-// heads a linear run graph mode links (see linkWidth; wide: the batch
-// is wide), and returns how many it prepped. The caller checked the room
-// for all of them. It is prep in a loop: a call for each node, which
-// every run of NOPs or other bare ops would pay, reloads what the loop
-// keeps in registers.
+// link, up to the first that needs something take gets, is a Go task,
+// has on_failure edges or is to be skipped (cond decides), is final
+// already (waves: canceled), or heads a linear run graph mode links
+// (see linkWidth; wide: the batch is wide, as waves counts it), and
+// returns how many it prepped. The caller checked the room for all of
+// them. It is prep in a loop: a call for each node, which every run of
+// NOPs or other bare ops would pay, reloads what the loop keeps in
+// registers.
 func (t *task) prepBare(w *worker.Worker, us []int32, wide bool) int {
 	hot, node, record := t.p.hot, t.st.node, t.record
 	k := 0
 	for ; k < len(us); k++ {
 		u := us[k]
-		h := &hot[u]
-		if h.needs || h.op == dag.OpGo || h.chainNext >= 0 && (!wide || h.waits) {
+		h, n := &hot[u], &node[u]
+		if h.needs || h.op == dag.OpGo || h.onFail || n.skip || n.status >= stInflight || h.chainNext >= 0 && (!wide || h.waits) {
 			break
 		}
 		s := w.SQE(uint64(u))
-		n := &node[u]
 		n.status = stInflight
 		if record {
 			n.start = w.Now()

@@ -120,6 +120,15 @@ func (m *waveMode) prep(w *worker.Worker) {
 		pos, out, room := m.pos, m.out, w.Room()
 		for ; pos < end && room > 0; pos++ {
 			u := m.order[pos]
+			// A run of nodes that need only an SQE each, in one call.
+			if h := &t.p.hot[u]; !h.needs && h.op != dag.OpGo {
+				if k := t.prepBare(w, m.order[pos:min(end, pos+room)], true); k > 0 {
+					pos += k - 1 // the loop takes the last
+					room -= k
+					out += k
+					continue
+				}
+			}
 			if st.node[u].status >= stInflight {
 				continue // canceled
 			}
