@@ -137,7 +137,7 @@ type task struct {
 	st *state
 	s  strategy // one of graph, link, waves
 	// fast is the mode whose settled Complete writes out for a plain
-	// node's success: the run's, or -1 for a split task.
+	// node's success: the run's.
 	fast  Mode
 	graph graphMode
 	link  linkMode
@@ -223,7 +223,6 @@ func (t *task) use(m Mode) {
 		t.s = &t.graph
 		if t.sp != nil {
 			t.s = t.sp // split.go
-			t.fast = -1
 		}
 	}
 }
@@ -465,7 +464,7 @@ func (t *task) Complete(w *worker.Worker, cqes []uring.CQE) {
 				break
 			}
 			v := hot[i].only
-			if v < 0 {
+			if v < 0 || t.sp != nil { // split: release finds the successors this task owns
 				t.release(w, i)
 				continue
 			}
