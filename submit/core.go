@@ -451,8 +451,8 @@ func (t *task) Complete(w *worker.Worker, cqes []uring.CQE) {
 		t.observe(i)
 		// The modes' settled, their common cases written out, without a
 		// call through the strategy (measured, user CPU per kernel CPU
-		// in perf: 8-12% less on NOP fanouts, chains and layered graphs
-		// in graph and link mode).
+		// in perf: 8-12% less on NOP fanouts, chains and layered graphs,
+		// in each mode).
 		switch t.fast {
 		case Graph:
 			// A node of no kernel chain, with more in flight, whose one

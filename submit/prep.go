@@ -275,8 +275,8 @@ func (t *task) prep(w *worker.Worker, i int32, link uint8) *uring.SQE {
 // link, up to the first that needs something take gets, is a Go task,
 // has on_failure edges or is to be skipped (cond decides), is final
 // already (waves: canceled), or heads a linear run graph mode links
-// (see linkWidth; wide: the batch is wide, as waves counts it), and
-// returns how many it prepped. The caller checked the room for all of
+// (see linkWidth; wide: the batch is wide; waves, which links nothing,
+// passes true), and returns how many it prepped. The caller checked the room for all of
 // them. It is prep in a loop: a call for each node, which every run of
 // NOPs or other bare ops would pay, reloads what the loop keeps in
 // registers.
