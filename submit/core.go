@@ -459,7 +459,10 @@ func (t *task) Complete(w *worker.Worker, cqes []uring.CQE) {
 			// successor waits for others too (a fanout's middle nodes)
 			// counts it down, or makes it ready if it waited for this one
 			// alone (a chain's nodes); one with several successors
-			// releases them.
+			// releases them. graphMode.settled keeps the one-successor
+			// case too, for a kernel chain's nodes and those complete
+			// settles (measured without it: linked NOP chains 2x16, 10%
+			// more user CPU per kernel CPU).
 			if n.chain >= 0 || t.inflight == 0 {
 				break
 			}
