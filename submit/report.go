@@ -379,5 +379,5 @@ func (r *Runner) worker(i int32) int {
 	if len(r.tasks) == 1 {
 		return r.tasks[0].wid
 	}
-	return r.tasks[int(r.p.compOf[i])%len(r.tasks)].wid
+	return r.tasks[r.compTask[r.p.compOf[i]]].wid
 }

@@ -65,6 +65,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -195,6 +196,9 @@ type Runner struct {
 	depth  int
 	parent *Runner   // the run whose Go task runs this one, or nil
 	split  *splitSet // split.go: graph mode's tasks when a component is split, or nil
+	// compTask is each component's task in the set that runs every
+	// component on one worker (spread).
+	compTask []int32
 	// digests makes the run compute the CRC-32C of what its reads
 	// return, which only its Report and observer show: Run sets it from
 	// Options.Digests; a subgraph (dag.Inputs.Run) has neither.
@@ -283,32 +287,36 @@ func (r *Runner) endContext() {
 	r.stopMu.Unlock()
 }
 
-// NewRunner prepares g to run on pool: flattens it and splits its
-// components round-robin into one task per worker. In graph mode, a large
-// component with wide levels is spread over every worker of a pool of 2
-// to 4 workers fed round-robin (not workers.Shared) when GOMAXPROCS is
-// at least the workers (at least 1,024 nodes, and on average 16 nodes a
-// level for each worker; GOMAXPROCS is read here, once).
+// NewRunner prepares g to run on pool: flattens it and gives its
+// components to one task per worker, the largest first, each to the one
+// with the fewest nodes so far. In graph mode, a large component with
+// wide levels is spread over every worker of a pool of 2 to 4 workers
+// fed round-robin (not workers.Shared) when GOMAXPROCS is at least the
+// workers (at least 1,024 nodes, and on average 16 nodes a level for
+// each worker; GOMAXPROCS is read here, once).
 func NewRunner(pool *workers.Pool, g *dag.Graph) *Runner {
 	p := newPlan(g)
 	r := &Runner{pool: (*worker.Pool)(pool), p: p, st: newState(p), rootFd: -1}
 	comps := g.Components()
 	k := min(r.pool.Size(), len(comps))
 	local := make([]int32, len(comps))
+	load := make([]int, k)
+	owner := spread(comps, load)
+	r.compTask = owner
 	// The tasks' lists are sized before they are filled (Inputs.Run
 	// makes many small Runners).
-	size := make([]int, k)
-	for c, nodes := range comps {
-		size[c%k] += len(nodes)
+	ncomps := make([]int, k)
+	for _, j := range owner {
+		ncomps[j]++
 	}
 	for j := 0; j < k; j++ {
 		t := newTask(r)
-		t.comps = make([]int32, 0, (len(comps)-j+k-1)/k)
-		t.nodes = make([]int32, 0, size[j])
+		t.comps = make([]int32, 0, ncomps[j])
+		t.nodes = make([]int32, 0, load[j])
 		r.tasks = append(r.tasks, t)
 	}
 	for c, nodes := range comps {
-		t := r.tasks[c%k]
+		t := r.tasks[owner[c]]
 		local[c] = int32(len(t.comps))
 		t.comps = append(t.comps, int32(c))
 		t.nodes = append(t.nodes, nodes...)
@@ -340,6 +348,34 @@ func NewRunner(pool *workers.Pool, g *dag.Graph) *Runner {
 		r.planSplit(splitMinNodes, splitMinWidth) // split.go
 	}
 	return r
+}
+
+// spread gives each component to a task, the largest first, each to the
+// task with the fewest nodes so far (the first of those), and returns
+// each component's task; load holds each task's nodes before and after.
+// Components of one size go out in turn. Given out in turn whatever
+// their size, two large components could land on one worker beside
+// small ones on the other (measured: two layered 64x64 and the 20 single
+// nodes their first levels leave, on 2 workers: 1.0x one worker, with
+// one worker idle; spread by size, see the README).
+func spread(comps [][]int32, load []int) []int32 {
+	bySize := make([]int32, len(comps))
+	for c := range bySize {
+		bySize[c] = int32(c)
+	}
+	slices.SortStableFunc(bySize, func(a, b int32) int { return len(comps[b]) - len(comps[a]) })
+	owner := make([]int32, len(comps))
+	for _, c := range bySize {
+		j := 0
+		for x := range load {
+			if load[x] < load[j] {
+				j = x
+			}
+		}
+		owner[c] = int32(j)
+		load[j] += len(comps[c])
+	}
+	return owner
 }
 
 // Close ends the Runner: Run must not be called after it. (It holds no
@@ -408,9 +444,9 @@ func (r *Runner) run(ctx context.Context, mode Mode, o Options) (wall int64, sta
 	r.barrier.arrived.Store(0)
 	r.barrier.abort.Store(false)
 	r.barrier.tasks = int64(len(r.tasks))
-	for j, t := range r.tasks {
+	for _, t := range r.tasks {
 		if mode == Waves && len(t.waves.off) == 0 {
-			t.waves.init(j, len(r.tasks)) // once, if ever: only waves groups by level
+			t.waves.init() // once, if ever: only waves groups by level
 		}
 		t.use(mode)
 		t.waves.step = 0

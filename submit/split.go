@@ -227,17 +227,25 @@ func (r *Runner) planSplit(min, width int) {
 			out: make([]*spsc, k), ltail: padded[uint32](k), pub: padded[uint32](k), dirty: padded[int32](k)[:0]}
 		s.tasks = append(s.tasks, t)
 	}
-	small := 0
+	// The split components first, then the others by size onto the
+	// tasks with the fewest nodes.
+	load := make([]int, k)
+	var rest [][]int32
 	for c, nodes := range comps {
-		if split[c] {
-			s.splitComps++
-			s.partition(p, nodes, k)
+		if !split[c] {
+			rest = append(rest, nodes)
 			continue
 		}
+		s.splitComps++
+		s.partition(p, nodes, k)
 		for _, i := range nodes {
-			s.owner[i] = int32(small % k)
+			load[s.owner[i]]++
 		}
-		small++
+	}
+	for c, j := range spread(rest, load) {
+		for _, i := range rest[c] {
+			s.owner[i] = j
+		}
 	}
 	for _, i := range g.Order() {
 		t := s.tasks[s.owner[i]]

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -605,6 +607,75 @@ func TestConcurrentRuns(t *testing.T) {
 			}()
 		}
 		wg.Wait()
+	}
+}
+
+// TestSpread checks how components are given to the tasks: the largest
+// first, each to the task with the fewest nodes so far.
+func TestSpread(t *testing.T) {
+	comps := func(sizes ...int) [][]int32 {
+		var c [][]int32
+		for _, n := range sizes {
+			c = append(c, make([]int32, n))
+		}
+		return c
+	}
+	for _, tc := range []struct {
+		name      string
+		comps     [][]int32
+		load      []int // before
+		owner     []int32
+		loadAfter []int
+	}{
+		{"equal sizes go out in turn", comps(3, 3, 3, 3, 3), []int{0, 0}, []int32{0, 1, 0, 1, 0}, []int{9, 6}},
+		{"two large among small ones", comps(50, 1, 1, 1, 50, 1), []int{0, 0}, []int32{0, 0, 1, 0, 1, 1}, []int{52, 52}},
+		{"one large, the rest beside it", comps(1, 1, 10, 1, 1), []int{0, 0, 0}, []int32{1, 2, 0, 1, 2}, []int{10, 2, 2}},
+		{"on top of a split component", comps(4, 4, 4), []int{10, 2}, []int32{1, 1, 0}, []int{14, 10}},
+		{"no components", nil, []int{0, 0}, []int32{}, []int{0, 0}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			load := slices.Clone(tc.load)
+			owner := spread(tc.comps, load)
+			if diff := cmp.Diff(tc.owner, owner); diff != "" {
+				t.Errorf("owners (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.loadAfter, load); diff != "" {
+				t.Errorf("loads after (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestComponentsSpread runs two large components among small ones on 2
+// workers, in every mode: each large one runs on a worker of its own
+// (given out in turn, both went to worker 0).
+func TestComponentsSpread(t *testing.T) {
+	pool := newPool(t, workers.Config{Workers: 2})
+	b := dag.NewBuilder("two-chains")
+	chain := func(name string) {
+		prev := b.Nop(name + "0")
+		for i := 1; i < 40; i++ {
+			prev = b.Nop(name + strconv.Itoa(i)).After(prev)
+		}
+	}
+	chain("a")
+	for i := range 19 {
+		b.Nop("single" + strconv.Itoa(i))
+	}
+	chain("b")
+	g := mustBuild(t, b)
+	for _, m := range Modes() {
+		rep := runIn(t, pool, g, m, nil)
+		ran := map[byte]map[int]bool{'a': {}, 'b': {}}
+		for _, n := range rep.Nodes {
+			if w, ok := ran[n.ID[0]]; ok {
+				w[n.Worker] = true
+			}
+		}
+		want := map[byte]map[int]bool{'a': {0: true}, 'b': {1: true}}
+		if diff := cmp.Diff(want, ran); diff != "" {
+			t.Errorf("%s: the workers each chain ran on (-want +got):\n%s", m, diff)
+		}
 	}
 }
 

@@ -60,15 +60,19 @@ type waveMode struct {
 }
 
 // init groups the task's nodes by level (once per Runner, at its first
-// run in waves mode): task k of tasks holds the components c with
-// c % tasks == k.
-func (m *waveMode) init(k, tasks int) {
-	g := m.t.p.g
-	m.order = make([]int32, 0, len(m.t.nodes))
+// run in waves mode).
+func (m *waveMode) init() {
+	t := m.t
+	g := t.p.g
+	mine := make([]bool, len(g.Components()))
+	for _, c := range t.comps {
+		mine[c] = true
+	}
+	m.order = make([]int32, 0, len(t.nodes))
 	m.off = append(m.off[:0], 0)
 	for _, level := range g.Levels() {
 		for _, i := range level {
-			if g.Component(i)%tasks == k {
+			if mine[g.Component(i)] {
 				m.order = append(m.order, i)
 			}
 		}
