@@ -43,6 +43,47 @@ func BenchmarkSplitWidth(b *testing.B) {
 	b.Run("fanout4000", func(b *testing.B) { benchSplit(b, graphOf(dag.Fanout(4000, dag.GenOptions{}))) })
 }
 
+// BenchmarkTwoComponents is what two workers give with nothing to
+// exchange: two layered 64x64 NOP components (and the 20 single nodes
+// their first levels leave), each on one worker, unsplit, against both on
+// one worker. It is the ceiling for BenchmarkSplitLayered64x64 on the
+// same machine, and it shows the components given to the workers by
+// size (given out in turn, both large ones went to one worker).
+//
+//	GOMAXPROCS=2 go test -run '^$' -bench TwoComponents -benchtime 1000x ./submit
+func BenchmarkTwoComponents(b *testing.B) {
+	s, err := dag.Layered(64, 64, dag.GenOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	two := &dag.Spec{Name: "two-layered64x64"}
+	for _, prefix := range []string{"a", "b"} {
+		for _, n := range s.Nodes {
+			n.ID = prefix + n.ID
+			after := make([]string, len(n.After))
+			for j, id := range n.After {
+				after[j] = prefix + id
+			}
+			n.After = after
+			two.Nodes = append(two.Nodes, n)
+		}
+	}
+	g := graphOf(two, nil)
+	for _, n := range []int{1, 2} {
+		b.Run(fmt.Sprintf("workers=%d", n), func(b *testing.B) {
+			pool, err := workers.New(workers.Config{Workers: n})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer pool.Close()
+			r := NewRunner(pool, g)
+			defer r.Close()
+			r.planSplit(math.MaxInt, 0) // split nothing
+			benchRun(b, r, Graph, "")
+		})
+	}
+}
+
 func benchSplit(b *testing.B, g *dag.Graph) {
 	for _, n := range []int{1, 2} {
 		b.Run(fmt.Sprintf("workers=%d", n), func(b *testing.B) {
