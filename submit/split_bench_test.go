@@ -68,23 +68,14 @@ func BenchmarkTwoComponents(b *testing.B) {
 			two.Nodes = append(two.Nodes, n)
 		}
 	}
-	g := graphOf(two, nil)
-	for _, n := range []int{1, 2} {
-		b.Run(fmt.Sprintf("workers=%d", n), func(b *testing.B) {
-			pool, err := workers.New(workers.Config{Workers: n})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer pool.Close()
-			r := NewRunner(pool, g)
-			defer r.Close()
-			r.planSplit(math.MaxInt, 0) // split nothing
-			benchRun(b, r, Graph, "")
-		})
-	}
+	benchWorkers(b, graphOf(two, nil), math.MaxInt) // split nothing
 }
 
-func benchSplit(b *testing.B, g *dag.Graph) {
+func benchSplit(b *testing.B, g *dag.Graph) { benchWorkers(b, g, splitMinNodes) }
+
+// benchWorkers runs g in graph mode on 1 and 2 workers, splitting
+// components of at least min nodes.
+func benchWorkers(b *testing.B, g *dag.Graph, min int) {
 	for _, n := range []int{1, 2} {
 		b.Run(fmt.Sprintf("workers=%d", n), func(b *testing.B) {
 			pool, err := workers.New(workers.Config{Workers: n})
@@ -94,7 +85,7 @@ func benchSplit(b *testing.B, g *dag.Graph) {
 			defer pool.Close()
 			r := NewRunner(pool, g)
 			defer r.Close()
-			r.planSplit(splitMinNodes, 0)
+			r.planSplit(min, 0)
 			if _, err := r.Run(context.Background(), Graph, Options{}); err != nil {
 				b.Fatal(err)
 			}
