@@ -357,7 +357,9 @@ func NewRunner(pool *workers.Pool, g *dag.Graph) *Runner {
 // their size, two large components could land on one worker beside
 // small ones on the other (measured: two layered 64x64 and the 20 single
 // nodes their first levels leave, on 2 workers: 1.0x one worker, with
-// one worker idle; spread by size, see the README).
+// one worker idle; spread by size, see the README). It takes a sort and
+// a scan of the tasks per component: 12 ms of NewRunner's 154 for a
+// million single nodes on 2 workers.
 func spread(comps [][]int32, load []int) []int32 {
 	bySize := make([]int32, len(comps))
 	for c := range bySize {
