@@ -65,16 +65,27 @@ func BenchmarkNop(b *testing.B) {
 //
 //	go test -run '^$' -bench EnterEmpty ./internal/uring
 func BenchmarkEnterEmpty(b *testing.B) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	r, err := New(64, Options{SingleIssuer: true, DeferTaskrun: true, RegisterRing: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer r.Close()
+	r := workerRing(b, 64)
 	for b.Loop() {
 		if _, err := r.enter(0, 0, 0); err != nil {
 			b.Fatal(err)
 		}
 	}
+}
+
+// workerRing locks the benchmark to its thread and sets up a ring as the
+// workers do (single issuer, deferred task work, registered fd); both end
+// with the benchmark function.
+func workerRing(b *testing.B, entries uint32) *Ring {
+	runtime.LockOSThread()
+	r, err := New(entries, Options{SingleIssuer: true, DeferTaskrun: true, RegisterRing: true})
+	if err != nil {
+		runtime.UnlockOSThread()
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		r.Close()
+		runtime.UnlockOSThread()
+	})
+	return r
 }

@@ -1,9 +1,6 @@
 package uring
 
-import (
-	"runtime"
-	"testing"
-)
+import "testing"
 
 // BenchmarkDataflowFloor is the floor under the engine's cost per node: a
 // bare dataflow loop on one ring running fanout 100 NOPs (a root, 98
@@ -47,13 +44,7 @@ func dataflowFloor(b *testing.B, level int) {
 		bound
 		tags
 	)
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	r, err := New(256, Options{SingleIssuer: true, DeferTaskrun: true, RegisterRing: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer r.Close()
+	r := workerRing(b, 256)
 	// Fanout 100 as successor lists: 0 -> 1..98 -> 99.
 	const n = 100
 	succOff := make([]int32, n+1)
