@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/iodag/iodag/dag"
+	"github.com/iodag/iodag/internal/uring"
 	"github.com/iodag/iodag/internal/worker"
 )
 
@@ -35,9 +36,12 @@ import (
 // Cross-worker edges: when a node with successors owned by another task
 // is final (observe), its index, status and cause go into a
 // single-producer single-consumer queue to that task; the queue's tail is
-// published with one atomic store per completion batch (at the next
-// Prep), and the receiver's worker is poked (Worker.Wake: an eventfd
-// write only if it sleeps), even while it has requests in flight: they
+// published with one atomic store per completion batch: the batch's
+// plain successes first (tellFirst, before the task releases any
+// successor of its own, so the other workers take them while it does;
+// measured, layered 64x64 on 2 workers, six alternated runs: 20.4-21.7M
+// -> 22.1-23.7M nodes/s), the rest at the next Prep. The receiver's
+// worker is poked (Worker.Wake: an eventfd write only if it sleeps), even while it has requests in flight: they
 // may take any time (a timeout, a read of a pipe), and it must not wait
 // for them before it drains. The receiver writes the status and
 // cause into its own state, all that releasing its own successors of the
@@ -466,6 +470,25 @@ func (sp *splitTask) final(i int32) {
 		q.buf[lt%uint32(len(q.buf))] = m
 		sp.ltail[d] = lt + 1
 	}
+}
+
+// tellFirst sends, before the task releases anything of its own, the
+// plain successes of a completion batch that other tasks wait for, and
+// publishes them: the other workers get them while this one releases its
+// own successors. Complete's common case, which these are, then tells no
+// one again.
+func (sp *splitTask) tellFirst(cqes []uring.CQE) {
+	s, node, hot := sp.set, sp.t.st.node, sp.t.p.hot
+	for k := range cqes {
+		c := &cqes[k]
+		i := int32(c.UserData)
+		if c.UserData&cancelBit != 0 || c.Res < 0 || !hot[i].plain || s.dOff[i] == s.dOff[i+1] {
+			continue
+		}
+		node[i].res, node[i].status = c.Res, stOK
+		sp.final(i)
+	}
+	sp.flush()
 }
 
 // flush publishes what final queued and wakes the receivers: once per
