@@ -438,7 +438,7 @@ func (t *task) Complete(w *worker.Worker, cqes []uring.CQE) {
 	for k := range cqes {
 		c := &cqes[k]
 		i := int32(c.UserData)
-		if c.UserData&cancelBit != 0 || c.Res < 0 || t.trace || !hot[i].plain {
+		if !t.plainSuccess(c) {
 			t.complete(w, *c)
 			continue
 		}
@@ -501,6 +501,12 @@ func (t *task) Complete(w *worker.Worker, cqes []uring.CQE) {
 		}
 		t.s.settled(w, i)
 	}
+}
+
+// plainSuccess reports whether c completes a plain node that succeeded,
+// untraced: Complete's common case, which it handles itself.
+func (t *task) plainSuccess(c *uring.CQE) bool {
+	return c.UserData&cancelBit == 0 && c.Res >= 0 && !t.trace && t.p.hot[int32(c.UserData)].plain
 }
 
 // complete gives node i its final status from its CQE and lets the mode

@@ -41,12 +41,13 @@ import (
 // successor of its own, so the other workers take them while it does;
 // measured, layered 64x64 on 2 workers, six alternated runs: 20.4-21.7M
 // -> 22.1-23.7M nodes/s), the rest at the next Prep. The receiver's
-// worker is poked (Worker.Wake: an eventfd write only if it sleeps), even while it has requests in flight: they
-// may take any time (a timeout, a read of a pipe), and it must not wait
-// for them before it drains. The receiver writes the status and
-// cause into its own state, all that releasing its own successors of the
-// node reads (task.release, and rootOf for a cancellation's cause), after
-// the atomic load of the tail: the sender wrote the message before the
+// worker is poked (Worker.Wake: an eventfd write only if it sleeps),
+// even while it has requests in flight: they may take any time (a
+// timeout, a read of a pipe), and it must not wait for them before it
+// drains. The receiver writes the status and cause into its own state,
+// all that releasing its own successors of the node reads (task.release,
+// and rootOf for a cancellation's cause), after the atomic load of the
+// tail: the sender wrote the message before the
 // store, so the Go memory model orders them. The message carries them so
 // that the receiver reads no line of the sender's state, which the sender
 // writes (measured: copying the outcome from there held layered 64x64 on
@@ -478,21 +479,21 @@ func (sp *splitTask) final(i int32) {
 // own successors. Complete's common case, which these are, then tells no
 // one again.
 func (sp *splitTask) tellFirst(cqes []uring.CQE) {
-	s, node, hot := sp.set, sp.t.st.node, sp.t.p.hot
+	s, node := sp.set, sp.t.st.node
 	for k := range cqes {
 		c := &cqes[k]
 		i := int32(c.UserData)
-		if c.UserData&cancelBit != 0 || c.Res < 0 || !hot[i].plain || s.dOff[i] == s.dOff[i+1] {
+		if !sp.t.plainSuccess(c) || s.dOff[i] == s.dOff[i+1] {
 			continue
 		}
-		node[i].res, node[i].status = c.Res, stOK
+		node[i].res, node[i].status = c.Res, stOK // what Complete sets again
 		sp.final(i)
 	}
 	sp.flush()
 }
 
 // flush publishes what final queued and wakes the receivers: once per
-// queue per completion batch.
+// queue in tellFirst and once in Prep, per completion batch.
 func (sp *splitTask) flush() {
 	for _, d := range sp.dirty {
 		sp.out[d].tail.Store(sp.ltail[d])
