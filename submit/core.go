@@ -432,7 +432,7 @@ func (t *task) Finish(w *worker.Worker, err error) {
 func (t *task) Complete(w *worker.Worker, cqes []uring.CQE) {
 	node, hot := t.st.node, t.p.hot
 	compOf := t.p.compOf
-	if t.sp != nil && !t.trace {
+	if t.sp != nil {
 		t.sp.tellFirst(cqes) // split.go: the other workers' nodes first
 	}
 	for k := range cqes {
@@ -452,7 +452,7 @@ func (t *task) Complete(w *worker.Worker, cqes []uring.CQE) {
 		}
 		t.remaining--
 		if t.obs != nil {
-			t.notify(i) // a split task told the other workers in tellFirst
+			t.notify(i) // observe's other half: tellFirst told the other workers
 		}
 		// The modes' settled, their common cases written out, without a
 		// call through the strategy (measured, user CPU per kernel CPU
