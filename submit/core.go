@@ -120,7 +120,7 @@ type strategy interface {
 	want() int
 	// exact is want made exact, asked only when the completions at hand
 	// fall short of want (which may ask for more than needed).
-	exact() int
+	exact(w *worker.Worker) int
 	// settled reacts to node i's final status, given by its CQE (or, for
 	// a Go task, by its function's return).
 	settled(w *worker.Worker, i int32)
@@ -356,7 +356,7 @@ func (t *task) Wait(w *worker.Worker) int {
 	if t.eachCompletion() {
 		return 1
 	}
-	return t.s.exact()
+	return t.s.exact(w)
 }
 
 // eachCompletion reports whether the task must see each completion as
@@ -460,6 +460,10 @@ func (t *task) Complete(w *worker.Worker, cqes []uring.CQE) {
 		// in each mode).
 		switch t.fast {
 		case Graph:
+			if t.graph.lockstep {
+				t.graph.left-- // graphMode.step: the next level is ready when none is left
+				continue
+			}
 			// A node of no kernel chain, with more in flight, whose one
 			// successor waits for others too (a fanout's middle nodes)
 			// counts it down, or makes it ready if it waited for this one

@@ -16,7 +16,9 @@ import (
 // kernel's link rule gives the graph's semantics) goes down as one
 // kernel link chain, so it costs what link mode pays for it, unless its
 // head completes while it is submitted and the task has at least
-// linkWidth nodes ready, the head included (see linkWidth).
+// linkWidth nodes ready, the head included (see linkWidth). While whole
+// levels succeed at once, it knows the next level is ready without
+// counting down (lockstep, see step).
 type graphMode struct {
 	t     *task
 	roots []int32 // the task's nodes without predecessors
@@ -30,6 +32,12 @@ type graphMode struct {
 	// completions.
 	chains []int32
 	free   []int32
+	// lockstep: while every node of each level so far succeeded as a
+	// plain node in the completion batches that ended it, the next level
+	// is what would be ready, and the count-down is skipped (see step).
+	lockstep bool
+	level    int // the level in flight, in lockstep
+	left     int // its nodes not yet complete
 }
 
 func (g *graphMode) begin() {
@@ -40,9 +48,74 @@ func (g *graphMode) begin() {
 		t.st.node[i].status = stReady
 		t.ready = append(t.ready, i)
 	}
+	// Not with cleanups (a level's node may be one to skip), nor when
+	// every completion is reported (a trace, an observer): those take
+	// the count-down from the start.
+	g.lockstep = t.sp == nil && !t.p.cleanups && !t.trace && t.obs == nil
+	g.level, g.left = 0, len(g.roots)
+}
+
+// step moves lockstep on at a turn's dispatch. A level's nodes depend
+// only on earlier levels, and each of them on at least one node of the
+// level before (levels are longest paths from the roots), so once every
+// node of the levels so far has succeeded, exactly the next level is
+// ready: graph mode then does what waves does, without counting each
+// successor's predecessors down. (Measured with NOPs, `iodag compare
+// --repeat 40000`, three runs: graph against waves, layered 16x8
+// 0.88-0.92x -> 0.98x, fanout 100 0.92-0.95x -> 0.98-1.00x, chains 8x16
+// 0.93x -> 0.95-0.96x; diamonds 1.03x faster, 6 of 7 alternated runs.)
+// Once part of a level is complete, its successors may be ready before
+// the rest: dataflow takes over (unlock), as it does for anything else
+// that needs the counts.
+func (g *graphMode) step(w *worker.Worker) {
+	t := g.t
+	off := t.waves.off
+	if g.left > 0 {
+		if g.left < int(off[g.level+1]-off[g.level]) {
+			g.unlock(w, -1)
+		}
+		return
+	}
+	g.level++
+	if g.level+1 >= len(off) {
+		return
+	}
+	lv := t.waves.order[off[g.level]:off[g.level+1]]
+	node := t.st.node
+	for _, v := range lv {
+		node[v].pending, node[v].status = 0, stReady
+	}
+	t.ready = append(t.ready, lv...)
+	g.left = len(lv)
+}
+
+// unlock ends lockstep: the nodes that succeeded in it release their
+// successors now, as they would have when they completed, and from here
+// on every completion does; but not node except, whose completion is
+// being settled (it releases its own).
+func (g *graphMode) unlock(w *worker.Worker, except int32) {
+	g.lockstep = false
+	t := g.t
+	node := t.st.node
+	for _, u := range t.waves.order[:t.waves.off[g.level+1]] {
+		if node[u].status == stOK && u != except {
+			t.release(w, u)
+		}
+	}
+}
+
+// unlockAt ends lockstep, if on, before something that needs the
+// pending counts or releases successors itself.
+func (g *graphMode) unlockAt(w *worker.Worker) {
+	if g.lockstep {
+		g.unlock(w, -1)
+	}
 }
 
 func (g *graphMode) prep(w *worker.Worker) {
+	if g.lockstep {
+		g.step(w)
+	}
 	for {
 		g.dispatch(w)
 		if g.t.inflight > 0 || !g.starved(w) {
@@ -105,6 +178,7 @@ func (g *graphMode) dispatch(w *worker.Worker) {
 				parked++
 				continue
 			default:
+				g.unlockAt(w)
 				t.refuse(w, u, v)
 				continue
 			}
@@ -117,6 +191,7 @@ func (g *graphMode) dispatch(w *worker.Worker) {
 				room--
 				continue
 			}
+			g.unlockAt(w) // a chain puts later levels in flight
 			g.dispatchChain(w, u)
 			room = w.Room()
 		}
@@ -128,7 +203,7 @@ func (g *graphMode) dispatch(w *worker.Worker) {
 		// Opens waiting for a slot, taken out and put back in every
 		// turn: note them, so that the queue stays at most twice the
 		// graph.
-		g.exact()
+		g.exact(w)
 	}
 	if g.noted == len(t.ready) {
 		t.ready, g.rhead, g.noted = t.ready[:0], 0, 0
@@ -214,6 +289,9 @@ func (g *graphMode) noteSuccs(x int32) {
 
 func (g *graphMode) settled(w *worker.Worker, i int32) {
 	t := g.t
+	if g.lockstep {
+		g.unlock(w, i) // not a plain success: Complete counts those in lockstep
+	}
 	if c := t.st.node[i].chain; c >= 0 {
 		if g.chains[c]--; g.chains[c] == 0 {
 			g.free = append(g.free, c)
@@ -272,8 +350,9 @@ func (g *graphMode) want() int {
 // exact takes in the successors of the nodes dispatched since the last
 // call and returns want, now the fewest completions that can make a node
 // ready.
-func (g *graphMode) exact() int {
+func (g *graphMode) exact(w *worker.Worker) int {
 	t := g.t
+	g.unlockAt(w) // the wait bound reads the pending counts
 	for _, x := range t.ready[g.noted:g.rhead] {
 		g.noteSuccs(x)
 	}
@@ -292,6 +371,7 @@ func (g *graphMode) starved(w *worker.Worker) bool {
 	if t.inflight > 0 || t.goRunning > 0 || g.rhead == len(t.ready) || w.FreeSlots() > 0 || w.Room() == 0 {
 		return false
 	}
+	g.unlockAt(w)
 	for end := len(t.ready); g.rhead < end; g.rhead++ {
 		t.fail(w, t.ready[g.rhead], -int32(unix.EMFILE), nil)
 	}

@@ -285,6 +285,6 @@ func (l *linkMode) want() int {
 	return int(fewest)
 }
 
-func (l *linkMode) exact() int { return l.want() }
+func (l *linkMode) exact(*worker.Worker) int { return l.want() }
 
 func (l *linkMode) done() bool { return true }

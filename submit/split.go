@@ -623,11 +623,11 @@ func (sp *splitTask) want() int {
 	return sp.t.graph.want()
 }
 
-func (sp *splitTask) exact() int {
+func (sp *splitTask) exact(w *worker.Worker) int {
 	if sp.received < sp.expected {
 		return 1
 	}
-	return sp.t.graph.exact()
+	return sp.t.graph.exact(w)
 }
 
 func (sp *splitTask) settled(w *worker.Worker, i int32) { sp.t.graph.settled(w, i) }

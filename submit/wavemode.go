@@ -60,7 +60,8 @@ type waveMode struct {
 }
 
 // init groups the task's nodes by level (once per Runner, at its first
-// run in waves mode).
+// run in waves mode, or in graph mode unsplit, whose lockstep goes by
+// level too).
 func (m *waveMode) init() {
 	t := m.t
 	g := t.p.g
@@ -88,7 +89,7 @@ func (m *waveMode) done() bool { return m.level >= len(m.off)-1 }
 
 func (m *waveMode) want() int { return m.out }
 
-func (m *waveMode) exact() int { return m.want() }
+func (m *waveMode) exact(*worker.Worker) int { return m.want() }
 
 // settled releases the successors of a node that did not succeed: they
 // are canceled, or marked to be skipped or to run as cleanups. A success

@@ -1,0 +1,154 @@
+package submit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/iodag/iodag/dag"
+	"github.com/iodag/iodag/workers"
+)
+
+// TestLockstep checks graph mode's lockstep (graphMode.step): while whole
+// levels succeed in the batches that end them it skips the count-down,
+// and the moment part of a level is in, or anything else happens (a
+// failure, a kernel chain, a wait bound), the nodes it skipped release
+// their successors, so the run ends as plain dataflow would. The runs
+// that cancel themselves (a Go node at the end) would otherwise wait a
+// minute for a timeout: a wrong release shows as a status that differs,
+// or as the backstop's deadline.
+func TestLockstep(t *testing.T) {
+	// cancels ends the run when the node before it is done.
+	cancels := func(b *dag.Builder, cancel func(), after ...dag.Task) {
+		b.Go("end", func(dag.Inputs) error { cancel(); return nil }).After(after...)
+	}
+	tests := []struct {
+		name  string
+		cfg   workers.Config
+		build func(b *dag.Builder, cancel func())
+		// want is every node's status, or nil: all ok.
+		want map[string]Status
+		// on: still in lockstep at the end of the run.
+		on bool
+	}{
+		{
+			name: "whole levels",
+			build: func(b *dag.Builder, _ func()) {
+				s, err := dag.Layered(16, 8, dag.GenOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, n := range s.Nodes {
+					b.Nop(n.ID).AfterID(n.After...)
+				}
+			},
+			on: true,
+		},
+		{
+			// slow and a are level 1; b level 2; z, after s and b,
+			// level 3: its count must take in s (released late, when a
+			// is in and slow is not) as well as b.
+			name: "part of a level, then an edge across levels",
+			build: func(b *dag.Builder, cancel func()) {
+				s := b.Nop("s")
+				b.Timeout("slow", time.Minute).After(s)
+				a := b.Nop("a").After(s)
+				x := b.Nop("b").After(a)
+				cancels(b, cancel, b.Nop("z").After(s, x))
+			},
+			want: map[string]Status{"s": StatusOK, "slow": StatusCanceled, "a": StatusOK, "b": StatusOK, "z": StatusOK, "end": StatusOK},
+		},
+		{
+			name: "a failure in a level",
+			build: func(b *dag.Builder, _ func()) {
+				s := b.Nop("s")
+				bad := b.Unlink("bad", "missing").After(s)
+				a := b.Nop("a").After(s)
+				b.Nop("x").After(bad)
+				b.Nop("y").After(a)
+				b.Nop("j").After(a, bad)
+			},
+			want: map[string]Status{"s": StatusOK, "bad": StatusFailed, "a": StatusOK, "x": StatusCanceled, "y": StatusOK, "j": StatusCanceled},
+		},
+		{
+			// 64 of the 300 go down at a time: the first 64 are part
+			// of their level.
+			name: "a level wider than the worker's room",
+			cfg:  workers.Config{Entries: 64, InFlight: 64},
+			build: func(b *dag.Builder, _ func()) {
+				s := b.Nop("s")
+				var mid []dag.Task
+				for i := range 300 {
+					mid = append(mid, b.Nop(fmt.Sprintf("m%d", i)).After(s))
+				}
+				b.Nop("sink").After(mid...)
+			},
+		},
+		{
+			// A chain puts its later levels in flight with the first.
+			name: "a kernel chain",
+			build: func(b *dag.Builder, _ func()) {
+				s := b.Nop("s")
+				c := b.Nop("c1").After(s)
+				c = b.Nop("c2").After(c)
+				b.Nop("after").After(c, s)
+			},
+		},
+		{
+			// A cleanup could be due at any completion: no lockstep.
+			name: "cleanups",
+			build: func(b *dag.Builder, _ func()) {
+				s := b.Nop("s")
+				a := b.Nop("a").After(s)
+				b.Nop("undo").OnFailure(a)
+				b.Nop("z").After(a)
+			},
+			want: map[string]Status{"s": StatusOK, "a": StatusOK, "undo": StatusSkipped, "z": StatusOK},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, repeat := range []int{1, 3} {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // a backstop
+				b := dag.NewBuilder("lockstep")
+				tc.build(b, cancel)
+				g := mustBuild(t, b)
+				cfg := tc.cfg
+				cfg.Workers = 1
+				pool := newPool(t, cfg)
+				r := NewRunner(pool, g)
+				rep, err := r.Run(ctx, Graph, Options{Root: t.TempDir(), Repeat: repeat})
+				cancel()
+				if tc.want["end"] != "" {
+					if !errors.Is(err, context.Canceled) {
+						t.Errorf("repeat %d: Run = %v, want context.Canceled (the run ends itself)", repeat, err)
+					}
+				} else if err != nil {
+					t.Fatalf("repeat %d: Run: %v", repeat, err)
+				}
+				checkFinal(t, g, rep)
+				got := map[string]Status{}
+				want := tc.want
+				if want == nil {
+					want = map[string]Status{}
+					for _, n := range rep.Nodes {
+						want[n.ID] = StatusOK
+					}
+				}
+				for _, n := range rep.Nodes {
+					got[n.ID] = n.Status
+				}
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Errorf("repeat %d: statuses (-want +got):\n%s", repeat, diff)
+				}
+				if on := r.tasks[0].graph.lockstep; on != tc.on {
+					t.Errorf("repeat %d: in lockstep at the end = %v, want %v", repeat, on, tc.on)
+				}
+				r.Close()
+			}
+		})
+	}
+}
