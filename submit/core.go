@@ -145,6 +145,9 @@ type task struct {
 	wid   int
 	comps []int32 // component indices
 	nodes []int32 // their nodes, components one after the other
+	// levels is the task's nodes by level, made when a mode first
+	// needs it (groupLevels).
+	levels levels
 
 	repeat, iter int
 	remaining    int // nodes of this iteration not final
@@ -196,6 +199,31 @@ type task struct {
 	err       error
 	lent      []byte     // a read's bytes, lent to its hook during conclude (settle)
 	sp        *splitTask // split.go: a share of a component split over the workers, or nil
+}
+
+// levels is a task's nodes level by level: order[off[l]:off[l+1]] is
+// level l. Waves goes by it, and so does graph mode's lockstep.
+type levels struct{ order, off []int32 }
+
+// groupLevels fills t.levels (once per Runner, at its first run in waves
+// mode or in graph mode unsplit).
+func (t *task) groupLevels() {
+	g := t.p.g
+	mine := make([]bool, len(g.Components()))
+	for _, c := range t.comps {
+		mine[c] = true
+	}
+	lv := &t.levels
+	lv.order = make([]int32, 0, len(t.nodes))
+	lv.off = append(lv.off[:0], 0)
+	for _, level := range g.Levels() {
+		for _, i := range level {
+			if mine[g.Component(i)] {
+				lv.order = append(lv.order, i)
+			}
+		}
+		lv.off = append(lv.off, int32(len(lv.order)))
+	}
 }
 
 func newTask(r *Runner) *task {

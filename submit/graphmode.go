@@ -69,7 +69,7 @@ func (g *graphMode) begin() {
 // that needs the counts.
 func (g *graphMode) step(w *worker.Worker) {
 	t := g.t
-	off := t.waves.off
+	off := t.levels.off
 	if g.left > 0 {
 		if g.left < int(off[g.level+1]-off[g.level]) {
 			g.unlock(w, -1)
@@ -80,7 +80,7 @@ func (g *graphMode) step(w *worker.Worker) {
 	if g.level+1 >= len(off) {
 		return
 	}
-	lv := t.waves.order[off[g.level]:off[g.level+1]]
+	lv := t.levels.order[off[g.level]:off[g.level+1]]
 	node := t.st.node
 	for _, v := range lv {
 		node[v].pending, node[v].status = 0, stReady
@@ -97,7 +97,7 @@ func (g *graphMode) unlock(w *worker.Worker, except int32) {
 	g.lockstep = false
 	t := g.t
 	node := t.st.node
-	for _, u := range t.waves.order[:t.waves.off[g.level+1]] {
+	for _, u := range t.levels.order[:t.levels.off[g.level+1]] {
 		if node[u].status == stOK && u != except {
 			t.release(w, u)
 		}

@@ -50,42 +50,18 @@ func (b *barrier) wait(target int64) bool {
 // waveMode runs one task's share of each level.
 type waveMode struct {
 	t       *task
-	order   []int32 // the task's nodes, level by level
-	off     []int32 // order[off[l]:off[l+1]] is level l
-	level   int
+	level   int // in t.levels
 	pos     int
 	out     int   // dispatched nodes of the level not yet complete
 	step    int64 // barriers this task passed in this run
 	waiting bool  // arrived at the barrier of the current level
 }
 
-// init groups the task's nodes by level (once per Runner, at its first
-// run in waves mode, or in graph mode unsplit, whose lockstep goes by
-// level too).
-func (m *waveMode) init() {
-	t := m.t
-	g := t.p.g
-	mine := make([]bool, len(g.Components()))
-	for _, c := range t.comps {
-		mine[c] = true
-	}
-	m.order = make([]int32, 0, len(t.nodes))
-	m.off = append(m.off[:0], 0)
-	for _, level := range g.Levels() {
-		for _, i := range level {
-			if mine[g.Component(i)] {
-				m.order = append(m.order, i)
-			}
-		}
-		m.off = append(m.off, int32(len(m.order)))
-	}
-}
-
 func (m *waveMode) begin() {
 	m.level, m.pos, m.out, m.waiting = 0, 0, 0, false
 }
 
-func (m *waveMode) done() bool { return m.level >= len(m.off)-1 }
+func (m *waveMode) done() bool { return m.level >= len(m.t.levels.off)-1 }
 
 func (m *waveMode) want() int { return m.out }
 
@@ -105,7 +81,8 @@ func (m *waveMode) settled(w *worker.Worker, i int32) {
 
 func (m *waveMode) prep(w *worker.Worker) {
 	t, st, b := m.t, m.t.st, &m.t.r.barrier
-	for m.level < len(m.off)-1 {
+	order, off := t.levels.order, t.levels.off
+	for m.level < len(off)-1 {
 		if m.waiting {
 			if !b.wait((m.step + 1) * b.tasks) {
 				return
@@ -115,19 +92,19 @@ func (m *waveMode) prep(w *worker.Worker) {
 			m.level++
 			continue
 		}
-		end := int(m.off[m.level+1])
-		if m.pos < int(m.off[m.level]) {
-			m.pos = int(m.off[m.level])
+		end := int(off[m.level+1])
+		if m.pos < int(off[m.level]) {
+			m.pos = int(off[m.level])
 		}
 		// The level's position, its count and the room are kept in
 		// locals: read and written through m and w, they cost a load and
 		// a store a node (measured: 1-3.5% of fanout and layered NOPs).
 		pos, out, room := m.pos, m.out, w.Room()
 		for ; pos < end && room > 0; pos++ {
-			u := m.order[pos]
+			u := order[pos]
 			// A run of nodes that need only an SQE each, in one call.
 			if h := &t.p.hot[u]; !h.needs && h.op != dag.OpGo {
-				if k := t.prepBare(w, m.order[pos:min(end, pos+room)], true); k > 0 {
+				if k := t.prepBare(w, order[pos:min(end, pos+room)], true); k > 0 {
 					pos += k - 1 // the loop takes the last
 					room -= k
 					out += k
