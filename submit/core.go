@@ -206,19 +206,19 @@ type task struct {
 type levels struct{ order, off []int32 }
 
 // groupLevels fills t.levels (once per Runner, at its first run in waves
-// mode or in graph mode unsplit).
+// or graph mode). Every task has every level, empty or not.
 func (t *task) groupLevels() {
 	g := t.p.g
-	mine := make([]bool, len(g.Components()))
-	for _, c := range t.comps {
-		mine[c] = true
+	mine := make([]bool, t.p.n)
+	for _, i := range t.nodes {
+		mine[i] = true
 	}
 	lv := &t.levels
 	lv.order = make([]int32, 0, len(t.nodes))
 	lv.off = append(lv.off[:0], 0)
 	for _, level := range g.Levels() {
 		for _, i := range level {
-			if mine[g.Component(i)] {
+			if mine[i] {
 				lv.order = append(lv.order, i)
 			}
 		}
@@ -461,7 +461,7 @@ func (t *task) Complete(w *worker.Worker, cqes []uring.CQE) {
 	node, hot := t.st.node, t.p.hot
 	compOf := t.p.compOf
 	if t.sp != nil {
-		t.sp.tellFirst(cqes) // split.go: the other workers' nodes first
+		t.sp.tellFirst(w, cqes) // split.go: the other workers' nodes first
 	}
 	for k := range cqes {
 		c := &cqes[k]

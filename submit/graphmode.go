@@ -51,7 +51,7 @@ func (g *graphMode) begin() {
 	// Not with cleanups (a level's node may be one to skip), nor when
 	// every completion is reported (a trace, an observer): those take
 	// the count-down from the start.
-	g.lockstep = t.sp == nil && !t.p.cleanups && !t.trace && t.obs == nil
+	g.lockstep = !t.p.cleanups && !t.trace && t.obs == nil
 	g.level, g.left = 0, len(g.roots)
 }
 
@@ -70,37 +70,59 @@ func (g *graphMode) begin() {
 func (g *graphMode) step(w *worker.Worker) {
 	t := g.t
 	off := t.levels.off
-	if g.left > 0 {
-		if g.left < int(off[g.level+1]-off[g.level]) {
-			g.unlock(w, -1)
+	for {
+		if g.left > 0 {
+			if g.left < int(off[g.level+1]-off[g.level]) {
+				g.unlock(w, -1)
+			}
+			return
 		}
-		return
+		// A split task starts the next level once the other tasks'
+		// shares of this one have succeeded too (split.go); its share of
+		// a level may be empty.
+		if sp := t.sp; sp != nil && (!sp.nextLevel(w, g.level+1) || g.level+2 >= len(off)) {
+			return
+		}
+		g.level++
+		if g.level+1 >= len(off) {
+			return
+		}
+		lv := t.levels.order[off[g.level]:off[g.level+1]]
+		node := t.st.node
+		for _, v := range lv {
+			node[v].pending, node[v].status = 0, stReady
+		}
+		t.ready = append(t.ready, lv...)
+		g.left = len(lv)
+		if len(lv) > 0 || t.sp == nil {
+			return
+		}
 	}
-	g.level++
-	if g.level+1 >= len(off) {
-		return
-	}
-	lv := t.levels.order[off[g.level]:off[g.level+1]]
-	node := t.st.node
-	for _, v := range lv {
-		node[v].pending, node[v].status = 0, stReady
-	}
-	t.ready = append(t.ready, lv...)
-	g.left = len(lv)
 }
 
 // unlock ends lockstep: the nodes that succeeded in it release their
 // successors now, as they would have when they completed, and from here
 // on every completion does; but not node except, whose completion is
-// being settled (it releases its own).
+// being settled (it releases its own). A split task also tells the
+// other tasks to leave lockstep, and sends them its nodes (split.go).
 func (g *graphMode) unlock(w *worker.Worker, except int32) {
 	g.lockstep = false
 	t := g.t
+	sp := t.sp
+	if sp != nil {
+		sp.unlocked()
+	}
 	node := t.st.node
 	for _, u := range t.levels.order[:t.levels.off[g.level+1]] {
 		if node[u].status == stOK && u != except {
 			t.release(w, u)
+			if sp != nil {
+				sp.final(u)
+			}
 		}
+	}
+	if sp != nil {
+		sp.flush()
 	}
 }
 

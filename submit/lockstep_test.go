@@ -37,7 +37,9 @@ func TestLockstep(t *testing.T) {
 		{
 			name: "whole levels",
 			build: func(b *dag.Builder, _ func()) {
-				s, err := dag.Layered(16, 8, dag.GenOptions{})
+				// 16 a level on each of 2 workers: wide enough that a
+				// linear run goes down without a kernel link.
+				s, err := dag.Layered(32, 8, dag.GenOptions{})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -98,6 +100,18 @@ func TestLockstep(t *testing.T) {
 			},
 		},
 		{
+			// Split, a failure in the last level: the other task may
+			// have ended its share and wait for this one's.
+			name: "a failure in the last level",
+			build: func(b *dag.Builder, _ func()) {
+				r0, r1 := b.Nop("r0"), b.Nop("r1")
+				a0, a1 := b.Nop("a0").After(r0, r1), b.Nop("a1").After(r0, r1)
+				b.Nop("x0").After(a0, a1)
+				b.Unlink("x1", "missing").After(a0, a1)
+			},
+			want: map[string]Status{"r0": StatusOK, "r1": StatusOK, "a0": StatusOK, "a1": StatusOK, "x0": StatusOK, "x1": StatusFailed},
+		},
+		{
 			// A cleanup could be due at any completion: no lockstep.
 			name: "cleanups",
 			build: func(b *dag.Builder, _ func()) {
@@ -111,23 +125,34 @@ func TestLockstep(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			for _, repeat := range []int{1, 3} {
+			// On 2 workers every component is split: the tasks go level
+			// by level together (split.go), and leave lockstep together.
+			for _, run := range []struct{ workers, repeat int }{{1, 1}, {1, 3}, {2, 1}, {2, 3}} {
+				workers, repeat := run.workers, run.repeat
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // a backstop
 				b := dag.NewBuilder("lockstep")
 				tc.build(b, cancel)
 				g := mustBuild(t, b)
 				cfg := tc.cfg
-				cfg.Workers = 1
+				cfg.Workers = workers
 				pool := newPool(t, cfg)
 				r := NewRunner(pool, g)
+				tasks := r.tasks
+				if workers > 1 {
+					r.planSplit(1, 0)
+					if r.split == nil {
+						t.Fatal("not split")
+					}
+					tasks = r.split.tasks
+				}
 				rep, err := r.Run(ctx, Graph, Options{Root: t.TempDir(), Repeat: repeat})
 				cancel()
 				if tc.want["end"] != "" {
 					if !errors.Is(err, context.Canceled) {
-						t.Errorf("repeat %d: Run = %v, want context.Canceled (the run ends itself)", repeat, err)
+						t.Errorf("%d workers, repeat %d: Run = %v, want context.Canceled (the run ends itself)", workers, repeat, err)
 					}
 				} else if err != nil {
-					t.Fatalf("repeat %d: Run: %v", repeat, err)
+					t.Fatalf("%d workers, repeat %d: Run: %v", workers, repeat, err)
 				}
 				checkFinal(t, g, rep)
 				got := map[string]Status{}
@@ -142,10 +167,12 @@ func TestLockstep(t *testing.T) {
 					got[n.ID] = n.Status
 				}
 				if diff := cmp.Diff(want, got); diff != "" {
-					t.Errorf("repeat %d: statuses (-want +got):\n%s", repeat, diff)
+					t.Errorf("%d workers, repeat %d: statuses (-want +got):\n%s", workers, repeat, diff)
 				}
-				if on := r.tasks[0].graph.lockstep; on != tc.on {
-					t.Errorf("repeat %d: in lockstep at the end = %v, want %v", repeat, on, tc.on)
+				for j, tk := range tasks {
+					if on := tk.graph.lockstep; on != tc.on {
+						t.Errorf("%d workers, repeat %d: task %d in lockstep at the end = %v, want %v", workers, repeat, j, on, tc.on)
+					}
 				}
 				r.Close()
 			}

@@ -447,7 +447,7 @@ func (r *Runner) run(ctx context.Context, mode Mode, o Options) (wall int64, sta
 	r.barrier.abort.Store(false)
 	r.barrier.tasks = int64(len(r.tasks))
 	for _, t := range r.tasks {
-		if (mode == Waves || mode == Graph && t.sp == nil) && len(t.levels.off) == 0 {
+		if (mode == Waves || mode == Graph) && len(t.levels.off) == 0 {
 			t.groupLevels() // once, if ever: waves and graph's lockstep go by level
 		}
 		t.use(mode)

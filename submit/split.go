@@ -33,8 +33,10 @@ import (
 // unsplit, even if another worker's nodes would later close one; other
 // runs holding slots on the same pool can still make it so).
 //
-// Cross-worker edges: when a node with successors owned by another task
-// is final (observe), its index, status and cause go into a
+// While every level succeeds whole, the tasks go level by level together
+// and send no message (lockstep, see nextLevel). Otherwise, cross-worker
+// edges: when a node with successors owned by another task is final
+// (observe), its index, status and cause go into a
 // single-producer single-consumer queue to that task; the queue's tail is
 // published with one atomic store per completion batch: the batch's
 // plain successes first (tellFirst, before the task releases any
@@ -109,11 +111,14 @@ type splitSet struct {
 	// task, then the others grouped by owner; rdest[dOff[u]:dOff[u+1]]
 	// says which task each group of u belongs to, and each task's
 	// own[u] where in edges lie the successors of u it releases.
-	edges      []dag.Edge
-	dOff       []int32
-	rdest      []int32
-	arrived    atomic.Int64 // barrier arrivals in this run
-	splitComps int          // components split
+	edges   []dag.Edge
+	dOff    []int32
+	rdest   []int32
+	arrived atomic.Int64 // barrier arrivals in this run
+	// unlocked is 1 + the last iteration in which a task left lockstep
+	// (0: none in this run); every task then leaves it (see lockstep).
+	unlocked   atomic.Int64
+	splitComps int // components split
 }
 
 // splitMsg tells the task owning successors of a node that it is final,
@@ -165,6 +170,17 @@ type splitTask struct {
 	// workers), at most 64.
 	batch int
 	heard bool // other workers sent nodes since this task's last enter
+	// mark is, in lockstep, iteration*(levels+1) + how many levels this
+	// task's share of has succeeded: its own cache line, written by this
+	// task, read by the others. told is its levels, as last stored.
+	mark *atomic.Int64
+	told int
+	// need[l] is how many levels the other tasks' shares must have
+	// succeeded in before this task's share of level l can start: one
+	// more than the deepest level of a predecessor of it that another
+	// task owns (0: none): where the task's part of a component is a
+	// subtree of its own, it waits for no one.
+	need []int32
 }
 
 // cacheLine is the size of a cache line on the machines we know of
@@ -228,7 +244,8 @@ func (r *Runner) planSplit(min, width int) {
 		// status and pending were 5x slower on 2 workers).
 		t.st = newState(p)
 		t.sp = &splitTask{t: t, set: s, me: int32(j), in: make([]*spsc, k), head: padded[uint32](k),
-			out: make([]*spsc, k), ltail: padded[uint32](k), pub: padded[uint32](k), dirty: padded[int32](k)[:0]}
+			out: make([]*spsc, k), ltail: padded[uint32](k), pub: padded[uint32](k), dirty: padded[int32](k)[:0],
+			mark: &padded[atomic.Int64](1)[0]}
 		s.tasks = append(s.tasks, t)
 	}
 	// The split components first, then the others by size onto the
@@ -257,6 +274,7 @@ func (r *Runner) planSplit(min, width int) {
 	}
 	s.cut(p)
 	s.batches(comps, split)
+	s.needs(g)
 	for _, t := range s.tasks {
 		t.ready = make([]int32, 0, len(t.nodes))
 		for _, i := range t.nodes {
@@ -427,8 +445,10 @@ func (r *Runner) pickTasks(m Mode, unsplit bool) {
 	}
 	r.tasks = s.tasks
 	s.arrived.Store(0)
+	s.unlocked.Store(0)
 	for _, t := range s.tasks {
 		sp := t.sp
+		sp.mark.Store(0)
 		clear(sp.head)
 		clear(sp.ltail)
 		clear(sp.pub)
@@ -476,9 +496,21 @@ func (sp *splitTask) final(i int32) {
 // plain successes of a completion batch that other tasks wait for, and
 // publishes them: the other workers get them while this one releases its
 // own successors. Complete's common case, which these are, then tells no
-// one again.
-func (sp *splitTask) tellFirst(cqes []uring.CQE) {
+// one again. In lockstep a batch of plain successes tells no one (the
+// level is told whole, see lockstep); one with anything else ends
+// lockstep first, so that all of it is told as in dataflow.
+func (sp *splitTask) tellFirst(w *worker.Worker, cqes []uring.CQE) {
 	s, node := sp.set, sp.t.st.node
+	if sp.t.graph.lockstep {
+		k := 0
+		for k < len(cqes) && sp.t.plainSuccess(&cqes[k]) {
+			k++
+		}
+		if k == len(cqes) {
+			return
+		}
+		sp.t.graph.unlock(w, -1)
+	}
 	for k := range cqes {
 		c := &cqes[k]
 		i := int32(c.UserData)
@@ -538,7 +570,7 @@ func (sp *splitTask) drain(w *worker.Worker) bool {
 
 func (sp *splitTask) begin() {
 	sp.t.graph.begin()
-	sp.received, sp.arrived, sp.passed = 0, false, false
+	sp.received, sp.arrived, sp.passed, sp.told = 0, false, false, 0
 }
 
 func (sp *splitTask) prep(w *worker.Worker) {
@@ -550,28 +582,23 @@ func (sp *splitTask) prep(w *worker.Worker) {
 		sp.await()
 		return
 	}
-	sp.flush()
-	if sp.drain(w) {
-		sp.heard = true
+	if g.lockstep && sp.leftLockstep() {
+		g.unlock(w, -1) // another task's messages follow
 	}
-	// While nothing of its own is in flight, fewer than its share of a
-	// level is ready and no other worker has sent it nodes since its last
-	// enter, poll for their next batch: the nodes that wait for it would
-	// otherwise take an enter of their own a moment later. With nothing
-	// ready, poll a little before the worker sleeps.
-	ready := len(t.ready) - g.rhead
-	if t.inflight == 0 && t.goRunning == 0 && sp.received < sp.expected && (!sp.heard || ready == 0) && ready < sp.batch {
-		start := time.Now()
-		for i := 1; ; i++ {
-			if sp.drain(w) || sp.received == sp.expected {
-				break
-			}
-			if i > splitPoll {
-				syscall.RawSyscall(syscall.SYS_SCHED_YIELD, 0, 0, 0)
-			}
-			if i%64 == 0 && time.Since(start) > splitSpin || t.cancelReq.Load() {
-				break
-			}
+	if !g.lockstep {
+		sp.flush()
+		if sp.drain(w) {
+			sp.heard = true
+		}
+		// While nothing of its own is in flight, fewer than its share of
+		// a level is ready and no other worker has sent it nodes since
+		// its last enter, poll for their next batch: the nodes that wait
+		// for it would otherwise take an enter of their own a moment
+		// later. With nothing ready, poll a little before the worker
+		// sleeps.
+		ready := len(t.ready) - g.rhead
+		if t.inflight == 0 && t.goRunning == 0 && sp.received < sp.expected && (!sp.heard || ready == 0) && ready < sp.batch {
+			sp.spin(func() bool { return sp.drain(w) || sp.received == sp.expected })
 		}
 	}
 	g.prep(w)
@@ -582,13 +609,103 @@ func (sp *splitTask) prep(w *worker.Worker) {
 	}
 	sp.arrived = true
 	if sp.set.arrived.Add(1) == sp.target() {
-		for _, o := range sp.set.tasks {
-			if w := o.worker.Load(); o != t && w != nil {
-				w.Wake()
-			}
-		}
+		sp.wakeOthers()
 	}
 	sp.await()
+}
+
+// Lockstep across the workers. While every level so far has succeeded
+// whole on every task (graphMode.step), a task tells the others of each
+// level it ends by one store (its mark), and starts its share of the
+// next level once the marks say that the levels its predecessors on
+// other tasks are in are done (need): no message per node, no
+// count-down, as in waves. When a task leaves lockstep (part of
+// a level in, a failure, anything that ends it unsplit) it says so
+// (unlocked), and every task then leaves it too: each releases its own
+// successors of its nodes that succeeded in lockstep, and sends the
+// others what they own (graphMode.unlock), so that from there on it is
+// the split's dataflow, with every message of the iteration sent once.
+// A task in lockstep reads no message: one comes only after unlocked,
+// which it reads first.
+
+// nextLevel tells the other tasks, in lockstep, that this task's share
+// of the first levels levels has succeeded, and reports whether the
+// next level can start: whether theirs have succeeded as far as it needs
+// (all of them, after the last level), polling for that a while. A task
+// that left lockstep meanwhile ends it here too.
+func (sp *splitTask) nextLevel(w *worker.Worker, levels int) bool {
+	if sp.told < levels {
+		sp.told = levels
+		sp.mark.Store(sp.base() + int64(levels))
+		sp.wakeOthers()
+	}
+	need := levels
+	if levels < len(sp.need) {
+		need = int(sp.need[levels])
+	}
+	ok := sp.spin(func() bool { return sp.peersAt(need) || sp.leftLockstep() })
+	if sp.leftLockstep() {
+		sp.t.graph.unlock(w, -1)
+		return false
+	}
+	return ok
+}
+
+// base is the marks' value for no level of the current iteration.
+func (sp *splitTask) base() int64 { return int64(sp.t.iter) * int64(len(sp.t.levels.off)) }
+
+// peersAt reports whether every other task's share of the first levels
+// levels of this iteration has succeeded in lockstep.
+func (sp *splitTask) peersAt(levels int) bool {
+	if levels == 0 {
+		return true // a mark can still be of the last iteration
+	}
+	v := sp.base() + int64(levels)
+	for _, o := range sp.set.tasks {
+		if o != sp.t && o.sp.mark.Load() < v {
+			return false
+		}
+	}
+	return true
+}
+
+// leftLockstep reports whether a task has left lockstep in this
+// iteration.
+func (sp *splitTask) leftLockstep() bool { return sp.set.unlocked.Load() > int64(sp.t.iter) }
+
+// unlocked says, as a task leaves lockstep, that every task must.
+func (sp *splitTask) unlocked() {
+	if !sp.leftLockstep() {
+		sp.set.unlocked.Store(int64(sp.t.iter) + 1)
+		sp.wakeOthers()
+	}
+}
+
+// wakeOthers wakes the other tasks' workers, if they sleep.
+func (sp *splitTask) wakeOthers() {
+	for _, o := range sp.set.tasks {
+		if w := o.worker.Load(); o != sp.t && w != nil {
+			w.Wake()
+		}
+	}
+}
+
+// spin calls ok until it reports true, for up to splitSpin, yielding the
+// CPU after the first splitPoll calls; it reports whether ok did (not if
+// the time ran out or the run is being canceled).
+func (sp *splitTask) spin(ok func() bool) bool {
+	start := time.Now()
+	for i := 1; ; i++ {
+		if ok() {
+			return true
+		}
+		if i > splitPoll {
+			syscall.RawSyscall(syscall.SYS_SCHED_YIELD, 0, 0, 0)
+		}
+		if i%64 == 0 && time.Since(start) > splitSpin || sp.t.cancelReq.Load() {
+			return false
+		}
+	}
 }
 
 // target is the barrier arrivals that end the current iteration.
@@ -597,23 +714,22 @@ func (sp *splitTask) target() int64 { return int64(sp.t.iter+1) * int64(len(sp.s
 // await checks the barrier, polling up to splitSpin for the last tasks.
 func (sp *splitTask) await() {
 	target := sp.target()
-	start := time.Now()
-	for i := 1; !sp.passed; i++ {
-		sp.passed = sp.set.arrived.Load() >= target
-		if i > splitPoll {
-			syscall.RawSyscall(syscall.SYS_SCHED_YIELD, 0, 0, 0)
-		}
-		if i%64 == 0 && time.Since(start) > splitSpin || sp.t.cancelReq.Load() {
-			break
-		}
-	}
+	sp.passed = sp.spin(func() bool { return sp.set.arrived.Load() >= target })
 }
 
 // localDone reports whether this task's part of the iteration has ended:
-// its nodes final and told, every message for it received.
+// its nodes final and told, every message for it received; in
+// lockstep, every task's share of every level succeeded.
 func (sp *splitTask) localDone() bool {
 	t := sp.t
-	return t.remaining == 0 && t.inflight == 0 && t.goRunning == 0 && sp.received == sp.expected && len(sp.dirty) == 0
+	if t.remaining != 0 || t.inflight != 0 || t.goRunning != 0 {
+		return false
+	}
+	if t.graph.lockstep {
+		d := len(t.levels.off) - 1
+		return sp.told == d && sp.peersAt(d)
+	}
+	return sp.received == sp.expected && len(sp.dirty) == 0
 }
 
 func (sp *splitTask) want() int {
@@ -634,6 +750,22 @@ func (sp *splitTask) settled(w *worker.Worker, i int32) { sp.t.graph.settled(w, 
 
 func (sp *splitTask) done() bool {
 	return sp.localDone() && (sp.passed || sp.t.iter+1 >= sp.t.repeat)
+}
+
+// needs fills each task's need.
+func (s *splitSet) needs(g *dag.Graph) {
+	for _, t := range s.tasks {
+		t.sp.need = make([]int32, len(g.Levels()))
+	}
+	for v := range int32(len(s.owner)) {
+		o := s.owner[v]
+		need := s.tasks[o].sp.need
+		for _, e := range g.Preds(v) {
+			if s.owner[e.Node] != o {
+				need[g.Level(v)] = max(need[g.Level(v)], int32(g.Level(e.Node)+1))
+			}
+		}
+	}
 }
 
 // batches sets each task's batch from its share of the split components.
