@@ -158,3 +158,59 @@ func BenchmarkSplitDirTree(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSplitSpeedup measures what splitting gains where the host's
+// speed swings from one second to the next: each b.N step runs the graph
+// 100 times on 1 worker, then 100 times split over 2 (each a Run with
+// Repeat 100), and speedup is the first's total time over the second's,
+// both measured in the same moments. 48x85 is 24 nodes a worker in a
+// level, 64x64 32: the two sides of splitMinWidth.
+//
+//	GOMAXPROCS=2 go test -run '^$' -bench SplitSpeedup -benchtime 20x ./submit
+func BenchmarkSplitSpeedup(b *testing.B) {
+	shapes := []struct {
+		name string
+		g    *dag.Graph
+	}{
+		{"layered64x64", graphOf(dag.Layered(64, 64, dag.GenOptions{}))},
+		{"layered48x85", graphOf(dag.Layered(48, 85, dag.GenOptions{}))},
+		{"layered32x128", graphOf(dag.Layered(32, 128, dag.GenOptions{}))},
+		{"layered256x16", graphOf(dag.Layered(256, 16, dag.GenOptions{}))},
+		{"tree12", graphOf(dag.Tree(12, dag.GenOptions{}))},
+		{"fanout4000", graphOf(dag.Fanout(4000, dag.GenOptions{}))},
+	}
+	const repeat = 100
+	for _, s := range shapes {
+		b.Run(s.name, func(b *testing.B) {
+			var rs [2]*Runner
+			for j := range rs {
+				pool, err := workers.New(workers.Config{Workers: j + 1})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer pool.Close()
+				rs[j] = NewRunner(pool, s.g)
+				defer rs[j].Close()
+				rs[j].planSplit(splitMinNodes, 0)
+				if j == 1 && rs[j].split == nil {
+					b.Fatal("not split")
+				}
+			}
+			var wall [2]int64
+			b.ResetTimer()
+			for range b.N {
+				for j, r := range rs {
+					rep, err := r.Run(context.Background(), Graph, Options{Repeat: repeat})
+					if err != nil || rep.Counts.OK != s.g.Len() {
+						b.Fatalf("Run: %v, counts %+v", err, rep.Counts)
+					}
+					wall[j] += rep.WallNS
+				}
+			}
+			nodes := float64(s.g.Len()) * repeat * float64(b.N)
+			b.ReportMetric(nodes/(float64(wall[0])/1e9), "nodes/s-1")
+			b.ReportMetric(nodes/(float64(wall[1])/1e9), "nodes/s-2")
+			b.ReportMetric(float64(wall[0])/float64(wall[1]), "speedup")
+		})
+	}
+}
