@@ -75,17 +75,22 @@ import (
 // would take turns (at GOMAXPROCS equal to the workers, layered 64x64,
 // 20 Runs on 2 workers, went from 0.73x one worker to 1.11-1.21x once a
 // worker hands its P to the Run's caller before it blocks). On narrower
-// levels every worker exchanges nodes at every level with a few nodes of
-// its own to submit (measured, BenchmarkSplitWidth, 2 workers against 1: layered 8x512
-// 0.67-0.69x, 16x256 0.87-0.90x, 32x128 1.12-1.13x, 64x64 1.16-1.26x,
-// 256x16 1.54-1.64x). Pools of more than splitMaxWorkers split nothing
+// levels every worker meets the others at every level with a few nodes
+// of its own to submit. Where that stops paying depends on the machine:
+// measured, 2 workers against 1, on one VM (BenchmarkSplitWidth, before
+// lockstep): layered 8x512 0.67-0.69x, 16x256 0.87-0.90x, 32x128
+// 1.12-1.13x, 64x64 1.16-1.26x, 256x16 1.54-1.64x; on another, whose
+// cores take 230 ns to see each other's stores (BenchmarkSplitSpeedup,
+// lockstep): 32x128 0.64-0.78x, 48x85 (24 a worker) 0.81-0.94x, 64x64
+// (32) 0.80-0.98x, 256x16 1.26-1.41x. So the rule asks for 28 a worker,
+// which splits 64x64 and not 48x85. Pools of more than splitMaxWorkers split nothing
 // by themselves: measured on 2 workers only, and with more, nearly every
 // edge of a random layered graph crosses and each worker polls every
 // other's queue (see the README's scaling notes). The tests and
 // benchmarks split smaller and narrower components with planSplit.
 const (
 	splitMinNodes   = 1024
-	splitMinWidth   = 16
+	splitMinWidth   = 28
 	splitMaxWorkers = 4
 )
 

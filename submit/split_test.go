@@ -489,6 +489,8 @@ func TestSplitPolicy(t *testing.T) {
 	graphs := map[string]*dag.Graph{
 		"layered 256x16": graphOf(dag.Layered(256, 16, dag.GenOptions{})),
 		"layered 8x512":  graphOf(dag.Layered(8, 512, dag.GenOptions{})), // 4 a worker in a level
+		"layered 48x85":  graphOf(dag.Layered(48, 85, dag.GenOptions{})), // 24 a worker
+		"layered 64x64":  graphOf(dag.Layered(64, 64, dag.GenOptions{})), // 31.9 a worker (roots left apart)
 		"layered 16x8":   graphOf(dag.Layered(16, 8, dag.GenOptions{})),  // 128 nodes
 		"tree 12":        graphOf(dag.Tree(12, dag.GenOptions{})),
 	}
@@ -538,6 +540,7 @@ func TestSplitPolicy(t *testing.T) {
 	for k := range got {
 		switch k {
 		case "layered 256x16, 2 workers, GOMAXPROCS 2", "layered 256x16, 2 workers, GOMAXPROCS 3",
+			"layered 64x64, 2 workers, GOMAXPROCS 2", "layered 64x64, 2 workers, GOMAXPROCS 3",
 			"tree 12, 2 workers, GOMAXPROCS 2", "tree 12, 2 workers, GOMAXPROCS 3":
 			want[k] = true
 		default:
