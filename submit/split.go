@@ -631,7 +631,11 @@ func (sp *splitTask) prep(w *worker.Worker) {
 // others what they own (graphMode.unlock), so that from there on it is
 // the split's dataflow, with every message of the iteration sent once.
 // A task in lockstep reads no message: one comes only after unlocked,
-// which it reads first.
+// which it reads first. An iteration ends in lockstep only once every
+// mark covers every level (localDone), so a task that leaves it at the
+// last level still finds the others listening. (Measured, 2 workers
+// against 1, eight alternated runs: layered 64x64 0.69x -> 1.04x,
+// 256x16 0.97x -> 1.48x, fanout 4000 1.03x -> 1.17x.)
 
 // nextLevel tells the other tasks, in lockstep, that this task's share
 // of the first levels levels has succeeded, and reports whether the
