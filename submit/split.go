@@ -175,10 +175,9 @@ type splitTask struct {
 	// workers), at most 64.
 	batch int
 	heard bool // other workers sent nodes since this task's last enter
-	// mark is, in lockstep, iteration*(levels+1) + how many levels this
-	// task's share of has succeeded: its own cache line, written by this
-	// task, read by the others. told is its levels, as last stored.
-	mark *atomic.Int64
+	// line is what this task tells the others in lockstep, on a cache
+	// line of its own. told is its mark's levels, as last stored.
+	line *markLine
 	told int
 	// need[l] is how many levels the other tasks' shares must have
 	// succeeded in before this task's share of level l can start: one
@@ -186,6 +185,20 @@ type splitTask struct {
 	// task owns (0: none): where the task's part of a component is a
 	// subtree of its own, it waits for no one.
 	need []int32
+}
+
+// markLine is a split task's word to the others in lockstep: mark is
+// iteration*(levels+1) + how many levels its share of has succeeded;
+// sleepy says that its worker may sleep until a mark moves on. The task
+// that stores a mark and then reads sleepy, against the one that stores
+// sleepy and then reads the marks again, cannot both miss the other's
+// store (Go's atomics are sequentially consistent), so a mark wakes only
+// a worker that may sleep: a wake is a write to that worker's state
+// line, on the publisher's way to its next level (a cache line took
+// ~230 ns to cross between this VM's cores).
+type markLine struct {
+	mark   atomic.Int64
+	sleepy atomic.Bool
 }
 
 // cacheLine is the size of a cache line on the machines we know of
@@ -250,7 +263,7 @@ func (r *Runner) planSplit(min, width int) {
 		t.st = newState(p)
 		t.sp = &splitTask{t: t, set: s, me: int32(j), in: make([]*spsc, k), head: padded[uint32](k),
 			out: make([]*spsc, k), ltail: padded[uint32](k), pub: padded[uint32](k), dirty: padded[int32](k)[:0],
-			mark: &padded[atomic.Int64](1)[0]}
+			line: &padded[markLine](1)[0]}
 		s.tasks = append(s.tasks, t)
 	}
 	// The split components first, then the others by size onto the
@@ -453,7 +466,8 @@ func (r *Runner) pickTasks(m Mode, unsplit bool) {
 	s.unlocked.Store(0)
 	for _, t := range s.tasks {
 		sp := t.sp
-		sp.mark.Store(0)
+		sp.line.mark.Store(0)
+		sp.line.sleepy.Store(false)
 		clear(sp.head)
 		clear(sp.ltail)
 		clear(sp.pub)
@@ -645,14 +659,27 @@ func (sp *splitTask) prep(w *worker.Worker) {
 func (sp *splitTask) nextLevel(w *worker.Worker, levels int) bool {
 	if sp.told < levels {
 		sp.told = levels
-		sp.mark.Store(sp.base() + int64(levels))
-		sp.wakeOthers()
+		sp.line.mark.Store(sp.base() + int64(levels))
+		for _, o := range sp.set.tasks {
+			if w := o.worker.Load(); o != sp.t && w != nil && o.sp.line.sleepy.Load() {
+				w.Wake()
+			}
+		}
 	}
 	need := levels
 	if levels < len(sp.need) {
 		need = int(sp.need[levels])
 	}
-	ok := sp.spin(func() bool { return sp.peersAt(need) || sp.leftLockstep() })
+	ready := func() bool { return sp.peersAt(need) || sp.leftLockstep() }
+	ok := sp.spin(ready)
+	if !ok && !sp.line.sleepy.Load() {
+		// The worker may sleep: say so, then look once more (markLine).
+		sp.line.sleepy.Store(true)
+		ok = ready()
+	}
+	if ok && sp.line.sleepy.Load() {
+		sp.line.sleepy.Store(false)
+	}
 	if sp.leftLockstep() {
 		sp.t.graph.unlock(w, -1)
 		return false
@@ -671,7 +698,7 @@ func (sp *splitTask) peersAt(levels int) bool {
 	}
 	v := sp.base() + int64(levels)
 	for _, o := range sp.set.tasks {
-		if o != sp.t && o.sp.mark.Load() < v {
+		if o != sp.t && o.sp.line.mark.Load() < v {
 			return false
 		}
 	}
