@@ -82,7 +82,7 @@ import (
 // 1.12-1.13x, 64x64 1.16-1.26x, 256x16 1.54-1.64x; on another, whose
 // cores take 230 ns to see each other's stores (BenchmarkSplitSpeedup,
 // lockstep): 32x128 0.64-0.78x, 48x85 (24 a worker) 0.81-0.94x, 64x64
-// (32) 0.80-0.98x, 256x16 1.26-1.41x. So the rule asks for 28 a worker,
+// (32) 0.79-0.98x, 256x16 1.26-1.41x. So the rule asks for 28 a worker,
 // which splits 64x64 and not 48x85. Pools of more than splitMaxWorkers split nothing
 // by themselves: measured on 2 workers only, and with more, nearly every
 // edge of a random layered graph crosses and each worker polls every
