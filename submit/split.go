@@ -628,7 +628,7 @@ func (sp *splitTask) prep(w *worker.Worker) {
 	}
 	sp.arrived = true
 	if sp.set.arrived.Add(1) == sp.target() {
-		sp.wakeOthers()
+		sp.t.r.wakeOthers(sp.t)
 	}
 	sp.await()
 }
@@ -660,7 +660,7 @@ func (sp *splitTask) nextLevel(w *worker.Worker, levels int) bool {
 	if sp.told < levels {
 		sp.told = levels
 		sp.line.mark.Store(sp.base() + int64(levels))
-		for _, o := range sp.set.tasks {
+		for _, o := range sp.set.tasks { // only those that may sleep
 			if w := o.worker.Load(); o != sp.t && w != nil && o.sp.line.sleepy.Load() {
 				w.Wake()
 			}
@@ -713,16 +713,7 @@ func (sp *splitTask) leftLockstep() bool { return sp.set.unlocked.Load() > int64
 func (sp *splitTask) unlocked() {
 	if !sp.leftLockstep() {
 		sp.set.unlocked.Store(int64(sp.t.iter) + 1)
-		sp.wakeOthers()
-	}
-}
-
-// wakeOthers wakes the other tasks' workers, if they sleep.
-func (sp *splitTask) wakeOthers() {
-	for _, o := range sp.set.tasks {
-		if w := o.worker.Load(); o != sp.t && w != nil {
-			w.Wake()
-		}
+		sp.t.r.wakeOthers(sp.t)
 	}
 }
 
