@@ -201,6 +201,19 @@ type markLine struct {
 	sleepy atomic.Bool
 }
 
+// sleepUnless says that the task's worker may sleep, then looks once
+// more: it reports whether ready holds after all, and if so takes the word
+// back. A mark stored before sleepy is seen here; one stored after finds
+// sleepy set, and its publisher wakes the worker (nextLevel).
+func (l *markLine) sleepUnless(ready func() bool) bool {
+	l.sleepy.Store(true)
+	if !ready() {
+		return false
+	}
+	l.sleepy.Store(false)
+	return true
+}
+
 // cacheLine is the size of a cache line on the machines we know of
 // (x86-64, most arm64): what padding keeps apart.
 const cacheLine = 64
@@ -673,11 +686,8 @@ func (sp *splitTask) nextLevel(w *worker.Worker, levels int) bool {
 	ready := func() bool { return sp.peersAt(need) || sp.leftLockstep() }
 	ok := sp.spin(ready)
 	if !ok && !sp.line.sleepy.Load() {
-		// The worker may sleep: say so, then look once more (markLine).
-		sp.line.sleepy.Store(true)
-		ok = ready()
-	}
-	if ok && sp.line.sleepy.Load() {
+		ok = sp.line.sleepUnless(ready)
+	} else if ok && sp.line.sleepy.Load() {
 		sp.line.sleepy.Store(false)
 	}
 	if sp.leftLockstep() {

@@ -837,3 +837,71 @@ func TestSplitTasksOwnWorkers(t *testing.T) {
 		t.Errorf("%d of 300 split runs ran on one worker", shared)
 	}
 }
+
+// TestSplitSleepHandshake checks lockstep's sleep handshake (markLine): a
+// task that says its worker may sleep looks at the marks once more, so
+// that of it and a task that stores its mark and then reads sleepy, one
+// always sees the other's store: the first goes on, or the second wakes
+// its worker. A miss would leave a worker asleep, its run stalled until
+// the worker's next timed wake-up.
+func TestSplitSleepHandshake(t *testing.T) {
+	tests := []struct {
+		name        string
+		marked      bool // the mark is stored before sleepUnless
+		want, sleep bool // sleepUnless's answer, sleepy after it
+	}{
+		{"mark stored before: goes on, takes the word back", true, true, false},
+		{"no mark: may sleep", false, false, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var l markLine
+			var mark atomic.Int64
+			if tc.marked {
+				mark.Store(1)
+			}
+			got := l.sleepUnless(func() bool { return mark.Load() == 1 })
+			if diff := cmp.Diff([2]bool{tc.want, tc.sleep}, [2]bool{got, l.sleepy.Load()}); diff != "" {
+				t.Errorf("sleepUnless, sleepy (-want +got):\n%s", diff)
+			}
+		})
+	}
+	t.Run("racing a mark", func(t *testing.T) {
+		// A publisher goroutine and this one start each round together,
+		// so that their stores and loads interleave every which way.
+		const rounds = 20000
+		lines := make([]markLine, rounds)
+		marks := make([]atomic.Int64, rounds)
+		woken := make([]bool, rounds)
+		var start, done atomic.Int64
+		until := func(c *atomic.Int64, v int64) {
+			for n := 0; c.Load() < v; n++ {
+				if n > 1000 {
+					runtime.Gosched() // with one P, let the other run
+				}
+			}
+		}
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			for i := range int64(rounds) {
+				until(&start, i+1)
+				marks[i].Store(1)
+				woken[i] = lines[i].sleepy.Load()
+				done.Store(i + 1)
+			}
+		})
+		missed := 0
+		for i := range int64(rounds) {
+			start.Store(i + 1)
+			goesOn := lines[i].sleepUnless(func() bool { return marks[i].Load() == 1 })
+			until(&done, i+1)
+			if !goesOn && !woken[i] {
+				missed++
+			}
+		}
+		wg.Wait()
+		if missed > 0 {
+			t.Fatalf("%d of %d rounds: the waiter missed the mark and the publisher missed sleepy", missed, rounds)
+		}
+	})
+}
