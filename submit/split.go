@@ -3,7 +3,6 @@ package submit
 import (
 	"slices"
 	"sync/atomic"
-	"syscall"
 	"time"
 	"unsafe"
 
@@ -728,31 +727,17 @@ func (sp *splitTask) unlocked() {
 }
 
 // spin calls ok until it reports true, for up to splitSpin, yielding the
-// CPU after the first splitPoll calls; it reports whether ok did (not if
-// the time ran out or the run is being canceled). The clock is first read
-// after 64 calls: most waits end before, and a read costs ~80 ns on a VM,
-// as much as a few polls of a level.
+// CPU after the first splitPoll calls (poll); it reports whether ok did
+// (not if the time ran out or the run is being canceled).
 func (sp *splitTask) spin(ok func() bool) bool {
-	var end time.Time
-	for i := 1; ; i++ {
+	canceled := false
+	return poll(splitSpin, splitPoll, func() bool {
 		if ok() {
 			return true
 		}
-		if i > splitPoll {
-			syscall.RawSyscall(syscall.SYS_SCHED_YIELD, 0, 0, 0)
-		}
-		if i%64 == 0 {
-			now := time.Now()
-			if end.IsZero() {
-				end = now.Add(splitSpin)
-			} else if now.After(end) {
-				return false
-			}
-		}
-		if sp.t.cancelReq.Load() {
-			return false
-		}
-	}
+		canceled = sp.t.cancelReq.Load()
+		return canceled
+	}) && !canceled
 }
 
 // target is the barrier arrivals that end the current iteration.

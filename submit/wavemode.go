@@ -29,22 +29,9 @@ type barrier struct {
 const barrierSpin = 20 * time.Microsecond
 
 // wait reports whether target arrivals have been reached (or the run
-// aborted), spinning up to barrierSpin for them.
+// aborted), polling up to barrierSpin for them.
 func (b *barrier) wait(target int64) bool {
-	var deadline time.Time
-	for i := 0; ; i++ {
-		if b.arrived.Load() >= target || b.abort.Load() {
-			return true
-		}
-		if i%64 == 0 {
-			now := time.Now()
-			if deadline.IsZero() {
-				deadline = now.Add(barrierSpin)
-			} else if now.After(deadline) {
-				return false
-			}
-		}
-	}
+	return poll(barrierSpin, -1, func() bool { return b.arrived.Load() >= target || b.abort.Load() })
 }
 
 // waveMode runs one task's share of each level.
