@@ -285,7 +285,12 @@ func (t *task) begin(w *worker.Worker) {
 	t.releaseHandles(w)
 	t.closeDirs() // paths are resolved anew in each iteration
 	t.unpin()
-	t.reset()
+	t.resetData()
+	// Graph mode's lockstep resets each level's node states as it makes
+	// the level ready (graphMode.lazy).
+	if t.graph.lazy = t.dataflow && t.graph.steps(); !t.graph.lazy {
+		t.resetNodes()
+	}
 	t.record = t.trace || t.obs != nil || t.iter+1 >= t.repeat
 	if t.record {
 		t.iterStart = w.Now()
@@ -300,17 +305,27 @@ func (t *task) begin(w *worker.Worker) {
 // single component) clears whole slices, which the runtime does many
 // bytes at a time; otherwise it resets its nodes one by one.
 func (t *task) reset() {
+	t.resetNodes()
+	t.resetData()
+}
+
+func (t *task) resetNodes() {
+	st, p := t.st, t.p
+	if len(t.nodes) == p.n {
+		copy(st.node, p.fresh)
+		return
+	}
+	node, fresh := st.node, p.fresh
+	for _, i := range t.nodes {
+		node[i] = fresh[i]
+	}
+}
+
+// resetData is reset but for the nodes' states.
+func (t *task) resetData() {
 	st, p := t.st, t.p
 	t.remaining = len(t.nodes)
 	whole := len(t.nodes) == p.n
-	if whole {
-		copy(st.node, p.fresh)
-	} else {
-		node, fresh := st.node, p.fresh
-		for _, i := range t.nodes {
-			node[i] = fresh[i]
-		}
-	}
 	switch {
 	case p.allPlain:
 		// Nothing wrote the rest (measured: skipping its clears saves
@@ -447,6 +462,7 @@ func (t *task) Finish(w *worker.Worker, err error) {
 		// Nodes a failed worker never finished are canceled. Their
 		// buffers stay with the kernel (the worker counts them as still
 		// out, so it never unmaps them): no later run may reuse them.
+		t.graph.resetRest()
 		for _, i := range t.nodes {
 			if t.st.node[i].status < stOK {
 				t.st.node[i].status, t.st.node[i].cause = stCanceled, causeContext
@@ -956,6 +972,7 @@ func (t *task) cancelAll(w *worker.Worker) {
 		// before have none).
 		t.record, t.iterStart = true, w.Now()
 	}
+	t.graph.resetRest()
 	for _, i := range t.nodes {
 		if n := &t.st.node[i]; n.status < stInflight {
 			cause := int32(causeContext)

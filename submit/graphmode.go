@@ -38,21 +38,54 @@ type graphMode struct {
 	lockstep bool
 	level    int // the level in flight, in lockstep
 	left     int // its nodes not yet complete
+	// lazy: the node states of the levels after level are an earlier
+	// iteration's. An iteration that starts in lockstep does not reset
+	// them at its start (task.begin): each level's are reset as step
+	// makes it ready, which writes them anyway, and the rest by
+	// resetRest before anything else reads them (unlock, a cancellation,
+	// a failed worker). (Measured, layered 64x64 split over 2 workers:
+	// the reset at the start took 17-19 µs of a 275 µs iteration.)
+	lazy bool
 }
 
 func (g *graphMode) begin() {
 	t := g.t
 	g.rhead, g.noted = 0, 0
 	g.chains, g.free = g.chains[:0], g.free[:0]
+	g.lockstep = g.steps()
+	g.level, g.left = 0, len(g.roots)
+	node, fresh := t.st.node, t.p.fresh
 	for _, i := range g.roots {
-		t.st.node[i].status = stReady
+		if g.lazy {
+			node[i] = fresh[i]
+		}
+		node[i].status = stReady
 		t.ready = append(t.ready, i)
 	}
-	// Not with cleanups (a level's node may be one to skip), nor when
-	// every completion is reported (a trace, an observer): those take
-	// the count-down from the start.
-	g.lockstep = !t.p.cleanups && !t.trace && t.obs == nil
-	g.level, g.left = 0, len(g.roots)
+}
+
+// steps reports whether an iteration starts in lockstep: not with
+// cleanups (a level's node may be one to skip), nor when every completion
+// is reported (a trace, an observer): those take the count-down from the
+// start.
+func (g *graphMode) steps() bool {
+	t := g.t
+	return !t.p.cleanups && !t.trace && t.obs == nil
+}
+
+// resetRest resets, if lockstep left them (lazy), the node states of the
+// levels it has not made ready.
+func (g *graphMode) resetRest() {
+	if !g.lazy {
+		return
+	}
+	g.lazy = false
+	t := g.t
+	off := t.levels.off
+	node, fresh := t.st.node, t.p.fresh
+	for _, v := range t.levels.order[off[min(g.level+1, len(off)-1)]:] {
+		node[v] = fresh[v]
+	}
 }
 
 // step moves lockstep on at a turn's dispatch. A level's nodes depend
@@ -88,9 +121,11 @@ func (g *graphMode) step(w *worker.Worker) {
 			return
 		}
 		lv := t.levels.order[off[g.level]:off[g.level+1]]
-		node := t.st.node
+		node, fresh := t.st.node, t.p.fresh
 		for _, v := range lv {
-			node[v].pending, node[v].status = 0, stReady
+			n := fresh[v] // reset here (lazy)
+			n.pending, n.status = 0, stReady
+			node[v] = n
 		}
 		t.ready = append(t.ready, lv...)
 		g.left = len(lv)
@@ -107,6 +142,7 @@ func (g *graphMode) step(w *worker.Worker) {
 // other tasks to leave lockstep, and sends them its nodes (split.go).
 func (g *graphMode) unlock(w *worker.Worker, except int32) {
 	g.lockstep = false
+	g.resetRest()
 	t := g.t
 	sp := t.sp
 	if sp != nil {

@@ -1243,3 +1243,52 @@ func TestHookGoexit(t *testing.T) {
 		t.Errorf("Close: %v", err)
 	}
 }
+
+// TestHookGoexitAfterRun: a worker that ends under a Runner's second run
+// cancels the nodes it had not run, although lockstep had not yet reset
+// their states from the first run, where they succeeded (graphMode.lazy).
+func TestHookGoexitAfterRun(t *testing.T) {
+	pool, err := workers.New(workers.Config{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	var exit atomic.Bool
+	b := dag.NewBuilder("goexit-later")
+	a := b.Nop("a")
+	h := b.Nop("b").After(a).Then(func(dag.Inputs, dag.Result) error {
+		if exit.Load() {
+			runtime.Goexit()
+		}
+		return nil
+	})
+	b.Nop("e").After(a) // no kernel chain from a: lockstep holds
+	b.Nop("c").After(h)
+	b.Nop("d").After(h)
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := NewRunner(pool, g)
+	defer r.Close()
+	for k, want := range []map[string]Status{
+		{"a": StatusOK, "b": StatusOK, "c": StatusOK, "d": StatusOK, "e": StatusOK},
+		{"a": StatusOK, "c": StatusCanceled, "d": StatusCanceled},
+	} {
+		exit.Store(k == 1)
+		rep, err := r.Run(context.Background(), Graph, Options{})
+		if (err != nil) != (k == 1) {
+			t.Fatalf("run %d: Run = %v", k, err)
+		}
+		checkFinal(t, g, rep)
+		got := map[string]Status{}
+		for _, n := range rep.Nodes {
+			if _, ok := want[n.ID]; ok {
+				got[n.ID] = n.Status
+			}
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("run %d: statuses (-want +got):\n%s", k, diff)
+		}
+	}
+}
