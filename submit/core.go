@@ -309,6 +309,7 @@ func (t *task) reset() {
 	t.resetData()
 }
 
+// resetNodes is reset's half for the nodes' states.
 func (t *task) resetNodes() {
 	st, p := t.st, t.p
 	if len(t.nodes) == p.n {
@@ -321,7 +322,8 @@ func (t *task) resetNodes() {
 	}
 }
 
-// resetData is reset but for the nodes' states.
+// resetData is reset's other half: the count of nodes left and what the
+// nodes' transfers left behind.
 func (t *task) resetData() {
 	st, p := t.st, t.p
 	t.remaining = len(t.nodes)
