@@ -97,15 +97,20 @@ func (g *graphMode) resetRest() {
 // --repeat 40000`, three runs: graph against waves, layered 16x8
 // 0.88-0.92x -> 0.98x, fanout 100 0.92-0.95x -> 0.98-1.00x, chains 8x16
 // 0.93x -> 0.95-0.96x; diamonds 1.03x faster, 6 of 7 alternated runs.)
-// Once part of a level is complete, its successors may be ready before
-// the rest: dataflow takes over (unlock), as it does for anything else
-// that needs the counts.
+// Once part of a level is complete while the rest still runs, its
+// successors may be ready before the rest: dataflow takes over (unlock),
+// as it does for anything else that needs the counts.
 func (g *graphMode) step(w *worker.Worker) {
 	t := g.t
 	off := t.levels.off
 	for {
 		if g.left > 0 {
-			if g.left < int(off[g.level+1]-off[g.level]) {
+			// Part of the level is in while the rest runs (a read on
+			// the device, a timeout, a Go function): dataflow. With none
+			// of it running, the rest waits for room (a level wider
+			// than the ring or the worker's in-flight budget) and goes
+			// down next, still in lockstep.
+			if g.left < int(off[g.level+1]-off[g.level]) && (t.inflight > 0 || t.goRunning > 0) {
 				g.unlock(w, -1)
 			}
 			return

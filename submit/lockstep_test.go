@@ -76,8 +76,9 @@ func TestLockstep(t *testing.T) {
 			want: map[string]Status{"s": StatusOK, "bad": StatusFailed, "a": StatusOK, "x": StatusCanceled, "y": StatusOK, "j": StatusCanceled},
 		},
 		{
-			// 64 of the 300 go down at a time: the first 64 are part
-			// of their level.
+			// 64 of the 300 go down at a time, each 64 in before the
+			// next go down: nothing of the level runs while part of it
+			// is in, so it stays in lockstep.
 			name: "a level wider than the worker's room",
 			cfg:  workers.Config{Entries: 64, InFlight: 64},
 			build: func(b *dag.Builder, _ func()) {
@@ -87,6 +88,61 @@ func TestLockstep(t *testing.T) {
 					mid = append(mid, b.Nop(fmt.Sprintf("m%d", i)).After(s))
 				}
 				b.Nop("sink").After(mid...)
+			},
+			on: true,
+		},
+		{
+			// The same with a slow node among the first 64: part of
+			// the level is in while it runs, so z, after m0 alone, goes
+			// down without waiting for it (else the run waits a minute).
+			name: "a level wider than the worker's room, with a slow node",
+			cfg:  workers.Config{Entries: 64, InFlight: 64},
+			build: func(b *dag.Builder, cancel func()) {
+				s := b.Nop("s")
+				mid := []dag.Task{b.Timeout("slow", time.Minute).After(s)}
+				for i := range 300 {
+					mid = append(mid, b.Nop(fmt.Sprintf("m%d", i)).After(s))
+				}
+				b.Nop("sink").After(mid...)
+				cancels(b, cancel, b.Nop("z").After(mid[1]))
+			},
+			want: func() map[string]Status {
+				want := map[string]Status{"s": StatusOK, "slow": StatusCanceled, "sink": StatusCanceled, "z": StatusOK, "end": StatusOK}
+				for i := range 300 {
+					want[fmt.Sprintf("m%d", i)] = StatusOK
+				}
+				return want
+			}(),
+		},
+		{
+			// A Go function among the first 64 runs on while the rest
+			// of them are in: z, after m0 alone, goes down without
+			// waiting for it, and lets it end (else the run waits for
+			// the backstop).
+			name: "a level wider than the worker's room, with a Go function",
+			cfg:  workers.Config{Entries: 64, InFlight: 64},
+			build: func(b *dag.Builder, _ func()) {
+				release := make(chan struct{}, 1)
+				s := b.Nop("s")
+				mid := []dag.Task{b.Go("slow", func(in dag.Inputs) error {
+					select {
+					case <-release:
+						return nil
+					case <-in.Context().Done():
+						return in.Context().Err()
+					}
+				}).After(s)}
+				for i := range 300 {
+					mid = append(mid, b.Nop(fmt.Sprintf("m%d", i)).After(s))
+				}
+				b.Nop("sink").After(mid...)
+				b.Go("z", func(dag.Inputs) error {
+					select {
+					case release <- struct{}{}:
+					default:
+					}
+					return nil
+				}).After(mid[1])
 			},
 		},
 		{
