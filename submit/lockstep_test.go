@@ -94,7 +94,8 @@ func TestLockstep(t *testing.T) {
 		{
 			// The same with a slow node among the first 64: part of
 			// the level is in while it runs, so z, after m0 alone, goes
-			// down without waiting for it (else the run waits a minute).
+			// down without waiting for it (else the run waits for the
+			// backstop).
 			name: "a level wider than the worker's room, with a slow node",
 			cfg:  workers.Config{Entries: 64, InFlight: 64},
 			build: func(b *dag.Builder, cancel func()) {

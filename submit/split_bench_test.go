@@ -110,7 +110,7 @@ func benchWorkers(b *testing.B, g *dag.Graph, min int) {
 // cpus is the process's CPU time over the runs' wall time: the kernel
 // runs every mkdir and every open that creates a file in its io-wq
 // threads, so one worker's runs already keep most of a 2-core machine
-// busy (measured on tmpfs: 1.68-1.71 CPUs, the ring's thread ~0.5 of
+// busy (measured on tmpfs: 1.65-1.71 CPUs, the ring's thread ~0.5 of
 // them), and what a split can add is what is left.
 //
 //	IODAG_BENCH_DIR=/dev/shm go test -run '^$' -bench SplitDirTree -benchtime 20x ./submit
@@ -152,14 +152,14 @@ func BenchmarkSplitDirTree(b *testing.B) {
 				if i > 0 {
 					b.StartTimer()
 				}
-				cpu0 := processCPU()
+				cpu0 := processCPU(b)
 				rep, err := r.Run(context.Background(), Graph, Options{Root: root})
 				if err != nil || rep.Counts.OK != g.Len() {
 					b.Fatalf("Run: %v, counts %+v", err, rep.Counts)
 				}
 				if i > 0 {
 					wall += rep.WallNS
-					cpu += processCPU() - cpu0
+					cpu += processCPU(b) - cpu0
 				}
 			}
 			b.ReportMetric(float64(g.Len())*float64(b.N)/(float64(wall)/1e9), "nodes/s")
@@ -171,10 +171,10 @@ func BenchmarkSplitDirTree(b *testing.B) {
 // processCPU returns the user and system CPU time the process has used,
 // in nanoseconds: every thread's, the io-wq threads the kernel starts for
 // a ring's blocking requests included.
-func processCPU() int64 {
+func processCPU(b *testing.B) int64 {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		panic(err)
+		b.Fatal(err)
 	}
 	return syscall.TimevalToNsec(ru.Utime) + syscall.TimevalToNsec(ru.Stime)
 }
