@@ -183,11 +183,7 @@ type task struct {
 	worker    atomic.Pointer[worker.Worker]
 	cancelReq atomic.Bool
 	canceled  bool // the context ended: dispatch nothing more
-	// late: the cancellation came when the task's last iteration had no
-	// node left to run (a split task waiting for the others' word), so
-	// it cut nothing short.
-	late  bool
-	trace bool // Options.Trace: wait for one completion at a time, stamp each
+	trace     bool // Options.Trace: wait for one completion at a time, stamp each
 	// dataflow: graph mode, whose nodes run as their predecessors
 	// settle; a node an edge cancels is canceled only once all of its
 	// predecessors have settled (see nodeState.cancel).
@@ -967,7 +963,6 @@ func (t *task) cond(v int32) (uint8, int32) {
 // not in flight is canceled, and in-flight nodes get an ASYNC_CANCEL.
 func (t *task) cancelAll(w *worker.Worker) {
 	t.canceled = true
-	t.late = t.remaining == 0 && t.inflight == 0 && t.goRunning == 0 && t.iter+1 >= t.repeat
 	if !t.record {
 		// This iteration is the one the report shows: its nodes that end
 		// from now on get their times and digests (those that ended

@@ -312,6 +312,31 @@ func (r *Runner) buildReport(mode Mode, repeat int, wall int64) *Report {
 	return rep
 }
 
+// canceledByContext reports whether node i, canceled, was canceled
+// because the run's context ended or the run stopped (its report's Cause
+// is CauseContext): its cause says so, or names a node that succeeded.
+func (r *Runner) canceledByContext(st *state, i int32) bool {
+	c := st.node[i].cause
+	return c == causeContext || c >= 0 && r.stateOf(c).node[c].status == stOK
+}
+
+// spared reports whether a cancellation that reached task t cut nothing
+// short: it came in the last iteration, and no node of t was canceled for
+// it (what it canceled in flight completed first, a Go function that was
+// running returned, or the task had no node left to run: a split task
+// waiting for the others' word).
+func (r *Runner) spared(t *task) bool {
+	if t.iter+1 < t.repeat {
+		return false
+	}
+	for _, i := range t.nodes {
+		if t.st.node[i].status == stCanceled && r.canceledByContext(t.st, i) {
+			return false
+		}
+	}
+	return true
+}
+
 // nodeResult returns node i's outcome, its times on the pool's clock.
 func (r *Runner) nodeResult(i int32) NodeResult {
 	var n NodeResult
@@ -346,7 +371,7 @@ func (r *Runner) fillResult(n *NodeResult, i int32) {
 	default:
 		n.Status = StatusCanceled
 		switch c := st.node[i].cause; {
-		case c == causeContext, c >= 0 && r.stateOf(c).node[c].status == stOK:
+		case r.canceledByContext(st, i):
 			n.Cause = CauseContext
 		case c >= 0:
 			n.Cause = p.nodes[c].ID

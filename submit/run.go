@@ -454,7 +454,7 @@ func (r *Runner) run(ctx context.Context, mode Mode, o Options) (wall int64, sta
 		t.waves.step = 0
 		t.repeat, t.iter = o.Repeat, 0
 		t.sqes, t.maxInflight, t.splits, t.enters = 0, 0, 0, 0
-		t.canceled, t.late, t.err, t.trace, t.obs, t.digests = false, false, nil, o.Trace, r.observer, r.digests
+		t.canceled, t.err, t.trace, t.obs, t.digests = false, nil, o.Trace, r.observer, r.digests
 		t.worker.Store(nil)
 		copy(t.fileFds, files)
 		// A context already ended cancels every node before anything
@@ -516,9 +516,9 @@ func (r *Runner) run(ctx context.Context, mode Mode, o Options) (wall int64, sta
 		switch {
 		case t.err != nil:
 			errs = append(errs, t.err)
-		case t.canceled && t.late:
-			// Every node of the run had ended: as for a cancellation
-			// that comes after the last Complete, no error.
+		case t.canceled && r.spared(t):
+			// As for a cancellation that comes after the last Complete,
+			// no error.
 		case t.canceled && r.stopErr != nil:
 			errs = append(errs, r.stopErr)
 		case t.canceled && ctx.Err() != nil:

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -359,6 +360,59 @@ func TestCancel(t *testing.T) {
 				if early && n.Status != StatusCanceled {
 					t.Errorf("%s: context ended before Run, yet %s is %s", m, n.ID, n.Status)
 				}
+			}
+		}
+	}
+}
+
+// TestCancelSpared: a cancellation that reaches a run while its last
+// node runs, and cuts nothing short (the node, a Go function, returns
+// nil), is no error, as one that comes after the last node; one that
+// leaves a node or an iteration undone is the context's.
+func TestCancelSpared(t *testing.T) {
+	tests := []struct {
+		name   string
+		after  bool // a NOP after the Go function, which the cancellation cancels
+		repeat int
+		want   error
+		status map[string]Status
+	}{
+		{"the last node", false, 1, nil, map[string]Status{"a": StatusOK, "go": StatusOK}},
+		{"a node after it", true, 1, context.Canceled, map[string]Status{"a": StatusOK, "go": StatusOK, "z": StatusCanceled}},
+		{"an iteration after it", false, 2, context.Canceled, map[string]Status{"a": StatusOK, "go": StatusOK}},
+	}
+	pool := newPool(t, workers.Config{Workers: 1})
+	for _, tc := range tests {
+		for _, m := range Modes() {
+			ctx, cancel := context.WithCancel(context.Background())
+			var r *Runner
+			b := dag.NewBuilder("spared")
+			fn := b.Go("go", func(dag.Inputs) error {
+				cancel()
+				// Until the Runner has asked the task to cancel: the
+				// worker then sees the request before the function's end.
+				for !r.tasks[0].cancelReq.Load() {
+					runtime.Gosched()
+				}
+				return nil
+			}).After(b.Nop("a"))
+			if tc.after {
+				b.Nop("z").After(fn)
+			}
+			g := mustBuild(t, b)
+			r = NewRunner(pool, g)
+			rep, err := r.Run(ctx, m, Options{Repeat: tc.repeat})
+			cancel()
+			if !errors.Is(err, tc.want) {
+				t.Errorf("%s, %s: Run = %v, want %v", tc.name, m, err, tc.want)
+			}
+			checkFinal(t, g, rep)
+			got := map[string]Status{}
+			for _, n := range rep.Nodes {
+				got[n.ID] = n.Status
+			}
+			if diff := cmp.Diff(tc.status, got); diff != "" {
+				t.Errorf("%s, %s: statuses (-want +got):\n%s", tc.name, m, diff)
 			}
 		}
 	}
