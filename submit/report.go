@@ -313,8 +313,9 @@ func (r *Runner) buildReport(mode Mode, repeat int, wall int64) *Report {
 }
 
 // canceledByContext reports whether node i, canceled, was canceled
-// because the run's context ended or the run stopped (its report's Cause
-// is CauseContext): its cause says so, or names a node that succeeded.
+// because the run's context ended, the run stopped or the pool closed
+// (its report's Cause is CauseContext): its cause says so, or names a
+// node that succeeded.
 func (r *Runner) canceledByContext(st *state, i int32) bool {
 	c := st.node[i].cause
 	return c == causeContext || c >= 0 && r.stateOf(c).node[c].status == stOK
