@@ -167,7 +167,8 @@ type Options struct {
 // if ctx ended it early, or if a node's code stopped it (a *StopError,
 // dag.Inputs.Stop); then in-flight requests were canceled, unstarted
 // nodes are canceled with cause "context", and the report is still
-// complete.
+// complete. A cancellation that cut nothing short (it came in the last
+// repeat, and what it reached in flight completed anyway) is no error.
 func Run(ctx context.Context, pool *workers.Pool, g *dag.Graph, mode Mode, o Options) (*Report, error) {
 	r := NewRunner(pool, g)
 	defer r.Close()
