@@ -92,6 +92,12 @@ type nodeState struct {
 	start, end int64 // pool clock, ns
 }
 
+// freshState is a node's state before a run (plan.fresh): pending
+// predecessors to wait for, no cause, no kernel link or chain.
+func freshState(onFail bool, pending int32) nodeState {
+	return nodeState{onFail: onFail, pending: pending, cause: causeNone, linkedFrom: -1, chain: -1}
+}
+
 func newState(p *plan) *state {
 	n := p.n
 	st := &state{

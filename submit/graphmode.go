@@ -126,15 +126,18 @@ func (g *graphMode) step(w *worker.Worker) {
 			return
 		}
 		lv := t.levels.order[off[g.level]:off[g.level+1]]
-		node, fresh := t.st.node, t.p.fresh
-		// Reset here (lazy): copied straight in, then the two fields.
-		// Copied to a local, changed and stored whole, the state went
-		// through the stack, whose 16-byte loads met the 1-byte store
-		// just before them (a store-forwarding stall: step was 13.6% of
-		// a layered 16x8 run's samples, two thirds on that copy).
+		node := t.st.node
+		// Reset here (lazy). Lockstep runs only where no node has an
+		// on_failure edge (steps), so every node it makes ready has the
+		// same state: its fresh one with nothing left pending, written
+		// from registers. (Copied from plan.fresh, each node's load
+		// missed the cache: on 2 workers, whose shares of a level lie
+		// apart, 45% of step's samples; before that, copied to a local
+		// and stored whole, the state met a store-forwarding stall.)
+		ready := freshState(false, 0)
+		ready.status = stReady
 		for _, v := range lv {
-			node[v] = fresh[v]
-			node[v].pending, node[v].status = 0, stReady
+			node[v] = ready
 		}
 		t.ready = append(t.ready, lv...)
 		g.left = len(lv)

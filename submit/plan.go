@@ -198,7 +198,7 @@ func newPlan(g *dag.Graph) *plan {
 		h.succLo = int32(len(p.succs))
 		p.succs = append(p.succs, s...)
 		h.succHi = int32(len(p.succs))
-		p.fresh[i] = nodeState{onFail: h.onFail, pending: p.npred[i], cause: causeNone, linkedFrom: -1, chain: -1}
+		p.fresh[i] = freshState(h.onFail, p.npred[i])
 		p.compOf[i] = int32(g.Component(i))
 		p.file[i] = -1
 		if nd.File != "" {
