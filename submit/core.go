@@ -141,7 +141,10 @@ type task struct {
 	r  *Runner
 	p  *plan
 	st *state
-	s  strategy // one of graph, link, waves
+	// hot is plan.hot, what dispatching and completing read of every
+	// node; a split task reads its own copy (split.go).
+	hot []planNode
+	s   strategy // one of graph, link, waves
 	// fast is the mode whose settled Complete writes out for a plain
 	// node's success: the run's.
 	fast  Mode
@@ -234,7 +237,7 @@ func (t *task) groupLevels() {
 
 func newTask(r *Runner) *task {
 	p := r.p
-	t := &task{r: r, p: p, st: r.st, fileSlot: make([]uint32, len(p.files)), fileFds: make([]int, len(p.files)),
+	t := &task{r: r, p: p, st: r.st, hot: p.hot, fileSlot: make([]uint32, len(p.files)), fileFds: make([]int, len(p.files)),
 		dirFds: make([]int32, len(p.dirs))}
 	for d := range t.dirFds {
 		t.dirFds[d] = -1
@@ -482,7 +485,7 @@ func (t *task) Finish(w *worker.Worker, err error) {
 // Complete gives each CQE's node its final status and lets the mode
 // react, one CQE after the other.
 func (t *task) Complete(w *worker.Worker, cqes []uring.CQE) {
-	node, hot := t.st.node, t.p.hot
+	node, hot := t.st.node, t.hot
 	compOf := t.p.compOf
 	if t.sp != nil {
 		t.sp.tellFirst(w, cqes) // split.go: the other workers' nodes first
@@ -562,7 +565,7 @@ func (t *task) Complete(w *worker.Worker, cqes []uring.CQE) {
 // plainSuccess reports whether c completes a plain node that succeeded,
 // untraced: Complete's common case, which it handles itself.
 func (t *task) plainSuccess(c *uring.CQE) bool {
-	return c.UserData&cancelBit == 0 && c.Res >= 0 && !t.trace && t.p.hot[int32(c.UserData)].plain
+	return c.UserData&cancelBit == 0 && c.Res >= 0 && !t.trace && t.hot[int32(c.UserData)].plain
 }
 
 // complete gives node i its final status from its CQE and lets the mode
@@ -589,13 +592,13 @@ func (t *task) complete(w *worker.Worker, c uring.CQE) {
 		status, n.cause = stCanceled, t.rootOf(n.linkedFrom)
 	case c.Res == -int32(unix.ECANCELED) && t.canceled:
 		status, n.cause = stCanceled, causeContext
-	case c.Res == -int32(unix.ETIME) && t.p.hot[i].op == dag.OpTimeout:
+	case c.Res == -int32(unix.ETIME) && t.hot[i].op == dag.OpTimeout:
 		// An expired timeout is its success (IORING_TIMEOUT_ETIME_SUCCESS).
 		n.res = 0
 	case c.Res < 0:
 		status = stFailed
 	}
-	if t.p.hot[i].plain {
+	if t.hot[i].plain {
 		n.status = status
 		t.remaining--
 		t.observe(i)
@@ -696,7 +699,7 @@ func (t *task) notify(i int32) {
 func (t *task) settle(w *worker.Worker, i int32, status uint8, res int32) uint8 {
 	st, p := t.st, t.p
 	b := st.buf[i]
-	switch p.hot[i].op {
+	switch t.hot[i].op {
 	case dag.OpWrite:
 		if status != stOK {
 			break
@@ -992,7 +995,7 @@ func (t *task) sendCancels(w *worker.Worker) {
 	st := t.st
 	for ; t.cancelPos < len(t.nodes) && w.Room() > 0; t.cancelPos++ {
 		i := t.nodes[t.cancelPos]
-		if st.node[i].status != stInflight || t.p.hot[i].op == dag.OpGo {
+		if st.node[i].status != stInflight || t.hot[i].op == dag.OpGo {
 			continue // a Go task has no request to cancel: it is waited for
 		}
 		s := w.SQE(cancelBit | uint64(i))

@@ -231,7 +231,7 @@ func (g *graphMode) dispatch(w *worker.Worker) {
 			u := t.ready[g.rhead]
 			// A run of nodes that need only an SQE each, in one call (the
 			// test keeps the call from nodes that need more).
-			if h := &p.hot[u]; !h.needs && h.op != dag.OpGo {
+			if h := &t.hot[u]; !h.needs && h.op != dag.OpGo {
 				k := t.prepBare(w, t.ready[g.rhead:g.rhead+min(n, room)], wide)
 				if k > 0 {
 					g.rhead += k
@@ -252,11 +252,11 @@ func (g *graphMode) dispatch(w *worker.Worker) {
 				t.refuse(w, u, v)
 				continue
 			}
-			if p.hot[u].op == dag.OpGo {
+			if t.hot[u].op == dag.OpGo {
 				t.spawn(w, u)
 				continue
 			}
-			if h := &p.hot[u]; h.chainNext < 0 || wide && !h.waits {
+			if h := &t.hot[u]; h.chainNext < 0 || wide && !h.waits {
 				t.prep(w, u, 0)
 				room--
 				continue
@@ -287,16 +287,16 @@ func (g *graphMode) dispatch(w *worker.Worker) {
 // dispatchChain preps u, whose resources are taken, and, while room
 // allows, the linear run after it, each linked to the one before.
 func (g *graphMode) dispatchChain(w *worker.Worker, u int32) {
-	t, p, st := g.t, g.t.p, g.t.st
+	t, st := g.t, g.t.st
 	head, n := u, int32(1)
 	for {
-		v := p.hot[u].chainNext
+		v := t.hot[u].chainNext
 		if v < 0 || w.Room() < 2 || !t.canFollow(v) || t.take(w, v) != taken {
 			t.prep(w, u, 0)
 			break
 		}
-		t.prep(w, u, p.hot[u].chainLink)
-		st.node[v].linkedFrom, st.node[v].hard = u, p.hot[u].chainLink == uring.SQEIOHardlink
+		t.prep(w, u, t.hot[u].chainLink)
+		st.node[v].linkedFrom, st.node[v].hard = u, t.hot[u].chainLink == uring.SQEIOHardlink
 		u = v
 		n++
 	}
@@ -339,7 +339,7 @@ func (g *graphMode) noteSuccs(x int32) {
 		return
 	}
 	node := t.st.node
-	if v := t.p.hot[x].only; v >= 0 && t.sp == nil {
+	if v := t.hot[x].only; v >= 0 && t.sp == nil {
 		if n := &node[v]; n.status == stPending && n.pending < min {
 			t.minPending = n.pending
 		}
@@ -376,7 +376,7 @@ func (g *graphMode) settled(w *worker.Worker, i int32) {
 	// run only after a failure; a successor that is not pending (in
 	// flight behind i, or ended) is left alone, as release leaves it.
 	node := t.st.node
-	if v := t.p.hot[i].only; v >= 0 && t.sp == nil && node[i].status == stOK {
+	if v := t.hot[i].only; v >= 0 && t.sp == nil && node[i].status == stOK {
 		switch n := &node[v]; {
 		case n.status != stPending:
 			return

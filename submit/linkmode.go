@@ -119,7 +119,7 @@ func (l *linkMode) segment(w *worker.Worker, k int32) {
 			return
 		}
 		first := seq[pos]
-		if t.p.hot[first].onFail || st.node[first].skip {
+		if t.hot[first].onFail || st.node[first].skip {
 			if status, cause := t.cond(first); status != stPending {
 				t.doom(w, first, status, cause)
 				l.after(w, k, first)
@@ -127,7 +127,7 @@ func (l *linkMode) segment(w *worker.Worker, k int32) {
 			}
 		}
 		v := t.take(w, first)
-		if v == taken && p.hot[first].op == dag.OpGo {
+		if v == taken && t.hot[first].op == dag.OpGo {
 			t.spawn(w, first)
 			l.pos[k] = int32(pos + 1)
 			l.send(k, first, 1)
@@ -157,7 +157,7 @@ func (l *linkMode) segment(w *worker.Worker, k int32) {
 		if st.node[x].skip {
 			break // its turn decides: skipped, or canceled (cond)
 		}
-		link := p.hot[prev].seqLink
+		link := t.hot[prev].seqLink
 		if seq[j-1] != prev {
 			link = p.kernelLink(prev, x) // nodes between them ended early
 		}
@@ -250,7 +250,7 @@ func (l *linkMode) after(w *worker.Worker, k int32, x int32) {
 		}
 	}
 	for _, v := range seq[l.pos[k]:] {
-		if st.node[v].status <= stReady && !t.p.hot[v].onFail {
+		if st.node[v].status <= stReady && !t.hot[v].onFail {
 			t.end(w, v, stCanceled, 0, t.rootOf(x))
 		}
 	}

@@ -58,7 +58,7 @@ const (
 // verdict but taken nothing is held, and the caller decides what
 // becomes of the node (refuse ends it, or it waits).
 func (t *task) take(w *worker.Worker, i int32) int32 {
-	if !t.p.hot[i].needs {
+	if !t.hot[i].needs {
 		return taken
 	}
 	return t.takeSome(w, i)
@@ -67,14 +67,14 @@ func (t *task) take(w *worker.Worker, i int32) int32 {
 // takeSome is take for the ops that need something.
 func (t *task) takeSome(w *worker.Worker, i int32) int32 {
 	p, st := t.p, t.st
-	if h := p.handle[i]; h >= 0 && p.hot[i].op != dag.OpOpen && !st.alive[h] {
+	if h := p.handle[i]; h >= 0 && t.hot[i].op != dag.OpOpen && !st.alive[h] {
 		// Its open failed before taking a slot, or never ran (a cleanup
 		// reached on an on_failure edge): the slot number is stale.
 		return -int32(unix.EBADF)
 	}
 	var need int
 	path := ""
-	switch p.hot[i].op {
+	switch t.hot[i].op {
 	case dag.OpRead, dag.OpWrite:
 		return t.takeTransfer(w, i)
 	case dag.OpFsync, dag.OpClose:
@@ -108,7 +108,7 @@ func (t *task) takeSome(w *worker.Worker, i int32) int32 {
 		return -int32(unix.ENOMEM)
 	}
 	st.buf[i], st.borrowed[i] = b, false
-	if p.hot[i].op == dag.OpOpen {
+	if t.hot[i].op == dag.OpOpen {
 		if path != "" {
 			at := int(unsafe.Sizeof(uring.OpenHow{}))
 			b[at+copy(b[at:], path)] = 0
@@ -228,7 +228,7 @@ func checkPath(path string) error {
 // not run yet (in a kernel chain): what it reads of others' results is
 // known and its directories can be opened now.
 func (t *task) canFollow(i int32) bool {
-	if t.p.hot[i].follows {
+	if t.hot[i].follows {
 		return true
 	}
 	return t.canFollowSlow(i)
@@ -246,7 +246,7 @@ func (t *task) canFollowSlow(i int32) bool {
 // returns it: a caller may set its link once it knows the next node can
 // follow. The caller checked Room.
 func (t *task) prep(w *worker.Worker, i int32, link uint8) *uring.SQE {
-	p, st := t.p, t.st
+	st := t.st
 	// An SQE routing its CQE back by node index.
 	s := w.SQE(uint64(i))
 	t.inflight++
@@ -255,7 +255,7 @@ func (t *task) prep(w *worker.Worker, i int32, link uint8) *uring.SQE {
 	if t.record {
 		st.node[i].start = w.Now()
 	}
-	switch p.hot[i].op {
+	switch t.hot[i].op {
 	case dag.OpNop:
 		s.PrepNop()
 	case dag.OpRead:
@@ -264,7 +264,7 @@ func (t *task) prep(w *worker.Worker, i int32, link uint8) *uring.SQE {
 	default:
 		t.prepOp(s, i)
 	}
-	s.Flags |= link | p.hot[i].sqeFlags
+	s.Flags |= link | t.hot[i].sqeFlags
 	if link != 0 {
 		w.Linked()
 	}
@@ -281,7 +281,7 @@ func (t *task) prep(w *worker.Worker, i int32, link uint8) *uring.SQE {
 // NOPs or other bare ops would pay, reloads what the loop keeps in
 // registers.
 func (t *task) prepBare(w *worker.Worker, us []int32, wide bool) int {
-	hot, node, record := t.p.hot, t.st.node, t.record
+	hot, node, record := t.hot, t.st.node, t.record
 	k := 0
 	for ; k < len(us); k++ {
 		u := us[k]
@@ -311,7 +311,7 @@ func (t *task) prepBare(w *worker.Worker, us []int32, wide bool) int {
 func (t *task) prepOp(s *uring.SQE, i int32) {
 	p, st := t.p, t.st
 	b := st.buf[i]
-	switch p.hot[i].op {
+	switch t.hot[i].op {
 	case dag.OpWrite:
 		// After a short write, the rest.
 		m := st.moved[i]
@@ -345,15 +345,15 @@ func (t *task) prepOp(s *uring.SQE, i int32) {
 	case dag.OpUnlink, dag.OpMkdir, dag.OpRename:
 		dfd, errno := t.dir(p.dirOf[i])
 		tfd := dfd
-		if errno == 0 && p.hot[i].op == dag.OpRename {
+		if errno == 0 && t.hot[i].op == dag.OpRename {
 			tfd, errno = t.dir(p.toDirOf[i])
 		}
 		switch {
 		case errno != 0:
 			s.PrepNopInject(-int32(errno))
-		case p.hot[i].op == dag.OpUnlink:
+		case t.hot[i].op == dag.OpUnlink:
 			s.PrepUnlinkat(dfd, t.path(p.baseOff[i]), 0)
-		case p.hot[i].op == dag.OpMkdir:
+		case t.hot[i].op == dag.OpMkdir:
 			s.PrepMkdirat(dfd, t.path(p.baseOff[i]), p.nodes[i].Mode)
 		default:
 			s.PrepRenameat(dfd, t.path(p.baseOff[i]), tfd, t.path(p.toBaseOff[i]), 0)

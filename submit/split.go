@@ -273,6 +273,15 @@ func (r *Runner) planSplit(min, width int) {
 		// nodes would share cache lines (measured: release's reads of
 		// status and pending were 5x slower on 2 workers).
 		t.st = newState(p)
+		// And its own copy of the plan's nodes that dispatch and
+		// completion read (measured, layered 64x64 on 2 workers: the
+		// load of a node's planNode took 34% of prepBare's samples,
+		// against none of them on one worker; with a copy a task,
+		// prepBare's samples 1,030-1,285 -> 770-864 in three alternated
+		// runs). In lockstep both workers read the same lines in the
+		// same moments; most likely each first read of a line the
+		// other core holds alone waits for it to be shared.
+		t.hot = slices.Clone(p.hot)
 		t.sp = &splitTask{t: t, set: s, me: int32(j), in: make([]*spsc, k), head: padded[uint32](k),
 			out: make([]*spsc, k), ltail: padded[uint32](k), pub: padded[uint32](k), dirty: padded[int32](k)[:0],
 			line: &padded[markLine](1)[0]}

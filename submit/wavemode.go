@@ -90,7 +90,7 @@ func (m *waveMode) prep(w *worker.Worker) {
 		for ; pos < end && room > 0; pos++ {
 			u := order[pos]
 			// A run of nodes that need only an SQE each, in one call.
-			if h := &t.p.hot[u]; !h.needs && h.op != dag.OpGo {
+			if h := &t.hot[u]; !h.needs && h.op != dag.OpGo {
 				if k := t.prepBare(w, order[pos:min(end, pos+room)], true); k > 0 {
 					pos += k - 1 // the loop takes the last
 					room -= k
@@ -101,7 +101,7 @@ func (m *waveMode) prep(w *worker.Worker) {
 			if st.node[u].status >= stInflight {
 				continue // canceled
 			}
-			if t.p.hot[u].onFail || st.node[u].skip {
+			if t.hot[u].onFail || st.node[u].skip {
 				if status, cause := t.cond(u); status != stPending {
 					t.doom(w, u, status, cause)
 					continue
@@ -109,7 +109,7 @@ func (m *waveMode) prep(w *worker.Worker) {
 			}
 			switch v := t.take(w, u); v {
 			case taken:
-				if t.p.hot[u].op == dag.OpGo {
+				if t.hot[u].op == dag.OpGo {
 					t.spawn(w, u)
 				} else {
 					t.prep(w, u, 0)
