@@ -487,13 +487,21 @@ func (t *task) Finish(w *worker.Worker, err error) {
 func (t *task) Complete(w *worker.Worker, cqes []uring.CQE) {
 	node, hot := t.st.node, t.hot
 	compOf := t.p.compOf
-	if t.sp != nil {
-		t.sp.tellFirst(w, cqes) // split.go: the other workers' nodes first
+	sp := t.sp
+	if sp != nil && !t.graph.lockstep {
+		sp.tellFirst(w, cqes) // split.go: the other workers' nodes first
 	}
 	for k := range cqes {
 		c := &cqes[k]
 		i := int32(c.UserData)
 		if !t.plainSuccess(c) {
+			if sp != nil && t.graph.lockstep {
+				// It ends lockstep: the rest of the batch is told first
+				// (measured: a loop of its own over each batch looking
+				// for such a completion took 2.5% of a split run's
+				// samples).
+				sp.tellFirst(w, cqes[k:])
+			}
 			t.complete(w, *c)
 			continue
 		}
@@ -531,7 +539,7 @@ func (t *task) Complete(w *worker.Worker, cqes []uring.CQE) {
 				break
 			}
 			v := hot[i].only
-			if v < 0 || t.sp != nil { // split: release finds the successors this task owns
+			if v < 0 || sp != nil { // split: release finds the successors this task owns
 				t.release(w, i)
 				continue
 			}

@@ -536,19 +536,14 @@ func (sp *splitTask) final(i int32) {
 // plain successes of a completion batch that other tasks wait for, and
 // publishes them: the other workers get them while this one releases its
 // own successors. Complete's common case, which these are, then tells no
-// one again. In lockstep a batch of plain successes tells no one (the
-// level is told whole, see lockstep); one with anything else ends
-// lockstep first, so that all of it is told as in dataflow.
+// one again. In lockstep plain successes tell no one (the level is told
+// whole, see lockstep): Complete calls tellFirst at the first completion
+// of a batch that is not one, with the rest of the batch, and it ends
+// lockstep first (unlock tells the nodes that succeeded before), so that
+// all of it is told as in dataflow.
 func (sp *splitTask) tellFirst(w *worker.Worker, cqes []uring.CQE) {
 	s, node := sp.set, sp.t.st.node
 	if sp.t.graph.lockstep {
-		k := 0
-		for k < len(cqes) && sp.t.plainSuccess(&cqes[k]) {
-			k++
-		}
-		if k == len(cqes) {
-			return
-		}
 		sp.t.graph.unlock(w, -1)
 	}
 	for k := range cqes {
