@@ -131,9 +131,10 @@ func (g *graphMode) step(w *worker.Worker) {
 		// on_failure edge (steps), so every node it makes ready has the
 		// same state: its fresh one with nothing left pending, written
 		// from registers. (Copied from plan.fresh, each node's load
-		// missed the cache: on 2 workers, whose shares of a level lie
-		// apart, 45% of step's samples; before that, copied to a local
-		// and stored whole, the state met a store-forwarding stall.)
+		// missed the cache: on 2 split workers, which read plan.fresh in
+		// the same moments, 45% of step's samples; before that, copied
+		// to a local and stored whole, the state met a store-forwarding
+		// stall.)
 		ready := freshState(false, 0)
 		ready.status = stReady
 		for _, v := range lv {
