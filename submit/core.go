@@ -243,6 +243,8 @@ func newTask(r *Runner) *task {
 		t.dirFds[d] = -1
 	}
 	t.graph.t, t.link.t, t.waves.t = t, t, t
+	t.graph.ready = freshState(false, 0)
+	t.graph.ready.status = stReady
 	t.in.t = t
 	return t
 }

@@ -46,6 +46,11 @@ type graphMode struct {
 	// a failed worker). (Measured, layered 64x64 split over 2 workers:
 	// the reset at the start took 17-19 µs of a 275 µs iteration.)
 	lazy bool
+	// ready is the state step gives each node it makes ready, made once
+	// (newTask): made in step, or in begin, its field stores were still
+	// on their way to memory when the copies' wider loads read it (a
+	// store-forwarding stall, 30% of step's samples on a NOP diamond).
+	ready nodeState
 }
 
 func (g *graphMode) begin() {
@@ -129,16 +134,13 @@ func (g *graphMode) step(w *worker.Worker) {
 		node := t.st.node
 		// Reset here (lazy). Lockstep runs only where no node has an
 		// on_failure edge (steps), so every node it makes ready has the
-		// same state: its fresh one with nothing left pending, written
-		// from registers. (Copied from plan.fresh, each node's load
-		// missed the cache: on 2 split workers, which read plan.fresh in
-		// the same moments, 45% of step's samples; before that, copied
-		// to a local and stored whole, the state met a store-forwarding
-		// stall.)
-		ready := freshState(false, 0)
-		ready.status = stReady
+		// same state: its fresh one with nothing left pending (g.ready).
+		// (Copied from plan.fresh, each node's load missed the cache: on
+		// 2 split workers, which read plan.fresh in the same moments,
+		// 45% of step's samples; before that, copied to a local and
+		// stored whole, the state met a store-forwarding stall.)
 		for _, v := range lv {
-			node[v] = ready
+			node[v] = g.ready
 		}
 		t.ready = append(t.ready, lv...)
 		g.left = len(lv)
