@@ -275,9 +275,9 @@ func (r *Runner) planSplit(min, width int) {
 		t.st = newState(p)
 		// And its own copy of the plan's nodes that dispatch and
 		// completion read (measured, layered 64x64 on 2 workers: the
-		// load of a node's planNode took 34% of prepBare's samples,
+		// load of a node's planNode took 27-34% of prepBare's samples,
 		// against none of them on one worker; with a copy a task,
-		// prepBare's samples 1,030-1,285 -> 770-864 in three alternated
+		// prepBare's samples 1,113-1,414 -> 985-1,100 in six alternated
 		// runs). In lockstep both workers read the same lines in the
 		// same moments; most likely each first read of a line the
 		// other core holds alone waits for it to be shared.
