@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/iodag/iodag/dag"
@@ -838,7 +839,7 @@ func TestSplitTasksOwnWorkers(t *testing.T) {
 	}
 }
 
-// TestSplitSleepHandshake checks lockstep's sleep handshake (markLine): a
+// TestSplitSleepHandshake checks lockstep's sleep handshake (markSlot): a
 // task that says its worker may sleep looks at the marks once more, so
 // that of it and a task that stores its mark and then reads sleepy, one
 // always sees the other's store: the first goes on, or the second wakes
@@ -855,7 +856,7 @@ func TestSplitSleepHandshake(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			var l markLine
+			var l markSlot
 			var mark atomic.Int64
 			if tc.marked {
 				mark.Store(1)
@@ -870,7 +871,7 @@ func TestSplitSleepHandshake(t *testing.T) {
 		// A publisher goroutine and this one start each round together,
 		// so that their stores and loads interleave every which way.
 		const rounds = 20000
-		lines := make([]markLine, rounds)
+		lines := make([]markSlot, rounds)
 		marks := make([]atomic.Int64, rounds)
 		woken := make([]bool, rounds)
 		var start, done atomic.Int64
@@ -904,4 +905,28 @@ func TestSplitSleepHandshake(t *testing.T) {
 			t.Fatalf("%d of %d rounds: the waiter missed the mark and the publisher missed sleepy", missed, rounds)
 		}
 	})
+}
+
+// TestNewMarks checks that the marks of a split run's tasks are packed
+// from the start of a cache line, four or more a line, so that two to
+// four tasks find each other's marks on the one line they write.
+func TestNewMarks(t *testing.T) {
+	size := unsafe.Sizeof(markSlot{})
+	if cacheLine%size != 0 || cacheLine/size < 4 {
+		t.Fatalf("a markSlot is %d bytes: not four or more to a %d-byte line", size, cacheLine)
+	}
+	per := int(cacheLine / size)
+	for k := 1; k <= 9; k++ {
+		marks := newMarks(k)
+		if len(marks) != k || cap(marks) != k {
+			t.Fatalf("newMarks(%d): len %d, cap %d, want %d", k, len(marks), cap(marks), k)
+		}
+		base := uintptr(unsafe.Pointer(&marks[0]))
+		for j := range marks {
+			addr := uintptr(unsafe.Pointer(&marks[j]))
+			if base%cacheLine != 0 || addr/cacheLine != base/cacheLine+uintptr(j/per) {
+				t.Errorf("newMarks(%d): mark %d at %#x, the first at %#x: want the first on a line's start, %d a line", k, j, addr, base, per)
+			}
+		}
+	}
 }
