@@ -227,8 +227,11 @@ func newMarks(k int) []markSlot {
 	const per = cacheLine / int(unsafe.Sizeof(markSlot{}))
 	buf := make([]markSlot, k+3*per) // a line free before, after, and to align
 	j := per
-	for uintptr(unsafe.Pointer(&buf[j]))%cacheLine != 0 {
+	for j < 2*per && uintptr(unsafe.Pointer(&buf[j]))%cacheLine != 0 {
 		j++
+	}
+	if j == 2*per {
+		j = per // not 16-byte aligned (the allocator aligns these): unpacked, still right
 	}
 	return buf[j : j+k : j+k]
 }
