@@ -222,7 +222,7 @@ func (l *markSlot) sleepUnless(ready func() bool) bool {
 // cores (measured, layered 64x64 split over 2 workers, against marks on
 // lines of their own: 1.075x and 1.114x nodes/s in 16 alternated pairs
 // each within one binary, 12-13 of 16 faster; 1.083x, 12 of 16, between
-// the two builds; 32x128 1.09x and 1.05x).
+// the two builds; 32x128 1.01x, 1.09x and 1.05x).
 func newMarks(k int) []markSlot {
 	const per = cacheLine / int(unsafe.Sizeof(markSlot{}))
 	buf := make([]markSlot, k+3*per) // a line free before, after, and to align
