@@ -447,6 +447,81 @@ func TestLongCanceledChain(t *testing.T) {
 	}
 }
 
+// TestCancelLinkedBehindSlow cancels a run while a timeout of an hour
+// is in flight with the NOPs behind it (in link mode, linked behind it
+// in one kernel chain): every node after the
+// first ends canceled by the context, each exactly once, and Run
+// returns context.Canceled. A NOP sent down behind the timeout must be
+// known to be in flight (in link mode, marked so as its SQE is written):
+// without the mark, the run never ended (measured).
+func TestCancelLinkedBehindSlow(t *testing.T) {
+	b := dag.NewBuilder("behind-slow")
+	prev := b.Nop("first")
+	prev = b.Timeout("slow", time.Hour).After(prev)
+	for k := range 3 {
+		prev = b.Nop(fmt.Sprintf("nop%d", k)).After(prev)
+	}
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range Modes() {
+		t.Run(m.String(), func(t *testing.T) {
+			pool := newPool(t, workers.Config{Workers: 1})
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			seen := map[string]int{}
+			rep, err := Run(ctx, pool, g, m, Options{Observe: func(n NodeResult) {
+				seen[n.ID]++
+				if n.ID == "first" {
+					cancel() // the timeout, and in link mode the NOPs, in flight
+				}
+			}})
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("Run = %v, want context.Canceled", err)
+			}
+			var got []string
+			for _, n := range rep.Nodes {
+				got = append(got, fmt.Sprintf("%s %s %s", n.ID, n.Status, n.Cause))
+			}
+			want := []string{"first ok ", "slow canceled context", "nop0 canceled context", "nop1 canceled context", "nop2 canceled context"}
+			if d := cmp.Diff(want, got); d != "" {
+				t.Errorf("nodes (-want +got):\n%s", d)
+			}
+			if d := cmp.Diff(map[string]int{"first": 1, "slow": 1, "nop0": 1, "nop1": 1, "nop2": 1}, seen); d != "" {
+				t.Errorf("outcomes observed per node (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+// TestLinkedStartTimes: in link mode a chain goes down in one segment,
+// so the nodes linked behind a timeout of a millisecond start when it
+// does (the time of the batch that sent them), before it ends, although
+// they end after it.
+func TestLinkedStartTimes(t *testing.T) {
+	b := dag.NewBuilder("linked-starts")
+	prev := b.Timeout("slow", time.Millisecond)
+	for k := range 3 {
+		prev = b.Nop(fmt.Sprintf("nop%d", k)).After(prev)
+	}
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := newPool(t, workers.Config{Workers: 1})
+	rep, err := Run(context.Background(), pool, g, Link, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow := rep.Nodes[0]
+	for _, n := range rep.Nodes[1:] {
+		if n.StartNS != slow.StartNS || n.EndNS < slow.EndNS {
+			t.Errorf("%s: start %d end %d, want start %d (slow's) and end after slow's %d", n.ID, n.StartNS, n.EndNS, slow.StartNS, slow.EndNS)
+		}
+	}
+}
+
 // TestChainEnters: graph mode sends a linear chain down as kernel links,
 // so it makes no more io_uring_enter calls than link mode for the same
 // chain (it made one per node).
