@@ -289,7 +289,7 @@ func (t *task) prepBare(w *worker.Worker, us []int32, wide bool) int {
 		if h.needs || h.op == dag.OpGo || h.onFail || n.skip || n.status >= stInflight || h.chainNext >= 0 && (!wide || h.waits) {
 			break
 		}
-		s := w.SQE(uint64(u))
+		s := w.NextSQE(uint64(u)) // the caller checked the room
 		n.status = stInflight
 		if record {
 			n.start = w.Now()

@@ -20,6 +20,15 @@ func (r *Ring) GetSQE() *SQE {
 	return sqe
 }
 
+// NextSQE is GetSQE for a caller that knows the SQ has room (SQSpace was
+// at least the SQEs it has taken since): it does not read the kernel's
+// head.
+func (r *Ring) NextSQE() *SQE {
+	sqe := &r.sqes[r.tail&r.sqMask]
+	r.tail++
+	return sqe
+}
+
 // SQSpace returns how many SQEs GetSQE can still hand out.
 func (r *Ring) SQSpace() uint32 {
 	return r.sqEntries - (r.tail - atomic.LoadUint32(r.sqHead))

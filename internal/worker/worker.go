@@ -177,6 +177,16 @@ func (w *Worker) SQE(ud uint64) *uring.SQE {
 	return s
 }
 
+// NextSQE is SQE for a caller that checked Room for this SQE and every
+// other it has taken since (a batch of nodes prepped in one loop): it
+// skips SQE's checks of the room.
+func (w *Worker) NextSQE(ud uint64) *uring.SQE {
+	s := w.ring.NextSQE()
+	s.UserData = ud&userDataMask | w.cur
+	w.inflight++
+	return s
+}
+
 // Linked tells the worker that the task linked SQEs (IOSQE_IO_LINK) in
 // this Prep: the turn's wait then lets the kernel complete a chain of
 // requests that need no device in one enter (see uring.Ring.TryWait).
