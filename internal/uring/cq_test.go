@@ -615,3 +615,69 @@ func TestEnterErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestReadyInPlace reaps NOPs in place (Ready, Seen) in batches that
+// do not divide the CQ, so that batches wrap its end: every CQE comes
+// once, in order, and a batch that meets the end of the ring's array
+// stops there, the rest coming with the next call. The SQEs are taken
+// with NextSQE after one check of SQSpace for each batch.
+func TestReadyInPlace(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	for _, su := range setups {
+		t.Run(su.name, func(t *testing.T) {
+			r := newRing(t, 8, su.o)
+			cq := r.CQEntries()
+			const per, rounds = 5, 40
+			var got []uint64
+			wraps := 0
+			for round := range rounds {
+				if r.SQSpace() < per {
+					t.Fatalf("round %d: SQ space %d, want %d", round, r.SQSpace(), per)
+				}
+				for i := range per {
+					s := r.NextSQE()
+					s.PrepNop()
+					s.UserData = uint64(round*per + i)
+				}
+				if _, err := r.SubmitAndWait(per); err != nil {
+					t.Fatalf("round %d: %v", round, err)
+				}
+				for k := 0; k < per; {
+					head := *r.cqHead
+					c := r.Ready()
+					if len(c) == 0 {
+						if _, err := r.SubmitAndWait(uint32(per - k)); err != nil {
+							t.Fatal(err)
+						}
+						continue
+					}
+					if end := cq - head%cq; uint32(len(c)) > end {
+						t.Fatalf("round %d: Ready gave %d CQEs from slot %d of %d", round, len(c), head%cq, cq)
+					}
+					for _, e := range c {
+						got = append(got, e.UserData)
+					}
+					r.Seen(len(c))
+					k += len(c)
+					if (head+uint32(len(c)))%cq == 0 && k < per {
+						wraps++ // the rest of the batch is at the array's start
+					}
+				}
+			}
+			if wraps == 0 {
+				t.Errorf("no batch met the end of the CQ's array (%d entries)", cq)
+			}
+			want := make([]uint64, rounds*per)
+			for i := range want {
+				want[i] = uint64(i)
+			}
+			if d := cmp.Diff(want, got); d != "" {
+				t.Errorf("user data reaped in place (-want +got):\n%s", d)
+			}
+			if n := r.CQReady(); n != 0 {
+				t.Errorf("%d CQEs left unseen", n)
+			}
+		})
+	}
+}

@@ -336,6 +336,24 @@ func (r *Ring) PeekBatch(cqes []CQE) int {
 	return int(n)
 }
 
+// Ready returns the CQEs ready at the head of the CQ, in place, up to
+// the end of the ring's array (after a wrap, the rest come in the next
+// call): the caller reads them, may write them, and then marks them seen
+// with Seen before it enters the kernel again. It never allocates or
+// enters the kernel.
+func (r *Ring) Ready() []CQE {
+	head := *r.cqHead
+	i := head & r.cqMask
+	n := min(atomic.LoadUint32(r.cqTail)-head, uint32(len(r.cqes))-i)
+	return r.cqes[i : i+n : i+n]
+}
+
+// Seen marks the first n CQEs Ready returned seen: the kernel may reuse
+// their slots.
+func (r *Ring) Seen(n int) {
+	storeRelease(r.cqHead, *r.cqHead+uint32(n))
+}
+
 // Overflowed reports whether the kernel holds CQEs that did not fit the
 // CQ (they are kept, with FEAT_NODROP, and flushed by the next wait).
 func (r *Ring) Overflowed() bool {

@@ -32,8 +32,10 @@ type Task interface {
 	// diamond 3-7% lower).
 	Prep(w *Worker) (want int, done bool)
 	// Complete handles a run of this task's CQEs, in the order the ring
-	// gave them; each UserData holds the low 48 bits the task set. The
-	// slice is the worker's: it is valid only during the call.
+	// gave them; the low 48 bits of each UserData are what the task set
+	// (the worker's routing tag is above them). The slice is the ring's
+	// CQ, read in place: it is valid only during the call, and is not to
+	// be written.
 	Complete(w *Worker, cqes []uring.CQE)
 	// Wait returns how many completions the task needs, exactly, after
 	// a Prep in the same turn. The worker asks only when fewer are in
@@ -337,7 +339,6 @@ func (w *Worker) loop(errp *error, started func()) {
 			w.die()
 		}
 	}()
-	cqes := make([]uring.CQE, w.ring.CQEntries())
 	take := 0
 	if w.pool.shared != nil {
 		take = 1
@@ -448,7 +449,14 @@ func (w *Worker) loop(errp *error, started func()) {
 			continue
 		}
 		for {
-			n := w.ring.PeekBatch(cqes)
+			// Read in place, not written (measured, fanout 100 NOPs in
+			// graph mode, four alternated perf runs: copied out first,
+			// with the tags masked off in the copy, the loop's own
+			// samples per kernel sample 0.103-0.114; in place 0.055-0.079,
+			// user per kernel samples median 0.735 -> 0.70; masked in
+			// place, the kernel's samples rose).
+			cqes := w.ring.Ready()
+			n := len(cqes)
 			if n == 0 {
 				break
 			}
@@ -463,8 +471,8 @@ func (w *Worker) loop(errp *error, started func()) {
 					continue
 				}
 				j := k
-				for ; j < n && cqes[j].UserData>>tagShift == tag; j++ {
-					cqes[j].UserData &= userDataMask
+				for j < n && cqes[j].UserData>>tagShift == tag {
+					j++
 				}
 				w.inflight -= j - k
 				if t := w.tasks[tag]; t != nil { // nil: failAll ended it
@@ -473,6 +481,7 @@ func (w *Worker) loop(errp *error, started func()) {
 				}
 				k = j
 			}
+			w.ring.Seen(n)
 		}
 		// A task done now is finished by the next turn's prep, before
 		// anything is submitted or waited for.
