@@ -40,6 +40,23 @@ const (
 // cancelBit marks the user_data of an ASYNC_CANCEL SQE.
 const cancelBit = 1 << 47
 
+// plainBit marks the user_data of a plain node's SQE (planNode.plain),
+// so that Complete tells its common case from the CQE alone, without
+// touching the node's planNode (measured, fanout 100 NOPs in graph mode:
+// its load held 18% of Complete's samples; with the bit, four alternated
+// perf runs, Complete's samples per kernel sample median 0.167 -> 0.149,
+// the stall now at the store of the node's state).
+const plainBit = 1 << 46
+
+// userData returns the user_data of the SQE of node i, whose planNode
+// is h: its index, and plainBit if it is plain.
+func (h *planNode) userData(i int32) uint64 {
+	if h.plain {
+		return uint64(i) | plainBit
+	}
+	return uint64(i)
+}
+
 // state is the run state shared by a run's tasks, indexed by node. Each
 // node belongs to exactly one task (its component's), so tasks on
 // different workers write disjoint elements and need no locks.
@@ -575,7 +592,7 @@ func (t *task) Complete(w *worker.Worker, cqes []uring.CQE) {
 // plainSuccess reports whether c completes a plain node that succeeded,
 // untraced: Complete's common case, which it handles itself.
 func (t *task) plainSuccess(c *uring.CQE) bool {
-	return c.UserData&cancelBit == 0 && c.Res >= 0 && !t.trace && t.hot[int32(c.UserData)].plain
+	return c.UserData&(cancelBit|plainBit) == plainBit && c.Res >= 0 && !t.trace
 }
 
 // complete gives node i its final status from its CQE and lets the mode
@@ -1009,7 +1026,7 @@ func (t *task) sendCancels(w *worker.Worker) {
 			continue // a Go task has no request to cancel: it is waited for
 		}
 		s := w.SQE(cancelBit | uint64(i))
-		s.PrepCancel(w.UserData(uint64(i)), 0)
+		s.PrepCancel(w.UserData(t.hot[i].userData(i)), 0)
 		t.inflight++
 	}
 }

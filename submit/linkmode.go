@@ -180,7 +180,7 @@ func (l *linkMode) segment(w *worker.Worker, k int32) {
 		sqe.Flags |= link
 		nd.linkedFrom, nd.hard = prev, link == uring.SQEIOHardlink
 		if h.op == dag.OpNop {
-			sqe = w.NextSQE(uint64(x)) // room counts them
+			sqe = w.NextSQE(h.userData(x)) // room counts them
 			nd.status = stInflight
 			if record {
 				nd.start = w.Now()

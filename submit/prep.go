@@ -248,7 +248,7 @@ func (t *task) canFollowSlow(i int32) bool {
 func (t *task) prep(w *worker.Worker, i int32, link uint8) *uring.SQE {
 	st := t.st
 	// An SQE routing its CQE back by node index.
-	s := w.SQE(uint64(i))
+	s := w.SQE(t.hot[i].userData(i))
 	t.inflight++
 	t.sqes++
 	st.node[i].status = stInflight
@@ -289,7 +289,7 @@ func (t *task) prepBare(w *worker.Worker, us []int32, wide bool) int {
 		if h.needs || h.op == dag.OpGo || h.onFail || n.skip || n.status >= stInflight || h.chainNext >= 0 && (!wide || h.waits) {
 			break
 		}
-		s := w.NextSQE(uint64(u)) // the caller checked the room
+		s := w.NextSQE(h.userData(u)) // the caller checked the room
 		n.status = stInflight
 		if record {
 			n.start = w.Now()
