@@ -904,14 +904,8 @@ func TestStopReaches(t *testing.T) {
 	errFound := errors.New("found")
 	stopper := func(in dag.Inputs, _ dag.Result) error { in.Stop(errFound); return nil }
 	b := dag.NewBuilder("chain")
-	prev := b.Nop("hit").Then(stopper)
-	for k := 0; k < 3; k++ {
-		prev = b.Nop(fmt.Sprintf("n%d", k)).After(prev)
-	}
-	chain, err := b.Build()
-	if err != nil {
-		t.Fatal(err)
-	}
+	nopsAfter(b, b.Nop("hit").Then(stopper), "n", 3)
+	chain := mustBuild(t, b)
 	b = dag.NewBuilder("nested")
 	b.Go("top", func(in dag.Inputs) error {
 		return in.Run("sub", func(b *dag.Builder) {

@@ -423,14 +423,8 @@ func TestCloseDuringRun(t *testing.T) {
 func TestLongCanceledChain(t *testing.T) {
 	const n = 200_000
 	b := dag.NewBuilder("long-chain")
-	prev := b.Statx("head", "missing")
-	for i := 1; i < n; i++ {
-		prev = b.Nop(fmt.Sprintf("n%d", i)).After(prev)
-	}
-	g, err := b.Build()
-	if err != nil {
-		t.Fatal(err)
-	}
+	nopsAfter(b, b.Statx("head", "missing"), "n", n-1)
+	g := mustBuild(t, b)
 	for _, m := range Modes() {
 		t.Run(m.String(), func(t *testing.T) {
 			pool := newPool(t, workers.Config{Workers: 1})
@@ -456,15 +450,9 @@ func TestLongCanceledChain(t *testing.T) {
 // without the mark, the run never ended (measured).
 func TestCancelLinkedBehindSlow(t *testing.T) {
 	b := dag.NewBuilder("behind-slow")
-	prev := b.Nop("first")
-	prev = b.Timeout("slow", time.Hour).After(prev)
-	for k := range 3 {
-		prev = b.Nop(fmt.Sprintf("nop%d", k)).After(prev)
-	}
-	g, err := b.Build()
-	if err != nil {
-		t.Fatal(err)
-	}
+	first := b.Nop("first")
+	nopsAfter(b, b.Timeout("slow", time.Hour).After(first), "nop", 3)
+	g := mustBuild(t, b)
 	for _, m := range Modes() {
 		t.Run(m.String(), func(t *testing.T) {
 			pool := newPool(t, workers.Config{Workers: 1})
@@ -501,14 +489,8 @@ func TestCancelLinkedBehindSlow(t *testing.T) {
 // they end after it.
 func TestLinkedStartTimes(t *testing.T) {
 	b := dag.NewBuilder("linked-starts")
-	prev := b.Timeout("slow", time.Millisecond)
-	for k := range 3 {
-		prev = b.Nop(fmt.Sprintf("nop%d", k)).After(prev)
-	}
-	g, err := b.Build()
-	if err != nil {
-		t.Fatal(err)
-	}
+	nopsAfter(b, b.Timeout("slow", time.Millisecond), "nop", 3)
+	g := mustBuild(t, b)
 	pool := newPool(t, workers.Config{Workers: 1})
 	rep, err := Run(context.Background(), pool, g, Link, Options{})
 	if err != nil {

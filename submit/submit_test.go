@@ -39,6 +39,15 @@ func newPool(t testing.TB, cfg workers.Config) *workers.Pool {
 	return pool
 }
 
+// nopsAfter adds n NOPs to b named prefix0, prefix1, ..., each after the
+// one before and the first after prev, and returns the last.
+func nopsAfter(b *dag.Builder, prev dag.Task, prefix string, n int) dag.Task {
+	for k := range n {
+		prev = b.Nop(prefix + strconv.Itoa(k)).After(prev)
+	}
+	return prev
+}
+
 // mustBuild builds what b declares, failing the test if it does not
 // validate.
 func mustBuild(t testing.TB, b *dag.Builder) *dag.Graph {
