@@ -443,11 +443,11 @@ func TestLongCanceledChain(t *testing.T) {
 
 // TestCancelLinkedBehindSlow cancels a run while a timeout of an hour
 // is in flight with the NOPs behind it (in link mode, linked behind it
-// in one kernel chain): every node after the
-// first ends canceled by the context, each exactly once, and Run
-// returns context.Canceled. A NOP sent down behind the timeout must be
-// known to be in flight (in link mode, marked so as its SQE is written):
-// without the mark, the run never ended (measured).
+// in one kernel chain): every node after the first ends canceled by the
+// context, each observed exactly once, and Run returns context.Canceled.
+// A NOP sent down behind the timeout must be known to be in flight (in
+// link mode, marked so as its SQE is written): without the mark, the run
+// never ended (measured).
 func TestCancelLinkedBehindSlow(t *testing.T) {
 	b := dag.NewBuilder("behind-slow")
 	first := b.Nop("first")

@@ -338,9 +338,9 @@ func (r *Ring) PeekBatch(cqes []CQE) int {
 
 // Ready returns the CQEs ready at the head of the CQ, in place, up to
 // the end of the ring's array (after a wrap, the rest come in the next
-// call): the caller reads them, may write them, and then marks them seen
-// with Seen before it enters the kernel again. It never allocates or
-// enters the kernel.
+// call). They are the caller's until it marks them seen with Seen: the
+// kernel does not reuse their slots, and Ready returns them again. It
+// never allocates or enters the kernel.
 func (r *Ring) Ready() []CQE {
 	head := *r.cqHead
 	i := head & r.cqMask
