@@ -510,8 +510,13 @@ func (t *task) Complete(w *worker.Worker, cqes []uring.CQE) {
 	if sp != nil && !t.graph.lockstep {
 		sp.tellFirst(w, cqes) // split.go: the other workers' nodes first
 	}
-	if t.fast == Graph && t.graph.lockstep && t.obs == nil {
-		cqes = t.completeLockstep(w, cqes)
+	if t.obs == nil {
+		switch {
+		case t.fast == Graph && t.graph.lockstep:
+			cqes = t.completePlain(w, cqes, &t.graph.left)
+		case t.fast == Waves:
+			cqes = t.completePlain(w, cqes, &t.waves.out)
+		}
 	}
 	for k := range cqes {
 		c := &cqes[k]
@@ -592,17 +597,20 @@ func (t *task) Complete(w *worker.Worker, cqes []uring.CQE) {
 	}
 }
 
-// completeLockstep is Complete's loop for graph mode in lockstep, where
-// a plain success only ends its node and counts its level down: it does
-// so for the first CQEs of cqes that are plain successes, with the
+// completePlain is Complete's loop for the modes where a plain success
+// only ends its node and counts down what the task waits for (left: the
+// level's nodes not complete, graph mode's in lockstep or waves'): it
+// does so for the first CQEs of cqes that are plain successes, with the
 // task's counts kept in registers and stored once, and returns the rest
-// for Complete's own loop (measured, NOPs in graph mode, perf samples of
-// Complete per kernel sample, three to seven alternated runs: fanout 100
-// 0.15-0.16 -> 0.08-0.09, layered 16x8 0.13-0.14 -> 0.08-0.09, chains
-// 8x16 0.11-0.14 -> 0.08-0.12, the diamond 0.06-0.07 -> 0.08-0.09, one
-// call more a turn; eight alternated wall pairs: fanout 1.10x, 8 of 8
-// faster, layered 1.06x, 6 of 8).
-func (t *task) completeLockstep(w *worker.Worker, cqes []uring.CQE) []uring.CQE {
+// for Complete's own loop (measured, NOPs in graph mode's lockstep, perf
+// samples of Complete per kernel sample, three to seven alternated runs:
+// fanout 100 0.15-0.16 -> 0.08-0.09, layered 16x8 0.13-0.14 -> 0.08-0.09,
+// chains 8x16 0.11-0.14 -> 0.08-0.12, the diamond 0.06-0.07 -> 0.08-0.09,
+// one call more a turn; eight alternated wall pairs: fanout 1.10x, 8 of 8
+// faster, layered 1.06x, 6 of 8. In waves, three alternated runs: fanout
+// 0.14-0.17 -> 0.08-0.09, layered 0.12-0.16 -> 0.09, chains 0.10-0.13 ->
+// 0.08-0.10; wall pairs fanout 1.06x, layered 1.07x, 6 of 8 each).
+func (t *task) completePlain(w *worker.Worker, cqes []uring.CQE, left *int) []uring.CQE {
 	node, record := t.st.node, t.record
 	k := 0
 	for ; k < len(cqes); k++ {
@@ -618,7 +626,7 @@ func (t *task) completeLockstep(w *worker.Worker, cqes []uring.CQE) []uring.CQE 
 	}
 	t.inflight -= k
 	t.remaining -= k
-	t.graph.left -= k
+	*left -= k
 	return cqes[k:]
 }
 
