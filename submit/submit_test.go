@@ -141,60 +141,92 @@ func outcomes(rep *Report) map[string]outcome {
 // TestSpecs runs every spec of testdata (each must load and build; the
 // invalid ones are in testdata/invalid) in the three modes: every node of
 // a spec not named fail_* succeeds, the modes agree on every result and
-// digest, and the enter counts differ as the strategies say.
+// digest, and the enter counts differ as the strategies say. It does so
+// on rings of each setup a pool can have (the default, with
+// DEFER_TASKRUN, where completions come only when the worker enters;
+// plain rings and SQPOLL, where the kernel may post them at any time,
+// also while the worker reads a batch of them in place), and every setup
+// must give the default's outcomes.
 func TestSpecs(t *testing.T) {
 	specs, err := filepath.Glob("../testdata/*.json")
 	if err != nil || len(specs) == 0 {
 		t.Fatalf("no specs: %v", err)
 	}
-	pool := newPool(t, workers.Config{Workers: 2, Entries: 32})
+	setups := []struct {
+		name string
+		cfg  workers.Config
+	}{
+		{"default", workers.Config{Workers: 2, Entries: 32}},
+		{"plain", workers.Config{Workers: 2, Entries: 32, Plain: true}},
+		{"sqpoll", workers.Config{Workers: 2, Entries: 32, SQPoll: true}},
+	}
+	pools := make([]*workers.Pool, len(setups))
+	for k, su := range setups {
+		pools[k] = newPool(t, su.cfg)
+	}
 	for _, path := range specs {
 		name := strings.TrimSuffix(filepath.Base(path), ".json")
-		t.Run(name, func(t *testing.T) {
-			spec, err := dag.LoadSpec(path)
-			if err != nil {
-				t.Fatalf("LoadSpec(%s) = %v", path, err)
-			}
-			g, err := spec.Build()
-			if err != nil {
-				t.Fatalf("Build(%s) = %v", path, err)
-			}
-			g, direct, err := scratch.Fit(t.TempDir(), g)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !direct {
-				t.Logf("%s refuses O_DIRECT: %s runs with buffered files", os.TempDir(), name)
-			}
-			// Specs named fail_* inject failures; all others must succeed.
-			allOK := !strings.HasPrefix(name, "fail_")
-			reps := map[Mode]*Report{}
-			for _, m := range Modes() {
-				reps[m] = runIn(t, pool, g, m, nil)
-				if allOK && reps[m].Counts.OK != g.Len() {
-					t.Errorf("%s %s: counts %+v, want all %d ok", name, m, reps[m].Counts, g.Len())
+		var first map[string]outcome // the default setup's, graph mode
+		for k, su := range setups {
+			t.Run(name+"/"+su.name, func(t *testing.T) {
+				want := checkSpec(t, pools[k], path, name)
+				if k == 0 {
+					first = want
+				} else if diff := cmp.Diff(first, want); diff != "" {
+					t.Errorf("%s: graph mode on %s rings differs from the default's (-default +%s):\n%s", name, su.name, su.name, diff)
 				}
-			}
-			want := outcomes(reps[Graph])
-			if diff := cmp.Diff(want, outcomes(reps[Waves])); diff != "" {
-				t.Errorf("%s: waves differs from graph (-graph +waves):\n%s", name, diff)
-			}
-			// Link may cancel more (its chains over-cancel), never
-			// differently: where it ran a node, the outcome is graph's.
-			link := outcomes(reps[Link])
-			for id, o := range link {
-				if o.Status == StatusCanceled && !allOK {
-					continue
-				}
-				if diff := cmp.Diff(want[id], o); diff != "" {
-					t.Errorf("%s: link's %s differs from graph's (-graph +link):\n%s", name, id, diff)
-				}
-			}
-			if w := reps[Waves]; allOK && w.Enters < uint64(len(g.Levels())) {
-				t.Errorf("%s: waves made %d enters for %d levels", name, w.Enters, len(g.Levels()))
-			}
-		})
+			})
+		}
 	}
+}
+
+// checkSpec runs the spec at path in every mode on pool and checks what
+// TestSpecs says; it returns graph mode's outcomes.
+func checkSpec(t *testing.T, pool *workers.Pool, path, name string) map[string]outcome {
+	t.Helper()
+	spec, err := dag.LoadSpec(path)
+	if err != nil {
+		t.Fatalf("LoadSpec(%s) = %v", path, err)
+	}
+	g, err := spec.Build()
+	if err != nil {
+		t.Fatalf("Build(%s) = %v", path, err)
+	}
+	g, direct, err := scratch.Fit(t.TempDir(), g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !direct {
+		t.Logf("%s refuses O_DIRECT: %s runs with buffered files", os.TempDir(), name)
+	}
+	// Specs named fail_* inject failures; all others must succeed.
+	allOK := !strings.HasPrefix(name, "fail_")
+	reps := map[Mode]*Report{}
+	for _, m := range Modes() {
+		reps[m] = runIn(t, pool, g, m, nil)
+		if allOK && reps[m].Counts.OK != g.Len() {
+			t.Errorf("%s %s: counts %+v, want all %d ok", name, m, reps[m].Counts, g.Len())
+		}
+	}
+	want := outcomes(reps[Graph])
+	if diff := cmp.Diff(want, outcomes(reps[Waves])); diff != "" {
+		t.Errorf("%s: waves differs from graph (-graph +waves):\n%s", name, diff)
+	}
+	// Link may cancel more (its chains over-cancel), never
+	// differently: where it ran a node, the outcome is graph's.
+	link := outcomes(reps[Link])
+	for id, o := range link {
+		if o.Status == StatusCanceled && !allOK {
+			continue
+		}
+		if diff := cmp.Diff(want[id], o); diff != "" {
+			t.Errorf("%s: link's %s differs from graph's (-graph +link):\n%s", name, id, diff)
+		}
+	}
+	if w := reps[Waves]; allOK && w.Enters < uint64(len(g.Levels())) {
+		t.Errorf("%s: waves made %d enters for %d levels", name, w.Enters, len(g.Levels()))
+	}
+	return want
 }
 
 // TestFailures injects failures and checks, per mode, every node's
