@@ -58,16 +58,20 @@ const DefaultIdleTrim = time.Second
 
 // Pool is a set of fixed workers. Its methods are safe for concurrent use.
 type Pool struct {
-	cfg      Config
-	workers  []*Worker
-	next     atomic.Uint32
-	shared   *queue
-	closing  atomic.Bool
+	cfg     Config
+	workers []*Worker
+	shared  *queue
+	closing atomic.Bool
+	epoch   time.Time
+	wg      sync.WaitGroup
+	// What every hand-off writes, from any CPU, on cache lines apart
+	// from the fields above, which the workers read every turn.
+	_        [64]byte
 	closeMu  sync.RWMutex // GoOn's check and push against Close
-	epoch    time.Time
-	wg       sync.WaitGroup
+	next     atomic.Uint32
 	waiters  atomic.Int32
 	spinners atomic.Int32 // workers in Worker.spin: at most one
+	_        [64]byte
 }
 
 // MaxWorkers bounds Config.Workers: each worker is an OS thread.

@@ -83,11 +83,6 @@ type Worker struct {
 	bell     []byte
 	bellArmd bool
 	arena    *uring.Arena
-	// state holds stateSleeping (the worker may block in its next
-	// enter: a wake must ring the doorbell) and statePoked (a wake came
-	// since the worker last looked), one word so that the loop changes
-	// both with one atomic swap.
-	state atomic.Uint32
 
 	tasks       []Task // by tag; nil = free
 	freeTags    []int
@@ -119,6 +114,16 @@ type Worker struct {
 	// dead is why the loop ended early (die), guarded by the pool's
 	// closeMu: tasks handed over later fail with it.
 	dead error
+
+	// state holds stateSleeping (the worker may block in its next
+	// enter: a wake must ring the doorbell) and statePoked (a wake came
+	// since the worker last looked), one word so that the loop changes
+	// both with one atomic swap. Every hand-off writes it, from any CPU:
+	// it has a cache line of its own, apart from the fields the loop
+	// reads every turn.
+	_     [64]byte
+	state atomic.Uint32
+	_     [60]byte
 }
 
 // ID returns the worker's index in its pool.

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"testing"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/iodag/iodag/internal/uring"
@@ -39,6 +40,28 @@ func TestAdmitFull(t *testing.T) {
 		want := map[string]int{"active": maxTasks, "queued": 100, "started": maxTasks, "last tag": maxTasks - 1}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("take %d (-want +got):\n%s", take, diff)
+		}
+	}
+}
+
+// TestHandOffLines checks that what every hand-off writes from other
+// CPUs (a worker's state, the pool's lock and counters) shares no cache
+// line with what the workers' loops read every turn, wherever the
+// allocator puts the structs: a line's worth of bytes or more lies
+// between them and the structs' other fields (and the next object).
+func TestHandOffLines(t *testing.T) {
+	const line = 64
+	var w Worker
+	var p Pool
+	gaps := map[string]uintptr{
+		"Worker: before state":      unsafe.Offsetof(w.state) - (unsafe.Offsetof(w.dead) + unsafe.Sizeof(w.dead)),
+		"Worker: after state":       unsafe.Sizeof(w) - (unsafe.Offsetof(w.state) + unsafe.Sizeof(w.state)),
+		"Pool: before the counters": unsafe.Offsetof(p.closeMu) - (unsafe.Offsetof(p.wg) + unsafe.Sizeof(p.wg)),
+		"Pool: after the counters":  unsafe.Sizeof(p) - (unsafe.Offsetof(p.spinners) + unsafe.Sizeof(p.spinners)),
+	}
+	for what, gap := range gaps {
+		if gap < line-unsafe.Sizeof(w.state) {
+			t.Errorf("%s: %d bytes, want at least %d", what, gap, line-unsafe.Sizeof(w.state))
 		}
 	}
 }
