@@ -113,12 +113,13 @@ func (g *graphMode) resetRest() {
 //
 // step sends the level's nodes that need only an SQE itself, as dispatch
 // would, roots included, and reports whether that was the whole level,
-// or the last level is complete: then dispatch has nothing to do. (Measured with NOPs, four alternated
-// perf runs, medians: samples of graph mode's prep functions per kernel
-// sample, diamond 0.36 -> 0.28, layered 16x8 0.40 -> 0.30, fanout 100
-// 0.32 -> 0.28; user per kernel samples 1.22 -> 1.14, 0.80 -> 0.73, 0.69
-// -> 0.60; eight alternated wall pairs, nodes/s: diamond 1.10x, 5 of 8
-// faster, layered 1.20x, 7 of 8, fanout 1.03x, 4 of 8.)
+// or the last level is complete: then dispatch has nothing to do.
+// (Measured with NOPs, four alternated perf runs, medians: samples of
+// graph mode's prep functions per kernel sample, diamond 0.36 -> 0.28,
+// layered 16x8 0.40 -> 0.30, fanout 100 0.32 -> 0.28; user per kernel
+// samples 1.22 -> 1.14, 0.80 -> 0.73, 0.69 -> 0.60; eight alternated
+// wall pairs, nodes/s: diamond 1.10x, 5 of 8 faster, layered 1.20x, 7
+// of 8, fanout 1.03x, 4 of 8.)
 func (g *graphMode) step(w *worker.Worker) (sent bool) {
 	t := g.t
 	off := t.levels.off
