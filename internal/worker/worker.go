@@ -123,7 +123,7 @@ type Worker struct {
 	// reads every turn.
 	_     [64]byte
 	state atomic.Uint32
-	_     [60]byte
+	_     [64]byte
 }
 
 // ID returns the worker's index in its pool.

@@ -1,8 +1,8 @@
 package worker
 
 import (
+	"reflect"
 	"testing"
-	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/iodag/iodag/internal/uring"
@@ -51,17 +51,35 @@ func TestAdmitFull(t *testing.T) {
 // between them and the structs' other fields (and the next object).
 func TestHandOffLines(t *testing.T) {
 	const line = 64
-	var w Worker
-	var p Pool
-	gaps := map[string]uintptr{
-		"Worker: before state":      unsafe.Offsetof(w.state) - (unsafe.Offsetof(w.dead) + unsafe.Sizeof(w.dead)),
-		"Worker: after state":       unsafe.Sizeof(w) - (unsafe.Offsetof(w.state) + unsafe.Sizeof(w.state)),
-		"Pool: before the counters": unsafe.Offsetof(p.closeMu) - (unsafe.Offsetof(p.wg) + unsafe.Sizeof(p.wg)),
-		"Pool: after the counters":  unsafe.Sizeof(p) - (unsafe.Offsetof(p.spinners) + unsafe.Sizeof(p.spinners)),
-	}
-	for what, gap := range gaps {
-		if gap < line-unsafe.Sizeof(w.state) {
-			t.Errorf("%s: %d bytes, want at least %d", what, gap, line-unsafe.Sizeof(w.state))
+	for _, c := range []struct {
+		typ         reflect.Type
+		first, last string // the fields written by hand-offs, in order
+	}{
+		{reflect.TypeFor[Worker](), "state", "state"},
+		{reflect.TypeFor[Pool](), "closeMu", "spinners"},
+	} {
+		first, _ := c.typ.FieldByName(c.first)
+		last, _ := c.typ.FieldByName(c.last)
+		before, after := uintptr(0), c.typ.Size()
+		for i := range c.typ.NumField() {
+			f := c.typ.Field(i)
+			switch end := f.Offset + f.Type.Size(); {
+			case f.Name == "_":
+			case f.Offset < first.Offset:
+				before = max(before, end)
+			case f.Offset > last.Offset:
+				after = min(after, f.Offset)
+			}
+		}
+		gaps := map[string]uintptr{
+			"before " + c.first: first.Offset - before,
+			"after " + c.last:   after - (last.Offset + last.Type.Size()),
+		}
+		// Two bytes at least a line apart are never on one line.
+		for what, gap := range gaps {
+			if gap < line-1 {
+				t.Errorf("%s: %d bytes %s, want at least %d", c.typ.Name(), gap, what, line-1)
+			}
 		}
 	}
 }
