@@ -58,8 +58,11 @@ func TestHandOffLines(t *testing.T) {
 		{reflect.TypeFor[Worker](), "state", "state"},
 		{reflect.TypeFor[Pool](), "closeMu", "spinners"},
 	} {
-		first, _ := c.typ.FieldByName(c.first)
-		last, _ := c.typ.FieldByName(c.last)
+		first, ok1 := c.typ.FieldByName(c.first)
+		last, ok2 := c.typ.FieldByName(c.last)
+		if !ok1 || !ok2 {
+			t.Fatalf("%s has no field %s or %s", c.typ.Name(), c.first, c.last)
+		}
 		before, after := uintptr(0), c.typ.Size()
 		for i := range c.typ.NumField() {
 			f := c.typ.Field(i)
