@@ -47,8 +47,8 @@ type Inputs interface {
 	// entries, the next level of an index): it builds the subgraph that
 	// declare adds to a fresh Builder, validates it like any graph, runs it
 	// on the same pool, in the same mode and root, and waits for it. It
-	// returns the subgraph's first failure (its Report.Err) or why it could
-	// not run; stopping or canceling the outer run cancels it. Only a Go
+	// returns the subgraph's Report.Err (every failed node's error, joined;
+	// if none failed, the first canceled node's) or why it could not run; stopping or canceling the outer run cancels it. Only a Go
 	// task may call Run: a hook or a binding runs on a worker's thread and
 	// must not wait. Subgraphs nest, at most MaxDepth deep. A declare
 	// that adds no node runs nothing: Run returns nil.

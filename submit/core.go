@@ -1,6 +1,7 @@
 package submit
 
 import (
+	"fmt"
 	"hash/crc32"
 	"math"
 	"runtime"
@@ -807,7 +808,16 @@ func (t *task) settle(w *worker.Worker, i int32, status uint8, res int32) uint8 
 			case st.borrowed[i] && p.nodes[i].Buf == nil:
 				st.data[i] = b[:res:res] // read into the program's memory (takeTransfer)
 			default:
-				st.data[i] = append([]byte(nil), b[:res]...)
+				// Copied out of the worker's memory (an O_DIRECT read's
+				// aligned buffer) or a buffer the caller lent, which it may
+				// reuse.
+				d := goBytes(int(res))
+				if d == nil && res > 0 {
+					status, st.digest[i], st.node[i].res = stFailed, 0, -int32(unix.ENOMEM)
+					st.err[i] = fmt.Errorf("keeping the %d bytes read: %w", res, unix.ENOMEM)
+					break
+				}
+				st.data[i] = append(d[:0], b[:res]...)
 			}
 		}
 	case dag.OpStatx:

@@ -26,7 +26,8 @@ const noMemChildEnv = "IODAG_SUBMIT_NOMEM_CHILD"
 
 // noMemGraph has one node of each kind that needs engine memory (a
 // statx's buffer, an open's how, a timeout's timespec, a read's buffer),
-// each in its own component, and a nop that needs none.
+// a read whose bytes the program keeps (Go memory), each in its own
+// component, and a nop that needs none.
 func noMemGraph(t testing.TB) *dag.Graph {
 	b := dag.NewBuilder("nomem")
 	b.AddFile(dag.FileSpec{Name: "data", Size: 4096, Fill: 1})
@@ -34,6 +35,14 @@ func noMemGraph(t testing.TB) *dag.Graph {
 	b.Statx("statx", "data")
 	b.Timeout("timeout", time.Millisecond)
 	b.Read("read", dag.File("data"), 0, 4096)
+	// Kept bytes are Go memory, more than the heap has free (the child's
+	// ballast leaves 64 MiB): the runtime would end the process. The
+	// first fails before it is submitted; the second reads into the
+	// caller's buffer, which needs no engine memory, and fails as its
+	// bytes are copied out.
+	b.Read("kept", dag.File("data"), 0, 80<<20).Keep()
+	b.AddFile(dag.FileSpec{Name: "big", Size: 80 << 20, Fill: 2})
+	b.Read("lent", dag.File("big"), 0, 80<<20).Buffer(make([]byte, 80<<20)).Keep()
 	o := b.Open("open", "data", unix.O_RDONLY, "h")
 	r := b.Read("hread", dag.Handle("h"), 0, 64).After(o)
 	b.Close("close", dag.Handle("h")).Finally(r)
@@ -144,9 +153,11 @@ func vmSize(t testing.TB) uint64 {
 }
 
 // TestNoMemory: a node whose memory cannot be mapped fails with ENOMEM
-// before anything is submitted for it, in every mode; its dependents are
-// canceled; a node that needs no memory runs. (Reads and writes reported
-// ok with 0 bytes, and statx, open and timeout crashed the process.)
+// before anything is submitted for it, in every mode, and so does a read
+// whose kept bytes the system would not map, or as they are copied out;
+// its dependents are canceled; a node that needs no memory runs. (Reads
+// and writes reported ok with 0 bytes, statx, open and timeout crashed
+// the process, and so did kept reads, in the Go allocator.)
 func TestNoMemory(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector's own allocator fails under the address-space cap (CI runs this test without -race)")
@@ -164,7 +175,7 @@ func TestNoMemory(t *testing.T) {
 			got[mode] = nodes
 		}
 	}
-	const want = "nop:ok:: statx:failed:ENOMEM: timeout:failed:ENOMEM: read:failed:ENOMEM: " +
+	const want = "nop:ok:: statx:failed:ENOMEM: timeout:failed:ENOMEM: read:failed:ENOMEM: kept:failed:ENOMEM: lent:failed:ENOMEM: " +
 		"open:failed:ENOMEM: hread:canceled:ECANCELED:open close:canceled:ECANCELED:open"
 	if diff := cmp.Diff(map[string]string{"link": want, "waves": want, "graph": want}, got); diff != "" {
 		t.Errorf("outcomes under no memory (-want +got):\n%s\nchild output:\n%s", diff, out)

@@ -170,7 +170,10 @@ func (t *task) takeTransfer(w *worker.Worker, i int32) int32 {
 		// The program will own the bytes: read them straight into
 		// memory of its own (pinned while in flight), not into the
 		// worker's to be copied.
-		b := make([]byte, n)
+		b := goBytes(int(n))
+		if b == nil {
+			return -int32(unix.ENOMEM)
+		}
 		t.pinner.Pin(&b[0])
 		t.pinned = true
 		st.buf[i], st.borrowed[i] = b, true
@@ -186,6 +189,36 @@ func (t *task) takeTransfer(w *worker.Worker, i int32) int32 {
 	}
 	return taken
 }
+
+// goBytes returns n bytes of Go memory for a program to keep (a kept
+// read's data), or nil if the system would not map that much now. The Go
+// runtime ends the process when the system refuses it memory for the
+// heap (an address-space limit, strict overcommit), where the node is to
+// fail with ENOMEM instead: so, from keepProbe bytes up, it maps as much
+// outside the heap first, with a heap arena's more (what the runtime may
+// reserve to place them), and unmaps it. A memory cgroup's limit is not
+// refused at the mapping but enforced by the kernel's OOM killer, which
+// no program survives.
+func goBytes(n int) []byte {
+	if n >= keepProbe {
+		m, err := unix.Mmap(-1, 0, n+heapArena, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+		if err != nil {
+			return nil
+		}
+		unix.Munmap(m)
+	}
+	return make([]byte, n)
+}
+
+const (
+	// keepProbe: smaller amounts are allocated like any of the program's
+	// own (two system calls, a few µs, would be a large share of a
+	// small read's time).
+	keepProbe = 1 << 20
+	// heapArena is the unit in which the Go runtime reserves address
+	// space for its heap on 64-bit Linux.
+	heapArena = 64 << 20
+)
 
 // ErrBadParam matches (errors.Is) the error of a node whose binding chose
 // parameters out of range.

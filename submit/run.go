@@ -46,7 +46,8 @@
 // close of its handle; a read's length can be a statx's size (LenFrom).
 // A node that cannot have what it needs fails without being submitted:
 // EMFILE when no fixed-file slot can free up for an open, ENOMEM when its
-// buffer cannot be mapped, EFBIG when a length from a statx is over what
+// buffer cannot be mapped (for a read whose bytes the program keeps, 1 MiB
+// or more of Go memory that the system would not map), EFBIG when a length from a statx is over what
 // one read moves (MAX_RW_COUNT), EOVERFLOW when it is over the caller's
 // buffer; a read whose statx did not succeed is canceled.
 //
@@ -293,7 +294,7 @@ func (r *Runner) endContext() {
 // with the fewest nodes so far. In graph mode, a large component with
 // wide levels is spread over every worker of a pool of 2 to 4 workers
 // fed round-robin (not workers.Shared) when GOMAXPROCS is at least the
-// workers (at least 1,024 nodes, and on average 16 nodes a level for
+// workers (at least 1,024 nodes, and on average 28 nodes a level for
 // each worker; GOMAXPROCS is read here, once).
 func NewRunner(pool *workers.Pool, g *dag.Graph) *Runner {
 	p := newPlan(g)
