@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"runtime"
+	"sync"
 
 	"github.com/iodag/iodag/internal/uring"
 	"golang.org/x/sys/unix"
@@ -79,6 +80,12 @@ type Worker struct {
 	queue *queue
 	ring  *uring.Ring
 
+	// efd is the doorbell's eventfd. A wake writes it after taking the
+	// worker's sleep with a swap of state, from any goroutine, so
+	// teardown closes it only under efdMu, and a wake writes only while
+	// it is open: a wake preempted between the two could otherwise write
+	// into whatever file took the number after Close.
+	efdMu    sync.RWMutex
 	efd      int
 	bell     []byte
 	bellArmd bool
@@ -251,7 +258,11 @@ func (w *Worker) wake() {
 		if old&stateSleeping != 0 {
 			w.wakes.Add(1)
 			one := [8]byte{1}
-			unix.Write(w.efd, one[:])
+			w.efdMu.RLock()
+			if w.efd > 0 {
+				unix.Write(w.efd, one[:])
+			}
+			w.efdMu.RUnlock()
 		}
 		return
 	}
@@ -313,9 +324,12 @@ func (w *Worker) teardown() {
 	if w.ring != nil {
 		w.closeErr = w.ring.Close() // cancels the doorbell read
 	}
+	w.efdMu.Lock()
 	if w.efd > 0 {
 		unix.Close(w.efd)
 	}
+	w.efd = -1
+	w.efdMu.Unlock()
 	if w.arena != nil {
 		w.arena.Free()
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/iodag/iodag/internal/uring"
+	"golang.org/x/sys/unix"
 )
 
 // startTask records the tag it starts under.
@@ -84,5 +85,37 @@ func TestHandOffLines(t *testing.T) {
 				t.Errorf("%s: %d bytes %s, want at least %d", c.typ.Name(), gap, what, line-1)
 			}
 		}
+	}
+}
+
+// TestWakeAfterClose: a wake that took a sleeping worker's state before
+// the worker ended, and writes its doorbell only after Close, writes
+// nothing, although another file may have taken the eventfd's number by
+// then (here a pipe, put there on purpose).
+func TestWakeAfterClose(t *testing.T) {
+	p, err := New(Config{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := p.workers[0]
+	efd := w.efd
+	var fds [2]int // made first, so that neither end takes the eventfd's number
+	if err := unix.Pipe2(fds[:], unix.O_NONBLOCK|unix.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fds[0])
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Dup3(fds[1], efd, unix.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(efd)
+	unix.Close(fds[1])
+	w.state.Store(stateSleeping) // the wake's swap came before the worker ended
+	w.wake()
+	var buf [16]byte
+	if n, err := unix.Read(fds[0], buf[:]); n > 0 || err != unix.EAGAIN {
+		t.Errorf("after Close, a wake wrote %d bytes (err %v) into the file that took the doorbell's number %d", n, err, efd)
 	}
 }
