@@ -292,11 +292,13 @@ func carve[T any](n int, dst ...*[]T) {
 // It returns 0 where the chain must end after x instead:
 //   - a finally-edge from a node that also has after-dependents: the
 //     kernel would run the rest of the chain after x failed;
-//   - a finally-edge from a node that waits (see planNode.waits): if the
-//     run's cancellation interrupts x, the kernel still starts what is
-//     hard-linked behind it, after the run was canceled, where every
-//     mode must cancel it (nothing starts after a cancellation), and no
-//     ASYNC_CANCEL can reach a request that waits in a chain;
+//   - a finally-edge from a node that waits (see planNode.waits), or
+//     from a statx, unlink or mkdir, which the kernel always hands to its
+//     io-wq threads: if the run's cancellation interrupts x (waiting, or
+//     queued there), the kernel still starts what is hard-linked behind
+//     it, after the run was canceled, where every mode must cancel it
+//     (nothing starts after a cancellation), and no ASYNC_CANCEL can
+//     reach a request that waits in a chain;
 //   - a finally-edge from an open: a failed open frees its slot for the
 //     next open at once (settle), which is safe only because nothing
 //     linked behind it runs (the kernel cancels the rest of an IO_LINK
@@ -319,7 +321,11 @@ func (p *plan) kernelLink(x, next int32) uint8 {
 		return 0
 	}
 	if k, ok := p.edge(x, next); ok && k == dag.Finally {
-		if p.hot[x].waits || p.hot[x].op == dag.OpOpen {
+		switch p.hot[x].op {
+		case dag.OpOpen, dag.OpStatx, dag.OpUnlink, dag.OpMkdir:
+			return 0
+		}
+		if p.hot[x].waits {
 			return 0
 		}
 		for _, e := range p.g.Succs(x) {
