@@ -1049,6 +1049,14 @@ func (t *task) cond(v int32) (uint8, int32) {
 // cancelAll ends the run early: nothing more is dispatched, every node
 // not in flight is canceled, and in-flight nodes get an ASYNC_CANCEL.
 func (t *task) cancelAll(w *worker.Worker) {
+	if sp := t.sp; sp != nil && sp.arrived && t.iter+1 < t.repeat && sp.leave() {
+		// Every split task had ended this iteration, so the others may
+		// have begun the next: its nodes are the ones to cancel here too,
+		// or the report would put this iteration's outcomes beside the
+		// next one's cancellations, across edges between the tasks.
+		t.iter++
+		t.begin(w)
+	}
 	t.canceled = true
 	if !t.record {
 		// This iteration is the one the report shows: its nodes that end

@@ -777,6 +777,24 @@ func (sp *splitTask) await() {
 	sp.passed = sp.spin(func() bool { return sp.set.arrived.Load() >= target })
 }
 
+// leave takes back, as the run is canceled, this task's arrival at the
+// barrier of its iteration, so that no task passes it and begins the
+// next, unless every task had arrived: then it reports true (the others
+// may be in the next iteration already).
+func (sp *splitTask) leave() bool {
+	target := sp.target()
+	for {
+		n := sp.set.arrived.Load()
+		if n >= target {
+			return true
+		}
+		if sp.set.arrived.CompareAndSwap(n, n-1) {
+			sp.arrived = false
+			return false
+		}
+	}
+}
+
 // localDone reports whether this task's part of the iteration has ended:
 // its nodes final and told, every message for it received; in
 // lockstep, every task's share of every level succeeded.

@@ -553,6 +553,36 @@ func TestSplitPolicy(t *testing.T) {
 	}
 }
 
+// TestSplitCancelAtBarrier cancels 200 split runs of many repeats from a
+// timer (with both workers holding the Ps, it fires when the runtime
+// preempts one, ~20 ms in, whatever it was set to), so that some
+// cancellations come while one task waits at an iteration's barrier: the
+// report shows one iteration on every task. A task that had arrived kept its iteration's outcomes while
+// another that had passed the barrier canceled the next one's (in review,
+// 10 of 200 runs: a node ok after a predecessor on the other worker
+// canceled); now a task canceled at the barrier takes its arrival back,
+// or, if every task had arrived, cancels the next iteration too.
+func TestSplitCancelAtBarrier(t *testing.T) {
+	pool := newPool(t, workers.Config{Workers: 2})
+	g := graphOf(dag.Layered(32, 8, dag.GenOptions{Seed: 1}))
+	r := splitRunner(t, pool, g)
+	for k := range 200 {
+		ctx, cancel := context.WithCancel(context.Background())
+		timer := time.AfterFunc(time.Duration(50+7*k)*time.Microsecond, cancel)
+		rep, err := r.Run(ctx, Graph, Options{Repeat: 1 << 30})
+		timer.Stop()
+		cancel()
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("run %d: Run = %v, want context.Canceled", k, err)
+		}
+		checkFinal(t, g, rep)
+		checkEdges(t, g, rep)
+		if t.Failed() {
+			t.Fatalf("run %d, canceled after %d µs", k, 50+7*k)
+		}
+	}
+}
+
 // TestSplitContextCancel cancels the context of a split run of timeouts
 // while requests are in flight on both workers: it ends (in-flight
 // requests canceled), every node final, nothing ran before its
