@@ -185,7 +185,9 @@ func (p *Pool) GoOn(i int, t Task) error {
 		}
 		return nil
 	}
-	w := p.workers[i%len(p.workers)]
+	// Unsigned: Reserve's places, converted from 32 bits, are negative on
+	// a 32-bit int past 2^31 tasks.
+	w := p.workers[uint(i)%uint(len(p.workers))]
 	if w.dead != nil {
 		return w.dead
 	}

@@ -119,3 +119,34 @@ func TestWakeAfterClose(t *testing.T) {
 		t.Errorf("after Close, a wake wrote %d bytes (err %v) into the file that took the doorbell's number %d", n, err, efd)
 	}
 }
+
+// doneTask ends at its first Prep and says so.
+type doneTask struct{ finished chan int }
+
+func (doneTask) Start(*Worker) error           { return nil }
+func (doneTask) Prep(*Worker) (int, bool)      { return 0, true }
+func (doneTask) Complete(*Worker, []uring.CQE) {}
+func (doneTask) Wait(*Worker) int              { return 1 }
+func (t doneTask) Finish(w *Worker, _ error)   { t.finished <- w.id }
+func (doneTask) Abort()                        {}
+
+// TestGoOnPlaces: a place in the round-robin order goes to worker place
+// mod Size as an unsigned number, negative ones too: on a 32-bit int,
+// Reserve's places (a 32-bit counter) are negative past 2^31 tasks, and
+// GoOn indexed the workers with a negative remainder.
+func TestGoOnPlaces(t *testing.T) {
+	p, err := New(Config{Workers: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for _, place := range []int{0, 4, -1, -2} {
+		task := doneTask{make(chan int, 1)}
+		if err := p.GoOn(place, task); err != nil {
+			t.Fatalf("GoOn(%d): %v", place, err)
+		}
+		if got, want := <-task.finished, int(uint(place)%3); got != want {
+			t.Errorf("GoOn(%d) ran on worker %d, want %d", place, got, want)
+		}
+	}
+}
