@@ -199,6 +199,13 @@ func (r *Ring) submit(want, flags uint32) (int, error) {
 			return submitted, err
 		}
 		if r.flags&SetupSQPoll == 0 {
+			if n == 0 && pending > 0 && r.CQReady() < want {
+				// Short of memory (EAGAIN), the kernel took nothing and
+				// enterLoop waited retryWait: the caller goes round (a
+				// worker notices a wake or its pool closing) and submits
+				// again.
+				return submitted, nil
+			}
 			submitted += n
 			pending = r.tail - atomic.LoadUint32(r.sqHead)
 		}
@@ -219,6 +226,11 @@ func (r *Ring) submit(want, flags uint32) (int, error) {
 func (r *Ring) noWait(flags uint32) bool {
 	return flags&enterExtArgReg != 0 || flags&enterExtArg != 0 && r.ts == unix.Timespec{}
 }
+
+// retryWait is how long an untimed wait lasts at most after the kernel
+// refused every SQE for want of memory (EAGAIN), before its caller
+// submits again.
+const retryWait = time.Millisecond
 
 // maxTryGap bounds how many TryWait calls in a row report false without
 // entering after one fell short: one in 65 still tries.
@@ -264,6 +276,7 @@ func (r *Ring) enterLoop(toSubmit, minComplete, flags uint32) (int, error) {
 	case flags&enterExtArg != 0:
 		arg, argSz = unsafe.Pointer(&r.arg), unsafe.Sizeof(r.arg)
 	}
+	retry := false // an untimed wait that EAGAIN made a short one
 	for {
 		if flags&enterExtArgReg != 0 {
 			// The region's zero timeout, whatever the clock says.
@@ -308,8 +321,23 @@ func (r *Ring) enterLoop(toSubmit, minComplete, flags uint32) (int, error) {
 			// Nothing to reap yet: wait for one completion without
 			// submitting, which also flushes an overflow backlog.
 			toSubmit, minComplete = 0, 1
+			if errno == unix.EAGAIN && flags&(enterExtArg|enterExtArgReg) == 0 && r.features&FeatExtArg != 0 {
+				// Short of memory, the kernel took none of the SQEs. What
+				// is in flight frees some as it completes, but nothing
+				// need be in flight (a worker's doorbell may be among the
+				// SQEs left): wait a moment at most, then return, so that
+				// the caller goes round and submits again (submit).
+				flags |= enterExtArg
+				arg, argSz = unsafe.Pointer(&r.arg), unsafe.Sizeof(r.arg)
+				r.deadline, r.tsSet = time.Now().Add(retryWait), false
+				r.arg = getEventsArg{Ts: ptr(&r.ts)}
+				retry = true
+			}
 			continue
 		case unix.ETIME:
+			if retry {
+				return 0, nil
+			}
 			return 0, errno
 		default:
 			return 0, syscall.Errno(errno)

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
@@ -177,4 +179,79 @@ func TestOpName(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("OpName (-want +got):\n%s", diff)
 	}
+}
+
+// TestWaitShortOfMemory: when the kernel takes none of the SQEs for want
+// of memory (EAGAIN), a wait for a completion that nothing in flight can
+// bring returns after a moment with the SQEs left for the next submit,
+// instead of sleeping for good (a worker whose doorbell read was among
+// them slept deaf, and its pool's Close hung: found in review). The
+// refusal comes from a seccomp filter on the test's own thread, which
+// fails every io_uring_enter that submits with EAGAIN, as the kernel does
+// when it cannot allocate a request.
+func TestWaitShortOfMemory(t *testing.T) {
+	type result struct {
+		stage   string
+		err     error
+		pending uint32
+	}
+	done := make(chan result, 1)
+	go func() {
+		// Locked and never unlocked: the runtime ends the thread, and
+		// its filter with it, when this goroutine returns.
+		runtime.LockOSThread()
+		r, err := New(8, Options{})
+		if err != nil {
+			done <- result{"New", err, 0}
+			return
+		}
+		defer r.Close()
+		r.GetSQE().PrepNop()
+		if err := refuseSubmits(); err != nil {
+			done <- result{"seccomp", err, 0}
+			return
+		}
+		_, err = r.SubmitAndWait(1)
+		done <- result{"", err, r.SQPending()}
+	}()
+	select {
+	case res := <-done:
+		if res.stage != "" {
+			t.Fatalf("%s: %v", res.stage, res.err)
+		}
+		if res.err != nil || res.pending != 1 {
+			t.Errorf("SubmitAndWait(1) = %v with %d SQEs left, want nil with 1", res.err, res.pending)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("SubmitAndWait(1) still waits after 10 s, with nothing in flight")
+	}
+}
+
+// refuseSubmits makes the calling thread's io_uring_enter calls that
+// submit (to_submit > 0) fail with EAGAIN, for the rest of the thread's
+// life. (io_uring_enter has one number on amd64, arm64 and 386.)
+func refuseSubmits() error {
+	const (
+		ld    = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
+		jeq   = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
+		ret   = unix.BPF_RET | unix.BPF_K
+		allow = 0x7fff0000 // SECCOMP_RET_ALLOW
+		errno = 0x00050000 // SECCOMP_RET_ERRNO
+	)
+	prog := []unix.SockFilter{
+		{Code: ld, K: 0}, // seccomp_data.nr
+		{Code: jeq, K: unix.SYS_IO_URING_ENTER, Jf: 3},
+		{Code: ld, K: 16 + 8}, // args[1] (to_submit), its low half
+		{Code: jeq, K: 0, Jt: 1},
+		{Code: ret, K: errno | uint32(unix.EAGAIN)},
+		{Code: ret, K: allow},
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return err
+	}
+	fp := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
+	if _, _, e := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(&fp))); e != 0 {
+		return e
+	}
+	return nil
 }
