@@ -239,7 +239,9 @@ const maxTryGap = 64
 // enter is the one place that calls io_uring_enter. It counts calls,
 // retries EINTR (the Go runtime preempts with signals) and reports EAGAIN
 // and EBUSY (the kernel is short of memory, or the CQ overflowed and must
-// be reaped first) as nothing submitted, so the caller reaps and retries.
+// be reaped first) as nothing submitted, so the caller reaps and retries;
+// a wait it makes for a completion meanwhile lasts retryWait at most after
+// EAGAIN, since nothing need be in flight.
 //
 // An enter that cannot block and has no timeout to set up (TryWait's, a
 // Submit's: most of them; a linked TryWait's zero timeout is in the wait
