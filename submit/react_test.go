@@ -1213,7 +1213,8 @@ func TestSkippedMeetsCanceled(t *testing.T) {
 // TestHookGoexit: a hook that calls runtime.Goexit (as t.FailNow does)
 // ends its worker's goroutine, which nothing can stop: the run fails with
 // an error saying so instead of waiting forever, and so does every later
-// run on that worker, while the pool still closes.
+// run on that worker, while the pool still closes; the memory of what it
+// left in flight stays mapped.
 func TestHookGoexit(t *testing.T) {
 	pool, err := workers.New(workers.Config{Workers: 1})
 	if err != nil {
@@ -1232,6 +1233,11 @@ func TestHookGoexit(t *testing.T) {
 			t.Errorf("run %d: Run = %v, want the worker's end", k, err)
 		}
 		checkFinal(t, g, rep)
+	}
+	// The timeout's timespec was left with the kernel: the dead worker
+	// keeps its memory mapped.
+	if s := pool.Stats()[0]; s.Mapped == 0 {
+		t.Errorf("the dead worker unmapped the memory of a request it left in flight")
 	}
 	if err := pool.Close(); err != nil {
 		t.Errorf("Close: %v", err)

@@ -333,8 +333,14 @@ func (w *Worker) teardown() {
 	if w.arena != nil {
 		w.arena.Free()
 	}
-	w.mem.release()
-	w.mapped.Store(0)
+	// Buffers still out belong to requests the worker left in flight (it
+	// died, or its ring failed): the kernel ends those in the background
+	// after the ring's close, and may still write into them, so their
+	// memory stays mapped, for good.
+	if w.mem.out == 0 {
+		w.mem.release()
+		w.mapped.Store(0)
+	}
 }
 
 // loop is the worker's life: take tasks, let them prep SQEs, submit and
