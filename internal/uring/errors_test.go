@@ -132,26 +132,39 @@ func TestSetupErrorSeccomp(t *testing.T) {
 // denySyscall installs, on every thread of the process, a seccomp filter
 // that fails syscall nr with errno.
 func denySyscall(nr uintptr, errno unix.Errno) error {
+	return installFilter([]unix.SockFilter{
+		{Code: bpfLoad, K: 0}, // seccomp_data.nr
+		{Code: bpfIfEq, Jt: 0, Jf: 1, K: uint32(nr)},
+		{Code: bpfReturn, K: seccompErrno | uint32(errno)},
+		{Code: bpfReturn, K: seccompAllow},
+	}, true)
+}
+
+// Seccomp filter instructions and verdicts.
+const (
+	bpfLoad      = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
+	bpfIfEq      = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
+	bpfReturn    = unix.BPF_RET | unix.BPF_K
+	seccompErrno = 0x00050000 // SECCOMP_RET_ERRNO
+	seccompAllow = 0x7fff0000 // SECCOMP_RET_ALLOW
+)
+
+// installFilter installs prog as a seccomp filter on every thread of the
+// process (all), or on the calling thread alone, for the rest of its life.
+func installFilter(prog []unix.SockFilter, all bool) error {
 	const (
-		ldW     = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
-		jeqK    = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
-		retK    = unix.BPF_RET | unix.BPF_K
-		retErr  = 0x00050000 // SECCOMP_RET_ERRNO
-		retOK   = 0x7fff0000 // SECCOMP_RET_ALLOW
-		setMode = 1          // SECCOMP_SET_MODE_FILTER
-		tsync   = 1          // SECCOMP_FILTER_FLAG_TSYNC
+		setMode = 1 // SECCOMP_SET_MODE_FILTER
+		tsync   = 1 // SECCOMP_FILTER_FLAG_TSYNC
 	)
-	prog := []unix.SockFilter{
-		{Code: ldW, K: 0}, // seccomp_data.nr
-		{Code: jeqK, Jt: 0, Jf: 1, K: uint32(nr)},
-		{Code: retK, K: retErr | uint32(errno)},
-		{Code: retK, K: retOK},
+	flags := uintptr(0)
+	if all {
+		flags = tsync
 	}
 	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return err
 	}
-	if _, _, e := unix.Syscall(unix.SYS_SECCOMP, setMode, tsync, uintptr(unsafe.Pointer(&fprog))); e != 0 {
+	if _, _, e := unix.Syscall(unix.SYS_SECCOMP, setMode, flags, uintptr(unsafe.Pointer(&fprog))); e != 0 {
 		return e
 	}
 	return nil
@@ -231,27 +244,12 @@ func TestWaitShortOfMemory(t *testing.T) {
 // submit (to_submit > 0) fail with EAGAIN, for the rest of the thread's
 // life. (io_uring_enter has one number on amd64, arm64 and 386.)
 func refuseSubmits() error {
-	const (
-		ld    = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
-		jeq   = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
-		ret   = unix.BPF_RET | unix.BPF_K
-		allow = 0x7fff0000 // SECCOMP_RET_ALLOW
-		errno = 0x00050000 // SECCOMP_RET_ERRNO
-	)
-	prog := []unix.SockFilter{
-		{Code: ld, K: 0}, // seccomp_data.nr
-		{Code: jeq, K: unix.SYS_IO_URING_ENTER, Jf: 3},
-		{Code: ld, K: 16 + 8}, // args[1] (to_submit), its low half
-		{Code: jeq, K: 0, Jt: 1},
-		{Code: ret, K: errno | uint32(unix.EAGAIN)},
-		{Code: ret, K: allow},
-	}
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return err
-	}
-	fp := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
-	if _, _, e := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(&fp))); e != 0 {
-		return e
-	}
-	return nil
+	return installFilter([]unix.SockFilter{
+		{Code: bpfLoad, K: 0}, // seccomp_data.nr
+		{Code: bpfIfEq, K: unix.SYS_IO_URING_ENTER, Jf: 3},
+		{Code: bpfLoad, K: 16 + 8}, // args[1] (to_submit), its low half
+		{Code: bpfIfEq, K: 0, Jt: 1},
+		{Code: bpfReturn, K: seccompErrno | uint32(unix.EAGAIN)},
+		{Code: bpfReturn, K: seccompAllow},
+	}, false)
 }
