@@ -48,9 +48,10 @@ type Inputs interface {
 	// declare adds to a fresh Builder, validates it like any graph, runs it
 	// on the same pool, in the same mode and root, and waits for it. It
 	// returns the subgraph's Report.Err (every failed node's error, joined;
-	// if none failed, the first canceled node's) or why it could not run; stopping or canceling the outer run cancels it. Only a Go
-	// task may call Run: a hook or a binding runs on a worker's thread and
-	// must not wait. Subgraphs nest, at most MaxDepth deep. A declare
+	// if none failed, the first canceled node's) or why it could not run;
+	// stopping or canceling the outer run cancels it. Only a Go task may
+	// call Run: a hook or a binding runs on a worker's thread and must not
+	// wait. Subgraphs nest, at most MaxDepth deep. A declare
 	// that adds no node runs nothing: Run returns nil.
 	Run(name string, declare func(b *Builder)) error
 	// Context is done when the run ends early (its context ends, or a
