@@ -174,6 +174,12 @@ func (t *task) settleGoDone(w *worker.Worker) {
 		t.conclude(d.i)
 		t.s.settled(w, d.i)
 	}
+	// A Go task may have moved directories (a subgraph's rename, the
+	// program's own os.Rename): the path ops after it open theirs anew,
+	// as after a rename node (retireDirs).
+	if len(done) > 0 {
+		t.retireDirs()
+	}
 	clear(done)
 	t.goSpare = done[:0]
 }

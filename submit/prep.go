@@ -397,8 +397,9 @@ func (t *task) prepOp(s *uring.SQE, i int32) {
 // dir returns an fd of plan directory d opened beneath the run root, or
 // the errno that kept it from opening: ENOENT if it does not exist (yet),
 // EXDEV if it would lead out of the root. The fd is kept until a rename
-// completes (which may move any directory: see retireDirs) or the
-// iteration ends, so a path is resolved after every rename it depends on.
+// or a Go task completes (either may move any directory: see retireDirs)
+// or the iteration ends, so a path is resolved after every rename it
+// depends on.
 func (t *task) dir(d int32) (int32, unix.Errno) {
 	if t.p.dirs[d] == "" {
 		return t.r.rootFd, 0

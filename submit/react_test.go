@@ -741,6 +741,61 @@ func TestSubgraphs(t *testing.T) {
 	})
 }
 
+// TestGoTaskMovesDirs: a Go task may move directories (a subgraph's
+// rename, or its own os.Rename), so the path ops after it resolve their
+// directories anew. The parent kept the directory it had opened for a
+// statx before, and a later unlink of a/x removed b/x, where a had gone
+// (found in review).
+func TestGoTaskMovesDirs(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		move func(in dag.Inputs, root string) error
+	}{
+		{"subgraph rename", func(in dag.Inputs, _ string) error {
+			return in.Run("move", func(b *dag.Builder) {
+				b.Mkdir("mkdir", "a", 0o755).After(b.Rename("rename", "a", "b"))
+			})
+		}},
+		{"os.Rename", func(_ dag.Inputs, root string) error {
+			if err := os.Rename(filepath.Join(root, "a"), filepath.Join(root, "b")); err != nil {
+				return err
+			}
+			return os.Mkdir(filepath.Join(root, "a"), 0o755)
+		}},
+	} {
+		for _, m := range Modes() {
+			t.Run(tc.name+"/"+m.String(), func(t *testing.T) {
+				root := t.TempDir()
+				if err := os.Mkdir(filepath.Join(root, "a"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(root, "a", "x"), nil, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				b := dag.NewBuilder("moves")
+				s := b.Statx("statx", "a/x")
+				mv := b.Go("move", func(in dag.Inputs) error { return tc.move(in, root) }).After(s)
+				b.Unlink("unlink", "a/x").After(mv)
+				g := mustBuild(t, b)
+				pool := newPool(t, workers.Config{Workers: 1})
+				rep, _ := Run(context.Background(), pool, g, m, Options{Root: root})
+				checkFinal(t, g, rep)
+				got := map[string]string{}
+				for _, n := range rep.Nodes {
+					got[n.ID] = fmt.Sprint(n.Status, " ", n.Errno.String())
+				}
+				if _, err := os.Stat(filepath.Join(root, "b", "x")); err != nil {
+					got["b/x"] = "gone"
+				}
+				want := map[string]string{"statx": "ok ", "move": "ok ", "unlink": "failed ENOENT"}
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Errorf("(-want +got):\n%s", diff)
+				}
+			})
+		}
+	}
+}
+
 // TestSubgraphErr: Inputs.Run returns the subgraph's run error (a Stop)
 // or what its Report.Err would (it builds no report): nil when every
 // node succeeded or was skipped, the failures joined, or the first

@@ -53,7 +53,8 @@
 //
 // Paths are relative to Options.Root and cannot leave it. A path is
 // resolved when its node runs: after every node it depends on, including
-// a rename of one of its directories.
+// a rename of one of its directories or a Go task (which may move them).
+// A directory another process moves meanwhile is followed where it went.
 //
 // Canceling the context cancels the requests in flight
 // (IORING_OP_ASYNC_CANCEL), waits for their completions and cancels the
