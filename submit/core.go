@@ -71,7 +71,8 @@ type state struct {
 	size     []int64 // statx size
 	digest   []uint32
 	buf      [][]byte // buffer of an in-flight node
-	borrowed []bool   // the buffer is the caller's, not the pool's
+	borrowed []bool   // the buffer is Go memory (the caller's, or made for kept bytes), not the pool's
+	owned    []bool   // it was made for the node's kept bytes (takeTransfer): the program keeps it as is
 	offset   []int64  // a read's or write's offset, as its binding left it
 	moved    []int32  // bytes a write moved in its earlier SQEs (it goes on after a short one)
 	data     [][]byte // what a read that keeps its data returned
@@ -128,7 +129,7 @@ func newState(p *plan) *state {
 	carve(n, &st.moved)
 	carve(n, &st.size, &st.offset)
 	carve(n, &st.buf, &st.data)
-	carve(n, &st.borrowed)
+	carve(n, &st.borrowed, &st.owned)
 	return st
 }
 
@@ -493,7 +494,7 @@ func (t *task) Finish(w *worker.Worker, err error) {
 		for _, i := range t.nodes {
 			if t.st.node[i].status < stOK {
 				t.st.node[i].status, t.st.node[i].cause = stCanceled, causeContext
-				t.st.buf[i], t.st.borrowed[i] = nil, false
+				t.st.buf[i], t.st.borrowed[i], t.st.owned[i] = nil, false, false
 			}
 		}
 	}
@@ -805,7 +806,7 @@ func (t *task) settle(w *worker.Worker, i int32, status uint8, res int32) uint8 
 				t.lent = b[:res:res]
 				return status
 			case !p.nodes[i].Keep:
-			case st.borrowed[i] && p.nodes[i].Buf == nil:
+			case st.owned[i]:
 				st.data[i] = b[:res:res] // read into the program's memory (takeTransfer)
 			default:
 				// Copied out of the worker's memory (an O_DIRECT read's

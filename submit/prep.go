@@ -158,7 +158,7 @@ func (t *task) takeTransfer(w *worker.Worker, i int32) int32 {
 			t.pinned = true
 		}
 	}
-	st.offset[i], st.borrowed[i] = off, buf != nil
+	st.offset[i], st.borrowed[i], st.owned[i] = off, buf != nil, false
 	switch {
 	case n > maxTransfer:
 		return -int32(unix.EFBIG)
@@ -176,7 +176,7 @@ func (t *task) takeTransfer(w *worker.Worker, i int32) int32 {
 		}
 		t.pinner.Pin(&b[0])
 		t.pinned = true
-		st.buf[i], st.borrowed[i] = b, true
+		st.buf[i], st.borrowed[i], st.owned[i] = b, true, true
 	case n > 0:
 		b := w.Buf(int(n))
 		if b == nil {

@@ -741,6 +741,42 @@ func TestSubgraphs(t *testing.T) {
 	})
 }
 
+// TestKeepBoundBuffer: a kept read into a buffer its binding lends
+// keeps a copy: Data is the program's, not the lent buffer, which the
+// next read here reuses. (Data aliased the buffer, so x's Data showed y's
+// bytes: found in review.)
+func TestKeepBoundBuffer(t *testing.T) {
+	for _, m := range Modes() {
+		t.Run(m.String(), func(t *testing.T) {
+			root := t.TempDir()
+			for name, c := range map[string]byte{"a": 'A', "b": 'B'} {
+				if err := os.WriteFile(filepath.Join(root, name), bytes.Repeat([]byte{c}, 64), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			lent := make([]byte, 64)
+			bind := func(_ dag.Inputs, p *dag.Params) error { p.Buf = lent; return nil }
+			b := dag.NewBuilder("keep-bound")
+			b.AddFile(dag.FileSpec{Name: "a", Size: 64})
+			b.AddFile(dag.FileSpec{Name: "b", Size: 64})
+			x := b.Read("x", dag.File("a"), 0, 64).Keep().Bind(bind)
+			b.Read("y", dag.File("b"), 0, 64).Keep().Bind(bind).After(x)
+			g := mustBuild(t, b)
+			pool := newPool(t, workers.Config{Workers: 1})
+			rep, err := Run(context.Background(), pool, g, m, Options{Root: root})
+			if err != nil {
+				t.Fatal(err)
+			}
+			clear(lent)
+			got := []string{string(rep.Nodes[0].Data), string(rep.Nodes[1].Data)}
+			want := []string{strings.Repeat("A", 64), strings.Repeat("B", 64)}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("Data of x, y (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 // TestGoTaskMovesDirs: a Go task may move directories (a subgraph's
 // rename, or its own os.Rename), so the path ops after it resolve their
 // directories anew. The parent kept the directory it had opened for a
