@@ -660,7 +660,10 @@ func (t *task) complete(w *worker.Worker, c uring.CQE) {
 	case c.Res >= 0:
 	case c.Res == -int32(unix.ECANCELED) && n.linkedFrom >= 0 && t.brokeLink(n):
 		status, n.cause = stCanceled, t.rootOf(n.linkedFrom)
-	case c.Res == -int32(unix.ECANCELED) && t.canceled:
+	case (c.Res == -int32(unix.ECANCELED) || c.Res == -errRestartSys) && t.canceled:
+		// A request that blocked in a kernel worker (an open of a FIFO
+		// with no reader) ends with ERESTARTSYS when the cancellation
+		// interrupts it.
 		status, n.cause = stCanceled, causeContext
 	case c.Res == -int32(unix.ETIME) && t.hot[i].op == dag.OpTimeout:
 		// An expired timeout is its success (IORING_TIMEOUT_ETIME_SUCCESS).
@@ -1046,6 +1049,10 @@ func (t *task) cond(v int32) (uint8, int32) {
 	}
 	return stPending, causeNone
 }
+
+// errRestartSys is the kernel's ERESTARTSYS, which an io-wq worker
+// interrupted by a cancellation returns as the request's result.
+const errRestartSys = 512
 
 // cancelAll ends the run early: nothing more is dispatched, every node
 // not in flight is canceled, and in-flight nodes get an ASYNC_CANCEL.

@@ -459,6 +459,38 @@ func TestCancelSpared(t *testing.T) {
 	}
 }
 
+// TestCancelBlockedOpen: an open that blocks in a kernel worker (a FIFO
+// opened for writing, with no reader), which the run's cancellation
+// interrupts, ends canceled by the context. The worker returns it with
+// ERESTARTSYS, which the report showed as a failure with res -512 (found
+// in review). The Go task that cancels has no predecessor: the open went
+// down in the same enter before its goroutine could run.
+func TestCancelBlockedOpen(t *testing.T) {
+	for _, m := range Modes() {
+		t.Run(m.String(), func(t *testing.T) {
+			root := t.TempDir()
+			if err := unix.Mkfifo(filepath.Join(root, "fifo"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			b := dag.NewBuilder("fifo")
+			b.Open("open", "fifo", unix.O_WRONLY|unix.O_CREAT, "h")
+			b.Go("cancel", func(dag.Inputs) error { cancel(); return nil })
+			g := mustBuild(t, b)
+			pool := newPool(t, workers.Config{Workers: 1})
+			rep, err := Run(ctx, pool, g, m, Options{Root: root})
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("Run = %v, want context.Canceled", err)
+			}
+			checkFinal(t, g, rep)
+			if i, _ := g.Index("open"); rep.Nodes[i].Status != StatusCanceled || rep.Nodes[i].Cause != CauseContext {
+				t.Errorf("open: %s (res %d, cause %q), want canceled by the context", rep.Nodes[i].Status, rep.Nodes[i].Res, rep.Nodes[i].Cause)
+			}
+		})
+	}
+}
+
 // TestNoHardLinkFromIOWQ: no finally-edge out of a statx, unlink or mkdir
 // is a kernel link. The kernel runs those ops from its io-wq threads,
 // where a cancellation can still reach them queued, and it starts what is
