@@ -211,7 +211,11 @@ type task struct {
 	worker    atomic.Pointer[worker.Worker]
 	cancelReq atomic.Bool
 	canceled  bool // the context ended: dispatch nothing more
-	trace     bool // Options.Trace: wait for one completion at a time, stamp each
+	// stopping: a cancellation came during a binding's call (it may have
+	// called Stop itself): the dispatch in progress ends at once, and
+	// prepAll cancels the rest (take's verdict stopped).
+	stopping bool
+	trace    bool // Options.Trace: wait for one completion at a time, stamp each
 	// dataflow: graph mode, whose nodes run as their predecessors
 	// settle; a node an edge cancels is canceled only once all of its
 	// predecessors have settled (see nodeState.cancel).
@@ -403,6 +407,12 @@ func (t *task) prepAll(w *worker.Worker) {
 	t.settleGo(w)
 	for {
 		t.s.prep(w)
+		if t.stopping {
+			t.stopping = false
+			t.cancelAll(w)
+			t.sendCancels(w)
+			return
+		}
 		// An iteration can end here (waves passes its last barrier in
 		// prep) or in Complete; either way the next one starts now.
 		if !t.iterDone() || t.iter+1 >= t.repeat {

@@ -217,7 +217,7 @@ func (g *graphMode) prep(w *worker.Worker) {
 	}
 	for {
 		g.dispatch(w)
-		if g.t.inflight > 0 || !g.starved(w) {
+		if g.t.inflight > 0 || g.t.stopping || !g.starved(w) {
 			return
 		}
 	}
@@ -276,6 +276,8 @@ func (g *graphMode) dispatch(w *worker.Worker) {
 				t.ready = append(t.ready, u)
 				parked++
 				continue
+			case stopped:
+				return
 			default:
 				g.unlockAt(w)
 				t.refuse(w, u, v)

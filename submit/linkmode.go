@@ -76,7 +76,7 @@ func (l *linkMode) prep(w *worker.Worker) {
 // pass tries each waiting component once; one that must wait for a slot
 // goes to the back.
 func (l *linkMode) pass(w *worker.Worker) {
-	for n := len(l.ready) - l.rhead; n > 0 && w.Room() > 0; n-- {
+	for n := len(l.ready) - l.rhead; n > 0 && w.Room() > 0 && !l.t.stopping; n-- {
 		k := l.ready[l.rhead]
 		l.rhead++
 		l.segment(w, k)
@@ -127,6 +127,9 @@ func (l *linkMode) segment(w *worker.Worker, k int32) {
 			}
 		}
 		v := t.take(w, first)
+		if v == stopped {
+			return
+		}
 		if v == taken && t.hot[first].op == dag.OpGo {
 			t.spawn(w, first)
 			l.pos[k] = int32(pos + 1)

@@ -50,13 +50,15 @@ const (
 	taken   int32 = 0 // the node's resources are held: prep it now
 	noSlot  int32 = 1 // an open waits for a free fixed-file slot
 	unbound int32 = 2 // its length source did not succeed: cancel it
+	stopped int32 = 3 // the run was canceled during its binding: dispatch nothing more
 )
 
 // take gets what node i needs to run: a fixed-file slot for an open,
 // the memory its SQE points to, and a read's or write's length. The
 // caller has checked that i's length source, if any, is final. On any
 // verdict but taken nothing is held, and the caller decides what
-// becomes of the node (refuse ends it, or it waits).
+// becomes of the node (refuse ends it, or it waits; after stopped the
+// dispatch ends, and the node is canceled with the rest).
 func (t *task) take(w *worker.Worker, i int32) int32 {
 	if !t.hot[i].needs {
 		return taken
@@ -91,7 +93,11 @@ func (t *task) takeSome(w *worker.Worker, i int32) int32 {
 		if bind := p.nodes[i].Bind; bind != nil {
 			prm := dag.Params{Path: p.nodes[i].Path}
 			t.in.self = i
-			if err := callBind(bind, &t.in, &prm); err != nil {
+			err := callBind(bind, &t.in, &prm)
+			if t.boundStop() {
+				return stopped
+			}
+			if err != nil {
 				st.err[i] = err
 				return -int32(unix.EINVAL)
 			}
@@ -120,6 +126,16 @@ func (t *task) takeSome(w *worker.Worker, i int32) int32 {
 	return taken
 }
 
+// boundStop reports whether the run was canceled during the binding
+// just called (it may have called Inputs.Stop): then nothing more may be
+// submitted, the bound node included, and the dispatch ends (stopping).
+func (t *task) boundStop() bool {
+	if t.cancelReq.Load() {
+		t.stopping = true
+	}
+	return t.stopping
+}
+
 // takeTransfer sizes a read or write (its binding, if any, has the last
 // word) and gets its buffer: the caller's, or one from the task's pool
 // (filled for a write).
@@ -145,6 +161,9 @@ func (t *task) takeTransfer(w *worker.Worker, i int32) int32 {
 		prm := dag.Params{Offset: off, Len: n, Buf: buf}
 		t.in.self = i
 		err := callBind(nd.Bind, &t.in, &prm)
+		if t.boundStop() {
+			return stopped
+		}
 		if err == nil {
 			err = checkParams(&prm, t.p.direct[i])
 		}

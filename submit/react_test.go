@@ -1383,3 +1383,73 @@ func TestHookGoexitAfterRun(t *testing.T) {
 		}
 	}
 }
+
+// TestStopFromBinding: a binding that stops the run ends the dispatch it
+// was called from: neither its own node nor any node after it in the
+// same turn is submitted, whatever the node (a read, an open), another
+// component's included, and the Go task beside them never starts.
+func TestStopFromBinding(t *testing.T) {
+	errStop := errors.New("enough")
+	stop := func(in dag.Inputs, _ *dag.Params) error { in.Stop(errStop); return nil }
+	ok, canceled := ending{StatusOK, ""}, ending{StatusCanceled, "canceled: the run ended early"}
+	var goRan atomic.Int32
+	siblings := func(b *dag.Builder, s dag.Task) {
+		b.Read("x1", dag.File("f"), 0, 16).After(s)
+		b.Read("x2", dag.File("f"), 16, 16).After(s)
+		b.Nop("nop").After(s)
+		b.Go("go", func(dag.Inputs) error { goRan.Add(1); return nil }).After(s)
+	}
+	tests := []struct {
+		name    string
+		declare func(b *dag.Builder)
+		want    map[string]ending
+	}{
+		{"a read's binding", func(b *dag.Builder) {
+			s := b.Nop("start")
+			b.Read("bound", dag.File("f"), 0, 16).After(s).Bind(stop)
+			siblings(b, s)
+		}, map[string]ending{"start": ok, "bound": canceled,
+			"x1": canceled, "x2": canceled, "nop": canceled, "go": canceled}},
+		{"an open's binding", func(b *dag.Builder) {
+			s := b.Nop("start")
+			o := b.Open("bound", "f", unix.O_RDONLY, "h").After(s).Bind(stop)
+			r := b.Read("read", o.Handle(), 0, 16).After(o)
+			b.Close("close", dag.Handle("h")).Finally(r)
+			siblings(b, s)
+		}, map[string]ending{"start": ok, "bound": canceled, "read": canceled, "close": canceled,
+			"x1": canceled, "x2": canceled, "nop": canceled, "go": canceled}},
+		{"another component's root after it", func(b *dag.Builder) {
+			b.Read("bound", dag.File("f"), 0, 16).Bind(stop)
+			b.Nop("other")
+		}, map[string]ending{"bound": canceled, "other": canceled}},
+	}
+	// One worker: the components share its dispatch.
+	pool := newPool(t, workers.Config{Workers: 1, Entries: 16})
+	for _, tc := range tests {
+		b := dag.NewBuilder("stop")
+		b.AddFile(dag.FileSpec{Name: "f", Size: 4096})
+		tc.declare(b)
+		g := mustBuild(t, b)
+		root := t.TempDir()
+		if err := scratch.Create(root, g); err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range Modes() {
+			t.Run(tc.name+"/"+m.String(), func(t *testing.T) {
+				goRan.Store(0)
+				rep, err := Run(context.Background(), pool, g, m, Options{Root: root})
+				var se *StopError
+				if !errors.As(err, &se) || se.Node != "bound" || !errors.Is(err, errStop) {
+					t.Errorf("Run = %v, want bound's StopError", err)
+				}
+				checkFinal(t, g, rep)
+				if diff := cmp.Diff(tc.want, states(rep)); diff != "" {
+					t.Errorf("states (-want +got):\n%s", diff)
+				}
+				if n := goRan.Load(); n != 0 {
+					t.Errorf("the Go task ran %d times after the Stop", n)
+				}
+			})
+		}
+	}
+}

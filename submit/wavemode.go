@@ -122,6 +122,9 @@ func (m *waveMode) prep(w *worker.Worker) {
 					return // a node of the level in flight may free a slot
 				}
 				t.fail(w, u, -int32(unix.EMFILE), nil)
+			case stopped:
+				m.pos, m.out = pos, out
+				return
 			default:
 				t.refuse(w, u, v)
 			}
