@@ -166,10 +166,14 @@ func (t *task) settleGoDone(w *worker.Worker) {
 	st := t.st
 	for _, d := range done {
 		t.goRunning--
-		st.node[d.i].end, st.node[d.i].res = w.Now(), 0
-		st.node[d.i].status = stOK
-		if d.err != nil {
-			st.node[d.i].status, st.err[d.i] = stFailed, d.err
+		n := &st.node[d.i]
+		n.end, n.res, n.status = w.Now(), 0, stOK
+		switch {
+		case d.err == nil:
+		case t.cutShort(d.err):
+			n.status, n.cause, st.err[d.i] = stCanceled, causeContext, d.err
+		default:
+			n.status, st.err[d.i] = stFailed, d.err
 		}
 		t.conclude(d.i)
 		t.s.settled(w, d.i)
@@ -182,6 +186,25 @@ func (t *task) settleGoDone(w *worker.Worker) {
 	}
 	clear(done)
 	t.goSpare = done[:0]
+}
+
+// cutShort reports whether a Go task that returned err gave up because
+// the run ended early: err is its context's (context.Canceled or
+// DeadlineExceeded, perhaps wrapped, as from a subgraph's Inputs.Run)
+// and the run's context has ended. Such a node is canceled by the
+// context, as an I/O node in flight would be, so the run's error says
+// that the context ended it. The cancellation may not have reached the
+// tasks yet (the context's AfterFunc runs on its own goroutine): this
+// sends it now, before anything more is dispatched.
+func (t *task) cutShort(err error) bool {
+	if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) ||
+		!t.cancelReq.Load() && !t.r.contextDone() {
+		return false
+	}
+	if !t.cancelReq.Load() {
+		t.r.cancel()
+	}
+	return true
 }
 
 // guard calls fn, turning a panic into an error: user code must not take

@@ -1112,30 +1112,87 @@ func TestStartFails(t *testing.T) {
 }
 
 // TestGoTaskContext: a Go task that waits on its context returns when
-// another node stops the run.
+// the run ends early (another node stops it, the program cancels its
+// context), and, having returned its context's error, itself or through
+// a subgraph's Run, ends canceled by the context, with Run's error saying
+// why the run ended; a context error of the task's own, in a run that
+// goes on, is an ordinary failure.
 func TestGoTaskContext(t *testing.T) {
-	b := dag.NewBuilder("go-context")
-	b.Go("wait", func(in dag.Inputs) error {
+	errStop := errors.New("enough")
+	waitCtx := func(in dag.Inputs, _ context.Context) error {
 		<-in.Context().Done()
 		return in.Context().Err()
-	})
-	errStop := errors.New("enough")
-	b.Nop("stopper").Then(func(in dag.Inputs, _ dag.Result) error { in.Stop(errStop); return nil })
-	g, err := b.Build()
-	if err != nil {
-		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		late   bool // the run hears of its context's end only from the task (lateContext)
+		fn     func(in dag.Inputs, ctx context.Context) error
+		end    func(in dag.Inputs, cancel context.CancelFunc) // the hook of a NOP beside the task
+		status Status
+		is     []error // what the task's Err matches
+		runIs  error   // what Run's error matches
+	}{
+		{"another node stops the run", false, waitCtx,
+			func(in dag.Inputs, _ context.CancelFunc) { in.Stop(errStop) },
+			StatusCanceled, []error{ErrCanceled, context.Canceled}, errStop},
+		{"the program cancels", false, waitCtx,
+			func(_ dag.Inputs, cancel context.CancelFunc) { cancel() },
+			StatusCanceled, []error{ErrCanceled, context.Canceled}, context.Canceled},
+		{"the run hears of it late", true, func(_ dag.Inputs, ctx context.Context) error {
+			<-ctx.Done()
+			return ctx.Err()
+		}, func(_ dag.Inputs, cancel context.CancelFunc) { cancel() },
+			StatusCanceled, []error{ErrCanceled, context.Canceled}, context.Canceled},
+		{"through a subgraph", false, func(in dag.Inputs, _ context.Context) error {
+			return in.Run("sub", func(b *dag.Builder) { b.Timeout("long", time.Hour) })
+		}, func(_ dag.Inputs, cancel context.CancelFunc) { cancel() },
+			StatusCanceled, []error{ErrCanceled, context.Canceled}, context.Canceled},
+		{"its own context error", false, func(dag.Inputs, context.Context) error {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			return ctx.Err()
+		}, func(dag.Inputs, context.CancelFunc) {}, StatusFailed, []error{context.Canceled}, nil},
 	}
 	pool := newPool(t, workers.Config{Workers: 1, Entries: 8})
-	for _, m := range Modes() {
-		rep, err := Run(context.Background(), pool, g, m, Options{})
-		if !errors.Is(err, errStop) {
-			t.Errorf("%s: Run = %v, want the Stop's error", m, err)
-		}
-		if e := rep.Nodes[0].Err; !errors.Is(e, context.Canceled) {
-			t.Errorf("%s: the waiting task's Err = %v, want context.Canceled", m, e)
+	for _, tc := range tests {
+		for _, m := range Modes() {
+			t.Run(tc.name+"/"+m.String(), func(t *testing.T) {
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				if tc.late {
+					ctx = lateContext{ctx}
+				}
+				b := dag.NewBuilder("go-context")
+				b.Go("task", func(in dag.Inputs) error { return tc.fn(in, ctx) })
+				b.Nop("ender").Then(func(in dag.Inputs, _ dag.Result) error { tc.end(in, cancel); return nil })
+				g := mustBuild(t, b)
+				rep, err := Run(ctx, pool, g, m, Options{})
+				if tc.runIs == nil && err != nil || tc.runIs != nil && !errors.Is(err, tc.runIs) {
+					t.Errorf("Run = %v, want it to match %v", err, tc.runIs)
+				}
+				checkFinal(t, g, rep)
+				n := rep.Nodes[0]
+				if n.Status != tc.status {
+					t.Errorf("the task ended %s, want %s (%v)", n.Status, tc.status, n.Err)
+				}
+				for _, target := range tc.is {
+					if !errors.Is(n.Err, target) {
+						t.Errorf("the task's Err = %v, want it to match %v", n.Err, target)
+					}
+				}
+			})
 		}
 	}
 }
+
+// lateContext is a context whose end nothing but its own Done and Err
+// tell: context.AfterFunc, and the contexts derived from it, never hear
+// of it (as if the goroutine AfterFunc starts had not run yet). Value
+// hides the cancelCtx inside, which they would join instead.
+type lateContext struct{ context.Context }
+
+func (lateContext) AfterFunc(func()) (stop func() bool) { return func() bool { return true } }
+func (lateContext) Value(any) any                       { return nil }
 
 // TestHookSeesRead: a read's hook sees the bytes it returned in
 // Result.Data whether the read keeps them or not (not kept: lent for the

@@ -171,9 +171,14 @@ func (e *ShortError) Is(target error) bool { return target == ErrShort }
 // ErrCanceled matches (errors.Is) the error of a canceled node.
 var ErrCanceled = errors.New("canceled")
 
-// CanceledError is a node that never ran: Cause is the node whose failure
-// started the cancellations, or "context".
-type CanceledError struct{ Cause string }
+// CanceledError is a node that never ran, or was cut short: Cause is the
+// node whose failure started the cancellations, or "context".
+type CanceledError struct {
+	Cause string
+	// Err is, for a Go task that gave up when the run ended early (it
+	// returned its context's error), what it returned; else nil.
+	Err error
+}
 
 // Error names the cause of the cancellation.
 func (e *CanceledError) Error() string {
@@ -185,6 +190,9 @@ func (e *CanceledError) Error() string {
 
 // Is reports whether target is ErrCanceled.
 func (e *CanceledError) Is(target error) bool { return target == ErrCanceled }
+
+// Unwrap returns what a Go task cut short returned (Err), or nil.
+func (e *CanceledError) Unwrap() error { return e.Err }
 
 // Status is a node's final status.
 type Status string
@@ -386,7 +394,7 @@ func (r *Runner) fillResult(n *NodeResult, i int32) {
 	}
 	switch {
 	case n.Status == StatusCanceled:
-		n.Err = &NodeError{ID: n.ID, Op: n.Op, Err: &CanceledError{Cause: n.Cause}}
+		n.Err = &NodeError{ID: n.ID, Op: n.Op, Err: &CanceledError{Cause: n.Cause, Err: st.err[i]}}
 	case n.Status != StatusFailed:
 	case st.err[i] != nil:
 		n.Err = &NodeError{ID: n.ID, Op: n.Op, Err: st.err[i]}

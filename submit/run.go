@@ -280,6 +280,15 @@ func (r *Runner) context() context.Context {
 	return r.ctx
 }
 
+// contextDone reports whether the run in progress was told to end
+// early: the caller's context ended, or the run's (Stop, the pool's
+// closing). It makes no context.
+func (r *Runner) contextDone() bool {
+	r.stopMu.Lock()
+	defer r.stopMu.Unlock()
+	return r.ended || r.callerCtx.Err() != nil
+}
+
 // endContext ends the run's context, now or as soon as it is made.
 func (r *Runner) endContext() {
 	r.stopMu.Lock()
@@ -516,17 +525,22 @@ func (r *Runner) run(ctx context.Context, mode Mode, o Options) (wall int64, sta
 	}
 	ctxEnded := false
 	for _, t := range r.tasks[:handed] {
+		// A task may end before it sees the run's cancellation (its last
+		// node, a Go task, returned its context's error: cutShort): the
+		// request counts.
+		canceled := t.canceled || t.cancelReq.Load()
 		switch {
 		case t.err != nil:
 			errs = append(errs, t.err)
-		case t.canceled && r.spared(t):
+		case !canceled:
+		case r.spared(t):
 			// As for a cancellation that comes after the last Complete,
 			// no error.
-		case t.canceled && r.stopErr != nil:
+		case r.stopErr != nil:
 			errs = append(errs, r.stopErr)
-		case t.canceled && ctx.Err() != nil:
+		case ctx.Err() != nil:
 			ctxEnded = true
-		case t.canceled:
+		default:
 			errs = append(errs, workers.ErrClosed)
 		}
 	}
