@@ -208,6 +208,11 @@ type task struct {
 	goMu      sync.Mutex     // guards goDone
 	goDone    []goResult     // Go tasks that ended, for the worker to settle
 	goSpare   []goResult
+	// goOrphans: the task finished while Go tasks ran (its worker died,
+	// or its ring failed): each gives itself its final status, and the
+	// last one tells the runner (orphan; goMu guards it, and goRunning
+	// while it is set).
+	goOrphans bool
 	worker    atomic.Pointer[worker.Worker]
 	cancelReq atomic.Bool
 	canceled  bool // the context ended: dispatch nothing more
@@ -497,20 +502,35 @@ func (t *task) Finish(w *worker.Worker, err error) {
 		if t.sp != nil {
 			t.r.cancel() // split.go: the other tasks wait for this one's nodes
 		}
+		// The run's Go tasks return early; the runner waits for this
+		// task's (orphan).
+		t.r.endContext()
+		if t.worker.Load() == nil {
+			t.reset() // queued on a worker that died: it never started
+		}
 		// Nodes a failed worker never finished are canceled. Their
-		// buffers stay with the kernel (the worker counts them as still
-		// out, so it never unmaps them): no later run may reuse them.
+		// buffers stay with the kernel: the worker's never get unmapped
+		// (it counts them as still out), Go memory it holds, and no later
+		// run may reuse either.
+		st := t.st
 		t.graph.resetRest()
 		for _, i := range t.nodes {
-			if t.st.node[i].status < stOK {
-				t.st.node[i].status, t.st.node[i].cause = stCanceled, causeContext
-				t.st.buf[i], t.st.borrowed[i], t.st.owned[i] = nil, false, false
+			n := &st.node[i]
+			if n.status >= stOK || n.status == stInflight && t.hot[i].op == dag.OpGo {
+				continue
 			}
+			if n.status == stInflight && st.borrowed[i] {
+				w.Hold(st.buf[i])
+			}
+			n.status, n.cause = stCanceled, causeContext
+			st.buf[i], st.borrowed[i], st.owned[i] = nil, false, false
+			t.tellObserver(i)
+		}
+		if t.orphan() {
+			return
 		}
 	}
-	if t.r.left.Add(-1) == 0 {
-		t.r.fin <- struct{}{}
-	}
+	t.r.finished()
 }
 
 // Complete gives each CQE's node its final status and lets the mode
@@ -773,7 +793,9 @@ func (t *task) notify(i int32) {
 	guard(func() error { obs(n); return nil }) // its panic must not take the worker down
 	// An observer wakes goroutines (Start's sends to Results), which
 	// wait in the worker's run queue until it yields.
-	t.worker.Load().Readied()
+	if w := t.worker.Load(); w != nil && !t.goOrphans {
+		w.Readied()
+	}
 }
 
 // settle does what a node's result means beyond its status: a short

@@ -139,12 +139,56 @@ func (t *task) spawn(w *worker.Worker, i int32) {
 		err := errGoexit // unless fn returns or panics
 		defer func() {
 			t.goMu.Lock()
+			if t.goOrphans {
+				t.orphanEnded(goResult{i, err})
+				return
+			}
 			t.goDone = append(t.goDone, goResult{i, err})
 			t.goMu.Unlock()
 			w.Wake()
 		}()
 		err = guard(func() error { return fn(in) })
 	}()
+}
+
+// orphan gives the Go tasks that ended before the task finished early
+// (Finish with an error) their final statuses, and reports whether some
+// still run: then each ends on its own goroutine (orphanEnded), and the
+// last tells the runner, whose Run returns only once none runs.
+func (t *task) orphan() bool {
+	t.goMu.Lock()
+	defer t.goMu.Unlock()
+	for _, d := range t.goDone {
+		t.goRunning--
+		t.goEnded(d, t.r.pool.Now())
+		t.tellObserver(d.i)
+	}
+	clear(t.goDone)
+	t.goDone = t.goDone[:0]
+	t.goOrphans = t.goRunning > 0
+	return t.goOrphans
+}
+
+// orphanEnded ends Go task d after its task finished (orphan); goMu is
+// held, and unlocked here.
+func (t *task) orphanEnded(d goResult) {
+	t.goRunning--
+	t.goEnded(d, t.r.pool.Now())
+	t.tellObserver(d.i)
+	last := t.goRunning == 0
+	t.goOrphans = !last
+	t.goMu.Unlock()
+	if last {
+		t.r.finished()
+	}
+}
+
+// tellObserver reports node i's final status to the run's observer, if
+// any.
+func (t *task) tellObserver(i int32) {
+	if t.obs != nil {
+		t.notify(i)
+	}
 }
 
 // errGoexit is the failure of a Go task whose function called
@@ -163,18 +207,9 @@ func (t *task) settleGoDone(w *worker.Worker) {
 	done := t.goDone
 	t.goDone = t.goSpare[:0]
 	t.goMu.Unlock()
-	st := t.st
 	for _, d := range done {
 		t.goRunning--
-		n := &st.node[d.i]
-		n.end, n.res, n.status = w.Now(), 0, stOK
-		switch {
-		case d.err == nil:
-		case t.cutShort(d.err):
-			n.status, n.cause, st.err[d.i] = stCanceled, causeContext, d.err
-		default:
-			n.status, st.err[d.i] = stFailed, d.err
-		}
+		t.goEnded(d, w.Now())
 		t.conclude(d.i)
 		t.s.settled(w, d.i)
 	}
@@ -186,6 +221,20 @@ func (t *task) settleGoDone(w *worker.Worker) {
 	}
 	clear(done)
 	t.goSpare = done[:0]
+}
+
+// goEnded gives Go task d's node its final status, ended at now.
+func (t *task) goEnded(d goResult, now int64) {
+	st := t.st
+	n := &st.node[d.i]
+	n.end, n.res, n.status = now, 0, stOK
+	switch {
+	case d.err == nil:
+	case t.cutShort(d.err):
+		n.status, n.cause, st.err[d.i] = stCanceled, causeContext, d.err
+	default:
+		n.status, st.err[d.i] = stFailed, d.err
+	}
 }
 
 // cutShort reports whether a Go task that returned err gave up because

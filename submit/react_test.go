@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -21,6 +22,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/iodag/iodag/dag"
 	"github.com/iodag/iodag/internal/ramfstest"
+	"github.com/iodag/iodag/internal/worker"
 	"github.com/iodag/iodag/scratch"
 	"github.com/iodag/iodag/workers"
 	"golang.org/x/sys/unix"
@@ -1389,6 +1391,150 @@ func TestHookGoexit(t *testing.T) {
 	}
 	if err := pool.Close(); err != nil {
 		t.Errorf("Close: %v", err)
+	}
+}
+
+// TestHookGoexitGoTasks: when a hook ends its worker (runtime.Goexit)
+// while a Go task of the run is running, Run returns only once that task
+// has returned, with its outcome (its context ended with the run), the
+// observer hears of the nodes the worker left, and later runs of the
+// same Runner neither hang nor see the first run's task: on the live
+// worker they succeed, on the dead one they fail saying why.
+func TestHookGoexitGoTasks(t *testing.T) {
+	pool := newPool(t, workers.Config{Workers: 2})
+	var exit atomic.Bool
+	exit.Store(true)
+	b := dag.NewBuilder("goexit-go")
+	g := b.Go("wait", func(in dag.Inputs) error {
+		if !exit.Load() {
+			return nil
+		}
+		<-in.Context().Done()
+		return in.Context().Err()
+	})
+	a := b.Nop("a").Then(func(dag.Inputs, dag.Result) error {
+		if exit.Load() {
+			runtime.Goexit()
+		}
+		return nil
+	})
+	b.Nop("sink").After(g, a)
+	gr := mustBuild(t, b)
+	r := NewRunner(pool, gr)
+	defer r.Close()
+	var mu sync.Mutex
+	observed := map[string]Status{}
+	observe := func(n NodeResult) {
+		mu.Lock()
+		observed[n.ID] = n.Status
+		mu.Unlock()
+	}
+	rep, err := r.Run(context.Background(), Graph, Options{Observe: observe})
+	if err == nil || !strings.Contains(err.Error(), "runtime.Goexit") {
+		t.Errorf("Run = %v, want the worker's end", err)
+	}
+	checkFinal(t, gr, rep)
+	if n := rep.Nodes[0]; n.Status != StatusCanceled || !errors.Is(n.Err, context.Canceled) {
+		t.Errorf("the Go task ended %s (%v), want canceled, having returned context.Canceled", n.Status, n.Err)
+	}
+	mu.Lock()
+	if diff := cmp.Diff(map[string]Status{"wait": StatusCanceled, "sink": StatusCanceled}, observed); diff != "" {
+		t.Errorf("observed (-want +got):\n%s", diff)
+	}
+	mu.Unlock()
+	exit.Store(false)
+	ok := 0
+	for k := range 4 { // the runs take turns on the two workers
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			rep, err = r.Run(context.Background(), Graph, Options{})
+		}()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("run %d still waits after 20 s", k+2)
+		}
+		switch {
+		case err == nil:
+			ok++
+			if rep.Counts.OK != 3 {
+				t.Errorf("run %d: counts %+v, want every node ok", k+2, rep.Counts)
+			}
+		case !strings.Contains(err.Error(), "runtime.Goexit"):
+			t.Errorf("run %d: Run = %v, want nil or the dead worker's error", k+2, err)
+		}
+		checkFinal(t, gr, rep)
+	}
+	if ok == 0 {
+		t.Errorf("no run went to the live worker")
+	}
+}
+
+// TestHookGoexitHolds: a kept read in flight (from a FIFO nobody writes)
+// when a hook ends its worker reads into Go memory the kernel may still
+// write after the worker is gone: the worker holds it, so the collector
+// cannot give it to anything else.
+func TestHookGoexitHolds(t *testing.T) {
+	pool := newPool(t, workers.Config{Workers: 1})
+	root := t.TempDir()
+	if err := unix.Mkfifo(filepath.Join(root, "fifo"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b := dag.NewBuilder("goexit-holds")
+	o := b.Open("open", "fifo", unix.O_RDWR, "h") // O_RDWR: the open does not wait for a writer
+	b.Read("read", o.Handle(), 0, 64).After(o).Keep()
+	b.Nop("a").After(o).Then(func(dag.Inputs, dag.Result) error { runtime.Goexit(); return nil })
+	g := mustBuild(t, b)
+	rep, err := Run(context.Background(), pool, g, Graph, Options{Root: root})
+	if err == nil || !strings.Contains(err.Error(), "runtime.Goexit") {
+		t.Errorf("Run = %v, want the worker's end", err)
+	}
+	checkFinal(t, g, rep)
+	if s := (*worker.Pool)(pool).Stats()[0]; s.Held != 64 {
+		t.Errorf("the dead worker holds %d bytes, want the 64 of the read it left in flight", s.Held)
+	}
+}
+
+// TestHookGoexitQueued: a run queued on a worker when a hook ends it
+// never starts there; its nodes end canceled, not with what they did in
+// the Runner's run before.
+func TestHookGoexitQueued(t *testing.T) {
+	pool := newPool(t, workers.Config{Workers: 1})
+	b := dag.NewBuilder("queued")
+	nopsAfter(b, b.Nop("n"), "m", 2)
+	queued := NewRunner(pool, mustBuild(t, b))
+	defer queued.Close()
+	if _, err := queued.Run(context.Background(), Graph, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	b = dag.NewBuilder("goexit")
+	inHook := make(chan struct{})
+	b.Nop("a").Then(func(dag.Inputs, dag.Result) error {
+		close(inHook)
+		// Both runs wait for the pool: the second is queued behind this.
+		for (*worker.Pool)(pool).Waiters().Load() < 2 {
+			runtime.Gosched()
+		}
+		runtime.Goexit()
+		return nil
+	})
+	killer := mustBuild(t, b)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := Run(context.Background(), pool, killer, Graph, Options{})
+		errc <- err
+	}()
+	<-inHook
+	rep, err := queued.Run(context.Background(), Graph, Options{})
+	if err == nil || !strings.Contains(err.Error(), "runtime.Goexit") {
+		t.Errorf("queued run: Run = %v, want the worker's end", err)
+	}
+	if rep.Counts.Canceled != 3 {
+		t.Errorf("queued run: counts %+v, want its 3 nodes canceled", rep.Counts)
+	}
+	if err := <-errc; err == nil {
+		t.Errorf("the run whose hook ended the worker returned nil")
 	}
 }
 

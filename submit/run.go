@@ -562,6 +562,13 @@ func (r *Runner) run(ctx context.Context, mode Mode, o Options) (wall int64, sta
 	return wall, true, errors.Join(dedupe(errs)...)
 }
 
+// finished tells the runner that one more of its tasks has finished.
+func (r *Runner) finished() {
+	if r.left.Add(-1) == 0 {
+		r.fin <- struct{}{}
+	}
+}
+
 // await returns when the run's last task has finished. A small graph
 // ends within microseconds, sooner than a parked goroutine is woken from
 // another thread, so the caller first yields in a loop for up to

@@ -98,3 +98,13 @@ func (w *Worker) Buf(n int) []byte {
 
 // PutBuf gives back a buffer from Buf once its request has completed.
 func (w *Worker) PutBuf(b []byte) { w.mem.put(b) }
+
+// Hold keeps Go memory (a buffer of the program's, or one made to be
+// kept) that a request still in flight may write: a task that ends
+// without its completion (the worker died, its ring failed) gives it up,
+// and the kernel may finish the request after the ring's close. Only the
+// worker's thread may call it.
+func (w *Worker) Hold(b []byte) {
+	w.held = append(w.held, b)
+	w.heldBytes.Add(int64(len(b)))
+}

@@ -118,6 +118,10 @@ type Worker struct {
 	polls     atomic.Uint64 // waits for several CQEs that maxWait cut short
 	mapped    atomic.Int64  // bytes of buffer memory (Stats)
 	closeErr  error
+	// held is Go memory of requests a failed task left in flight (Hold),
+	// kept from the collector for as long as the worker is.
+	held      [][]byte
+	heldBytes atomic.Int64 // their size (Stats)
 	// dead is why the loop ended early (die), guarded by the pool's
 	// closeMu: tasks handed over later fail with it.
 	dead error
