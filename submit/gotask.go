@@ -60,6 +60,11 @@ func (in *inputs) Run(name string, declare func(b *dag.Builder)) error {
 	return child.err()
 }
 
+// Depth says how deeply the task's run nests in others (a subgraph's
+// task waits for a place only behind tasks at its depth or deeper; see
+// worker.Task).
+func (t *task) Depth() int { return t.r.depth }
+
 // takeNodes returns the node memory of a subgraph of r's that has run,
 // or nil.
 func (r *Runner) takeNodes() []dag.Node {

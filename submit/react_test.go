@@ -834,6 +834,55 @@ func TestGoTaskMovesDirs(t *testing.T) {
 	}
 }
 
+// TestSubgraphsFillWorker: subgraphs that nest, alive at once, more than
+// a worker runs at once (Config.MaxTasks, made small here; 65,535 in a
+// program), all run: the places kept for deeper subgraphs let the ones
+// the others wait for start. Before, a directory of 70,000 directories,
+// each walked by a subgraph whose Go task walks its own, waited forever.
+func TestSubgraphsFillWorker(t *testing.T) {
+	const fanout = 3 * worker.DepthReserve
+	ep, err := worker.New(worker.Config{Workers: 1, MaxTasks: worker.DepthReserve + 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := (*workers.Pool)(ep)
+	defer pool.Close()
+	var leaves atomic.Int64
+	b := dag.NewBuilder("outer")
+	b.Go("root", func(in dag.Inputs) error {
+		return in.Run("dirs", func(b *dag.Builder) {
+			for k := range fanout {
+				b.Go(fmt.Sprint("dir", k), func(in dag.Inputs) error {
+					return in.Run("entries", func(b *dag.Builder) {
+						b.Go("subdir", func(in dag.Inputs) error {
+							return in.Run("files", func(b *dag.Builder) {
+								b.Nop("file").Then(func(dag.Inputs, dag.Result) error { leaves.Add(1); return nil })
+							})
+						})
+					})
+				})
+			}
+		})
+	})
+	g := mustBuild(t, b)
+	for _, m := range Modes() {
+		leaves.Store(0)
+		done := make(chan error, 1)
+		go func() {
+			_, err := Run(context.Background(), pool, g, m, Options{})
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if err != nil || leaves.Load() != fanout {
+				t.Errorf("%s: Run = %v, %d of %d leaves ran", m, err, leaves.Load(), fanout)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s: %d of %d leaves ran, still waiting after 30 s", m, leaves.Load(), fanout)
+		}
+	}
+}
+
 // TestSubgraphErr: Inputs.Run returns the subgraph's run error (a Stop)
 // or what its Report.Err would (it builds no report): nil when every
 // node succeeded or was skipped, the failures joined, or the first

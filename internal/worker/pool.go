@@ -51,7 +51,15 @@ type Config struct {
 	// IdleTrim is how long a worker with no task keeps its buffer memory
 	// before it unmaps it (0: DefaultIdleTrim; negative: until Close).
 	IdleTrim time.Duration
+	// MaxTasks bounds the tasks each worker runs at once (0 and the
+	// maximum: MaxTasks, the routing tag's range; at least
+	// DepthReserve+1); more wait in its queue. The last DepthReserve
+	// places are kept for nested tasks (Task's Depth).
+	MaxTasks int
 }
+
+// MaxTasks is the most tasks a worker runs at once (Config.MaxTasks).
+const MaxTasks = maxTasks
 
 // DefaultIdleTrim is Config.IdleTrim's default.
 const DefaultIdleTrim = time.Second
@@ -86,6 +94,8 @@ func New(cfg Config) (*Pool, error) {
 		return nil, fmt.Errorf("workers: Config.Workers %d: want 1 to %d (0 for 1)", cfg.Workers, MaxWorkers)
 	case cfg.Entries == 1:
 		return nil, errors.New("workers: Config.Entries 1: want at least 2 (each worker's doorbell takes an SQE; 0 for 256)")
+	case cfg.MaxTasks < 0 || cfg.MaxTasks > MaxTasks || cfg.MaxTasks > 0 && cfg.MaxTasks <= DepthReserve:
+		return nil, fmt.Errorf("workers: Config.MaxTasks %d: want %d to %d (0 for the most)", cfg.MaxTasks, DepthReserve+1, MaxTasks)
 	case cfg.InFlight < 0:
 		return nil, fmt.Errorf("workers: Config.InFlight %d: want 0 (the most) or more", cfg.InFlight)
 	}
@@ -99,6 +109,9 @@ func New(cfg Config) (*Pool, error) {
 	}
 	if cfg.IdleTrim == 0 {
 		cfg.IdleTrim = DefaultIdleTrim
+	}
+	if cfg.MaxTasks == 0 {
+		cfg.MaxTasks = MaxTasks
 	}
 	if cfg.Entries == 0 {
 		cfg.Entries = 256
@@ -262,6 +275,28 @@ func (q *queue) push(t Task) {
 	q.tasks = append(q.tasks, t)
 	q.n.Store(int32(len(q.tasks)))
 	q.mu.Unlock()
+}
+
+// takeDeep moves to dst, in order, at most max queued tasks that fit in
+// room free places (each one's depth leaves them the reserve: fits),
+// leaves the rest queued in order, and returns dst.
+func (q *queue) takeDeep(dst []Task, max, room int) []Task {
+	q.mu.Lock()
+	kept := q.tasks[:0]
+	for _, t := range q.tasks {
+		if max > 0 && fits(t, room) {
+			dst = append(dst, t)
+			max--
+			room--
+			continue
+		}
+		kept = append(kept, t)
+	}
+	clear(q.tasks[len(kept):])
+	q.tasks = kept
+	q.n.Store(int32(len(q.tasks)))
+	q.mu.Unlock()
+	return dst
 }
 
 // takeAll moves every queued task to dst (or, for a shared queue with

@@ -52,6 +52,28 @@ type Task interface {
 	Abort()
 }
 
+// A task that runs on behalf of another (a subgraph that a Go task of
+// a run waits for) says how deeply it nests, 1 to DepthReserve, with a
+// method Depth() int; one without is at depth 0. A task at depth d is
+// admitted only while more than DepthReserve-d places are free, so the
+// tasks that others wait for always find a place: however many runs
+// fill a worker, the deepest of them can run, then the next, and the
+// wait for a place never closes on itself.
+type nester interface{ Depth() int }
+
+// DepthReserve is the number of places kept for nested tasks: one per
+// depth a task may nest.
+const DepthReserve = 64
+
+// fits reports whether task t may take one of room free places.
+func fits(t Task, room int) bool {
+	d := 0
+	if n, ok := t.(nester); ok {
+		d = min(max(n.Depth(), 0), DepthReserve)
+	}
+	return room > DepthReserve-d
+}
+
 const (
 	tagShift     = 48
 	userDataMask = 1<<tagShift - 1
@@ -386,6 +408,11 @@ func (w *Worker) loop(errp *error, started func()) {
 			for _, tag := range w.active {
 				w.tasks[tag].Abort()
 			}
+			// What found no place never starts: the tasks it would wait
+			// for, or that wait for it, end now.
+			for _, t := range w.queue.takeAll(nil, 0) {
+				t.Finish(w, ErrClosed)
+			}
 		}
 		if !w.bellArmd {
 			if s := w.ring.GetSQE(); s != nil {
@@ -434,7 +461,7 @@ func (w *Worker) loop(errp *error, started func()) {
 			if w.readied && !poked && w.queue.n.Load() == 0 {
 				w.yield()
 			}
-			if w.state.Swap(stateSleeping)&statePoked != 0 || poked || (w.queue.n.Load() > 0 && len(w.tasks)-len(w.freeTags) < maxTasks) {
+			if w.state.Swap(stateSleeping)&statePoked != 0 || poked || (w.queue.n.Load() > 0 && len(w.tasks)-len(w.freeTags) < w.pool.cfg.MaxTasks-DepthReserve) {
 				want = 0
 			}
 			if want == 0 && w.inflight == 0 && w.ring.SQPending() == 0 {
@@ -581,14 +608,19 @@ func (w *Worker) admit(max int) {
 	if w.queue.n.Load() == 0 {
 		return
 	}
-	room := maxTasks - (len(w.tasks) - len(w.freeTags))
+	room := w.pool.cfg.MaxTasks - (len(w.tasks) - len(w.freeTags))
 	if room <= 0 {
 		return // the rest waits for a task to end (takeAll's 0 means all)
 	}
 	if max == 0 || max > room {
 		max = room
 	}
-	w.incoming = w.queue.takeAll(w.incoming[:0], max)
+	if room > DepthReserve {
+		// As many as fit whatever their depth, oldest first.
+		w.incoming = w.queue.takeAll(w.incoming[:0], min(max, room-DepthReserve))
+	} else {
+		w.incoming = w.queue.takeDeep(w.incoming[:0], max, room)
+	}
 	// A task starts on the clock as of now, not as of the last batch,
 	// which may be from before it was handed over (Run's start).
 	w.stale = true

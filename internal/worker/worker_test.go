@@ -1,16 +1,24 @@
 package worker
 
 import (
+	"errors"
+	"fmt"
 	"reflect"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/iodag/iodag/internal/uring"
 	"golang.org/x/sys/unix"
 )
 
-// startTask records the tag it starts under.
-type startTask struct{ tags *[]uint64 }
+// startTask records the tag it starts under, and nests depth deep.
+type startTask struct {
+	tags  *[]uint64
+	depth int
+	name  string
+}
 
 func (t startTask) Start(w *Worker) error {
 	*t.tags = append(*t.tags, w.cur>>tagShift)
@@ -21,17 +29,28 @@ func (startTask) Complete(*Worker, []uring.CQE) {}
 func (startTask) Wait(*Worker) int              { return 1 }
 func (startTask) Finish(*Worker, error)         {}
 func (startTask) Abort()                        {}
+func (t startTask) Depth() int                  { return t.depth }
+
+// newAdmitter returns a worker that admits up to max tasks, and nothing
+// else (no ring).
+func newAdmitter(max int) *Worker {
+	return &Worker{queue: &queue{}, pool: &Pool{cfg: Config{MaxTasks: max}}}
+}
 
 // TestAdmitFull hands a worker more tasks than it has tags for (the
 // doorbell's is the last): admit starts as many as there are tags and
 // leaves the rest queued until tasks end, in both dispatch modes, never
 // giving one the doorbell's tag or a tag that does not fit user_data.
+// Tasks at depth 0 leave the reserve free; the deepest fill it.
 func TestAdmitFull(t *testing.T) {
 	for _, take := range []int{0, 1} { // private queue: all; shared: one a turn
-		w := &Worker{queue: &queue{}}
+		w := newAdmitter(maxTasks)
 		var tags []uint64
-		for range maxTasks + 100 {
-			w.queue.push(startTask{&tags})
+		for range maxTasks + 100 - DepthReserve {
+			w.queue.push(startTask{tags: &tags})
+		}
+		for range DepthReserve {
+			w.queue.push(startTask{tags: &tags, depth: DepthReserve})
 		}
 		for len(w.active) < maxTasks {
 			w.admit(take)
@@ -40,6 +59,49 @@ func TestAdmitFull(t *testing.T) {
 		got := map[string]int{"active": len(w.active), "queued": int(w.queue.n.Load()), "started": len(tags), "last tag": int(tags[len(tags)-1])}
 		want := map[string]int{"active": maxTasks, "queued": 100, "started": maxTasks, "last tag": maxTasks - 1}
 		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("take %d (-want +got):\n%s", take, diff)
+		}
+	}
+}
+
+// TestAdmitDepth: once fewer than DepthReserve places are free, a task
+// at depth d takes one only while more than DepthReserve-d are, passing
+// shallower tasks queued before it, which keep their order.
+func TestAdmitDepth(t *testing.T) {
+	const max = 3 * DepthReserve
+	for _, take := range []int{0, 1} {
+		w := newAdmitter(max)
+		var tags []uint64
+		for range max {
+			w.queue.push(startTask{tags: &tags, name: "filler"})
+		}
+		for k := 0; k < 2*max; k++ { // stable long before
+			w.admit(take)
+		}
+		if got := len(w.active); got != max-DepthReserve {
+			t.Fatalf("take %d: %d tasks at depth 0 started, want %d", take, got, max-DepthReserve)
+		}
+		w.queue.takeAll(nil, 0) // the fillers not started
+		for _, d := range []int{1, 1, DepthReserve, 0, 2, DepthReserve} {
+			w.queue.push(startTask{tags: &tags, depth: d, name: fmt.Sprint("depth ", d)})
+		}
+		for k := 0; k < 20; k++ {
+			w.admit(take)
+		}
+		var started, queued []string
+		for _, tag := range w.active[max-DepthReserve:] {
+			started = append(started, w.tasks[tag].(startTask).name)
+		}
+		for _, q := range w.queue.tasks {
+			queued = append(queued, q.(startTask).name)
+		}
+		// 64 free: a depth-1 task takes one (64 > 63), the next does not
+		// (63); the deepest take two (63, 62 > 0); depth 2 needs 63.
+		want := map[string][]string{
+			"started": {"depth 1", "depth 64", "depth 64"},
+			"queued":  {"depth 1", "depth 0", "depth 2"},
+		}
+		if diff := cmp.Diff(want, map[string][]string{"started": started, "queued": queued}); diff != "" {
 			t.Errorf("take %d (-want +got):\n%s", take, diff)
 		}
 	}
@@ -147,6 +209,76 @@ func TestGoOnPlaces(t *testing.T) {
 		}
 		if got, want := <-task.finished, int(uint(place)%3); got != want {
 			t.Errorf("GoOn(%d) ran on worker %d, want %d", place, got, want)
+		}
+	}
+}
+
+// waiter is a task that, once aborted, ends only when the queued tasks
+// it stands for (a Go task's subgraphs) have.
+type waiter struct {
+	started chan struct{}
+	aborted *bool
+	ended   *atomic.Int32 // queued tasks finished
+	want    int32
+}
+
+func (t waiter) Start(*Worker) error { close(t.started); return nil }
+func (t waiter) Prep(*Worker) (int, bool) {
+	return 1, *t.aborted && t.ended.Load() == t.want
+}
+func (waiter) Complete(*Worker, []uring.CQE) {}
+func (waiter) Wait(*Worker) int              { return 1 }
+func (waiter) Finish(*Worker, error)         {}
+func (t waiter) Abort()                      { *t.aborted = true }
+
+// queuedTask records how it ended.
+type queuedTask struct {
+	ended *atomic.Int32
+	errs  chan error
+}
+
+func (queuedTask) Start(*Worker) error           { return nil }
+func (queuedTask) Prep(*Worker) (int, bool)      { return 0, true }
+func (queuedTask) Complete(*Worker, []uring.CQE) {}
+func (queuedTask) Wait(*Worker) int              { return 1 }
+func (t queuedTask) Finish(_ *Worker, err error) { t.ended.Add(1); t.errs <- err }
+func (queuedTask) Abort()                        {}
+
+// TestCloseQueued: Close ends the tasks that wait in a full worker's
+// queue without starting them (ErrClosed), so the tasks that wait for
+// them end too and Close returns.
+func TestCloseQueued(t *testing.T) {
+	p, err := New(Config{Workers: 1, MaxTasks: DepthReserve + 1}) // one place at depth 0
+	if err != nil {
+		t.Fatal(err)
+	}
+	const queued = 3
+	var aborted bool
+	var ended atomic.Int32
+	w := waiter{started: make(chan struct{}), aborted: &aborted, ended: &ended, want: queued}
+	if err := p.GoOn(0, w); err != nil {
+		t.Fatal(err)
+	}
+	<-w.started
+	errs := make(chan error, queued)
+	for range queued {
+		if err := p.GoOn(0, queuedTask{&ended, errs}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- p.Close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Close still waits after 20 s")
+	}
+	for range queued {
+		if err := <-errs; !errors.Is(err, ErrClosed) {
+			t.Errorf("a queued task ended with %v, want ErrClosed", err)
 		}
 	}
 }
