@@ -38,8 +38,9 @@ const (
 	causeContext int32 = -2
 )
 
-// cancelBit marks the user_data of an ASYNC_CANCEL SQE.
-const cancelBit = 1 << 47
+// cancelBit marks the user_data of an ASYNC_CANCEL SQE: the top of the
+// task's bits (worker.UserDataBits), above any node index.
+const cancelBit = 1 << (worker.UserDataBits - 1)
 
 // plainBit marks the user_data of a plain node's SQE (planNode.plain),
 // so that Complete tells its common case from the CQE alone, without
@@ -47,7 +48,7 @@ const cancelBit = 1 << 47
 // its load held 18% of Complete's samples; with the bit, four alternated
 // perf runs, Complete's samples per kernel sample median 0.167 -> 0.149,
 // the stall now at the store of the node's state).
-const plainBit = 1 << 46
+const plainBit = 1 << (worker.UserDataBits - 2)
 
 // userData returns the user_data of the SQE of node i, whose planNode
 // is h: its index, and plainBit if it is plain.

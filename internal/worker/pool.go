@@ -267,35 +267,46 @@ func (p *Pool) Stats() []Stats {
 type queue struct {
 	mu    sync.Mutex
 	tasks []Task
-	n     atomic.Int32
+	// deepest is at least the greatest depth queued (depthOf): while it
+	// leaves no queued task a place, takeDeep looks at none of them.
+	deepest int
+	n       atomic.Int32
 }
 
 func (q *queue) push(t Task) {
+	d := depthOf(t)
 	q.mu.Lock()
 	q.tasks = append(q.tasks, t)
+	q.deepest = max(q.deepest, d)
 	q.n.Store(int32(len(q.tasks)))
 	q.mu.Unlock()
 }
 
-// takeDeep moves to dst, in order, at most max queued tasks that fit in
-// room free places (each one's depth leaves them the reserve: fits),
-// leaves the rest queued in order, and returns dst.
-func (q *queue) takeDeep(dst []Task, max, room int) []Task {
+// takeDeep moves to dst, in order, at most most queued tasks that fit in
+// room free places (a task at depth d takes one only while more than
+// DepthReserve-d are free), leaves the rest queued in order, and returns
+// dst. A worker that stays full (room at most DepthReserve) calls it
+// every turn: it scans the queue only if its deepest task fits.
+func (q *queue) takeDeep(dst []Task, most, room int) []Task {
 	q.mu.Lock()
-	kept := q.tasks[:0]
+	defer q.mu.Unlock()
+	if q.deepest <= DepthReserve-room {
+		return dst
+	}
+	kept, deepest := q.tasks[:0], 0
 	for _, t := range q.tasks {
-		if max > 0 && fits(t, room) {
+		if d := depthOf(t); most > 0 && d > DepthReserve-room {
 			dst = append(dst, t)
-			max--
+			most--
 			room--
-			continue
+		} else {
+			kept = append(kept, t)
+			deepest = max(deepest, d)
 		}
-		kept = append(kept, t)
 	}
 	clear(q.tasks[len(kept):])
-	q.tasks = kept
+	q.tasks, q.deepest = kept, deepest
 	q.n.Store(int32(len(q.tasks)))
-	q.mu.Unlock()
 	return dst
 }
 
@@ -313,6 +324,9 @@ func (q *queue) takeAll(dst []Task, max int) []Task {
 	dst = append(dst, q.tasks[:n]...)
 	clear(q.tasks[:n])
 	q.tasks = append(q.tasks[:0], q.tasks[n:]...)
+	if len(q.tasks) == 0 {
+		q.deepest = 0
+	}
 	q.n.Store(int32(len(q.tasks)))
 	q.mu.Unlock()
 	return dst

@@ -17,8 +17,9 @@ import (
 // a state machine whose methods the worker calls, always on the worker's
 // own thread, so a task needs no locks for state only it touches.
 //
-// User data: a task stores only the low 48 bits of an SQE's user_data;
-// Worker.SQE sets the rest to route the CQE back to the task.
+// User data: a task stores only the low UserDataBits (40) bits of an
+// SQE's user_data; Worker.SQE sets the rest, the task's 24-bit tag, to
+// route the CQE back to the task.
 type Task interface {
 	// Start runs once before any other call; an error ends the task
 	// (Finish is still called, with that error).
@@ -33,7 +34,7 @@ type Task interface {
 	// diamond 3-7% lower).
 	Prep(w *Worker) (want int, done bool)
 	// Complete handles a run of this task's CQEs, in the order the ring
-	// gave them; the low 48 bits of each UserData are what the task set
+	// gave them; the low UserDataBits of each UserData are what the task set
 	// (the worker's routing tag is above them). The slice is the ring's
 	// CQ, read in place: it is valid only during the call, and is not to
 	// be written.
@@ -65,19 +66,26 @@ type nester interface{ Depth() int }
 // depth a task may nest.
 const DepthReserve = 64
 
-// fits reports whether task t may take one of room free places.
-func fits(t Task, room int) bool {
-	d := 0
+// depthOf returns how deeply task t nests, 0 to DepthReserve.
+func depthOf(t Task) int {
 	if n, ok := t.(nester); ok {
-		d = min(max(n.Depth(), 0), DepthReserve)
+		return min(max(n.Depth(), 0), DepthReserve)
 	}
-	return room > DepthReserve-d
+	return 0
 }
 
+// UserDataBits is how many low bits of an SQE's user_data are the
+// task's (Task).
+const UserDataBits = tagShift
+
 const (
-	tagShift     = 48
+	// A tag of 24 bits lets a worker run 16.7 million tasks at once,
+	// more than a program can keep alive (each subgraph a Go task waits
+	// for is one, with the goroutine's stack): the places kept for
+	// nested tasks matter only under Config.MaxTasks.
+	tagShift     = 40
 	userDataMask = 1<<tagShift - 1
-	doorbellTag  = 1<<16 - 1
+	doorbellTag  = 1<<(64-tagShift) - 1
 	maxTasks     = doorbellTag
 	// maxWait bounds a wait for more than one completion.
 	maxWait = 10 * time.Millisecond
@@ -201,7 +209,7 @@ func (w *Worker) Room() int {
 	return room
 }
 
-// SQE returns a free SQE with user_data set to ud (48 bits) plus the
+// SQE returns a free SQE with user_data set to ud (UserDataBits) plus the
 // task's routing tag, or nil when Room is 0. Each SQE must produce exactly
 // one CQE (do not set CQE_SKIP_SUCCESS).
 func (w *Worker) SQE(ud uint64) *uring.SQE {
@@ -233,7 +241,7 @@ func (w *Worker) NextSQE(ud uint64) *uring.SQE {
 func (w *Worker) Linked() { w.linked = true }
 
 // UserData returns the full user_data the kernel sees for the task's
-// 48-bit ud, the key an ASYNC_CANCEL of that request needs.
+// ud (UserDataBits), the key an ASYNC_CANCEL of that request needs.
 func (w *Worker) UserData(ud uint64) uint64 { return ud&userDataMask | w.cur }
 
 // Now returns the time of the current batch, in nanoseconds since the

@@ -37,32 +37,39 @@ func newAdmitter(max int) *Worker {
 	return &Worker{queue: &queue{}, pool: &Pool{cfg: Config{MaxTasks: max}}}
 }
 
-// TestAdmitFull hands a worker more tasks than it has tags for (the
-// doorbell's is the last): admit starts as many as there are tags and
-// leaves the rest queued until tasks end, in both dispatch modes, never
-// giving one the doorbell's tag or a tag that does not fit user_data.
-// Tasks at depth 0 leave the reserve free; the deepest fill it.
+// TestAdmitFull hands a worker more tasks than it may run
+// (Config.MaxTasks): admit starts as many as that and leaves the rest
+// queued until tasks end, in both dispatch modes, each under the next
+// tag. Tasks at depth 0 leave the reserve free; the deepest fill it.
 func TestAdmitFull(t *testing.T) {
+	const most = 1000
 	for _, take := range []int{0, 1} { // private queue: all; shared: one a turn
-		w := newAdmitter(maxTasks)
+		w := newAdmitter(most)
 		var tags []uint64
-		for range maxTasks + 100 - DepthReserve {
+		for range most + 100 - DepthReserve {
 			w.queue.push(startTask{tags: &tags})
 		}
 		for range DepthReserve {
 			w.queue.push(startTask{tags: &tags, depth: DepthReserve})
 		}
-		for len(w.active) < maxTasks {
+		for len(w.active) < most {
 			w.admit(take)
 		}
 		w.admit(take) // full: takes nothing
 		got := map[string]int{"active": len(w.active), "queued": int(w.queue.n.Load()), "started": len(tags), "last tag": int(tags[len(tags)-1])}
-		want := map[string]int{"active": maxTasks, "queued": 100, "started": maxTasks, "last tag": maxTasks - 1}
+		want := map[string]int{"active": most, "queued": 100, "started": most, "last tag": most - 1}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("take %d (-want +got):\n%s", take, diff)
 		}
 	}
 }
+
+// The last tag a task may get is not the doorbell's, and every tag fits
+// above the task's bits (a compile-time check: a constant that
+// overflows uint64 does not compile).
+const _ uint64 = (maxTasks - 1) << tagShift
+
+var _ = [1]struct{}{}[doorbellTag-maxTasks] // maxTasks == doorbellTag: every tag below the doorbell's
 
 // TestAdmitDepth: once fewer than DepthReserve places are free, a task
 // at depth d takes one only while more than DepthReserve-d are, passing
