@@ -31,7 +31,7 @@ type Builder struct {
 	nodes    []Node
 	edges    []pendingEdge
 	bindings []binding
-	errs     []error
+	probs    problemList      // found while declaring (a foreign Task); Build adds its own
 	badOps   map[int32]string // spec op names that are not ops, by node
 	src      []byte           // the parsed spec, to give errors a position
 	// gen counts the Builds: a Task of an earlier one names a node that
@@ -258,7 +258,7 @@ func (t Task) Index() int32 { return t.i }
 func (t Task) edge(kind EdgeKind, preds []Task) Task {
 	for _, p := range preds {
 		if p.b != t.b || p.gen != t.b.gen {
-			t.b.errs = append(t.b.errs, &NodeError{Node: t.ID(), Field: kind.String(), Err: ErrForeignTask, idx: t.i})
+			t.b.probs.add(&NodeError{Node: t.ID(), Field: kind.String(), Err: ErrForeignTask, idx: t.i})
 			continue
 		}
 		t.b.edges = append(t.b.edges, pendingEdge{node: t.i, pred: p.i, kind: kind})
@@ -304,7 +304,7 @@ func (t Task) OnFailureID(ids ...string) Task { return t.edgeID(OnFailure, ids) 
 // file to hold (capped by t's length if not 0). s must be an ancestor of t.
 func (t Task) LenFrom(s Task) Task {
 	if s.b != t.b || s.gen != t.b.gen {
-		t.b.errs = append(t.b.errs, &NodeError{Node: t.ID(), Field: "len_from", Err: ErrForeignTask, idx: t.i})
+		t.b.probs.add(&NodeError{Node: t.ID(), Field: "len_from", Err: ErrForeignTask, idx: t.i})
 		return t
 	}
 	t.b.bindings = append(t.b.bindings, binding{node: t.i, from: s.i})
@@ -339,7 +339,7 @@ func (t Task) LenAt(src Task, at int64, size int) Task {
 
 func (t Task) source(kind bindKind, src Task, at int64, size int) Task {
 	if src.b != t.b || src.gen != t.b.gen {
-		t.b.errs = append(t.b.errs, &NodeError{Node: t.ID(), Field: kind.field(), Err: ErrForeignTask, idx: t.i})
+		t.b.probs.add(&NodeError{Node: t.ID(), Field: kind.field(), Err: ErrForeignTask, idx: t.i})
 		return t
 	}
 	t.b.bindings = append(t.b.bindings, binding{node: t.i, from: src.i, kind: kind, at: at, size: size})

@@ -1,7 +1,10 @@
 package dag
 
 import (
+	"errors"
+	"fmt"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -23,5 +26,66 @@ func TestHostileSpecs(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			checkErrGolden(t, f)
 		})
+	}
+}
+
+// TestHugeSpecs: a spec of more nodes than a graph may have is refused
+// before its nodes are decoded (each is a few hundred bytes: 3 bytes of
+// "{}," asked the fast decoder for 30 GB), whichever decoder would take
+// it and however its key is spelled; a spec of millions of problems
+// lists MaxProblems of them and counts the rest.
+func TestHugeSpecs(t *testing.T) {
+	many := func(prefix, elem, suffix string, n int) []byte {
+		var b strings.Builder
+		b.Grow(len(prefix) + n*(len(elem)+1) + len(suffix))
+		b.WriteString(prefix)
+		for k := range n {
+			if k > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(elem)
+		}
+		b.WriteString(suffix)
+		return []byte(b.String())
+	}
+	over := DefaultMaxNodes + 1
+	for _, tc := range []struct {
+		name string
+		data []byte
+	}{
+		{"plain", many(`{"name":"x","nodes":[`, `{}`, `]}`, over)},
+		{"an escape in the name (encoding/json)", many(`{"name":"\u0078","nodes":[`, `{}`, `]}`, over)},
+		{"the key in capitals", many(`{"name":"x","NODES":[`, `{}`, `]}`, over)},
+		{"the key escaped", many(`{"name":"x","nod\u0065s":[`, `{}`, `]}`, over)},
+		{"numbers, not nodes", many(`{"name":"x","nodes":[`, `1`, `]}`, over)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			_, err := ParseSpec(tc.data)
+			runtime.ReadMemStats(&after)
+			if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), fmt.Sprint(over, " nodes")) {
+				t.Errorf("ParseSpec = %.200v, want ErrTooLarge naming %d nodes", err, over)
+			}
+			if got := after.TotalAlloc - before.TotalAlloc; got > 64<<20 {
+				t.Errorf("ParseSpec allocated %d MB to refuse it", got>>20)
+			}
+		})
+	}
+	// 3,000 duplicate edges, each a problem.
+	spec := many(`{"name":"x","nodes":[{"id":"z","op":"nop"},{"id":"a","op":"nop","after":[`, `"z"`, `]}]}`, 3001)
+	s, err := ParseSpec(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Build()
+	var joined interface{ Unwrap() []error }
+	if !errors.As(err, &joined) {
+		t.Fatalf("Build = %v, want the problems joined", err)
+	}
+	errs := joined.Unwrap()
+	if len(errs) != MaxProblems+1 || !errors.Is(errs[0], ErrDuplicateEdge) || errs[MaxProblems].Error() != "dag: 2000 more problems not listed" {
+		t.Errorf("Build listed %d problems, first %v, last %v; want %d duplicate edges and the count of 2,000 more",
+			len(errs), errs[0], errs[len(errs)-1], MaxProblems)
 	}
 }

@@ -250,6 +250,11 @@ func ParseSpec(data []byte) (*Spec, error) {
 		s.src = data
 		return s, nil
 	}
+	// Each node decodes to a few hundred bytes: a spec of more nodes than
+	// a graph may have (3 bytes each, "{},") would ask for tens of GB.
+	if n := countNodes(data); n > DefaultMaxNodes {
+		return nil, fmt.Errorf("%w: the spec has %d nodes, limit %d", ErrTooLarge, n, DefaultMaxNodes)
+	}
 	if s, err := decodeSpecJSON(data); err == nil {
 		s.src = data
 		return s, nil
@@ -266,7 +271,7 @@ func decodeSpecPositioned(data []byte) (*Spec, error) {
 		return nil, err
 	}
 	if len(p.errs) > 0 {
-		return nil, errors.Join(p.errs...)
+		return nil, p.joined()
 	}
 	return s, nil
 }
@@ -294,7 +299,7 @@ type specParser struct {
 	dec   *json.Decoder
 	lines lineIndex
 	known map[string]bool // specKeys
-	errs  []error
+	problemList
 }
 
 // next returns the offset of the next value or key, skipping separators.
@@ -368,7 +373,7 @@ func (p *specParser) parse(s *Spec) error {
 			if err := p.array(func(i int32, off int64, raw []byte) {
 				var f FileSpec
 				if ne := p.element(raw, off, &f); ne != nil {
-					p.errs = append(p.errs, &FileError{File: f.Name, Field: ne.Field, Err: ne.Err, Line: ne.Line, Col: ne.Col, idx: i})
+					p.add(&FileError{File: f.Name, Field: ne.Field, Err: ne.Err, Line: ne.Line, Col: ne.Col, idx: i})
 				}
 				s.Files = append(s.Files, f)
 			}); err != nil {
@@ -379,14 +384,14 @@ func (p *specParser) parse(s *Spec) error {
 				var n NodeSpec
 				if ne := p.element(raw, off, &n); ne != nil {
 					ne.Node, ne.idx = n.ID, i
-					p.errs = append(p.errs, ne)
+					p.add(ne)
 				}
 				s.Nodes = append(s.Nodes, n)
 			}); err != nil {
 				return err
 			}
 		default:
-			p.errs = append(p.errs, p.fail(keyOff, -1, "", key,
+			p.add(p.fail(keyOff, -1, "", key,
 				wrap(ErrUnknownField, "unknown field%s", didYouMean(key, jsonKeys(reflect.TypeFor[Spec]())))))
 			var skip json.RawMessage
 			if err := p.dec.Decode(&skip); err != nil {
@@ -511,9 +516,9 @@ func (s *Spec) Build(opts ...BuilderOption) (*Graph, error) {
 		}
 		if len(ns.Flags) > 0 {
 			if op != OpOpen {
-				b.errs = append(b.errs, &NodeError{Node: ns.ID, Field: "flags", Err: wrap(ErrUnexpectedField, "not used by op %q", ns.Op), idx: int32(i)})
+				b.probs.add(&NodeError{Node: ns.ID, Field: "flags", Err: wrap(ErrUnexpectedField, "not used by op %q", ns.Op), idx: int32(i)})
 			} else if flags, err := ParseOpenFlags(ns.Flags); err != nil {
-				b.errs = append(b.errs, &NodeError{Node: ns.ID, Field: "flags", Err: err, idx: int32(i)})
+				b.probs.add(&NodeError{Node: ns.ID, Field: "flags", Err: err, idx: int32(i)})
 			} else {
 				nd.OpenFlags = flags
 			}
@@ -532,7 +537,7 @@ func (s *Spec) Build(opts ...BuilderOption) (*Graph, error) {
 		case ns.OffsetFrom.Data:
 			t.sourceID(offsetAt, ns.OffsetFrom)
 		case ns.OffsetFrom.Node != "":
-			b.errs = append(b.errs, &NodeError{Node: ns.ID, Field: "offset_from", idx: int32(i),
+			b.probs.add(&NodeError{Node: ns.ID, Field: "offset_from", idx: int32(i),
 				Err: wrap(ErrBadValue, `takes an object {"node": ID, "at": BYTE, "size": 4 or 8}, not an id`)})
 		}
 	}

@@ -1,6 +1,10 @@
 package dag
 
-import "math"
+import (
+	"encoding/json"
+	"math"
+	"strings"
+)
 
 // fastDecoder decodes the plain form of a spec several times faster than
 // encoding/json: ASCII strings without escapes, integers without fraction or
@@ -32,7 +36,11 @@ func decodeSpecFast(data []byte) (*Spec, bool) {
 				s.Files = []FileSpec{}
 			}
 		case "nodes":
-			s.Nodes = make([]NodeSpec, 0, d.countElements())
+			n := d.countElements()
+			if n > DefaultMaxNodes {
+				return false // ParseSpec says why
+			}
+			s.Nodes = make([]NodeSpec, 0, n)
 			ok = d.once(&seen, 2) && d.array(func() bool {
 				s.Nodes = append(s.Nodes, NodeSpec{})
 				return d.node(&s.Nodes[len(s.Nodes)-1])
@@ -259,6 +267,66 @@ func (d *fastDecoder) countElements() int {
 		}
 	}
 	return n
+}
+
+// countNodes returns how many elements the spec's "nodes" arrays hold
+// (every key the JSON decoders take for it: encoding/json matches keys
+// without regard to case, and after unescaping them), counting values
+// between commas, or 0 if data has none.
+func countNodes(data []byte) int {
+	total, depth, key := 0, 0, false // key: the last string at depth 1 named the nodes
+	for j := 0; j < len(data); j++ {
+		switch c := data[j]; c {
+		case '"':
+			end := stringEnd(data, j)
+			if depth == 1 {
+				var k string
+				key = json.Unmarshal(data[j:end], &k) == nil && strings.EqualFold(k, "nodes")
+			}
+			j = end - 1
+		case '[', '{':
+			if depth == 1 && c == '[' && key {
+				n, end := countValues(data, j)
+				total += n
+				j = end - 1
+				continue
+			}
+			depth++
+		case ']', '}':
+			depth--
+		}
+	}
+	return total
+}
+
+// countValues returns how many values the array at data[at] holds, and
+// the offset past it (or len(data)).
+func countValues(data []byte, at int) (int, int) {
+	n, depth, empty := 0, 0, true
+	for j := at; j < len(data); j++ {
+		switch c := data[j]; {
+		case c == '"':
+			j = stringEnd(data, j) - 1
+			empty = false
+		case c == '[' || c == '{':
+			if depth == 1 {
+				empty = false
+			}
+			depth++
+		case c == ']' || c == '}':
+			if depth--; depth == 0 {
+				if !empty {
+					n++
+				}
+				return n, j + 1
+			}
+		case c == ',' && depth == 1:
+			n++
+		case c != ' ' && c != '\t' && c != '\r' && c != '\n' && depth == 1:
+			empty = false
+		}
+	}
+	return n + 1, len(data)
 }
 
 // plain returns the bytes of a string with no escapes and only printable

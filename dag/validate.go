@@ -15,11 +15,11 @@ import (
 
 // Build validates the declared graph and stages it. On success it returns an
 // immutable Graph; otherwise an error joining (errors.Join) one *NodeError or
-// *FileError per problem found, in declaration order, or ErrEmptyGraph or
-// ErrTooLarge alone. Build hands the declared nodes to the Graph: the Builder
+// *FileError per problem found, in declaration order (at most MaxProblems,
+// then one error counting the rest), or ErrEmptyGraph or ErrTooLarge alone. Build hands the declared nodes to the Graph: the Builder
 // is empty afterwards, whatever the result.
 func (b *Builder) Build() (*Graph, error) {
-	v := &validator{b: b, errs: b.errs}
+	v := &validator{b: b, problemList: b.probs}
 	g := v.build()
 	err := v.err()
 	*b = Builder{name: b.name, maxNodes: b.maxNodes, gen: b.gen + 1}
@@ -29,17 +29,44 @@ func (b *Builder) Build() (*Graph, error) {
 	return g, nil
 }
 
+// MaxProblems is how many problems Build and ParseSpec list at most: a
+// spec of millions of bad nodes is not millions of errors (each held
+// in memory, then printed). One more error counts those left out.
+const MaxProblems = 1000
+
+// problemList collects errors up to MaxProblems, and counts the rest.
+type problemList struct {
+	errs    []error
+	dropped int
+}
+
+func (p *problemList) add(err error) {
+	if len(p.errs) >= MaxProblems {
+		p.dropped++
+		return
+	}
+	p.errs = append(p.errs, err)
+}
+
+// joined joins what was collected, and a count of what was not.
+func (p *problemList) joined() error {
+	if p.dropped > 0 {
+		return errors.Join(append(p.errs, fmt.Errorf("dag: %d more problems not listed", p.dropped))...)
+	}
+	return errors.Join(p.errs...)
+}
+
 type validator struct {
-	b     *Builder
-	g     *Graph
-	errs  []error
+	b *Builder
+	g *Graph
+	problemList
 	files map[string]int
 	bound map[int32]bool   // nodes with a len_from, valid or not
 	opens map[string]int32 // handle name -> first open producing it
 }
 
 func (v *validator) nodeErr(i int32, field string, err error) {
-	v.errs = append(v.errs, &NodeError{Node: v.b.nodes[i].ID, Field: field, Err: err, idx: i})
+	v.add(&NodeError{Node: v.b.nodes[i].ID, Field: field, Err: err, idx: i})
 }
 
 func (v *validator) build() *Graph {
@@ -47,15 +74,15 @@ func (v *validator) build() *Graph {
 	n := len(b.nodes)
 	v.checkFiles()
 	if n == 0 {
-		v.errs = append(v.errs, ErrEmptyGraph)
+		v.add(ErrEmptyGraph)
 		return nil
 	}
 	if n > b.maxNodes {
-		v.errs = append(v.errs, fmt.Errorf("%w: %d nodes, limit %d", ErrTooLarge, n, b.maxNodes))
+		v.add(fmt.Errorf("%w: %d nodes, limit %d", ErrTooLarge, n, b.maxNodes))
 		return nil
 	}
 	if len(b.edges) > math.MaxInt32 {
-		v.errs = append(v.errs, fmt.Errorf("%w: %d edges, limit %d", ErrTooLarge, len(b.edges), math.MaxInt32))
+		v.add(fmt.Errorf("%w: %d edges, limit %d", ErrTooLarge, len(b.edges), math.MaxInt32))
 		return nil
 	}
 	g := &Graph{name: b.name, from: b, gen: b.gen, nodes: b.nodes, files: b.files, index: newIDIndex(b.nodes)}
@@ -143,14 +170,14 @@ func (v *validator) err() error {
 			}
 		}
 	}
-	return errors.Join(v.errs...)
+	return v.joined()
 }
 
 func (v *validator) checkFiles() {
 	v.files = make(map[string]int, len(v.b.files))
 	for i, f := range v.b.files {
 		fail := func(field string, err error) {
-			v.errs = append(v.errs, &FileError{File: f.Name, Field: field, Err: err, idx: int32(i)})
+			v.add(&FileError{File: f.Name, Field: field, Err: err, idx: int32(i)})
 		}
 		if err := checkPath(f.Name); err != nil {
 			fail("name", err)
