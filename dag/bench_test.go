@@ -203,3 +203,42 @@ func BenchmarkSpecDecoders(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkBuildHandles builds K opens above one chain of K NOPs, each
+// open's handle closed below the chain (and, in maildir, 50,000
+// open -> statx -> read -> close files): what checking that every close
+// descends from its open costs. A search per open was quadratic in K.
+func BenchmarkBuildHandles(b *testing.B) {
+	for _, k := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("shared-chain/%dk", k/1000), func(b *testing.B) {
+			for range b.N {
+				bl := NewBuilder("handles")
+				opens := make([]Task, k)
+				for i := range opens {
+					opens[i] = bl.Open("o"+strconv.Itoa(i), "f", 0, "h"+strconv.Itoa(i))
+				}
+				prev := bl.Nop("hub").After(opens...)
+				for i := range k {
+					prev = bl.Nop("x" + strconv.Itoa(i)).After(prev)
+				}
+				for i := range k {
+					bl.Close("c"+strconv.Itoa(i), Handle("h"+strconv.Itoa(i))).After(prev)
+				}
+				if _, err := bl.Build(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	b.Run("maildir/50k", func(b *testing.B) {
+		s, err := Generate("maildir", []int{50000}, GenOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for range b.N {
+			if _, err := s.Build(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

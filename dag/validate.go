@@ -41,12 +41,15 @@ type problemList struct {
 }
 
 func (p *problemList) add(err error) {
-	if len(p.errs) >= MaxProblems {
+	if p.full() {
 		p.dropped++
 		return
 	}
 	p.errs = append(p.errs, err)
 }
+
+// full reports whether another problem would only be counted.
+func (p *problemList) full() bool { return len(p.errs) >= MaxProblems }
 
 // joined joins what was collected, and a count of what was not.
 func (p *problemList) joined() error {
@@ -695,44 +698,138 @@ func (v *validator) reportCycles(indeg []int32) {
 	}
 }
 
-// reach is a reusable search over part of a staged graph.
+// reach answers which nodes descend from which sources, 64 groups of
+// sources at a time: it finds what they reach (up to the last node asked
+// about), then, in Order, ORs each node's bits into its successors'. A
+// search per source was quadratic: 10,000 opens above one chain of
+// 10,000 nodes, each closed below it, took 1.9 s to validate (50,000:
+// 41 s).
 type reach struct {
 	g     *Graph
-	pos   []int32 // position in Order
-	stamp []int32
+	pos   []int32  // position in Order
+	seed  []uint64 // the bits of the groups each node is a source of
+	got   []uint64 // the bits of the groups whose sources each node descends from, over at least one edge
+	stamp []int32  // the sweep that found each node
 	gen   int32
-	queue []int32
+	found []int32
 }
 
 func newReach(g *Graph) *reach {
-	r := &reach{g: g, pos: make([]int32, len(g.nodes)), stamp: make([]int32, len(g.nodes))}
+	n := len(g.nodes)
+	r := &reach{g: g, pos: make([]int32, n), seed: make([]uint64, n), got: make([]uint64, n), stamp: make([]int32, n)}
 	for p, i := range g.order {
 		r.pos[i] = int32(p)
 	}
 	return r
 }
 
-// forward marks the descendants of from whose Order position is at most
-// limit (no later node can reach an earlier one), over every edge or, if
-// afterOnly, over after-edges only; seen reports the marks.
-func (r *reach) forward(from int32, limit int32, afterOnly bool) {
-	r.gen++
-	r.stamp[from] = r.gen
-	r.queue = append(r.queue[:0], from)
-	for h := 0; h < len(r.queue); h++ {
-		for _, e := range r.g.Succs(r.queue[h]) {
-			if afterOnly && e.Kind != After {
-				continue
+// query asks whether node descends from a source of group.
+type query struct{ node, group int32 }
+
+// groups are sets of sources, as offsets into one slice: group g is
+// src[off[g]:off[g+1]].
+type groups struct{ off, src []int32 }
+
+// singletons returns the groups of one node each.
+func singletons(nodes []int32) groups {
+	off := make([]int32, len(nodes)+1)
+	for g := range off {
+		off[g] = int32(g)
+	}
+	return groups{off, nodes}
+}
+
+func (gs groups) of(g int32) []int32 { return gs.src[gs.off[g]:gs.off[g+1]] }
+
+// reached answers each query (in order): whether its node descends over
+// at least one edge (every edge, or after-edges only) from a source of
+// its group, which a node may belong to. No node descends from itself: a
+// source of a group its query asks about is reached only from another
+// source.
+func (r *reach) reached(gs groups, qs []query, afterOnly bool) []bool {
+	ng := int32(len(gs.off) - 1)
+	ok := make([]bool, len(qs))
+	// The queries by group (a counting sort), and the groups in the
+	// Order of their first source, 64 to a sweep.
+	qoff := make([]int32, ng+1)
+	for _, q := range qs {
+		qoff[q.group+1]++
+	}
+	for g := range ng {
+		qoff[g+1] += qoff[g]
+	}
+	byGroup := make([]int32, len(qs))
+	next := slices.Clone(qoff[:ng])
+	for k, q := range qs {
+		byGroup[next[q.group]] = int32(k)
+		next[q.group]++
+	}
+	first := next // reused: the Order position of each group's first source
+	sorted := make([]int32, ng)
+	for g := range ng {
+		first[g] = math.MaxInt32
+		for _, x := range gs.of(g) {
+			first[g] = min(first[g], r.pos[x])
+		}
+		sorted[g] = g
+	}
+	slices.SortFunc(sorted, func(a, b int32) int { return cmp.Compare(first[a], first[b]) })
+	for len(sorted) > 0 {
+		chunk := sorted[:min(64, len(sorted))]
+		sorted = sorted[len(chunk):]
+		hi := int32(-1)
+		r.gen++
+		r.found = r.found[:0]
+		for b, g := range chunk {
+			for _, x := range gs.of(g) {
+				r.seed[x] |= 1 << b
+				r.find(x)
 			}
-			if r.stamp[e.Node] != r.gen && r.pos[e.Node] <= limit {
-				r.stamp[e.Node] = r.gen
-				r.queue = append(r.queue, e.Node)
+			for _, k := range byGroup[qoff[g]:qoff[g+1]] {
+				hi = max(hi, r.pos[qs[k].node])
+			}
+		}
+		r.sweep(hi, afterOnly)
+		for b, g := range chunk {
+			for _, k := range byGroup[qoff[g]:qoff[g+1]] {
+				ok[k] = r.got[qs[k].node]&(1<<b) != 0
+			}
+		}
+		for _, x := range r.found {
+			r.seed[x], r.got[x] = 0, 0
+		}
+	}
+	return ok
+}
+
+// find adds x to the nodes the sweep in progress goes through.
+func (r *reach) find(x int32) {
+	if r.stamp[x] != r.gen {
+		r.stamp[x] = r.gen
+		r.found = append(r.found, x)
+	}
+}
+
+// sweep finds what the sources reach up to Order position hi, then
+// carries their bits forward in Order.
+func (r *reach) sweep(hi int32, afterOnly bool) {
+	for h := 0; h < len(r.found); h++ {
+		for _, e := range r.g.Succs(r.found[h]) {
+			if (!afterOnly || e.Kind == After) && r.pos[e.Node] <= hi {
+				r.find(e.Node)
+			}
+		}
+	}
+	slices.SortFunc(r.found, func(a, b int32) int { return cmp.Compare(r.pos[a], r.pos[b]) })
+	for _, x := range r.found {
+		out := r.got[x] | r.seed[x]
+		for _, e := range r.g.Succs(x) {
+			if (!afterOnly || e.Kind == After) && r.pos[e.Node] <= hi {
+				r.got[e.Node] |= out
 			}
 		}
 	}
 }
-
-func (r *reach) seen(i int32) bool { return r.stamp[i] == r.gen }
 
 // checkHandles checks that every node using a handle descends from the open
 // producing it and from none of its closes (other than itself).
@@ -742,64 +839,78 @@ func (v *validator) checkHandles() {
 	}
 	g := v.g
 	n := len(g.nodes)
-	// Users grouped by their open, in index order: a counting sort.
-	type use struct{ user, open int32 }
-	var uses []use
-	for i := range g.nodes {
-		if h := g.nodes[i].Handle; h != "" {
-			if o, ok := v.opens[h]; ok { // else reported by checkNode
-				uses = append(uses, use{int32(i), o})
-			}
-		}
-	}
-	if len(uses) == 0 {
-		return
-	}
-	off := make([]int32, n+1)
-	for _, u := range uses {
-		off[u.open+1]++
-	}
-	for i := 0; i < n; i++ {
-		off[i+1] += off[i]
-	}
-	users := make([]int32, len(uses))
-	next := make([]int32, n)
-	copy(next, off[:n])
-	for _, u := range uses {
-		users[next[u.open]] = u.user
-		next[u.open]++
-	}
-	reported := make([]bool, n)
-	r := newReach(g)
-	for open := int32(0); int(open) < n; open++ {
-		us := users[off[open]:off[open+1]]
-		if len(us) == 0 {
+	// Each handle's users in node order, and its group: its open (one
+	// node), and its closes.
+	group := make([]int32, n) // of an open, 1 + its handle's group
+	var opens []int32
+	var users []query
+	ncloses := 0
+	for i := range int32(n) {
+		h := g.nodes[i].Handle
+		if h == "" {
 			continue
 		}
-		h := g.nodes[open].As
-		limit := int32(0)
-		for _, u := range us {
-			limit = max(limit, r.pos[u])
+		o, ok := v.opens[h]
+		if !ok {
+			continue // reported by checkNode
 		}
-		r.forward(open, limit, false)
-		for _, u := range us {
-			if !r.seen(u) {
-				v.nodeErr(u, "handle", wrap(ErrNotAncestor, "open %q of handle %q is not an ancestor", g.nodes[open].ID, h))
-			}
+		if group[o] == 0 {
+			opens = append(opens, o)
+			group[o] = int32(len(opens))
 		}
-		for _, c := range us {
-			if g.nodes[c].Op != OpClose {
-				continue
-			}
-			r.forward(c, limit, false)
-			for _, u := range us {
-				if u != c && r.seen(u) && !reported[u] {
-					reported[u] = true
-					v.nodeErr(u, "handle", wrap(ErrHandleClosed, "handle %q used after close %q", h, g.nodes[c].ID))
-				}
-			}
+		if g.nodes[i].Op == OpClose {
+			ncloses++
+		}
+		users = append(users, query{i, group[o] - 1})
+	}
+	if len(users) == 0 {
+		return
+	}
+	closes := groups{off: make([]int32, len(opens)+1), src: make([]int32, ncloses)}
+	for _, u := range users {
+		if g.nodes[u.node].Op == OpClose {
+			closes.off[u.group+1]++
 		}
 	}
+	for k := range opens {
+		closes.off[k+1] += closes.off[k]
+	}
+	at := slices.Clone(closes.off[:len(opens)])
+	for _, u := range users {
+		if g.nodes[u.node].Op == OpClose {
+			closes.src[at[u.group]] = u.node
+			at[u.group]++
+		}
+	}
+	r := newReach(g)
+	fromOpen := r.reached(singletons(opens), users, false)
+	afterClose := r.reached(closes, users, false)
+	for k, u := range users {
+		open := opens[u.group]
+		h := g.nodes[open].As
+		if !fromOpen[k] {
+			v.nodeErr(u.node, "handle", wrap(ErrNotAncestor, "open %q of handle %q is not an ancestor", g.nodes[open].ID, h))
+		}
+		switch {
+		case !afterClose[k]:
+		case v.full():
+			v.dropped++ // naming the close costs a search
+		default:
+			c := v.closeBefore(r, closes.of(u.group), u.node)
+			v.nodeErr(u.node, "handle", wrap(ErrHandleClosed, "handle %q used after close %q", h, g.nodes[c].ID))
+		}
+	}
+}
+
+// closeBefore returns the first of closes (in declaration order) that u
+// descends from, to name in the error: one search per error found.
+func (v *validator) closeBefore(r *reach, closes []int32, u int32) int32 {
+	for _, c := range closes {
+		if c != u && r.reached(singletons([]int32{c}), []query{{u, 0}}, false)[0] {
+			return c
+		}
+	}
+	return closes[0]
 }
 
 // checkBindingAncestry checks that each len_from statx is an ancestor, and
@@ -811,26 +922,54 @@ func (v *validator) checkBindingAncestry() {
 		return
 	}
 	g := v.g
-	var r *reach
-	check := func(i, from int32, field, what string, afterOnly bool) {
-		if r == nil {
-			r = newReach(g)
-		}
-		r.forward(from, r.pos[i], afterOnly)
-		if from == i || !r.seen(i) {
-			v.nodeErr(i, field, wrap(ErrNotAncestor, "%s %q is not an %s", g.nodes[from].Op, g.nodes[from].ID, what))
-		}
+	type binding struct {
+		node, from  int32
+		field, what string
+		afterOnly   bool
 	}
+	var bs []binding
 	for i := range int32(len(g.nodes)) {
 		nd := &g.nodes[i]
 		if nd.LenFrom >= 0 {
-			check(i, nd.LenFrom, "len_from", "ancestor", false)
+			bs = append(bs, binding{i, nd.LenFrom, "len_from", "ancestor", false})
 		}
 		if nd.OffsetAt.Size != 0 {
-			check(i, nd.OffsetAt.Node, "offset_from", "after-ancestor (no path of after edges leads from it)", true)
+			bs = append(bs, binding{i, nd.OffsetAt.Node, "offset_from", "after-ancestor (no path of after edges leads from it)", true})
 		}
 		if nd.LenAt.Size != 0 {
-			check(i, nd.LenAt.Node, "len_from", "after-ancestor (no path of after edges leads from it)", true)
+			bs = append(bs, binding{i, nd.LenAt.Node, "len_from", "after-ancestor (no path of after edges leads from it)", true})
+		}
+	}
+	// Each source its own group, asked about over every edge or after
+	// edges only.
+	r := newReach(g)
+	ok := make([]bool, len(bs))
+	index := make([]int32, len(g.nodes)) // of a source, 1 + its group
+	for _, afterOnly := range []bool{false, true} {
+		var srcs []int32
+		var qs []query
+		var at []int // bs index of each query
+		for k, b := range bs {
+			if b.afterOnly != afterOnly {
+				continue
+			}
+			if index[b.from] == 0 {
+				srcs = append(srcs, b.from)
+				index[b.from] = int32(len(srcs))
+			}
+			qs = append(qs, query{b.node, index[b.from] - 1})
+			at = append(at, k)
+		}
+		for k, yes := range r.reached(singletons(srcs), qs, afterOnly) {
+			ok[at[k]] = yes
+		}
+		for _, x := range srcs {
+			index[x] = 0
+		}
+	}
+	for k, b := range bs {
+		if !ok[k] {
+			v.nodeErr(b.node, b.field, wrap(ErrNotAncestor, "%s %q is not an %s", g.nodes[b.from].Op, g.nodes[b.from].ID, b.what))
 		}
 	}
 }
