@@ -249,13 +249,47 @@ func (b *Builder) Rename(id, path, to string) Task {
 	return b.Add(Node{ID: id, Op: OpRename, Path: path, To: to, LenFrom: -1})
 }
 
-// ID returns the task's node id.
-func (t Task) ID() string { return t.b.nodes[t.i].ID }
+// ID returns the task's node id ("" for a Task of an earlier Build of
+// its Builder: its node went to that Graph).
+func (t Task) ID() string {
+	if t.stale() {
+		return ""
+	}
+	return t.b.nodes[t.i].ID
+}
+
+// stale reports whether t is a Task of an earlier Build of its Builder,
+// whose nodes went to that Build's Graph: its index may name a node
+// declared since.
+func (t Task) stale() bool { return t.gen != t.b.gen }
+
+// live reports whether t is of the Builder's current declarations; a
+// stale t's method records the problem (the next Build fails with it)
+// and changes nothing.
+func (t Task) live(field string) bool {
+	if t.stale() {
+		t.b.probs.add(&NodeError{Field: field, Err: ErrForeignTask, idx: -1})
+		return false
+	}
+	return true
+}
+
+// node returns t's node for a method to set a field of, or, if t is
+// stale (live), a node nothing keeps.
+func (t Task) node(field string) *Node {
+	if !t.live(field) {
+		return &Node{}
+	}
+	return &t.b.nodes[t.i]
+}
 
 // Index returns the task's declaration index, its index in the built Graph.
 func (t Task) Index() int32 { return t.i }
 
 func (t Task) edge(kind EdgeKind, preds []Task) Task {
+	if !t.live(kind.String()) {
+		return t
+	}
 	for _, p := range preds {
 		if p.b != t.b || p.gen != t.b.gen {
 			t.b.probs.add(&NodeError{Node: t.ID(), Field: kind.String(), Err: ErrForeignTask, idx: t.i})
@@ -285,6 +319,9 @@ func (t Task) Precede(succs ...Task) Task {
 }
 
 func (t Task) edgeID(kind EdgeKind, ids []string) Task {
+	if !t.live(kind.String()) {
+		return t
+	}
 	for _, id := range ids {
 		t.b.edges = append(t.b.edges, pendingEdge{node: t.i, pred: -1, kind: kind, name: id})
 	}
@@ -303,6 +340,9 @@ func (t Task) OnFailureID(ids ...string) Task { return t.edgeID(OnFailure, ids) 
 // LenFrom makes the read t read as many bytes as the statx node s found the
 // file to hold (capped by t's length if not 0). s must be an ancestor of t.
 func (t Task) LenFrom(s Task) Task {
+	if !t.live("len_from") {
+		return t
+	}
 	if s.b != t.b || s.gen != t.b.gen {
 		t.b.probs.add(&NodeError{Node: t.ID(), Field: "len_from", Err: ErrForeignTask, idx: t.i})
 		return t
@@ -313,6 +353,9 @@ func (t Task) LenFrom(s Task) Task {
 
 // LenFromID is LenFrom by node id.
 func (t Task) LenFromID(id string) Task {
+	if !t.live("len_from") {
+		return t
+	}
 	t.b.bindings = append(t.b.bindings, binding{node: t.i, from: -1, name: id})
 	return t
 }
@@ -338,6 +381,9 @@ func (t Task) LenAt(src Task, at int64, size int) Task {
 }
 
 func (t Task) source(kind bindKind, src Task, at int64, size int) Task {
+	if !t.live(kind.field()) {
+		return t
+	}
 	if src.b != t.b || src.gen != t.b.gen {
 		t.b.probs.add(&NodeError{Node: t.ID(), Field: kind.field(), Err: ErrForeignTask, idx: t.i})
 		return t
@@ -348,38 +394,41 @@ func (t Task) source(kind bindKind, src Task, at int64, size int) Task {
 
 // sourceID is OffsetAt or LenAt by node id, for specs.
 func (t Task) sourceID(kind bindKind, s SourceSpec) Task {
+	if !t.live(kind.field()) {
+		return t
+	}
 	t.b.bindings = append(t.b.bindings, binding{node: t.i, from: -1, name: s.Node, kind: kind, at: s.At, size: s.Size})
 	return t
 }
 
 // AllowShort makes a short read or write count as a success.
 func (t Task) AllowShort() Task {
-	t.b.nodes[t.i].AllowShort = true
+	t.node("allow_short").AllowShort = true
 	return t
 }
 
 // Async sets IOSQE_ASYNC on the node's SQE.
 func (t Task) Async() Task {
-	t.b.nodes[t.i].Async = true
+	t.node("async").Async = true
 	return t
 }
 
 // Buffer makes the read or write t use buf (see AlignedBuffer for O_DIRECT):
 // a write writes buf's bytes, so Build refuses one with a fill.
 func (t Task) Buffer(buf []byte) Task {
-	t.b.nodes[t.i].Buf = buf
+	t.node("buf").Buf = buf
 	return t
 }
 
 // Handle returns the file the open node t produces, for the reads,
 // writes, fsyncs and close that use it.
-func (t Task) Handle() Target { return Handle(t.b.nodes[t.i].As) }
+func (t Task) Handle() Target { return Handle(t.node("handle").As) }
 
 // Keep makes the read t keep the bytes it returned: its Result.Data, and
 // NodeResult.Data in the run's report. Only a read takes it: a statx's size
 // is in its Result.Size whatever.
 func (t Task) Keep() Task {
-	t.b.nodes[t.i].Keep = true
+	t.node("keep").Keep = true
 	return t
 }
 
@@ -392,7 +441,7 @@ func (t Task) Keep() Task {
 // without submitting it. A bound node is never kernel-linked behind the
 // nodes it reads (link mode ends its chain there).
 func (t Task) Bind(fn func(in Inputs, p *Params) error) Task {
-	t.b.nodes[t.i].Bind = fn
+	t.node("bind").Bind = fn
 	return t
 }
 
@@ -405,12 +454,12 @@ func (t Task) Bind(fn func(in Inputs, p *Params) error) Task {
 // canceled with t as the cause. in.Stop ends the whole run. A read's fn
 // sees the bytes it returned in r.Data, kept or not (see Result.Data).
 func (t Task) Then(fn func(in Inputs, r Result) error) Task {
-	t.b.nodes[t.i].Then = fn
+	t.node("then").Then = fn
 	return t
 }
 
 // Mode sets the mode of an open or mkdir.
 func (t Task) Mode(mode uint32) Task {
-	t.b.nodes[t.i].Mode = mode
+	t.node("mode").Mode = mode
 	return t
 }

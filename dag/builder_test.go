@@ -896,3 +896,50 @@ func TestLongCycleError(t *testing.T) {
 		}
 	}
 }
+
+// TestStaleReceiver: a Task kept from an earlier Build of its Builder names
+// a node that went to that Graph; its methods neither panic (the
+// Builder is empty) nor change the node now declared at its index, and
+// the next Build fails saying so.
+func TestStaleReceiver(t *testing.T) {
+	hook := func(Inputs, Result) error { return nil }
+	for _, tc := range []struct {
+		name  string
+		use   func(stale, fresh Task)
+		field string
+	}{
+		{"Keep", func(s, _ Task) { s.Keep() }, "keep"},
+		{"Then", func(s, _ Task) { s.Then(hook) }, "then"},
+		{"Bind", func(s, _ Task) { s.Bind(func(Inputs, *Params) error { return nil }) }, "bind"},
+		{"AllowShort", func(s, _ Task) { s.AllowShort() }, "allow_short"},
+		{"Buffer", func(s, _ Task) { s.Buffer(make([]byte, 16)) }, "buf"},
+		{"Mode", func(s, _ Task) { s.Mode(0o600) }, "mode"},
+		{"Handle", func(s, _ Task) { s.Handle() }, "handle"},
+		{"After", func(s, f Task) { s.After(f) }, "after"},
+		{"AfterID", func(s, _ Task) { s.AfterID("fresh") }, "after"},
+		{"LenFrom", func(s, f Task) { s.LenFrom(f) }, "len_from"},
+		{"OffsetAt", func(s, f Task) { s.OffsetAt(f, 0, 8) }, "offset_from"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := NewBuilder("stale")
+			stale := b.Nop("old")
+			if _, err := b.Build(); err != nil {
+				t.Fatal(err)
+			}
+			tc.use(stale, Task{}) // the Builder holds no node: this panicked
+			fresh := b.Nop("fresh")
+			tc.use(stale, fresh) // index 0 is fresh's now
+			if stale.ID() != "" {
+				t.Errorf("stale ID() = %q, want \"\"", stale.ID())
+			}
+			if n := b.nodes[0]; n.Then != nil || n.Bind != nil || n.Keep || n.AllowShort || n.Buf != nil || n.Mode != 0 {
+				t.Errorf("the stale Task changed the node now at its index: %+v", n)
+			}
+			_, err := b.Build()
+			var ne *NodeError
+			if !errors.Is(err, ErrForeignTask) || !errors.As(err, &ne) || ne.Field != tc.field {
+				t.Errorf("Build = %v, want ErrForeignTask in field %q", err, tc.field)
+			}
+		})
+	}
+}
