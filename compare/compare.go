@@ -171,7 +171,9 @@ func Run(ctx context.Context, pool *workers.Pool, g *dag.Graph, o Options) (*Com
 				return nil, fmt.Errorf("compare: %w", err)
 			}
 			defer os.RemoveAll(dir)
-			if err := scratch.Create(dir, g); err != nil {
+			// If ctx ends meanwhile, the runs cancel every node, and
+			// need none of the files (submit.Run).
+			if err := scratch.CreateContext(ctx, dir, g); err != nil && ctx.Err() == nil {
 				return nil, err
 			}
 			roots[k] = dir

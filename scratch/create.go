@@ -12,6 +12,7 @@
 package scratch
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -39,7 +40,12 @@ import (
 // anything but a directory) is refused with an error naming it and what
 // it is. Files that would need more space than root's file system has
 // available are refused before anything is written.
-func Create(root string, g *dag.Graph) error {
+func Create(root string, g *dag.Graph) error { return CreateContext(context.Background(), root, g) }
+
+// CreateContext is Create, which stops with ctx's cause (context.Cause)
+// when ctx ends: a spec may ask for millions of files, which take
+// minutes to make, and an interrupted program should clean up instead.
+func CreateContext(ctx context.Context, root string, g *dag.Graph) error {
 	rootFd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("scratch: open root %s: %w", root, err)
@@ -49,13 +55,16 @@ func Create(root string, g *dag.Graph) error {
 		return err
 	}
 	for _, f := range g.Files() {
+		if ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
 		if f.Dir == nil {
 			if err := createFile(rootFd, f.Name, f.Size, f.Fill); err != nil {
 				return specFileError(root, f.Name, "create", err)
 			}
 			continue
 		}
-		if err := createDir(rootFd, root, f); err != nil {
+		if err := createDir(ctx, rootFd, root, f); err != nil {
 			return err
 		}
 	}
@@ -63,7 +72,7 @@ func Create(root string, g *dag.Graph) error {
 }
 
 // createDir creates the directory f and its files under rootFd.
-func createDir(rootFd int, root string, f dag.FileSpec) error {
+func createDir(ctx context.Context, rootFd int, root string, f dag.FileSpec) error {
 	if err := confine.MkdirAll(rootFd, f.Name); err != nil {
 		return fmt.Errorf("scratch: create %s in %s: %w", f.Name, root, err)
 	}
@@ -78,6 +87,9 @@ func createDir(rootFd int, root string, f dag.FileSpec) error {
 	defer unix.Close(dirFd)
 	rng := rand.New(rand.NewPCG(uint64(f.Dir.Seed), 0x10da9))
 	for i := 0; i < f.Dir.Count; i++ {
+		if i%1024 == 0 && ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
 		size := f.Dir.MinSize
 		if span := f.Dir.MaxSize - f.Dir.MinSize; span > 0 {
 			size += rng.Int64N(span + 1)

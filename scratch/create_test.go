@@ -2,6 +2,8 @@ package scratch_test
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -216,5 +218,43 @@ func TestCreateErrors(t *testing.T) {
 				t.Errorf("Create(%s, %+v) wrote (-want +got):\n%s", root, tc.files, diff)
 			}
 		})
+	}
+}
+
+// endsAfter is a context whose Err reports context.Canceled from its
+// calls-th call on: it ends part way through whatever checks it.
+type endsAfter struct {
+	context.Context
+	calls int
+}
+
+func (c *endsAfter) Err() error {
+	if c.calls--; c.calls < 0 {
+		return context.Canceled
+	}
+	return nil
+}
+
+// TestCreateContext: CreateContext stops when its context ends, with the
+// context's cause, part way through a directory of many files (a spec
+// may ask for millions), and makes nothing if it has ended already.
+func TestCreateContext(t *testing.T) {
+	b := dag.NewBuilder("many")
+	b.AddFile(dag.FileSpec{Name: "d", Dir: &dag.DirSpec{Count: 5000}})
+	b.Nop("n")
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, calls := range []int{0, 3} {
+		root := t.TempDir()
+		err := scratch.CreateContext(&endsAfter{context.Background(), calls}, root, g)
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("ending at call %d: CreateContext = %v, want context.Canceled", calls, err)
+		}
+		entries, _ := os.ReadDir(filepath.Join(root, "d"))
+		if want := max(calls-1, 0) * 1024; len(entries) != want {
+			t.Errorf("ending at call %d: %d files made, want %d", calls, len(entries), want)
+		}
 	}
 }

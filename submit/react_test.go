@@ -1705,3 +1705,26 @@ func TestStopFromBinding(t *testing.T) {
 		}
 	}
 }
+
+// TestCanceledBeforeFiles: a run whose context has ended needs none of
+// its files (a program interrupted while it made them): every node is
+// canceled, where a run that goes on fails to start without them.
+func TestCanceledBeforeFiles(t *testing.T) {
+	b := dag.NewBuilder("files")
+	b.AddFile(dag.FileSpec{Name: "f", Size: 4096})
+	b.Read("r", dag.File("f"), 0, 16)
+	g := mustBuild(t, b)
+	pool := newPool(t, workers.Config{Workers: 1, Entries: 8})
+	root := t.TempDir() // without f
+	if rep, err := Run(context.Background(), pool, g, Graph, Options{Root: root}); rep != nil || !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Run without f = %v, %v; want no report and ErrNotExist", rep, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, m := range Modes() {
+		rep, err := Run(ctx, pool, g, m, Options{Root: root})
+		if !errors.Is(err, context.Canceled) || rep == nil || rep.Counts.Canceled != 1 {
+			t.Errorf("%s: Run canceled without f = %+v, %v; want its node canceled and context.Canceled", m, rep, err)
+		}
+	}
+}

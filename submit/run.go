@@ -165,7 +165,8 @@ type Options struct {
 
 // Run runs g on pool in the given mode (o.Repeat times, once by
 // default) and reports every node. The error is non-nil if the run could
-// not start (an op the kernel lacks, a missing root, workers.ErrClosed),
+// not start (an op the kernel lacks, a missing root or spec file, unless
+// ctx has ended: then every node is canceled; workers.ErrClosed),
 // if ctx ended it early, or if a node's code stopped it (a *StopError,
 // dag.Inputs.Stop); then in-flight requests were canceled, unstarted
 // nodes are canceled with cause "context", and the report is still
@@ -427,6 +428,11 @@ func (r *Runner) run(ctx context.Context, mode Mode, o Options) (wall int64, sta
 	}
 	r.pickTasks(mode, o.Unsplit) // split.go
 	files, err := r.open(o.Root)
+	if err != nil && ctx.Err() != nil {
+		// The context ended first: every node is canceled, and nothing
+		// needs the files (a program interrupted while it made them).
+		files, err = r.unopened(), nil
+	}
 	if err != nil {
 		return 0, false, err
 	}
@@ -652,10 +658,7 @@ func (r *Runner) open(root string) ([]int, error) {
 	for _, u := range r.p.useFile {
 		needRoot = needRoot || u
 	}
-	files := make([]int, len(r.p.files))
-	for i := range files {
-		files[i] = -1
-	}
+	files := r.unopened()
 	if !needRoot {
 		return files, nil
 	}
@@ -679,6 +682,15 @@ func (r *Runner) open(root string) ([]int, error) {
 		files[i] = fd
 	}
 	return files, nil
+}
+
+// unopened returns the spec files' descriptors before any is opened.
+func (r *Runner) unopened() []int {
+	files := make([]int, len(r.p.files))
+	for i := range files {
+		files[i] = -1
+	}
+	return files
 }
 
 func (r *Runner) closeFiles(files []int) {

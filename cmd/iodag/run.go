@@ -97,7 +97,9 @@ func runSpec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		defer remove()
 		root = dir
 	}
-	if err := scratch.Create(root, g); err != nil {
+	// Interrupted while it makes the files, it goes on: the run cancels
+	// every node, and the partial report says so.
+	if err := scratch.CreateContext(ctx, root, g); err != nil && ctx.Err() == nil {
 		fmt.Fprintf(stderr, "iodag run: %v\n", err)
 		return exitFailed
 	}
