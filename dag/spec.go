@@ -432,6 +432,28 @@ func (p *specParser) array(each func(i int32, off int64, raw []byte)) error {
 
 // element decodes one object strictly into v; on error v is filled as far as
 // encoding/json got.
+// exactOnly decodes into v (a pointer) the fields of the object raw that
+// are spelled exactly as a spec spells them, and nothing else: what
+// encoding/json took from a key in other case ("Id") or a repeated one
+// is not the element's.
+func exactOnly(raw []byte, known map[string]bool, v any) {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(raw, &fields) != nil {
+		return
+	}
+	for k := range fields {
+		if !known[strconv.Quote(k)] {
+			delete(fields, k)
+		}
+	}
+	exact, err := json.Marshal(fields)
+	if err != nil {
+		return
+	}
+	reflect.ValueOf(v).Elem().SetZero()
+	json.Unmarshal(exact, v) // what fails leaves its zero value
+}
+
 func (p *specParser) element(raw []byte, off int64, v any) *NodeError {
 	if len(raw) == 0 || raw[0] != '{' {
 		return p.fail(off, -1, "", "", wrap(ErrSyntax, "expected an object"))
@@ -446,6 +468,7 @@ func (p *specParser) element(raw []byte, off int64, v any) *NodeError {
 		if ok {
 			return nil
 		}
+		exactOnly(raw, p.known, v) // the error names the node by its "id", not an "Id"
 		key, _ := strconv.Unquote(string(raw[at:stringEnd(raw, at)]))
 		if msg == "duplicate field" {
 			return p.fail(off+int64(at), -1, "", key, wrap(ErrSyntax, "%s", msg))
