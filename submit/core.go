@@ -214,6 +214,11 @@ type task struct {
 	// last one tells the runner (orphan; goMu guards it, and goRunning
 	// while it is set).
 	goOrphans bool
+	settling  []goResult // Go tasks' ends settleGoDone has yet to settle
+	// hooked is the node whose hook runs (conclude), or -1: a hook that
+	// ends the worker keeps its node from the observer, so Finish
+	// reports it.
+	hooked    int32
 	worker    atomic.Pointer[worker.Worker]
 	cancelReq atomic.Bool
 	canceled  bool // the context ended: dispatch nothing more
@@ -267,7 +272,7 @@ func (t *task) groupLevels() {
 func newTask(r *Runner) *task {
 	p := r.p
 	t := &task{r: r, p: p, st: r.st, hot: p.hot, fileSlot: make([]uint32, len(p.files)), fileFds: make([]int, len(p.files)),
-		dirFds: make([]int32, len(p.dirs))}
+		dirFds: make([]int32, len(p.dirs)), hooked: -1}
 	for d := range t.dirFds {
 		t.dirFds[d] = -1
 	}
@@ -410,7 +415,11 @@ func (t *task) prepAll(w *worker.Worker) {
 	if len(t.retired) > 0 && t.inflight == 0 {
 		t.closeRetired()
 	}
-	t.settleGo(w)
+	if t.settleGo(w) {
+		t.cancelAll(w) // a Go task that gave up sent the cancellation
+		t.sendCancels(w)
+		return
+	}
 	for {
 		t.s.prep(w)
 		if t.stopping {
@@ -500,12 +509,15 @@ func (t *task) Finish(w *worker.Worker, err error) {
 		t.err = err
 		t.r.barrier.abort.Store(true)
 		t.r.wakeOthers(t)
-		if t.sp != nil {
-			t.r.cancel() // split.go: the other tasks wait for this one's nodes
-		}
-		// The run's Go tasks return early; the runner waits for this
-		// task's (orphan).
+		// The run ends: its other tasks are canceled, its Go tasks
+		// return early, and the runner waits for this task's (orphan).
+		t.r.failed.Store(true)
+		t.r.cancel()
 		t.r.endContext()
+		if i := t.hooked; i >= 0 {
+			t.hooked = -1
+			t.tellObserver(i) // its hook ended the worker
+		}
 		if t.worker.Load() == nil {
 			t.reset() // queued on a worker that died: it never started
 		}
@@ -762,9 +774,11 @@ func (t *task) conclude(i int32) {
 		if t.lent != nil {
 			r.Data = t.lent
 		}
+		t.hooked = i
 		if err := callHook(hook, &t.in, r); err != nil && st.node[i].status == stOK {
 			st.node[i].status, st.err[i] = stFailed, err
 		}
+		t.hooked = -1
 	}
 	t.remaining--
 	t.observe(i)

@@ -163,11 +163,16 @@ func (t *task) spawn(w *worker.Worker, i int32) {
 func (t *task) orphan() bool {
 	t.goMu.Lock()
 	defer t.goMu.Unlock()
-	for _, d := range t.goDone {
-		t.goRunning--
-		t.goEnded(d, t.r.pool.Now())
-		t.tellObserver(d.i)
+	// Those settleGoDone had not reached when the worker ended, then
+	// those that ended since.
+	for _, done := range [][]goResult{t.settling, t.goDone} {
+		for _, d := range done {
+			t.goRunning--
+			t.goEnded(d, t.r.pool.Now())
+			t.tellObserver(d.i)
+		}
 	}
+	t.settling = nil
 	clear(t.goDone)
 	t.goDone = t.goDone[:0]
 	t.goOrphans = t.goRunning > 0
@@ -189,30 +194,46 @@ func (t *task) orphanEnded(d goResult) {
 }
 
 // tellObserver reports node i's final status to the run's observer, if
-// any.
+// any, after its worker died: on a goroutine of its own, waited for, so
+// that an observer calling runtime.Goexit, which may be what ended the
+// worker, ends that goroutine and not the one that must finish the run.
 func (t *task) tellObserver(i int32) {
-	if t.obs != nil {
-		t.notify(i)
+	if t.obs == nil {
+		return
 	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t.notify(i)
+	}()
+	<-done
 }
 
 // errGoexit is the failure of a Go task whose function called
 // runtime.Goexit (as t.FailNow does): it ends the node, not the run.
 var errGoexit = errors.New("the function called runtime.Goexit")
 
-// settleGo gives the Go tasks that ended their final status.
-func (t *task) settleGo(w *worker.Worker) {
+// settleGo gives the Go tasks that ended their final status, and
+// reports whether the run is to end early.
+func (t *task) settleGo(w *worker.Worker) bool {
 	if t.goRunning > 0 { // inlined: most turns have no Go task
-		t.settleGoDone(w)
+		return t.settleGoDone(w)
 	}
+	return false
 }
 
-func (t *task) settleGoDone(w *worker.Worker) {
+func (t *task) settleGoDone(w *worker.Worker) bool {
 	t.goMu.Lock()
 	done := t.goDone
 	t.goDone = t.goSpare[:0]
 	t.goMu.Unlock()
-	for _, d := range done {
+	// settling holds what is left of done while each one's hook and
+	// observer run: if one ends the worker (runtime.Goexit), orphan
+	// settles the rest.
+	t.settling = done
+	for len(t.settling) > 0 {
+		d := t.settling[0]
+		t.settling = t.settling[1:]
 		t.goRunning--
 		t.goEnded(d, w.Now())
 		t.conclude(d.i)
@@ -226,6 +247,9 @@ func (t *task) settleGoDone(w *worker.Worker) {
 	}
 	clear(done)
 	t.goSpare = done[:0]
+	// One that gave up when the run ended may have sent the cancellation
+	// (cutShort): nothing more is dispatched.
+	return t.cancelReq.Load()
 }
 
 // goEnded gives Go task d's node its final status, ended at now.

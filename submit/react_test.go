@@ -1487,7 +1487,7 @@ func TestHookGoexitGoTasks(t *testing.T) {
 		t.Errorf("the Go task ended %s (%v), want canceled, having returned context.Canceled", n.Status, n.Err)
 	}
 	mu.Lock()
-	if diff := cmp.Diff(map[string]Status{"wait": StatusCanceled, "sink": StatusCanceled}, observed); diff != "" {
+	if diff := cmp.Diff(map[string]Status{"a": StatusOK, "wait": StatusCanceled, "sink": StatusCanceled}, observed); diff != "" {
 		t.Errorf("observed (-want +got):\n%s", diff)
 	}
 	mu.Unlock()
@@ -1726,5 +1726,182 @@ func TestCanceledBeforeFiles(t *testing.T) {
 		if !errors.Is(err, context.Canceled) || rep == nil || rep.Counts.Canceled != 1 {
 			t.Errorf("%s: Run canceled without f = %+v, %v; want its node canceled and context.Canceled", m, rep, err)
 		}
+	}
+}
+
+// runWithin runs fn on a goroutine and fails the test if it has not
+// returned within d.
+func runWithin(t *testing.T, d time.Duration, what string, fn func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { defer close(done); fn() }()
+	select {
+	case <-done:
+	case <-time.After(d):
+		t.Fatalf("%s: still running after %v", what, d)
+	}
+}
+
+// TestHookGoexitSettling: two Go tasks end in the same settle batch and
+// the first one's hook calls runtime.Goexit: the second is settled too
+// (it was left in the batch, counted as still running, and Run waited
+// for it forever).
+func TestHookGoexitSettling(t *testing.T) {
+	for _, m := range Modes() {
+		t.Run(m.String(), func(t *testing.T) {
+			pool := newPool(t, workers.Config{Workers: 1})
+			gate := make(chan struct{})
+			var r *Runner
+			b := dag.NewBuilder("goexit-batch")
+			exit := func(dag.Inputs, dag.Result) error { runtime.Goexit(); return nil }
+			b.Go("A", func(dag.Inputs) error { <-gate; return nil }).Then(exit)
+			b.Go("B", func(dag.Inputs) error { <-gate; return nil }).Then(exit)
+			b.Nop("n").Then(func(dag.Inputs, dag.Result) error {
+				close(gate)
+				// Hold the worker until both Go tasks have handed in their end.
+				tk := r.tasks[0]
+				for {
+					tk.goMu.Lock()
+					k := len(tk.goDone)
+					tk.goMu.Unlock()
+					if k == 2 {
+						return nil
+					}
+					runtime.Gosched()
+				}
+			})
+			g := mustBuild(t, b)
+			r = NewRunner(pool, g)
+			var err error
+			var rep *Report
+			runWithin(t, 10*time.Second, "Run", func() { rep, err = r.Run(context.Background(), m, Options{}) })
+			if err == nil || !strings.Contains(err.Error(), "runtime.Goexit") {
+				t.Errorf("Run = %v, want the worker's end", err)
+			}
+			checkFinal(t, g, rep)
+		})
+	}
+}
+
+// TestHookGoexitOtherWorker: a hook ends worker 0 while a Go task of
+// another component of the same run waits for the run's context on
+// worker 1: the run ends with the worker's error alone (it also said the
+// pool had closed, which it had not).
+func TestHookGoexitOtherWorker(t *testing.T) {
+	pool := newPool(t, workers.Config{Workers: 2})
+	b := dag.NewBuilder("goexit-other")
+	w := b.Go("wait", func(in dag.Inputs) error {
+		<-in.Context().Done()
+		return in.Context().Err()
+	})
+	b.Nop("after").After(w)
+	b.Nop("a").Then(func(dag.Inputs, dag.Result) error { runtime.Goexit(); return nil })
+	g := mustBuild(t, b)
+	var err error
+	var rep *Report
+	runWithin(t, 10*time.Second, "Run", func() { rep, err = Run(context.Background(), pool, g, Graph, Options{}) })
+	checkFinal(t, g, rep)
+	if err == nil || !strings.Contains(err.Error(), "runtime.Goexit") {
+		t.Errorf("Run = %v, want the worker's end", err)
+	}
+	if errors.Is(err, workers.ErrClosed) {
+		t.Errorf("Run = %v: says the pool closed, which it did not", err)
+	}
+}
+
+// TestGoTaskCancelsNow: a Go task that returns its context's error
+// before the run heard of the context's end (lateContext) sends the
+// cancellation, and nothing more is dispatched, not even the on_failure
+// cleanup its end released, as when the run hears of it first.
+func TestGoTaskCancelsNow(t *testing.T) {
+	pool := newPool(t, workers.Config{Workers: 1})
+	for _, late := range []bool{false, true} {
+		for _, m := range Modes() {
+			name := m.String() + "/early"
+			if late {
+				name = m.String() + "/late"
+			}
+			t.Run(name, func(t *testing.T) {
+				base, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				var ctx context.Context = base
+				if late {
+					ctx = lateContext{base}
+				}
+				started := make(chan struct{})
+				b := dag.NewBuilder("late-cleanup")
+				task := b.Go("task", func(in dag.Inputs) error {
+					close(started)
+					if late {
+						<-ctx.Done()
+						return ctx.Err()
+					}
+					<-in.Context().Done()
+					return in.Context().Err()
+				})
+				b.Nop("cleanup").OnFailure(task)
+				g := mustBuild(t, b)
+				go func() { <-started; cancel() }()
+				var rep *Report
+				var err error
+				runWithin(t, 10*time.Second, "Run", func() { rep, err = Run(ctx, pool, g, m, Options{}) })
+				if !errors.Is(err, context.Canceled) {
+					t.Errorf("Run = %v, want context.Canceled", err)
+				}
+				checkFinal(t, g, rep)
+				if s := states(rep)["cleanup"]; s.Status != StatusCanceled {
+					t.Errorf("the cleanup ended %+v after the run was canceled, want canceled", s)
+				}
+			})
+		}
+	}
+}
+
+// TestDeadWorkerObserved: a run handed to a worker that a hook ended
+// earlier fails saying so, every node final and observed.
+func TestDeadWorkerObserved(t *testing.T) {
+	pool := newPool(t, workers.Config{Workers: 1})
+	b := dag.NewBuilder("killer")
+	b.Nop("a").Then(func(dag.Inputs, dag.Result) error { runtime.Goexit(); return nil })
+	if _, err := Run(context.Background(), pool, mustBuild(t, b), Graph, Options{}); err == nil {
+		t.Fatal("the killer run returned nil")
+	}
+	b = dag.NewBuilder("later")
+	nopsAfter(b, b.Nop("n"), "m", 2)
+	g := mustBuild(t, b)
+	for _, m := range Modes() {
+		var seen atomic.Int32
+		rep, err := Run(context.Background(), pool, g, m, Options{Observe: func(NodeResult) { seen.Add(1) }})
+		if err == nil || !strings.Contains(err.Error(), "runtime.Goexit") {
+			t.Errorf("%s: Run = %v, want the dead worker's error", m, err)
+		}
+		checkFinal(t, g, rep)
+		if n := seen.Load(); n != int32(g.Len()) {
+			t.Errorf("%s: the observer saw %d nodes of %d", m, n, g.Len())
+		}
+	}
+}
+
+// TestObserverGoexit: an observer that calls runtime.Goexit ends the
+// worker it runs on, and again each time the nodes the worker left are
+// reported to it: Run still returns, every node final.
+func TestObserverGoexit(t *testing.T) {
+	pool := newPool(t, workers.Config{Workers: 1})
+	b := dag.NewBuilder("observer-goexit")
+	a := b.Nop("a")
+	b.Nop("b").After(a)
+	b.Go("go", func(dag.Inputs) error { return nil }).After(a)
+	g := mustBuild(t, b)
+	var calls atomic.Int32
+	observe := func(NodeResult) { calls.Add(1); runtime.Goexit() }
+	var rep *Report
+	var err error
+	runWithin(t, 10*time.Second, "Run", func() { rep, err = Run(context.Background(), pool, g, Graph, Options{Observe: observe}) })
+	if err == nil || !strings.Contains(err.Error(), "runtime.Goexit") {
+		t.Errorf("Run = %v, want the worker's end", err)
+	}
+	checkFinal(t, g, rep)
+	if n := calls.Load(); n != int32(g.Len()) {
+		t.Errorf("the observer was called %d times, want once a node (%d)", n, g.Len())
 	}
 }

@@ -217,6 +217,9 @@ type Runner struct {
 	// channel).
 	left atomic.Int32
 	fin  chan struct{}
+	// failed: a task of the run failed (its worker died, its ring
+	// failed), which cancels the others: the run's error is that task's.
+	failed atomic.Bool
 	// stopMu guards what follows: the run's first Stop, and the context
 	// its nodes' functions see (dag.Inputs.Context), made only when one
 	// asks for it, from the caller's ctx; endRun cancels it.
@@ -463,6 +466,7 @@ func (r *Runner) run(ctx context.Context, mode Mode, o Options) (wall int64, sta
 	}
 	r.barrier.arrived.Store(0)
 	r.barrier.abort.Store(false)
+	r.failed.Store(false)
 	r.barrier.tasks = int64(len(r.tasks))
 	for _, t := range r.tasks {
 		if (mode == Waves || mode == Graph) && len(t.levels.off) == 0 {
@@ -511,6 +515,7 @@ func (r *Runner) run(ctx context.Context, mode Mode, o Options) (wall int64, sta
 			t.reset()
 			for _, i := range t.nodes {
 				t.st.node[i].status, t.st.node[i].cause = stCanceled, causeContext
+				t.tellObserver(i)
 			}
 		}
 		// If what started has finished already, nobody sends on fin.
@@ -546,6 +551,8 @@ func (r *Runner) run(ctx context.Context, mode Mode, o Options) (wall int64, sta
 			errs = append(errs, r.stopErr)
 		case ctx.Err() != nil:
 			ctxEnded = true
+		case r.failed.Load():
+			// Canceled for another task's failure, which says why.
 		default:
 			errs = append(errs, workers.ErrClosed)
 		}
