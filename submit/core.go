@@ -527,6 +527,7 @@ func (t *task) Finish(w *worker.Worker, err error) {
 		// run may reuse either.
 		st := t.st
 		t.graph.resetRest()
+		var ended []int32 // for the observer
 		for _, i := range t.nodes {
 			n := &st.node[i]
 			if n.status >= stOK || n.status == stInflight && t.hot[i].op == dag.OpGo {
@@ -537,8 +538,11 @@ func (t *task) Finish(w *worker.Worker, err error) {
 			}
 			n.status, n.cause = stCanceled, causeContext
 			st.buf[i], st.borrowed[i], st.owned[i] = nil, false, false
-			t.tellObserver(i)
+			if t.obs != nil {
+				ended = append(ended, i)
+			}
 		}
+		t.tellObserver(ended...)
 		if t.orphan() {
 			return
 		}

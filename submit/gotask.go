@@ -193,20 +193,27 @@ func (t *task) orphanEnded(d goResult) {
 	}
 }
 
-// tellObserver reports node i's final status to the run's observer, if
-// any, after its worker died: on a goroutine of its own, waited for, so
-// that an observer calling runtime.Goexit, which may be what ended the
-// worker, ends that goroutine and not the one that must finish the run.
-func (t *task) tellObserver(i int32) {
+// tellObserver reports the final status of nodes to the run's observer,
+// if any, after their worker died: on a goroutine of its own, waited
+// for, so that an observer calling runtime.Goexit, which may be what
+// ended the worker, ends that goroutine (the next one goes on with the
+// rest), not the one that must finish the run.
+func (t *task) tellObserver(nodes ...int32) {
 	if t.obs == nil {
 		return
 	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t.notify(i)
-	}()
-	<-done
+	for len(nodes) > 0 {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for len(nodes) > 0 {
+				i := nodes[0]
+				nodes = nodes[1:]
+				t.notify(i)
+			}
+		}()
+		<-done
+	}
 }
 
 // errGoexit is the failure of a Go task whose function called

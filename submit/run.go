@@ -515,8 +515,8 @@ func (r *Runner) run(ctx context.Context, mode Mode, o Options) (wall int64, sta
 			t.reset()
 			for _, i := range t.nodes {
 				t.st.node[i].status, t.st.node[i].cause = stCanceled, causeContext
-				t.tellObserver(i)
 			}
+			t.tellObserver(t.nodes...)
 		}
 		// If what started has finished already, nobody sends on fin.
 		waiting = r.left.Add(-int32(len(r.tasks)-handed)) > 0
