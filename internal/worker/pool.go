@@ -267,17 +267,26 @@ func (p *Pool) Stats() []Stats {
 type queue struct {
 	mu    sync.Mutex
 	tasks []Task
-	// deepest is at least the greatest depth queued (depthOf): while it
-	// leaves no queued task a place, takeDeep looks at none of them.
-	deepest int
+	// deepest is at least the greatest depth queued (depthOf), written
+	// under mu: while it leaves no queued task a place, takeDeep looks at
+	// none of them, and the worker may sleep.
+	deepest atomic.Int32
 	n       atomic.Int32
+}
+
+// fits reports whether a queued task may take one of room free places,
+// as far as deepest tells: a worker that a task fits does not sleep.
+func (q *queue) fits(room int) bool {
+	return q.n.Load() > 0 && room > DepthReserve-int(q.deepest.Load())
 }
 
 func (q *queue) push(t Task) {
 	d := depthOf(t)
 	q.mu.Lock()
 	q.tasks = append(q.tasks, t)
-	q.deepest = max(q.deepest, d)
+	if int32(d) > q.deepest.Load() {
+		q.deepest.Store(int32(d))
+	}
 	q.n.Store(int32(len(q.tasks)))
 	q.mu.Unlock()
 }
@@ -290,7 +299,7 @@ func (q *queue) push(t Task) {
 func (q *queue) takeDeep(dst []Task, most, room int) []Task {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.deepest <= DepthReserve-room {
+	if int(q.deepest.Load()) <= DepthReserve-room {
 		return dst
 	}
 	kept, deepest := q.tasks[:0], 0
@@ -305,7 +314,8 @@ func (q *queue) takeDeep(dst []Task, most, room int) []Task {
 		}
 	}
 	clear(q.tasks[len(kept):])
-	q.tasks, q.deepest = kept, deepest
+	q.tasks = kept
+	q.deepest.Store(int32(deepest))
 	q.n.Store(int32(len(q.tasks)))
 	return dst
 }
@@ -325,7 +335,7 @@ func (q *queue) takeAll(dst []Task, max int) []Task {
 	clear(q.tasks[:n])
 	q.tasks = append(q.tasks[:0], q.tasks[n:]...)
 	if len(q.tasks) == 0 {
-		q.deepest = 0
+		q.deepest.Store(0)
 	}
 	q.n.Store(int32(len(q.tasks)))
 	q.mu.Unlock()

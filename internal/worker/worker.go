@@ -469,7 +469,7 @@ func (w *Worker) loop(errp *error, started func()) {
 			if w.readied && !poked && w.queue.n.Load() == 0 {
 				w.yield()
 			}
-			if w.state.Swap(stateSleeping)&statePoked != 0 || poked || (w.queue.n.Load() > 0 && len(w.tasks)-len(w.freeTags) < w.pool.cfg.MaxTasks-DepthReserve) {
+			if w.state.Swap(stateSleeping)&statePoked != 0 || poked || w.queue.fits(w.pool.cfg.MaxTasks-(len(w.tasks)-len(w.freeTags))) {
 				want = 0
 			}
 			if want == 0 && w.inflight == 0 && w.ring.SQPending() == 0 {

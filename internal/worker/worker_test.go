@@ -289,3 +289,110 @@ func TestCloseQueued(t *testing.T) {
 		}
 	}
 }
+
+// holder is a task, depth deep, that stays until aborted; Start closes
+// started.
+type holder struct {
+	depth   int
+	started chan struct{}
+	stop    *atomic.Bool
+}
+
+func (t holder) Start(*Worker) error {
+	close(t.started)
+	return nil
+}
+func (t holder) Prep(*Worker) (int, bool)    { return 1, t.stop.Load() }
+func (holder) Complete(*Worker, []uring.CQE) {}
+func (holder) Wait(*Worker) int              { return 1 }
+func (holder) Finish(*Worker, error)         {}
+func (t holder) Abort()                      { t.stop.Store(true) }
+func (t holder) Depth() int                  { return t.depth }
+
+// timer is a deepest task that ends when a timeout it submits
+// completes: its place frees without anyone waking the worker.
+type timer struct {
+	ts   *unix.Timespec
+	sent *bool
+	got  *bool
+}
+
+func (t timer) Start(*Worker) error { return nil }
+func (t timer) Prep(w *Worker) (int, bool) {
+	if !*t.sent {
+		w.SQE(1).PrepTimeout(t.ts, 0, 0)
+		*t.sent = true
+	}
+	return 1, *t.got
+}
+func (t timer) Complete(*Worker, []uring.CQE) { *t.got = true }
+func (timer) Wait(*Worker) int                { return 1 }
+func (timer) Finish(*Worker, error)           {}
+func (timer) Abort()                          {}
+func (timer) Depth() int                      { return DepthReserve }
+
+// startsWithin fails the test unless every channel closes within d.
+func startsWithin(t *testing.T, d time.Duration, what string, started ...chan struct{}) {
+	t.Helper()
+	deadline := time.After(d)
+	for k, c := range started {
+		select {
+		case <-c:
+		case <-deadline:
+			t.Fatalf("%s: %d of %d started after %v", what, k, len(started), d)
+		}
+	}
+}
+
+// TestAdmitWhenFreed: with every place taken and only the reserve's
+// tasks queued (they fit nowhere yet), the worker sleeps, but not
+// through the end of a task that frees a place: the task that fits
+// there starts (the worker slept on, the queue holding nothing it took
+// for a fit).
+func TestAdmitWhenFreed(t *testing.T) {
+	p, err := New(Config{Workers: 1, MaxTasks: DepthReserve + 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	var stop atomic.Bool
+	var held []chan struct{}
+	for range DepthReserve {
+		h := holder{depth: DepthReserve, started: make(chan struct{}), stop: &stop}
+		held = append(held, h.started)
+		if err := p.GoOn(0, h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.GoOn(0, timer{ts: &unix.Timespec{Nsec: 100e6}, sent: new(bool), got: new(bool)}); err != nil {
+		t.Fatal(err)
+	}
+	startsWithin(t, 10*time.Second, "the holders", held...)
+	late := holder{depth: DepthReserve, started: make(chan struct{}), stop: &stop}
+	if err := p.GoOn(0, late); err != nil {
+		t.Fatal(err)
+	}
+	startsWithin(t, 10*time.Second, "the task queued while the worker was full", late.started)
+}
+
+// TestAdmitSharedNearFull: from a shared queue (one task a turn), ten of
+// the deepest tasks handed over at once to a worker of 65 places all
+// start (after the first, only the reserve was left, and the worker
+// slept instead of taking the next).
+func TestAdmitSharedNearFull(t *testing.T) {
+	p, err := New(Config{Workers: 1, MaxTasks: DepthReserve + 1, Shared: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	var stop atomic.Bool
+	var started []chan struct{}
+	for range 10 {
+		h := holder{depth: DepthReserve, started: make(chan struct{}), stop: &stop}
+		started = append(started, h.started)
+		if err := p.Go(h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	startsWithin(t, 10*time.Second, "the deepest tasks", started...)
+}
