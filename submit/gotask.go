@@ -194,8 +194,8 @@ func (t *task) orphanEnded(d goResult) {
 }
 
 // tellObserver reports the final status of nodes to the run's observer,
-// if any, after their worker died: on a goroutine of its own, waited
-// for, so that an observer calling runtime.Goexit, which may be what
+// if any, when no worker does: after their worker died, or for a run the
+// pool never took. It calls it on a goroutine of its own, waited for, so that an observer calling runtime.Goexit, which may be what
 // ended the worker, ends that goroutine (the next one goes on with the
 // rest), not the one that must finish the run.
 func (t *task) tellObserver(nodes ...int32) {

@@ -54,7 +54,7 @@ type Task interface {
 }
 
 // A task that runs on behalf of another (a subgraph that a Go task of
-// a run waits for) says how deeply it nests, 1 to DepthReserve, with a
+// a run waits for) says how deeply it nests, 0 to DepthReserve, with a
 // method Depth() int; one without is at depth 0. A task at depth d is
 // admitted only while more than DepthReserve-d places are free, so the
 // tasks that others wait for always find a place: however many runs
