@@ -2,6 +2,8 @@ package submit
 
 import (
 	"context"
+	"fmt"
+	"strconv"
 	"sync"
 	"testing"
 
@@ -307,6 +309,51 @@ func BenchmarkHook(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.ReportMetric(float64(rep.WallNS)/float64(b.N*g.Len()), "ns/node")
+		})
+	}
+}
+
+// BenchmarkSubgraphs walks, as a walk of a directory of n directories
+// each holding one more would: a Go task runs a subgraph of n Go tasks,
+// each of which runs a subgraph of a Go task that runs a subgraph of one
+// NOP. Nearly all 2n+1 subgraphs are alive at once, on one worker; the
+// time per subgraph stays flat as n grows only if a turn's cost does not
+// grow with the tasks alive.
+//
+//	go test -run '^$' -bench Subgraphs -benchtime 1x ./submit
+func BenchmarkSubgraphs(b *testing.B) {
+	for _, n := range []int{1000, 16000, 64000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			pool, err := workers.New(workers.Config{Workers: 1})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer pool.Close()
+			bl := dag.NewBuilder("outer")
+			bl.Go("root", func(in dag.Inputs) error {
+				return in.Run("dirs", func(bl *dag.Builder) {
+					for k := range n {
+						bl.Go("dir"+strconv.Itoa(k), func(in dag.Inputs) error {
+							return in.Run("entries", func(bl *dag.Builder) {
+								bl.Go("subdir", func(in dag.Inputs) error {
+									return in.Run("files", func(bl *dag.Builder) { bl.Nop("file") })
+								})
+							})
+						})
+					}
+				})
+			})
+			g, err := bl.Build()
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for range b.N {
+				if _, err := Run(context.Background(), pool, g, Graph, Options{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*(2*n+1)), "ns/subgraph")
 		})
 	}
 }

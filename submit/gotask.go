@@ -140,6 +140,7 @@ func (t *task) spawn(w *worker.Worker, i int32) {
 	in := &inputs{t: t, self: i, goes: true}
 	fn := t.p.nodes[i].Func
 	w.Readied()
+	tag := w.Tag()
 	go func() {
 		err := errGoexit // unless fn returns or panics
 		defer func() {
@@ -150,7 +151,7 @@ func (t *task) spawn(w *worker.Worker, i int32) {
 			}
 			t.goDone = append(t.goDone, goResult{i, err})
 			t.goMu.Unlock()
-			w.Wake()
+			w.WakeTask(tag)
 		}()
 		err = guard(func() error { return fn(in) })
 	}()

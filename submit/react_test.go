@@ -1905,3 +1905,44 @@ func TestObserverGoexit(t *testing.T) {
 		t.Errorf("the observer was called %d times, want once a node (%d)", n, g.Len())
 	}
 }
+
+// TestGoTasksOnOneWorker: many runs at once on one worker, each waiting
+// for a Go task, all of which wait until every run's has started. The
+// worker then has more tasks than it preps every turn, and each Go
+// task's end must reach its own run (a wake for its task alone).
+func TestGoTasksOnOneWorker(t *testing.T) {
+	const runs = 32
+	pool := newPool(t, workers.Config{Workers: 1})
+	for _, m := range Modes() {
+		var started sync.WaitGroup
+		started.Add(runs)
+		all := make(chan struct{})
+		go func() { started.Wait(); close(all) }()
+		b := dag.NewBuilder("meet")
+		met := b.Go("meet", func(dag.Inputs) error {
+			started.Done()
+			<-all
+			return nil
+		}).After(b.Nop("first"))
+		b.Nop("last").After(met)
+		g := mustBuild(t, b)
+		errs := make(chan error, runs)
+		for range runs {
+			go func() {
+				_, err := Run(context.Background(), pool, g, m, Options{})
+				errs <- err
+			}()
+		}
+		deadline := time.After(30 * time.Second)
+		for k := range runs {
+			select {
+			case err := <-errs:
+				if err != nil {
+					t.Errorf("%s: Run: %v", m, err)
+				}
+			case <-deadline:
+				t.Fatalf("%s: %d of %d runs ended, the rest still wait after 30 s", m, k, runs)
+			}
+		}
+	}
+}

@@ -3,6 +3,7 @@ package worker
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sync/atomic"
 	"time"
 
@@ -32,6 +33,16 @@ type Task interface {
 	// turn says all three (measured: asking for the wait and the end in
 	// calls of their own, and again after the completions, held a NOP
 	// diamond 3-7% lower).
+	//
+	// A turn preps only the tasks with news: after Start, after their
+	// Complete, after a WakeTask with their tag, and in the next turn
+	// again if their Prep left fewer than 2 SQEs of Room (a task that
+	// stops short for want of room uses what there is). It preps every
+	// task after a Wake, when the pool closes, after a fixed-file slot
+	// was freed while one was wanted, after a wait cut short by its
+	// timer, and while no more than sweepBelow tasks are active. So a
+	// task whose state another goroutine changes must say so with a
+	// wake, and its want stands until its next Prep.
 	Prep(w *Worker) (want int, done bool)
 	// Complete handles a run of this task's CQEs, in the order the ring
 	// gave them; the low UserDataBits of each UserData are what the task set
@@ -40,8 +51,9 @@ type Task interface {
 	// be written.
 	Complete(w *Worker, cqes []uring.CQE)
 	// Wait returns how many completions the task needs, exactly, after
-	// a Prep in the same turn. The worker asks only when fewer are in
-	// than Prep's want, which may be more than that: knowing exactly
+	// its last Prep (in this turn, or in an earlier one if nothing has
+	// happened to it since: see Prep). The worker asks only when fewer
+	// are in than Prep's want, which may be more than that: knowing exactly
 	// can cost more than it is worth when the enter finds everything
 	// complete (NOPs, cached reads).
 	Wait(w *Worker) int
@@ -101,8 +113,14 @@ const (
 	statePoked    uint32 = 2
 )
 
+// Bits of Worker.news.
+const (
+	newsSweep uint32 = 1
+	newsWoken uint32 = 2
+)
+
 // Worker is one fixed worker: a goroutine locked to its OS thread that
-// owns one ring. Only Wake and ID may be called from other goroutines;
+// owns one ring. Only Wake, WakeTask and ID may be called from other goroutines;
 // everything else is for Tasks, on the worker's thread.
 type Worker struct {
 	pool  *Pool
@@ -121,10 +139,24 @@ type Worker struct {
 	bellArmd bool
 	arena    *uring.Arena
 
-	tasks       []Task // by tag; nil = free
-	freeTags    []int
-	active      []int
-	incoming    []Task
+	tasks    []Task // by tag; nil = free
+	freeTags []int
+	active   []int
+	incoming []Task
+	// Which tasks a turn preps (see Task): those due (after their Start,
+	// their completions, a WakeTask, a Prep that found too little room:
+	// prepDue), or every active one (prepAll) when sweep is set, when no
+	// more than sweepBelow are, or when the last prepAll did not track
+	// them.
+	due        []int
+	isDue      []bool  // by tag: in due
+	at         []int   // by tag: the task's index in active, or -1
+	wants      []int32 // by tag: what the task's last Prep said it wants
+	sweep      bool
+	tracking   bool // the last prepAll kept what prepDue needs
+	slotWait   bool // a task found no free slot: a freed one sweeps
+	wokenSpare []int
+
 	cur         uint64 // tag of the task being called, pre-shifted
 	inflight    int
 	inflightCap int
@@ -165,6 +197,14 @@ type Worker struct {
 	_     [64]byte
 	state atomic.Uint32
 	_     [64]byte
+	// news says what a wake asked for: newsSweep (Wake: prep every
+	// task) and newsWoken (WakeTask: the tags in woken). The loop reads
+	// it every turn, so it is not on state's line, which every hand-off
+	// of a task writes.
+	news    atomic.Uint32
+	wokenMu sync.Mutex
+	woken   []int
+	_       [64]byte
 }
 
 // ID returns the worker's index in its pool.
@@ -266,6 +306,7 @@ func (p *Pool) Now() int64 { return int64(time.Since(p.epoch)) }
 func (w *Worker) AllocSlot() (uint32, bool) {
 	n := len(w.slots)
 	if n == 0 {
+		w.slotWait = true
 		return 0, false
 	}
 	s := w.slots[n-1]
@@ -274,14 +315,74 @@ func (w *Worker) AllocSlot() (uint32, bool) {
 }
 
 // FreeSlot returns a slot to the table; the caller has emptied it.
-func (w *Worker) FreeSlot(s uint32) { w.slots = append(w.slots, s) }
+func (w *Worker) FreeSlot(s uint32) {
+	w.slots = append(w.slots, s)
+	if w.slotWait {
+		w.slotWait, w.sweep = false, true
+	}
+}
 
-// FreeSlots returns how many fixed-file slots are free.
-func (w *Worker) FreeSlots() int { return len(w.slots) }
+// FreeSlots returns how many fixed-file slots are free. A task told 0
+// is prepped again when one is freed.
+func (w *Worker) FreeSlots() int {
+	if len(w.slots) == 0 {
+		w.slotWait = true
+	}
+	return len(w.slots)
+}
 
-// Wake makes the worker run its loop soon (for example to notice a
-// cancellation); safe from any goroutine.
-func (w *Worker) Wake() { w.wake() }
+// Wake makes the worker run its loop soon and prep every task (for
+// example to notice a cancellation); safe from any goroutine.
+func (w *Worker) Wake() {
+	w.news.Or(newsSweep)
+	w.wake()
+}
+
+// Tag returns the tag of the task being called (for WakeTask).
+func (w *Worker) Tag() int { return int(w.cur >> tagShift) }
+
+// WakeTask makes the worker run its loop soon and prep the task of
+// tag: a wake for one task among many (a Go task's end), which preps
+// only it; safe from any goroutine. A tag whose task has ended may have
+// been given to another, which then has an extra Prep.
+func (w *Worker) WakeTask(tag int) {
+	w.wokenMu.Lock()
+	w.woken = append(w.woken, tag)
+	w.wokenMu.Unlock()
+	w.news.Or(newsWoken)
+	w.wake()
+}
+
+// markDue makes task tag due for the next Prep round.
+func (w *Worker) markDue(tag int) {
+	if !w.isDue[tag] {
+		w.isDue[tag] = true
+		w.due = append(w.due, tag)
+	}
+}
+
+// takeNews reads what wakes asked for since the last turn.
+func (w *Worker) takeNews() {
+	if w.news.Load() == 0 {
+		return
+	}
+	n := w.news.Swap(0)
+	if n&newsSweep != 0 {
+		w.sweep = true
+	}
+	if n&newsWoken != 0 {
+		w.wokenMu.Lock()
+		woken := w.woken
+		w.woken = w.wokenSpare[:0]
+		w.wokenMu.Unlock()
+		for _, tag := range woken {
+			if w.tracking && tag < len(w.tasks) {
+				w.markDue(tag) // else this prep preps all
+			}
+		}
+		w.wokenSpare = woken[:0]
+	}
+}
 
 func (w *Worker) wake() {
 	for {
@@ -416,6 +517,7 @@ func (w *Worker) loop(errp *error, started func()) {
 			for _, tag := range w.active {
 				w.tasks[tag].Abort()
 			}
+			w.sweep = true
 			// What found no place never starts: the tasks it would wait
 			// for, or that wait for it, end now.
 			for _, t := range w.queue.takeAll(nil, 0) {
@@ -484,6 +586,7 @@ func (w *Worker) loop(errp *error, started func()) {
 				_, err = w.ring.WaitTimeoutFrom(want, maxWait, w.pool.epoch.Add(time.Duration(w.Now())))
 				if errors.Is(err, unix.ETIME) {
 					w.polls.Add(1)
+					w.sweep = true
 					err = nil
 				}
 			} else if want == 1 && len(w.active) == 0 && w.inflight == 0 && w.mem.trimmable() && w.pool.cfg.IdleTrim > 0 {
@@ -542,6 +645,9 @@ func (w *Worker) loop(errp *error, started func()) {
 				if t := w.tasks[tag]; t != nil { // nil: failAll ended it
 					w.cur = tag << tagShift
 					t.Complete(w, cqes[k:j])
+					if w.tracking {
+						w.markDue(int(tag))
+					}
 				}
 				k = j
 			}
@@ -552,29 +658,119 @@ func (w *Worker) loop(errp *error, started func()) {
 	}
 }
 
-// prep lets every active task prep its SQEs, finishes those that are
-// done, and returns how many CQEs to wait for: the fewest any task needs
-// to make progress, at least 1 (the doorbell is always in flight).
+// prep lets the tasks with news (or, sweeping, every active task) prep
+// their SQEs, finishes those that are done, and returns how many CQEs
+// to wait for: the fewest any task needs to make progress, at least 1
+// (the doorbell is always in flight).
 func (w *Worker) prep() uint32 {
+	w.takeNews()
+	want := 0
+	if w.sweep || !w.tracking || len(w.active) <= sweepBelow {
+		want = w.prepAll()
+	} else {
+		want = w.prepDue()
+	}
+	if want < 1 || w.inflight == 0 {
+		want = 1
+	}
+	return uint32(want)
+}
+
+// prepAll preps every active task and returns the fewest completions
+// any of them wants (0: none). With more than sweepBelow tasks it keeps
+// what prepDue needs next: where each task is in active, what it wants,
+// and that one may have stopped short for want of room.
+func (w *Worker) prepAll() int {
+	w.sweep = false
+	track := len(w.active) > sweepBelow
+	for _, tag := range w.due {
+		w.isDue[tag] = false
+	}
+	w.due = w.due[:0]
 	want := 0
 	kept := w.active[:0]
 	for _, tag := range w.active {
 		w.cur = uint64(tag) << tagShift
 		n, done := w.tasks[tag].Prep(w)
 		if done {
+			w.at[tag] = -1
 			w.finish(tag, nil)
 			continue
 		}
-		kept = append(kept, tag)
-		if n >= 1 && (want == 0 || n < want) {
-			want = n
+		if track {
+			w.at[tag], w.wants[tag] = len(kept), clampWant(n)
 		}
+		kept = append(kept, tag)
+		want = fewer(want, n)
 	}
 	w.active = kept
-	if want < 1 || w.inflight == 0 {
-		want = 1
+	w.tracking = track
+	if track && w.Room() < 2 {
+		w.sweep = true // one may have stopped short for want of room
 	}
-	return uint32(want)
+	return want
+}
+
+// prepDue preps the tasks due, in the order they became due (those
+// marked during the round are for the next), and returns the fewest
+// completions any active task wants (0: none).
+func (w *Worker) prepDue() int {
+	want := 0
+	end := len(w.due)
+	for k := 0; k < end; k++ {
+		tag := w.due[k]
+		w.isDue[tag] = false
+		if w.at[tag] < 0 {
+			continue // ended, or its tag is free
+		}
+		w.cur = uint64(tag) << tagShift
+		n, done := w.tasks[tag].Prep(w)
+		if done {
+			w.deactivate(tag)
+			w.finish(tag, nil)
+			continue
+		}
+		w.wants[tag] = clampWant(n)
+		if w.Room() < 2 {
+			w.markDue(tag) // it may have stopped short for want of room
+		}
+		want = fewer(want, n)
+	}
+	w.due = w.due[:copy(w.due, w.due[end:])]
+	// The others want what they said.
+	for _, tag := range w.active {
+		if want == 1 {
+			break
+		}
+		want = fewer(want, int(w.wants[tag]))
+	}
+	return want
+}
+
+// sweepBelow is how few active tasks a turn preps all of, news or not:
+// fewer calls than keeping count of whom to call saves.
+const sweepBelow = 4
+
+// clampWant is a Prep's want as kept: at most math.MaxInt32.
+func clampWant(n int) int32 { return int32(min(n, math.MaxInt32)) }
+
+// fewer returns the smaller of want and n, of those at least 1 (0 if
+// neither is).
+func fewer(want, n int) int {
+	if n >= 1 && (want == 0 || n < want) {
+		return n
+	}
+	return want
+}
+
+// deactivate takes task tag out of active.
+func (w *Worker) deactivate(tag int) {
+	i, last := w.at[tag], len(w.active)-1
+	moved := w.active[last]
+	w.active[i] = moved
+	w.at[moved] = i
+	w.active = w.active[:last]
+	w.at[tag] = -1
 }
 
 // yield lets the goroutines the worker made runnable run before it blocks.
@@ -641,13 +837,21 @@ func (w *Worker) admit(max int) {
 		} else {
 			tag = len(w.tasks)
 			w.tasks = append(w.tasks, t)
+			w.isDue = append(w.isDue, false)
+			w.at = append(w.at, -1)
+			w.wants = append(w.wants, 0)
 		}
+		w.wants[tag] = 0 // until its first Prep
 		w.cur = uint64(tag) << tagShift
 		if err := t.Start(w); err != nil {
 			w.finish(tag, err)
 			continue
 		}
+		w.at[tag] = len(w.active)
 		w.active = append(w.active, tag)
+		if w.tracking {
+			w.markDue(tag) // else the next prep preps all
+		}
 	}
 }
 
@@ -676,6 +880,7 @@ func (w *Worker) retire(tag int, err error) {
 // dropped, not given to a new task as its own.
 func (w *Worker) failAll(err error) {
 	for _, tag := range w.active {
+		w.at[tag] = -1
 		w.retire(tag, err)
 	}
 	w.active = w.active[:0]

@@ -125,7 +125,7 @@ func TestHandOffLines(t *testing.T) {
 		typ         reflect.Type
 		first, last string // the fields written by hand-offs, in order
 	}{
-		{reflect.TypeFor[Worker](), "state", "state"},
+		{reflect.TypeFor[Worker](), "state", "woken"},
 		{reflect.TypeFor[Pool](), "closeMu", "spinners"},
 	} {
 		first, ok1 := c.typ.FieldByName(c.first)
@@ -395,4 +395,158 @@ func TestAdmitSharedNearFull(t *testing.T) {
 		}
 	}
 	startsWithin(t, 10*time.Second, "the deepest tasks", started...)
+}
+
+// nopTask submits n NOPs, as many a turn as there is Room for, and ends
+// once they have all completed (done closes).
+type nopTask struct {
+	n, sent, got int
+	done         chan struct{}
+}
+
+func (t *nopTask) Start(*Worker) error { return nil }
+func (t *nopTask) Prep(w *Worker) (int, bool) {
+	for ; t.sent < t.n && w.Room() > 0; t.sent++ {
+		w.SQE(uint64(t.sent)).PrepNop()
+	}
+	return 1, t.got == t.n
+}
+func (t *nopTask) Complete(_ *Worker, cqes []uring.CQE) { t.got += len(cqes) }
+func (*nopTask) Wait(*Worker) int                       { return 1 }
+func (t *nopTask) Finish(*Worker, error)                { close(t.done) }
+func (*nopTask) Abort()                                 {}
+
+// slotTask waits for a fixed-file slot with nothing in flight: it has
+// only the slot's release by another task to go by. Holding one, it
+// submits a NOP and gives the slot back when the NOP completes.
+type slotTask struct {
+	hold, sent, freed bool
+	slot              uint32
+	done              chan struct{}
+}
+
+func (t *slotTask) Start(*Worker) error { return nil }
+func (t *slotTask) Prep(w *Worker) (int, bool) {
+	if !t.hold && !t.freed {
+		if t.slot, t.hold = w.AllocSlot(); !t.hold {
+			return 0, false
+		}
+	}
+	if !t.sent {
+		w.SQE(0).PrepNop()
+		t.sent = true
+	}
+	return 1, t.freed
+}
+func (t *slotTask) Complete(w *Worker, _ []uring.CQE) {
+	w.FreeSlot(t.slot)
+	t.hold, t.freed = false, true
+}
+func (*slotTask) Wait(*Worker) int        { return 1 }
+func (t *slotTask) Finish(*Worker, error) { close(t.done) }
+func (*slotTask) Abort()                  {}
+
+// burstTask is a nopTask that waits, with nothing in flight, until
+// fire is set and a WakeTask for it comes; Start closes started.
+type burstTask struct {
+	nopTask
+	fire    *atomic.Bool
+	w       *Worker
+	tag     int
+	started chan struct{}
+}
+
+func (t *burstTask) Start(w *Worker) error {
+	t.w, t.tag = w, w.Tag()
+	close(t.started)
+	return nil
+}
+func (t *burstTask) Prep(w *Worker) (int, bool) {
+	if !t.fire.Load() {
+		return 1, false
+	}
+	return t.nopTask.Prep(w)
+}
+
+// TestPrepsWhoWait: a turn preps only the tasks with news (their
+// completions, a wake for them) once more than sweepBelow are active;
+// the tasks that wait for what other tasks give back are prepped too:
+// room in a ring too small for them all (as they start, and when woken
+// together), the one fixed-file slot. Each
+// case runs more tasks than sweepBelow on one worker, and every task
+// must end.
+func TestPrepsWhoWait(t *testing.T) {
+	var fire atomic.Bool
+	for _, c := range []struct {
+		name  string
+		cfg   Config
+		tasks func() []Task
+		start func(t *testing.T, tasks []Task) // once all are handed over
+	}{
+		{"ring full", Config{Workers: 1, Entries: 4, InFlight: 4}, func() []Task {
+			var ts []Task
+			for range 4 * (sweepBelow + 1) {
+				ts = append(ts, &nopTask{n: 64, done: make(chan struct{})})
+			}
+			return ts
+		}, nil},
+		{"one slot", Config{Workers: 1, Files: 1}, func() []Task {
+			var ts []Task
+			for range 2 * (sweepBelow + 1) {
+				ts = append(ts, &slotTask{done: make(chan struct{})})
+			}
+			return ts
+		}, nil},
+		// Woken together once they all wait: the first fills the ring
+		// in a turn that preps only those woken.
+		{"ring full after wakes", Config{Workers: 1, Entries: 4, InFlight: 4}, func() []Task {
+			var ts []Task
+			for range 4 * (sweepBelow + 1) {
+				ts = append(ts, &burstTask{nopTask: nopTask{n: 64, done: make(chan struct{})}, fire: &fire, started: make(chan struct{})})
+			}
+			return ts
+		}, func(t *testing.T, tasks []Task) {
+			for _, task := range tasks {
+				startsWithin(t, 20*time.Second, "burst task", task.(*burstTask).started)
+			}
+			fire.Store(true)
+			for _, task := range tasks {
+				task.(*burstTask).w.WakeTask(task.(*burstTask).tag)
+			}
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p, err := New(c.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			tasks := c.tasks()
+			for _, task := range tasks {
+				if err := p.GoOn(0, task); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if c.start != nil {
+				c.start(t, tasks)
+			}
+			deadline := time.After(20 * time.Second)
+			for k, task := range tasks {
+				var done chan struct{}
+				switch task := task.(type) {
+				case *nopTask:
+					done = task.done
+				case *slotTask:
+					done = task.done
+				case *burstTask:
+					done = task.done
+				}
+				select {
+				case <-done:
+				case <-deadline:
+					t.Fatalf("task %d of %d still runs after 20 s", k, len(tasks))
+				}
+			}
+		})
+	}
 }
