@@ -73,7 +73,8 @@ func describeWork(g *dag.Graph) string {
 	}
 	s := fmt.Sprintf("%d %s (%s)", g.Len(), plural(g.Len(), "node"), strings.Join(ops, ", "))
 	var files []string
-	for _, f := range g.Files() {
+	all := g.Files()
+	for _, f := range all[:min(len(all), workFiles)] {
 		switch {
 		case f.Dir != nil:
 			files = append(files, fmt.Sprintf("%s/ (%d files of %s to %s)", f.Name, f.Dir.Count, human.Bytes(f.Dir.MinSize), human.Bytes(f.Dir.MaxSize)))
@@ -83,11 +84,18 @@ func describeWork(g *dag.Graph) string {
 			files = append(files, fmt.Sprintf("%s (%s, buffered)", f.Name, human.Bytes(f.Size)))
 		}
 	}
+	if more := len(all) - len(files); more > 0 {
+		files = append(files, fmt.Sprintf("and %d more %s", more, plural(more, "file")))
+	}
 	if len(files) > 0 {
 		s += " on " + strings.Join(files, ", ")
 	}
 	return s
 }
+
+// workFiles is how many of a graph's files describeWork names: a spec of
+// 100,000 files would otherwise fill thousands of lines of a report.
+const workFiles = 8
 
 // explainWidth is where explain wraps its lines.
 const explainWidth = 112
