@@ -22,29 +22,6 @@ import "testing"
 // for: never on NOPs); tags, every CQE's user_data is masked (the
 // worker's task tags).
 func BenchmarkDataflowFloor(b *testing.B) {
-	for level, name := range []string{"bare", "state", "ready", "bound", "tags"} {
-		b.Run(name, func(b *testing.B) { dataflowFloor(b, level) })
-	}
-}
-
-// floorNode is the size of the engine's per-node run state.
-type floorNode struct {
-	status                 uint8
-	skip, onFail           bool
-	res, cause, linkedFrom int32
-	pending, chain, trig   int32
-	start, end             int64
-}
-
-func dataflowFloor(b *testing.B, level int) {
-	const (
-		bare = iota
-		state
-		ready
-		bound
-		tags
-	)
-	r := workerRing(b, 256)
 	// Fanout 100 as successor lists: 0 -> 1..98 -> 99.
 	const n = 100
 	succOff := make([]int32, n+1)
@@ -60,6 +37,48 @@ func dataflowFloor(b *testing.B, level int) {
 		}
 		succOff[v+1] = int32(len(succ))
 	}
+	floorLevels(b, succOff, succ)
+}
+
+// BenchmarkDiamondFloor is BenchmarkDataflowFloor on a diamond, 0 -> {1,
+// 2} -> 3: three enters a graph for four NOPs, the shape where the
+// engine's work per turn of its loop, not per node, sets the pace (set it
+// beside `-bench DiamondNOP/graph ./submit`).
+func BenchmarkDiamondFloor(b *testing.B) {
+	succOff, succ := []int32{0, 2, 3, 4, 4}, []int32{1, 2, 3, 3}
+	floorLevels(b, succOff, succ)
+}
+
+// floorLevels runs the graph of succOff and succ at each level, each
+// adding one thing to the one before (see BenchmarkDataflowFloor).
+func floorLevels(b *testing.B, succOff, succ []int32) {
+	for level, name := range []string{"bare", "state", "ready", "bound", "tags"} {
+		b.Run(name, func(b *testing.B) { dataflowFloor(b, level, succOff, succ) })
+	}
+}
+
+// floorNode is the size of the engine's per-node run state.
+type floorNode struct {
+	status                 uint8
+	skip, onFail           bool
+	res, cause, linkedFrom int32
+	pending, chain, trig   int32
+	start, end             int64
+}
+
+// dataflowFloor runs the graph of succOff and succ (node v's successors
+// are succ[succOff[v]:succOff[v+1]], node 0 its one root) b.N times at
+// level, reporting nodes/s.
+func dataflowFloor(b *testing.B, level int, succOff, succ []int32) {
+	const (
+		bare = iota
+		state
+		ready
+		bound
+		tags
+	)
+	r := workerRing(b, 256)
+	n := len(succOff) - 1
 	count0, fresh := make([]int32, n), make([]floorNode, n)
 	for _, x := range succ {
 		count0[x]++
@@ -140,5 +159,5 @@ func dataflowFloor(b *testing.B, level int) {
 			queue = queue[:0]
 		}
 	}
-	b.ReportMetric(float64(b.N)*n/b.Elapsed().Seconds(), "nodes/s")
+	b.ReportMetric(float64(b.N)*float64(n)/b.Elapsed().Seconds(), "nodes/s")
 }
