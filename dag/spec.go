@@ -241,7 +241,10 @@ func LoadFile(path string, opts ...BuilderOption) (*Graph, error) {
 // errors. Every error is a *NodeError (or *FileError) carrying the JSON
 // line:column; errors of separate nodes are joined. The graph itself is
 // checked by Build. The Spec keeps data, to give Build's errors positions:
-// do not modify data afterwards.
+// do not modify data afterwards. A spec of more than DefaultMaxNodes nodes
+// is refused with ErrTooLarge before its nodes are decoded, whatever limit
+// its Build would be given (WithMaxNodes): a larger graph is built with a
+// Builder.
 func ParseSpec(data []byte) (*Spec, error) {
 	// Fast paths: the plain form, then one strict encoding/json decode. Only
 	// if both fail is the spec parsed again element by element, to report
