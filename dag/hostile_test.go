@@ -29,8 +29,8 @@ func TestHostileSpecs(t *testing.T) {
 	}
 }
 
-// TestHugeSpecs: a spec of more nodes than a graph may have is refused
-// before its nodes are decoded (each is a few hundred bytes: 3 bytes of
+// TestHugeSpecs: a spec of more nodes than a graph may have, or of more
+// than MaxFiles files, is refused before they are decoded (each is a few hundred bytes: 3 bytes of
 // "{}," asked the fast decoder for 30 GB), whichever decoder would take
 // it and however its key is spelled; a spec of millions of problems
 // lists MaxProblems of them and counts the rest.
@@ -48,29 +48,39 @@ func TestHugeSpecs(t *testing.T) {
 		b.WriteString(suffix)
 		return []byte(b.String())
 	}
-	over := DefaultMaxNodes + 1
+	over, overFiles := DefaultMaxNodes+1, MaxFiles+1
+	nodes, files := fmt.Sprint(over, " nodes"), fmt.Sprint(overFiles, " files")
 	for _, tc := range []struct {
 		name string
 		data []byte
+		want string // what the error names
 	}{
-		{"plain", many(`{"name":"x","nodes":[`, `{}`, `]}`, over)},
-		{"an escape in the name (encoding/json)", many(`{"name":"\u0078","nodes":[`, `{}`, `]}`, over)},
-		{"the key in capitals", many(`{"name":"x","NODES":[`, `{}`, `]}`, over)},
-		{"the key escaped", many(`{"name":"x","nod\u0065s":[`, `{}`, `]}`, over)},
-		{"numbers, not nodes", many(`{"name":"x","nodes":[`, `1`, `]}`, over)},
+		{"plain", many(`{"name":"x","nodes":[`, `{}`, `]}`, over), nodes},
+		{"an escape in the name (encoding/json)", many(`{"name":"\u0078","nodes":[`, `{}`, `]}`, over), nodes},
+		{"the key in capitals", many(`{"name":"x","NODES":[`, `{}`, `]}`, over), nodes},
+		{"the key escaped", many(`{"name":"x","nod\u0065s":[`, `{}`, `]}`, over), nodes},
+		{"numbers, not nodes", many(`{"name":"x","nodes":[`, `1`, `]}`, over), nodes},
+		{"files", many(`{"name":"x","nodes":[{"id":"a","op":"nop"}],"files":[`, `{"name":"f","size":1}`, `]}`, overFiles), files},
+		{"files before the nodes", many(`{"name":"x","files":[`, `{}`, `],"nodes":[{"id":"a","op":"nop"}]}`, overFiles), files},
+		{"the files' key in capitals", many(`{"name":"x","FILES":[`, `{}`, `],"nodes":[{"id":"a","op":"nop"}]}`, overFiles), files},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
 			_, err := ParseSpec(tc.data)
 			runtime.ReadMemStats(&after)
-			if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), fmt.Sprint(over, " nodes")) {
-				t.Errorf("ParseSpec = %.200v, want ErrTooLarge naming %d nodes", err, over)
+			if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("ParseSpec = %.200v, want ErrTooLarge naming %s", err, tc.want)
 			}
 			if got := after.TotalAlloc - before.TotalAlloc; got > 64<<20 {
 				t.Errorf("ParseSpec allocated %d MB to refuse it", got>>20)
 			}
 		})
+	}
+	// A Spec made in Go with too many files: Build says so, and only that.
+	big := &Spec{Name: "x", Files: make([]FileSpec, overFiles), Nodes: []NodeSpec{{ID: "a", Op: "nop"}}}
+	if _, err := big.Build(); !errors.Is(err, ErrTooLarge) || err.Error() != fmt.Sprintf("graph too large: %d files, limit %d (MaxFiles)", overFiles, MaxFiles) {
+		t.Errorf("Build of %d files = %.300v, want ErrTooLarge alone", overFiles, err)
 	}
 	// 3,000 duplicate edges, each a problem.
 	spec := many(`{"name":"x","nodes":[{"id":"z","op":"nop"},{"id":"a","op":"nop","after":[`, `"z"`, `]}]}`, 3001)

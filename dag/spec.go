@@ -241,10 +241,10 @@ func LoadFile(path string, opts ...BuilderOption) (*Graph, error) {
 // errors. Every error is a *NodeError (or *FileError) carrying the JSON
 // line:column; errors of separate nodes are joined. The graph itself is
 // checked by Build. The Spec keeps data, to give Build's errors positions:
-// do not modify data afterwards. A spec of more than DefaultMaxNodes nodes
-// is refused with ErrTooLarge before its nodes are decoded, whatever limit
-// its Build would be given (WithMaxNodes): a larger graph is built with a
-// Builder.
+// do not modify data afterwards. A spec of more than DefaultMaxNodes nodes,
+// or more than MaxFiles files, is refused with ErrTooLarge before they are
+// decoded, whatever node limit its Build would be given (WithMaxNodes): a
+// larger graph is built with a Builder.
 func ParseSpec(data []byte) (*Spec, error) {
 	// Fast paths: the plain form, then one strict encoding/json decode. Only
 	// if both fail is the spec parsed again element by element, to report
@@ -254,9 +254,13 @@ func ParseSpec(data []byte) (*Spec, error) {
 		return s, nil
 	}
 	// Each node decodes to a few hundred bytes: a spec of more nodes than
-	// a graph may have (3 bytes each, "{},") would ask for tens of GB.
-	if n := countNodes(data); n > DefaultMaxNodes {
+	// a graph may have (3 bytes each, "{},") would ask for tens of GB; a
+	// file to about a hundred.
+	if n := countArray(data, "nodes"); n > DefaultMaxNodes {
 		return nil, fmt.Errorf("%w: the spec has %d nodes, limit %d", ErrTooLarge, n, DefaultMaxNodes)
+	}
+	if n := countArray(data, "files"); n > MaxFiles {
+		return nil, fmt.Errorf("%w: the spec has %d files, limit %d (MaxFiles)", ErrTooLarge, n, MaxFiles)
 	}
 	if s, err := decodeSpecJSON(data); err == nil {
 		s.src = data

@@ -28,6 +28,9 @@ func decodeSpecFast(data []byte) (*Spec, bool) {
 		case "name":
 			ok = d.once(&seen, 0) && d.str(&s.Name)
 		case "files":
+			if d.countElements() > MaxFiles {
+				return false // ParseSpec says why
+			}
 			ok = d.once(&seen, 1) && d.array(func() bool {
 				s.Files = append(s.Files, FileSpec{})
 				return d.file(&s.Files[len(s.Files)-1])
@@ -269,19 +272,19 @@ func (d *fastDecoder) countElements() int {
 	return n
 }
 
-// countNodes returns how many elements the spec's "nodes" arrays hold
-// (every key the JSON decoders take for it: encoding/json matches keys
-// without regard to case, and after unescaping them), counting values
-// between commas, or 0 if data has none.
-func countNodes(data []byte) int {
-	total, depth, key := 0, 0, false // key: the last string at depth 1 named the nodes
+// countArray returns how many elements the spec's arrays named name
+// ("nodes" or "files") hold (every key the JSON decoders take for it:
+// encoding/json matches keys without regard to case, and after unescaping
+// them), counting values between commas, or 0 if data has none.
+func countArray(data []byte, name string) int {
+	total, depth, key := 0, 0, false // key: the last string at depth 1 was name
 	for j := 0; j < len(data); j++ {
 		switch c := data[j]; c {
 		case '"':
 			end := stringEnd(data, j)
 			if depth == 1 {
 				var k string
-				key = json.Unmarshal(data[j:end], &k) == nil && strings.EqualFold(k, "nodes")
+				key = json.Unmarshal(data[j:end], &k) == nil && strings.EqualFold(k, name)
 			}
 			j = end - 1
 		case '[', '{':

@@ -75,6 +75,10 @@ func (v *validator) nodeErr(i int32, field string, err error) {
 func (v *validator) build() *Graph {
 	b := v.b
 	n := len(b.nodes)
+	if len(b.files) > MaxFiles {
+		v.add(fmt.Errorf("%w: %d files, limit %d (MaxFiles)", ErrTooLarge, len(b.files), MaxFiles))
+		return nil
+	}
 	v.checkFiles()
 	if n == 0 {
 		v.add(ErrEmptyGraph)
