@@ -15,8 +15,9 @@ const (
 	MaxFileSize = 1 << 40
 	// MaxDirFiles is the most files a spec directory may hold.
 	MaxDirFiles = 1_000_000
-	// MaxFiles is the most files (regular files and directories) a spec
-	// may declare.
+	// MaxFiles is the most files a graph may have (from a spec or
+	// AddFile), each file of a directory counted; ParseSpec also refuses a
+	// spec of more entries than this in its "files" before decoding them.
 	MaxFiles = 1_000_000
 	// MaxIDLen is the longest node id, in bytes.
 	MaxIDLen = 1024

@@ -126,7 +126,8 @@ func NewBuilder(name string, opts ...BuilderOption) *Builder {
 func (b *Builder) Len() int { return len(b.nodes) }
 
 // AddFile declares a file the graph's nodes use, which must be in the run's
-// root before a run (scratch.Create makes it).
+// root before a run (scratch.Create makes it). Build refuses more than
+// MaxFiles files in all, each file of a directory counted.
 func (b *Builder) AddFile(f FileSpec) *Builder {
 	b.files = append(b.files, f)
 	return b

@@ -29,11 +29,12 @@ func TestHostileSpecs(t *testing.T) {
 	}
 }
 
-// TestHugeSpecs: a spec of more nodes than a graph may have, or of more
-// than MaxFiles files, is refused before they are decoded (each is a few hundred bytes: 3 bytes of
-// "{}," asked the fast decoder for 30 GB), whichever decoder would take
-// it and however its key is spelled; a spec of millions of problems
-// lists MaxProblems of them and counts the rest.
+// TestHugeSpecs: a spec of more nodes than a graph may have is refused
+// before its nodes are decoded (each is a few hundred bytes: 3 bytes of
+// "{}," asked the fast decoder for 30 GB), and one of more than MaxFiles
+// files before its files are, whichever decoder would take it and however
+// its key is spelled; Build counts a directory's files among them; a spec
+// of millions of problems lists MaxProblems of them and counts the rest.
 func TestHugeSpecs(t *testing.T) {
 	many := func(prefix, elem, suffix string, n int) []byte {
 		var b strings.Builder
@@ -77,10 +78,43 @@ func TestHugeSpecs(t *testing.T) {
 			}
 		})
 	}
-	// A Spec made in Go with too many files: Build says so, and only that.
-	big := &Spec{Name: "x", Files: make([]FileSpec, overFiles), Nodes: []NodeSpec{{ID: "a", Op: "nop"}}}
-	if _, err := big.Build(); !errors.Is(err, ErrTooLarge) || err.Error() != fmt.Sprintf("graph too large: %d files, limit %d (MaxFiles)", overFiles, MaxFiles) {
-		t.Errorf("Build of %d files = %.300v, want ErrTooLarge alone", overFiles, err)
+	// Exactly MaxFiles entries are within the limit: the fast decoder
+	// takes them, and so does ParseSpec's count before encoding/json
+	// (which an escape in a key sends it to).
+	exact := many(`{"name":"x","nodes":[{"id":"a","op":"nop"}],"files":[`, `{}`, `]}`, MaxFiles)
+	if s, ok := decodeSpecFast(exact); !ok || len(s.Files) != MaxFiles {
+		t.Errorf("decodeSpecFast of %d files: ok %v, want them decoded", MaxFiles, ok)
+	}
+	escaped := many(`{"name":"\u0078","nodes":[{"id":"a","op":"nop"}],"files":[`, `{}`, `]}`, MaxFiles)
+	if s, err := ParseSpec(escaped); err != nil || len(s.Files) != MaxFiles {
+		t.Errorf("ParseSpec of %d files (a key escaped) = %.200v, want them decoded", MaxFiles, err)
+	}
+	// Specs made in Go: Build counts every file, a directory's too, and
+	// says so alone when they are too many.
+	dir := func(name string, n int) FileSpec {
+		return FileSpec{Name: name, Dir: &DirSpec{Count: n, MaxSize: 1}}
+	}
+	nop := []NodeSpec{{ID: "a", Op: "nop"}}
+	for _, tc := range []struct {
+		name  string
+		files []FileSpec
+		want  string // Build's error, "" for none
+	}{
+		{"too many entries", make([]FileSpec, overFiles), fmt.Sprintf("graph too large: %d files, limit %d (MaxFiles)", overFiles, MaxFiles)},
+		{"two full directories", []FileSpec{dir("a", MaxDirFiles), dir("b", MaxDirFiles)}, fmt.Sprintf("graph too large: %d files, limit %d (MaxFiles)", 2*MaxDirFiles, MaxFiles)},
+		{"a directory and a file over", []FileSpec{dir("a", MaxFiles), {Name: "f"}}, fmt.Sprintf("graph too large: %d files, limit %d (MaxFiles)", overFiles, MaxFiles)},
+		{"exactly the limit", []FileSpec{dir("a", MaxFiles-1), {Name: "f"}}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := (&Spec{Name: "x", Files: tc.files, Nodes: nop}).Build()
+			got := ""
+			if err != nil {
+				got = err.Error()
+			}
+			if got != tc.want || tc.want != "" && !errors.Is(err, ErrTooLarge) {
+				t.Errorf("Build = %.300v, want %q", err, tc.want)
+			}
+		})
 	}
 	// 3,000 duplicate edges, each a problem.
 	spec := many(`{"name":"x","nodes":[{"id":"z","op":"nop"},{"id":"a","op":"nop","after":[`, `"z"`, `]}]}`, 3001)

@@ -243,8 +243,9 @@ func LoadFile(path string, opts ...BuilderOption) (*Graph, error) {
 // checked by Build. The Spec keeps data, to give Build's errors positions:
 // do not modify data afterwards. A spec of more than DefaultMaxNodes nodes,
 // or more than MaxFiles files, is refused with ErrTooLarge before they are
-// decoded, whatever node limit its Build would be given (WithMaxNodes): a
-// larger graph is built with a Builder.
+// decoded, whatever node limit its Build would be given: a graph of more
+// nodes is built with a Builder and WithMaxNodes (the files limit holds
+// there too).
 func ParseSpec(data []byte) (*Spec, error) {
 	// Fast paths: the plain form, then one strict encoding/json decode. Only
 	// if both fail is the spec parsed again element by element, to report
@@ -255,9 +256,9 @@ func ParseSpec(data []byte) (*Spec, error) {
 	}
 	// Each node decodes to a few hundred bytes: a spec of more nodes than
 	// a graph may have (3 bytes each, "{},") would ask for tens of GB; a
-	// file to about a hundred.
+	// file to about two hundred.
 	if n := countArray(data, "nodes"); n > DefaultMaxNodes {
-		return nil, fmt.Errorf("%w: the spec has %d nodes, limit %d", ErrTooLarge, n, DefaultMaxNodes)
+		return nil, fmt.Errorf("%w: the spec has %d nodes, limit %d (DefaultMaxNodes)", ErrTooLarge, n, DefaultMaxNodes)
 	}
 	if n := countArray(data, "files"); n > MaxFiles {
 		return nil, fmt.Errorf("%w: the spec has %d files, limit %d (MaxFiles)", ErrTooLarge, n, MaxFiles)

@@ -75,8 +75,8 @@ func (v *validator) nodeErr(i int32, field string, err error) {
 func (v *validator) build() *Graph {
 	b := v.b
 	n := len(b.nodes)
-	if len(b.files) > MaxFiles {
-		v.add(fmt.Errorf("%w: %d files, limit %d (MaxFiles)", ErrTooLarge, len(b.files), MaxFiles))
+	if n := fileCount(b.files); n > MaxFiles {
+		v.add(fmt.Errorf("%w: %d files, limit %d (MaxFiles)", ErrTooLarge, n, MaxFiles))
 		return nil
 	}
 	v.checkFiles()
@@ -178,6 +178,20 @@ func (v *validator) err() error {
 		}
 	}
 	return v.joined()
+}
+
+// fileCount returns how many files files make: one each, or a directory's
+// Count where that is in range (checkFiles reports the others).
+func fileCount(files []FileSpec) int {
+	n := 0
+	for _, f := range files {
+		if d := f.Dir; d != nil && d.Count > 0 && d.Count <= MaxDirFiles {
+			n += d.Count
+		} else {
+			n++
+		}
+	}
+	return n
 }
 
 func (v *validator) checkFiles() {

@@ -188,6 +188,7 @@ func TestCreateRefuses(t *testing.T) {
 // space (a spec may claim any size).
 func TestCreateErrors(t *testing.T) {
 	huge := dag.FileSpec{Name: "d", Dir: &dag.DirSpec{Count: 1_000_000, MinSize: 1, MaxSize: 2147479552}}
+	nearly := dag.FileSpec{Name: "d", Dir: &dag.DirSpec{Count: 999_998, MinSize: 1, MaxSize: 2147479552}}
 	tests := []struct {
 		name  string
 		root  string // relative to a fresh directory
@@ -201,8 +202,9 @@ func TestCreateErrors(t *testing.T) {
 		// The largest a spec may declare: 2 PB in all.
 		{"too large", ".", []dag.FileSpec{huge},
 			`^scratch: the spec's files need up to 2147479552000000 bytes, ROOT has \d+ available$`},
-		{"too large together", ".", []dag.FileSpec{{Name: "a", Size: 1}, huge, {Name: "b", Size: 1 << 40}},
-			`^scratch: the spec's files need up to 2148579063627777 bytes, ROOT has \d+ available$`},
+		// As large together, with two files (dag.MaxFiles in all).
+		{"too large together", ".", []dag.FileSpec{{Name: "a", Size: 1}, nearly, {Name: "b", Size: 1 << 40}},
+			`^scratch: the spec's files need up to 2148574768668673 bytes, ROOT has \d+ available$`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
