@@ -75,8 +75,8 @@ func (v *validator) nodeErr(i int32, field string, err error) {
 func (v *validator) build() *Graph {
 	b := v.b
 	n := len(b.nodes)
-	if n := fileCount(b.files); n > MaxFiles {
-		v.add(fmt.Errorf("%w: %d files, limit %d (MaxFiles)", ErrTooLarge, n, MaxFiles))
+	if files := fileCount(b.files); files > MaxFiles {
+		v.add(fmt.Errorf("%w: %d files, limit %d (MaxFiles)", ErrTooLarge, files, MaxFiles))
 		return nil
 	}
 	v.checkFiles()
