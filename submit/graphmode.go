@@ -15,10 +15,10 @@ import (
 // only predecessor, with no result binding between them, where the
 // kernel's link rule gives the graph's semantics) goes down as one
 // kernel link chain, so it costs what link mode pays for it, unless its
-// head completes while it is submitted and the task has at least
-// linkWidth nodes ready, the head included (see linkWidth). While whole
-// levels succeed at once, it knows the next level is ready without
-// counting down (lockstep, see step).
+// head completes while it is submitted and the task has at least the
+// worker's LinkWidth nodes ready, the head included (see dispatch).
+// While whole levels succeed at once, it knows the next level is ready
+// without counting down (lockstep, see step).
 type graphMode struct {
 	t     *task
 	roots []int32 // the task's nodes without predecessors
@@ -165,7 +165,7 @@ func (g *graphMode) step(w *worker.Worker) (sent bool) {
 		if n := min(len(lv), w.Room()); n > 0 && g.rhead == len(t.ready)-len(lv) {
 			// The level's nodes that need only an SQE go down here, as
 			// dispatch would send them; it takes the rest.
-			g.rhead += t.prepBare(w, lv[:n], len(lv) >= linkWidth)
+			g.rhead += t.prepBare(w, lv[:n], len(lv) >= w.LinkWidth())
 			if g.rhead == len(t.ready) {
 				return true
 			}
@@ -223,27 +223,18 @@ func (g *graphMode) prep(w *worker.Worker) {
 	}
 }
 
-// linkWidth is how many nodes ready in a task when it dispatches (the
-// head included) make a batch wide enough that a linear run whose head
-// does not wait (see planNode.waits) goes down one node per enter rather
-// than as a kernel link. A link is worth its cost where it saves a trip
-// to user space: after a request that waits, or in a narrow batch, where
-// an enter would carry one or two nodes. A request that completes while
-// it is submitted, such as a NOP, a cached read or an open, gains nothing
-// from it in a wide batch: the kernel starts each linked request from its
-// task work after the one before completes, which costs it more than one
-// more enter shared by the whole batch. The count is the task's alone:
-// other runs' nodes that share the worker's enter do not lower it. A
-// buffered read counts as one that does not wait: from a cold file or a
-// pipe it loses the link in a wide batch, a round trip against a wait
-// much longer.
-// Measured with NOPs, `iodag run --repeat 50000`, three alternated runs,
-// linked against not: chains 1x16 5.9M against 3.1M nodes/s, 2x16 7.3M
-// against 5.1M, 4x16 7.9M against 7.2M, 8x16 8.1-8.6M against 9.2-9.3M,
-// layered 16x8 9.7-10.1M against 10.9-11.1M; with O_DIRECT reads
-// (chains 8x16) links win at any width, 71-77k against 63-66k.
-const linkWidth = 8
-
+// dispatch's batch is wide when a task has at least the worker's LinkWidth nodes
+// ready when it dispatches, the head included: a linear run whose head
+// does not wait (see planNode.waits) then goes down one node per enter
+// rather than as a kernel link. A link is worth its cost where it saves a
+// trip to user space: after a request that waits, or in a batch too
+// narrow to share an enter's cost, which the worker measures against what
+// a link costs the kernel (worker.measureLinkWidth). The count is the
+// task's alone: other runs' nodes that share the worker's enter do not
+// lower it. A buffered read counts as one that does not wait: from a
+// cold file or a pipe it loses the link in a wide batch, a round trip
+// against a wait much longer.
+//
 // dispatch sends ready nodes while there is room, again as long as
 // nodes it ended without running released others. An open waiting for a
 // slot goes to the back of the queue so that it holds up no other node.
@@ -253,7 +244,7 @@ func (g *graphMode) dispatch(w *worker.Worker) {
 		g.noted = g.rhead // all of them are complete
 	}
 	room := w.Room()
-	wide := len(t.ready)-g.rhead >= linkWidth
+	wide := len(t.ready)-g.rhead >= w.LinkWidth()
 	for room > 0 && g.rhead < len(t.ready) {
 		parked := 0
 		for n := len(t.ready) - g.rhead; n > 0 && room > 0; n-- {
@@ -287,7 +278,7 @@ func (g *graphMode) dispatch(w *worker.Worker) {
 				t.spawn(w, u)
 				continue
 			}
-			if h := &t.hot[u]; h.chainNext < 0 || wide && !h.waits {
+			if h := &t.hot[u]; h.chainNext < 0 || (wide || !h.linkSaves) && !h.waits {
 				t.prep(w, u, 0)
 				room--
 				continue

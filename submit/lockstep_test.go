@@ -37,8 +37,9 @@ func TestLockstep(t *testing.T) {
 		{
 			name: "whole levels",
 			build: func(b *dag.Builder, _ func()) {
-				// 16 a level on each of 2 workers: wide enough that a
-				// linear run goes down without a kernel link.
+				// 16 a level on each of 2 workers: wide enough, at a
+				// link width of 8, that a linear run goes down without
+				// a kernel link.
 				s, err := dag.Layered(32, 8, dag.GenOptions{})
 				if err != nil {
 					t.Fatal(err)
@@ -47,7 +48,8 @@ func TestLockstep(t *testing.T) {
 					b.Nop(n.ID).AfterID(n.After...)
 				}
 			},
-			on: true,
+			cfg: workers.Config{LinkWidth: 8},
+			on:  true,
 		},
 		{
 			// slow and a are level 1; b level 2; z, after s and b,
@@ -155,6 +157,20 @@ func TestLockstep(t *testing.T) {
 				c = b.Nop("c2").After(c)
 				b.Nop("after").After(c, s)
 			},
+		},
+		{
+			// A linear run whose next level holds other nodes: that
+			// level takes a turn anyway, so the run goes unlinked and
+			// lockstep holds, however narrow the batch.
+			name: "a linear run beside a level's other nodes",
+			build: func(b *dag.Builder, _ func()) {
+				r, s := b.Nop("r"), b.Nop("s")
+				a := b.Nop("a").After(r)
+				x, y := b.Nop("x").After(s), b.Nop("y").After(s)
+				b.Nop("end").After(a, x, y)
+			},
+			cfg: workers.Config{LinkWidth: 8},
+			on:  true,
 		},
 		{
 			// Split, a failure in the last level: the other task may

@@ -97,6 +97,13 @@ type planNode struct {
 	// successor without a trip to user space however many nodes go down
 	// with it (see graphMode.dispatch; no link follows a write).
 	waits bool
+	// linkSaves: linking the node to chainNext can save a turn of the
+	// worker's loop: every node of the next level is a linked successor
+	// (the inside of a chain), so without links that level would take a
+	// turn of its own. Where the next level holds other nodes, it takes
+	// one anyway, and a node that does not wait gains nothing from the
+	// link (see graphMode.dispatch).
+	linkSaves bool
 	// plain: its completion has nothing to settle (no buffer, slot,
 	// directory or hook), so complete skips settle and conclude's hook:
 	// the NOP path pays one test for them.
@@ -260,6 +267,22 @@ func newPlan(g *dag.Graph) *plan {
 		}
 		if link := p.kernelLink(i, v); link != 0 {
 			p.hot[i].chainNext, p.hot[i].chainLink = v, link
+		}
+	}
+	levels := g.Levels()
+	inside := make([]bool, len(levels)) // every node of the level is a linked successor
+	for l, lv := range levels {
+		inside[l] = l > 0
+		for _, v := range lv {
+			if u := g.Preds(v); len(u) != 1 || p.hot[u[0].Node].chainNext != v {
+				inside[l] = false
+				break
+			}
+		}
+	}
+	for i := range int32(n) {
+		if l := g.Level(i); p.hot[i].chainNext >= 0 && l+1 < len(levels) {
+			p.hot[i].linkSaves = inside[l+1]
 		}
 	}
 	for _, seq := range g.Components() {

@@ -327,9 +327,9 @@ func (t *task) prep(w *worker.Worker, i int32, link uint8) *uring.SQE {
 // link, up to the first that needs something take gets, is a Go task,
 // has on_failure edges or is to be skipped (cond decides), is final
 // already (waves: canceled), or heads a linear run graph mode links
-// (see linkWidth; wide: the batch is wide; waves, which links nothing,
-// passes true), and returns how many it prepped. The caller checked the room for all of
-// them. It is prep in a loop: a call for each node, which every run of
+// (wide: the batch is wide, see graphMode.dispatch; waves, which links
+// nothing, passes true), and returns how many it prepped. The caller
+// checked the room for all of them. It is prep in a loop: a call for each node, which every run of
 // NOPs or other bare ops would pay, reloads what the loop keeps in
 // registers.
 func (t *task) prepBare(w *worker.Worker, us []int32, wide bool) int {
@@ -338,7 +338,7 @@ func (t *task) prepBare(w *worker.Worker, us []int32, wide bool) int {
 	for ; k < len(us); k++ {
 		u := us[k]
 		h, n := &hot[u], &node[u]
-		if h.needs || h.op == dag.OpGo || h.onFail || n.skip || n.status >= stInflight || h.chainNext >= 0 && (!wide || h.waits) {
+		if h.needs || h.op == dag.OpGo || h.onFail || n.skip || n.status >= stInflight || h.chainNext >= 0 && (h.waits || !wide && h.linkSaves) {
 			break
 		}
 		s := w.NextSQE(h.userData(u)) // the caller checked the room

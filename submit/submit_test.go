@@ -645,7 +645,7 @@ func TestWaitIsExact(t *testing.T) {
 // TestLinkWidth checks when graph mode sends a linear run down as a
 // kernel link: always after a request that waits (an O_DIRECT read, an
 // fsync, a timeout), and after one that completes as it is submitted (a
-// NOP) only in a batch of fewer than linkWidth. A linked run is in
+// NOP) only in a batch of fewer than the pool's LinkWidth. A linked run is in
 // flight all at once; an unlinked one a node per chain at a time.
 func TestLinkWidth(t *testing.T) {
 	root := t.TempDir()
@@ -676,39 +676,44 @@ func TestLinkWidth(t *testing.T) {
 		return b.Read(id, dag.File("data"), int64(n)*4096, 4096)
 	}
 	fsync := func(b *dag.Builder, id string, _ int) dag.Task { return b.Fsync(id, dag.File("buffered")) }
-	tests := []struct {
+	type test struct {
 		name   string
 		g      *dag.Graph
 		want   int  // peak in flight
 		direct bool // needs O_DIRECT in root
-	}{
-		{name: "narrow NOP chains are linked", g: chains(linkWidth-1, 8, nop), want: (linkWidth - 1) * 8},
-		{name: "wide NOP chains go a level at a time", g: chains(linkWidth, 8, nop), want: linkWidth},
-		{name: "wide timeout chains are linked", g: chains(linkWidth, 3, timeout), want: linkWidth * 3},
-		{name: "wide fsync chains are linked", g: chains(linkWidth, 3, fsync), want: linkWidth * 3},
-		{name: "wide O_DIRECT read chains are linked", g: chains(linkWidth, 3, read), want: linkWidth * 3, direct: true},
 	}
-	pool := newPool(t, workers.Config{Workers: 1, Entries: 256})
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			if tc.direct && !direct {
-				t.Skipf("%s does not take O_DIRECT", root)
-			}
-			if err := scratch.Create(root, tc.g); err != nil {
-				t.Fatal(err)
-			}
-			rep, err := Run(context.Background(), pool, tc.g, Graph, Options{Root: root})
-			if err != nil {
-				t.Fatal(err)
-			}
-			checkFinal(t, tc.g, rep)
-			if rep.Counts.OK != tc.g.Len() {
-				t.Errorf("%d of %d nodes ok", rep.Counts.OK, tc.g.Len())
-			}
-			if rep.MaxInflight != tc.want {
-				t.Errorf("MaxInflight = %d, want %d", rep.MaxInflight, tc.want)
-			}
-		})
+	// The width is the pool's (workers.Config.LinkWidth): two of them,
+	// so that the test fails if graph mode does not follow it.
+	for _, width := range []int{4, 12} {
+		tests := []test{
+			{name: "narrow NOP chains are linked", g: chains(width-1, 8, nop), want: (width - 1) * 8},
+			{name: "wide NOP chains go a level at a time", g: chains(width, 8, nop), want: width},
+			{name: "wide timeout chains are linked", g: chains(width, 3, timeout), want: width * 3},
+			{name: "wide fsync chains are linked", g: chains(width, 3, fsync), want: width * 3},
+			{name: "wide O_DIRECT read chains are linked", g: chains(width, 3, read), want: width * 3, direct: true},
+		}
+		pool := newPool(t, workers.Config{Workers: 1, Entries: 256, LinkWidth: width})
+		for _, tc := range tests {
+			t.Run(fmt.Sprintf("width=%d/%s", width, tc.name), func(t *testing.T) {
+				if tc.direct && !direct {
+					t.Skipf("%s does not take O_DIRECT", root)
+				}
+				if err := scratch.Create(root, tc.g); err != nil {
+					t.Fatal(err)
+				}
+				rep, err := Run(context.Background(), pool, tc.g, Graph, Options{Root: root})
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkFinal(t, tc.g, rep)
+				if rep.Counts.OK != tc.g.Len() {
+					t.Errorf("%d of %d nodes ok", rep.Counts.OK, tc.g.Len())
+				}
+				if rep.MaxInflight != tc.want {
+					t.Errorf("MaxInflight = %d, want %d", rep.MaxInflight, tc.want)
+				}
+			})
+		}
 	}
 }
 

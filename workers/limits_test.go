@@ -134,7 +134,9 @@ func TestRlimitNofile(t *testing.T) {
 }
 
 // TestConfigInForce: Pool.Config reports the configuration in force:
-// defaults filled in, the ring size the kernel chose, the in-flight bound.
+// defaults filled in, the ring size the kernel chose, the in-flight bound,
+// the link width given or measured (machine-dependent: within its bounds,
+// 2 to an eighth of the entries; 8 with SQPoll, which is not measured).
 func TestConfigInForce(t *testing.T) {
 	type size struct {
 		Workers  int
@@ -143,13 +145,16 @@ func TestConfigInForce(t *testing.T) {
 		IdleTrim time.Duration
 	}
 	for _, tc := range []struct {
-		name string
-		cfg  workers.Config
-		want size
+		name             string
+		cfg              workers.Config
+		want             size
+		widthLo, widthHi int
 	}{
-		{"defaults", workers.Config{}, size{1, 256, 511, time.Second}},
-		{"entries rounded up", workers.Config{Entries: 3}, size{1, 4, 7, time.Second}},
-		{"in-flight bound and trim kept", workers.Config{Workers: 2, Entries: 100, InFlight: 10, IdleTrim: -1}, size{2, 128, 10, -1}},
+		{"defaults", workers.Config{}, size{1, 256, 511, time.Second}, 2, 32},
+		{"entries rounded up", workers.Config{Entries: 3}, size{1, 4, 7, time.Second}, 2, 2},
+		{"in-flight bound and trim kept", workers.Config{Workers: 2, Entries: 100, InFlight: 10, IdleTrim: -1}, size{2, 128, 10, -1}, 2, 16},
+		{"link width kept", workers.Config{Workers: 3, LinkWidth: 1000}, size{3, 256, 511, time.Second}, 1000, 1000},
+		{"SQPoll's link width", workers.Config{SQPoll: true}, size{1, 256, 511, time.Second}, 8, 8},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pool, err := workers.New(tc.cfg)
@@ -160,6 +165,10 @@ func TestConfigInForce(t *testing.T) {
 			c := pool.Config()
 			if diff := cmp.Diff(tc.want, size{c.Workers, c.Entries, c.InFlight, c.IdleTrim}); diff != "" {
 				t.Errorf("New(%+v).Config() (-want +got):\n%s", tc.cfg, diff)
+			}
+			t.Logf("LinkWidth %d", c.LinkWidth)
+			if c.LinkWidth < tc.widthLo || c.LinkWidth > tc.widthHi {
+				t.Errorf("New(%+v).Config().LinkWidth = %d, want %d to %d", tc.cfg, c.LinkWidth, tc.widthLo, tc.widthHi)
 			}
 		})
 	}
@@ -186,6 +195,7 @@ func TestSetupRefused(t *testing.T) {
 		{"negative workers", workers.Config{Workers: -5}, nil, "Config.Workers -5", false},
 		{"one entry", workers.Config{Entries: 1}, nil, "Config.Entries 1: want at least 2", false},
 		{"negative in-flight", workers.Config{InFlight: -1}, nil, "Config.InFlight -1", false},
+		{"negative link width", workers.Config{LinkWidth: -1}, nil, "Config.LinkWidth -1", false},
 		{"unknown dispatch", workers.Config{Dispatch: 7}, nil, "Config.Dispatch 7", false},
 	}
 	for _, tc := range cases {

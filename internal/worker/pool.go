@@ -56,6 +56,9 @@ type Config struct {
 	// DepthReserve+1); more wait in its queue. The last DepthReserve
 	// places are kept for nested tasks (Task's Depth).
 	MaxTasks int
+	// LinkWidth: see workers.Config.LinkWidth (0: measured, the median
+	// of what each worker's ring measured as it started).
+	LinkWidth int
 }
 
 // MaxTasks is the most tasks a worker runs at once (Config.MaxTasks).
@@ -96,6 +99,8 @@ func New(cfg Config) (*Pool, error) {
 		return nil, errors.New("workers: Config.Entries 1: want at least 2 (each worker's doorbell takes an SQE; 0 for 256)")
 	case cfg.MaxTasks < 0 || cfg.MaxTasks > MaxTasks || cfg.MaxTasks > 0 && cfg.MaxTasks <= DepthReserve:
 		return nil, fmt.Errorf("workers: Config.MaxTasks %d: want %d to %d (0 for the most)", cfg.MaxTasks, DepthReserve+1, MaxTasks)
+	case cfg.LinkWidth < 0:
+		return nil, fmt.Errorf("workers: Config.LinkWidth %d: want 0 (measured) or more", cfg.LinkWidth)
 	case cfg.InFlight < 0:
 		return nil, fmt.Errorf("workers: Config.InFlight %d: want 0 (the most) or more", cfg.InFlight)
 	}
@@ -144,6 +149,15 @@ func New(cfg Config) (*Pool, error) {
 	if err := errors.Join(errs...); err != nil {
 		p.Close()
 		return nil, err
+	}
+	if cfg.LinkWidth == 0 {
+		ws := make([]int, len(p.workers))
+		for i, w := range p.workers {
+			ws[i] = w.measured
+		}
+		// Written before any task reaches a worker: the queue's lock
+		// orders it before the workers read it.
+		p.cfg.LinkWidth = median(ws)
 	}
 	p.cfg.InFlight = p.workers[0].inflightCap
 	p.cfg.Entries = p.workers[0].ring.SQEntries()

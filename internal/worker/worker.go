@@ -165,6 +165,7 @@ type Worker struct {
 	now         int64
 	stale       bool // now is of an earlier batch: Now reads the clock
 	linked      bool // a task linked SQEs in this turn (Linked)
+	measured    int  // the link width its ring measured at setup (Config.LinkWidth 0)
 
 	lastFinish int64
 	lastEnd    int64 // when the last task ended (Now), for IdleTrim
@@ -279,6 +280,12 @@ func (w *Worker) NextSQE(ud uint64) *uring.SQE {
 // this Prep: the turn's wait then lets the kernel complete a chain of
 // requests that need no device in one enter (see uring.Ring.TryWait).
 func (w *Worker) Linked() { w.linked = true }
+
+// LinkWidth returns how many nodes ready at once in a task make a batch
+// wide enough that a linear run of requests that complete as they are
+// submitted goes down one node per enter rather than as a kernel link
+// (Config.LinkWidth).
+func (w *Worker) LinkWidth() int { return w.pool.cfg.LinkWidth }
 
 // UserData returns the full user_data the kernel sees for the task's
 // ud (UserDataBits), the key an ASYNC_CANCEL of that request needs.
@@ -439,6 +446,12 @@ func (w *Worker) setup() error {
 		}
 		if err := r.SetIOWQAffinity(&set); err != nil {
 			return fmt.Errorf("worker %d: %w", w.id, err)
+		}
+	}
+	if cfg.LinkWidth == 0 {
+		w.measured = DefaultLinkWidth
+		if !cfg.SQPoll {
+			w.measured = measureLinkWidth(r)
 		}
 	}
 	w.inflightCap = int(r.CQEntries()) - 1 // one CQE is the doorbell's
