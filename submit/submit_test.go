@@ -717,6 +717,40 @@ func TestLinkWidth(t *testing.T) {
 	}
 }
 
+// TestChainsBeyondTheRing: kernel chains of NOPs that do not fit the
+// ring at once go down in a few enters a run, about their nodes over
+// the ring's room, in link mode and in graph mode (narrow, so linked):
+// each enter has the kernel run the chains' links until all that is in
+// flight is in. (When the worker asked it for only the completions it
+// needed next, 7 chains of 100 took 28-30 enters a run.)
+func TestChainsBeyondTheRing(t *testing.T) {
+	for _, tc := range []struct {
+		k, l int
+		most float64 // enters a run
+	}{
+		{7, 100, 5},
+		{4, 200, 5},
+		{1, 1000, 6},
+	} {
+		g := graphOf(dag.Chains(tc.k, tc.l, dag.GenOptions{}))
+		pool := newPool(t, workers.Config{Workers: 1, Entries: 256, LinkWidth: 8})
+		for _, m := range []Mode{Link, Graph} {
+			t.Run(fmt.Sprintf("chains%dx%d/%s", tc.k, tc.l, m), func(t *testing.T) {
+				rep, err := Run(context.Background(), pool, g, m, Options{Repeat: 10})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if rep.Counts.OK != g.Len() {
+					t.Errorf("counts %+v, want %d ok", rep.Counts, g.Len())
+				}
+				if got := float64(rep.Enters) / 10; got > tc.most {
+					t.Errorf("%.1f enters a run, want at most %v", got, tc.most)
+				}
+			})
+		}
+	}
+}
+
 // TestMillionNodes runs 1,000,000 NOPs on a 64-entry ring in every mode.
 func TestMillionNodes(t *testing.T) {
 	if testing.Short() {

@@ -482,9 +482,9 @@ func TestTryWaitDoesNotBlock(t *testing.T) {
 			if copied {
 				r.waitMem = nil
 			}
-			ok, err := r.TryWait(2, true)
+			ok, err := r.TryWait(2, 2)
 			if diff := cmp.Diff([2]any{false, nil}, [2]any{ok, err}); diff != "" {
-				t.Errorf("TryWait(2, linked) with nothing in flight (-want +got):\n%s", diff)
+				t.Errorf("TryWait(2, 2) with nothing in flight (-want +got):\n%s", diff)
 			}
 		})
 	}
@@ -498,7 +498,7 @@ func TestReached(t *testing.T) {
 	defer runtime.UnlockOSThread()
 	r := newRing(t, 8, Options{SingleIssuer: true, DeferTaskrun: true})
 	getSQE(t, r).PrepNop()
-	if ok, err := r.TryWait(2, false); ok || err != nil {
+	if ok, err := r.TryWait(2, 0); ok || err != nil {
 		t.Fatalf("TryWait(2) with one NOP = %v, %v; want false, nil", ok, err)
 	}
 	getSQE(t, r).PrepNop() // prepared, not submitted
@@ -509,7 +509,7 @@ func TestReached(t *testing.T) {
 	got = append(got, r.Reached(3), r.Reached(2))
 	before := r.Enters()
 	getSQE(t, r).PrepNop()
-	if ok, err := r.TryWait(3, false); !ok || err != nil {
+	if ok, err := r.TryWait(3, 0); !ok || err != nil {
 		t.Errorf("TryWait(3) after a Reached = %v, %v; want true, nil", ok, err)
 	}
 	got = append(got, r.Enters() == before+1)
@@ -528,16 +528,16 @@ func TestWaitEnters(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		link   uint8
-		linked bool   // TryWait is told
+		runFor uint32 // what TryWait is told is in flight, if linked
 		copied bool   // the zero timeout is copied in, not read from the wait region
 		most   uint64 // enters for all the waits
 		least  uint64
 	}{
-		{"NOPs", 0, false, false, waits, waits},
-		{"linked NOPs", SQEIOLink, true, false, waits, waits},
-		{"linked NOPs, timeout copied in", SQEIOLink, true, true, waits, waits},
+		{"NOPs", 0, 0, false, waits, waits},
+		{"linked NOPs", SQEIOLink, 4, false, waits, waits},
+		{"linked NOPs, timeout copied in", SQEIOLink, 4, true, waits, waits},
 		// Tries at waits 1, 3, 6, 11, 20, 37 and 70 (the gap doubles).
-		{"linked NOPs, untold", SQEIOLink, false, false, waits + 7, waits},
+		{"linked NOPs, untold", SQEIOLink, 0, false, waits + 7, waits},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			runtime.LockOSThread()
@@ -560,7 +560,7 @@ func TestWaitEnters(t *testing.T) {
 						s.Flags |= tc.link
 					}
 				}
-				if ok, err := r.TryWait(4, tc.linked); err != nil {
+				if ok, err := r.TryWait(4, tc.runFor); err != nil {
 					t.Fatal(err)
 				} else if !ok {
 					if _, err := r.SubmitAndWait(4); err != nil {
@@ -579,6 +579,34 @@ func TestWaitEnters(t *testing.T) {
 	}
 }
 
+// TestTryWaitRunsFor: told what is in flight, one TryWait that wants a
+// single completion has the kernel run its task work until every link of
+// several chains of NOPs is in, in one enter. (Asked for what it wants
+// only, the kernel stops as soon as that is in, and the rest of the
+// chains cost the caller more enters.)
+func TestTryWaitRunsFor(t *testing.T) {
+	const chains, links = 4, 8
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	r := newRing(t, 64, Options{SingleIssuer: true, DeferTaskrun: true})
+	for c := range chains {
+		for i := range links {
+			s := getSQE(t, r)
+			s.PrepNop()
+			s.UserData = uint64(c*links + i)
+			if i < links-1 {
+				s.Flags |= SQEIOLink
+			}
+		}
+	}
+	before := r.Enters()
+	ok, err := r.TryWait(1, chains*links)
+	got := []any{ok, err, r.Enters() - before, r.CQReady()}
+	if diff := cmp.Diff([]any{true, nil, uint64(1), uint32(chains * links)}, got); diff != "" {
+		t.Errorf("TryWait(1, %d) after %d chains of %d linked NOPs: ok, err, enters, CQEs ready (-want +got):\n%s", chains*links, chains, links, diff)
+	}
+}
+
 // TestEnterErrors: an enter the kernel refuses reports the error, from
 // the raw call that cannot block (which enterLoop repeats, so it counts
 // twice) as from a wait.
@@ -590,8 +618,8 @@ func TestEnterErrors(t *testing.T) {
 	}{
 		{"Submit", func(r *Ring) error { _, err := r.Submit(); return err }, 2},
 		{"GetEvents", func(r *Ring) error { return r.GetEvents() }, 2},
-		{"TryWait", func(r *Ring) error { _, err := r.TryWait(1, false); return err }, 2},
-		{"TryWait linked", func(r *Ring) error { _, err := r.TryWait(2, true); return err }, 2},
+		{"TryWait", func(r *Ring) error { _, err := r.TryWait(1, 0); return err }, 2},
+		{"TryWait linked", func(r *Ring) error { _, err := r.TryWait(2, 2); return err }, 2},
 		{"SubmitAndWait", func(r *Ring) error { _, err := r.SubmitAndWait(1); return err }, 1},
 		{"WaitTimeout", func(r *Ring) error { _, err := r.WaitTimeout(1, time.Second); return err }, 1},
 	} {

@@ -104,7 +104,7 @@ func dataflowFloor(b *testing.B, level int, succOff, succ []int32) {
 		}
 		prep(0)
 		for left := n; left > 0; {
-			if ok, err := r.TryWait(1, false); err != nil {
+			if ok, err := r.TryWait(1, 0); err != nil {
 				b.Fatal(err)
 			} else if !ok {
 				if _, err := r.SubmitAndWait(1); err != nil {

@@ -571,7 +571,11 @@ func (w *Worker) loop(errp *error, started func()) {
 		var err error
 		done := false
 		if w.inflight > 0 && !poked {
-			done, err = w.ring.TryWait(want, w.linked)
+			var runFor uint32
+			if w.linked {
+				runFor = uint32(w.inflight)
+			}
+			done, err = w.ring.TryWait(want, runFor)
 			if !done && err == nil && want > 1 {
 				// Fewer are in than some task asked for: see whether
 				// they are all it needs (Task.Wait).
