@@ -153,7 +153,10 @@ func (p *Pool) Size() int { return p.engine().Size() }
 type Stats struct {
 	Worker int
 	Runs   uint64 // a run's shares this worker finished (one per worker a run used)
-	Enters uint64 // io_uring_enter calls, as of the worker's last finished run share (during a run it may lag by up to 64)
+	// Enters counts io_uring_enter calls, as of the worker's last
+	// finished run share (during a run it may lag by up to 64), the ~70
+	// that measure Config.LinkWidth as the worker starts included.
+	Enters uint64
 	Wakes  uint64 // doorbell wakeups (work or a cancellation arrived while it slept)
 	// Polls counts waits for several completions that ended after 10 ms
 	// without them: a waiting worker looks that often for new runs and
