@@ -660,6 +660,11 @@ func TestReadyInPlace(t *testing.T) {
 			var got []uint64
 			wraps := 0
 			for round := range rounds {
+				// With SQPoll the kernel thread may post a batch's CQEs
+				// before it moves the SQ head past its SQEs: wait for it.
+				for deadline := time.Now().Add(time.Second); r.SQSpace() < per && su.o.SQPoll && time.Now().Before(deadline); {
+					runtime.Gosched()
+				}
 				if r.SQSpace() < per {
 					t.Fatalf("round %d: SQ space %d, want %d", round, r.SQSpace(), per)
 				}
