@@ -15,8 +15,8 @@ import (
 // only predecessor, with no result binding between them, where the
 // kernel's link rule gives the graph's semantics) goes down as one
 // kernel link chain, so it costs what link mode pays for it, unless its
-// head completes while it is submitted and the task has at least the
-// worker's LinkWidth nodes ready, the head included (see dispatch).
+// head completes while it is submitted and the link would save no turn
+// or the batch is wide (see dispatch).
 // While whole levels succeed at once, it knows the next level is ready
 // without counting down (lockstep, see step).
 type graphMode struct {
@@ -223,21 +223,23 @@ func (g *graphMode) prep(w *worker.Worker) {
 	}
 }
 
-// dispatch's batch is wide when a task has at least the worker's LinkWidth nodes
-// ready when it dispatches, the head included: a linear run whose head
-// does not wait (see planNode.waits) then goes down one node per enter
-// rather than as a kernel link. A link is worth its cost where it saves a
-// trip to user space: after a request that waits, or in a batch too
-// narrow to share an enter's cost, which the worker measures against what
-// a link costs the kernel (worker.measureLinkWidth). The count is the
-// task's alone: other runs' nodes that share the worker's enter do not
-// lower it. A buffered read counts as one that does not wait: from a
-// cold file or a pipe it loses the link in a wide batch, a round trip
-// against a wait much longer.
-//
 // dispatch sends ready nodes while there is room, again as long as
 // nodes it ended without running released others. An open waiting for a
 // slot goes to the back of the queue so that it holds up no other node.
+//
+// It sends a linear run as a kernel link where the link is worth its
+// cost, a trip to user space saved: after a request that waits (see
+// planNode.waits); after one that completes while it is submitted (a
+// NOP, a cached read, an open) only where the link can save a turn
+// (planNode.linkSaves) and the batch is narrow, fewer nodes ready in the
+// task than the worker's LinkWidth (the head included; other runs' nodes
+// that share the worker's enter do not count). In a wide batch one more
+// enter, shared by the whole batch, costs less than the kernel's work
+// for the links (it starts each linked request from task work after the
+// one before completes); the worker measures where that turns
+// (worker.measureLinkWidth). A buffered read counts as one that does not
+// wait: from a cold file or a pipe it loses the link in a wide batch, a
+// round trip against a wait much longer.
 func (g *graphMode) dispatch(w *worker.Worker) {
 	t, p := g.t, g.t.p
 	if t.inflight == 0 {

@@ -329,9 +329,9 @@ func (t *task) prep(w *worker.Worker, i int32, link uint8) *uring.SQE {
 // already (waves: canceled), or heads a linear run graph mode links
 // (wide: the batch is wide, see graphMode.dispatch; waves, which links
 // nothing, passes true), and returns how many it prepped. The caller
-// checked the room for all of them. It is prep in a loop: a call for each node, which every run of
-// NOPs or other bare ops would pay, reloads what the loop keeps in
-// registers.
+// checked the room for all of them. It is prep in a loop: a call for
+// each node, which every run of NOPs or other bare ops would pay,
+// reloads what the loop keeps in registers.
 func (t *task) prepBare(w *worker.Worker, us []int32, wide bool) int {
 	hot, node, record := t.hot, t.st.node, t.record
 	k := 0
