@@ -17,7 +17,12 @@ type Report struct {
 	Mode    Mode   `json:"mode"`
 	Workers int    `json:"workers"`
 	Ring    int    `json:"ring"`
-	Repeat  int    `json:"repeat"`
+	// LinkWidth is the pool's link width (workers.Config.LinkWidth, as
+	// measured or set): from that many nodes ready at once, graph mode
+	// sends a linear run of requests that complete while submitted one
+	// node per enter instead of as a kernel link.
+	LinkWidth int `json:"link_width"`
+	Repeat    int `json:"repeat"`
 	// WallNS is the wall time of all repeats, in nanoseconds.
 	WallNS int64 `json:"wall_ns"`
 	// OpsPerSec is nodes run (all repeats) per second of wall time.
@@ -278,7 +283,7 @@ func (r *Runner) buildReport(mode Mode, repeat int, wall int64) *Report {
 	rep := &r.report
 	nodes := rep.Nodes
 	*rep = Report{Name: p.g.Name(), Mode: mode, Workers: r.pool.Size(), Ring: int(cfg.Entries),
-		Repeat: repeat, WallNS: wall}
+		LinkWidth: cfg.LinkWidth, Repeat: repeat, WallNS: wall}
 	for _, t := range r.tasks {
 		rep.Enters += t.enters
 		rep.SQEs += t.sqes

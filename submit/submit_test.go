@@ -712,6 +712,9 @@ func TestLinkWidth(t *testing.T) {
 				if rep.MaxInflight != tc.want {
 					t.Errorf("MaxInflight = %d, want %d", rep.MaxInflight, tc.want)
 				}
+				if rep.LinkWidth != width {
+					t.Errorf("Report.LinkWidth = %d, want %d", rep.LinkWidth, width)
+				}
 			})
 		}
 	}
