@@ -86,14 +86,17 @@ type Config struct {
 	// one node per io_uring_enter, the whole batch in each, rather than
 	// as a kernel link chain. Linking saves an enter for every node of
 	// the run after the first, and costs the kernel a little more per
-	// request; below the width, the saved enters win. Requests that wait
-	// for a device or a clock (O_DIRECT reads, fsync, timeouts) are
-	// linked whatever the width. 0 (the default): measured by each
-	// worker as its ring starts (about 100 µs: an empty enter's cost over
-	// what linking adds to a NOP, the least of 7 tries each, at least 2
-	// and at most an eighth of Entries; the pool takes the workers'
-	// median; Config reports it): 4-8 where a system call costs ~75 ns,
-	// ~40 where page-table isolation makes it ~1 µs. With SQPoll, 8.
+	// request; below the width, the saved enters win. (Graph mode links
+	// such a run only where a turn is saved at all: where the level after
+	// it holds nothing else. Requests that wait for a device or a clock,
+	// O_DIRECT reads, fsync, timeouts, are linked whatever the width.)
+	// 0 (the default): measured by each worker as its ring starts, about
+	// 100 µs: an empty enter's cost over what linking adds to a NOP, the
+	// least of 7 tries each, at least 2 and at most an eighth of Entries;
+	// the pool takes the workers' median, and Config reports it. Where an
+	// enter costs 1 µs (page-table isolation) that is ~42, 32 with 256
+	// entries; a width of 8 was measured best where it cost ~75 ns. With
+	// SQPoll, 8.
 	LinkWidth int
 }
 
