@@ -25,14 +25,16 @@ const DefaultLinkWidth = 8
 // an enter cost 75 ns on one VM of this project's and 1 µs on another
 // (page-table isolation), where linking cost 15-25 ns a NOP.
 //
-// The width is at least 2 and at most an eighth of the SQ entries: from
-// there, ready chains of a few nodes each fill more than the ring in one
-// go, and linking them costs enters instead of saving them (measured on
-// the 1 µs VM with `iodag gen chains W 16` NOPs, graph mode, 256
-// entries, linked against not: W=8 8.1-9.1M against 3.8-4.0M nodes/s,
-// W=32 8.6-9.1M against 8.1-8.4M, W=40 6.2-6.5M against 8.9M). Each
-// figure is the least of several tries, so a preempted try does not
-// count. If r cannot run the NOPs it returns DefaultLinkWidth.
+// The width is at least 2 and at most an eighth of the SQ entries: a
+// task with more ready chains than that, each of a few nodes, fills the
+// ring more than once, an enter a ring-full whether linked or not.
+// Measured on the 1 µs VM with `iodag gen chains W 16` NOPs, graph mode,
+// 256 entries, linked against not, three runs each: W=8 8.1-9.1M against
+// 3.8-4.0M nodes/s, W=32 7.3-9.1M against 7.2-8.7M, W=40 6.4-8.7M
+// against 6.8-8.5M, W=64 8.4-9.4M against 9.4-10.7M: the runs cross near
+// the measured 42. Each figure is the least of several tries, so a
+// preempted try does not count. If r cannot run the NOPs it returns
+// DefaultLinkWidth.
 func measureLinkWidth(r *uring.Ring) int {
 	const tries = 7
 	n := min(32, int(r.SQEntries()))
