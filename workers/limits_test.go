@@ -136,7 +136,7 @@ func TestRlimitNofile(t *testing.T) {
 // TestConfigInForce: Pool.Config reports the configuration in force:
 // defaults filled in, the ring size the kernel chose, the in-flight bound,
 // the link width given or measured (machine-dependent: within its bounds,
-// 2 to an eighth of the entries; 8 with SQPoll, which is not measured).
+// 2 to the entries; 8 with SQPoll, which is not measured).
 func TestConfigInForce(t *testing.T) {
 	type size struct {
 		Workers  int
@@ -150,9 +150,9 @@ func TestConfigInForce(t *testing.T) {
 		want             size
 		widthLo, widthHi int
 	}{
-		{"defaults", workers.Config{}, size{1, 256, 511, time.Second}, 2, 32},
-		{"entries rounded up", workers.Config{Entries: 3}, size{1, 4, 7, time.Second}, 2, 2},
-		{"in-flight bound and trim kept", workers.Config{Workers: 2, Entries: 100, InFlight: 10, IdleTrim: -1}, size{2, 128, 10, -1}, 2, 16},
+		{"defaults", workers.Config{}, size{1, 256, 511, time.Second}, 2, 256},
+		{"entries rounded up", workers.Config{Entries: 3}, size{1, 4, 7, time.Second}, 2, 4},
+		{"in-flight bound and trim kept", workers.Config{Workers: 2, Entries: 100, InFlight: 10, IdleTrim: -1}, size{2, 128, 10, -1}, 2, 128},
 		{"link width kept", workers.Config{Workers: 3, LinkWidth: 1000}, size{3, 256, 511, time.Second}, 1000, 1000},
 		{"SQPoll's link width", workers.Config{SQPoll: true}, size{1, 256, 511, time.Second}, 8, 8},
 	} {

@@ -92,11 +92,10 @@ type Config struct {
 	// O_DIRECT reads, fsync, timeouts, are linked whatever the width.)
 	// 0 (the default): measured by each worker as its ring starts, about
 	// 100 µs: an empty enter's cost over what linking adds to a NOP, the
-	// least of 7 tries each, at least 2 and at most an eighth of Entries;
-	// the pool takes the workers' median, and Config reports it. Where an
-	// enter costs 1 µs (page-table isolation) that is ~42, 32 with 256
-	// entries; a width of 8 was measured best where it cost ~75 ns. With
-	// SQPoll, 8.
+	// least of 7 tries each, at least 2 and at most Entries; the pool
+	// takes the workers' median, and Config reports it. Where an enter
+	// costs 1 µs (page-table isolation) that is 28-61; a width of 8 was
+	// measured best where it cost ~75 ns. With SQPoll, 8.
 	LinkWidth int
 }
 

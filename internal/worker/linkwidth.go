@@ -23,17 +23,18 @@ const DefaultLinkWidth = 8
 // (it starts each from task work after the one before completes). So
 // the break-even width is the one ratio, and it depends on the machine:
 // an enter cost 75 ns on one VM of this project's and 1 µs on another
-// (page-table isolation), where linking cost 15-25 ns a NOP.
+// (page-table isolation), where linking cost 22-24 ns a NOP.
 //
-// The width is at least 2 and at most an eighth of the SQ entries: a
-// task with more ready chains than that, each of a few nodes, fills the
-// ring more than once, an enter a ring-full whether linked or not.
+// The width is at least 2 and at most the SQ entries (a bound on a
+// noisy measurement: a batch that wide fills the ring linked or not).
 // Measured on the 1 µs VM with `iodag gen chains W 16` NOPs, graph mode,
 // 256 entries, linked against not, three runs each: W=8 8.1-9.1M against
 // 3.8-4.0M nodes/s, W=32 7.3-9.1M against 7.2-8.7M, W=40 6.4-8.7M
 // against 6.8-8.5M, W=64 8.4-9.4M against 9.4-10.7M: the runs cross near
-// the measured 42. Each figure is the least of several tries, so a
-// preempted try does not count. If r cannot run the NOPs it returns
+// the measured 42, whatever the ring: on 32 entries, chains 8x16 5.4-5.8M
+// against 3.5-3.7M (4 enters a run against 16), 4x16 4.1-5.7M against
+// 1.9-2.1M. Each figure is the least of several tries, so a preempted
+// try does not count. If r cannot run the NOPs it returns
 // DefaultLinkWidth.
 func measureLinkWidth(r *uring.Ring) int {
 	const tries = 7
@@ -84,7 +85,7 @@ func measureLinkWidth(r *uring.Ring) int {
 	if !ok1 || !ok2 || !ok3 {
 		return DefaultLinkWidth
 	}
-	most := max(2, int(r.SQEntries())/8)
+	most := max(2, int(r.SQEntries()))
 	perLink := (linked - plain) / time.Duration(n)
 	if perLink <= 0 {
 		return most
