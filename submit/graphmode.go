@@ -16,9 +16,9 @@ import (
 // kernel's link rule gives the graph's semantics) goes down as one
 // kernel link chain, so it costs what link mode pays for it, unless its
 // head completes while it is submitted and the link would save no turn
-// or the batch is wide (see dispatch).
-// While whole levels succeed at once, it knows the next level is ready
-// without counting down (lockstep, see step).
+// or the batch is wide (see dispatch). While whole levels succeed at
+// once, it knows the next level is ready without counting down
+// (lockstep, see step).
 type graphMode struct {
 	t     *task
 	roots []int32 // the task's nodes without predecessors
