@@ -200,29 +200,44 @@ func processCPU(b *testing.B) int64 {
 // 14.3M; pinning the workers to CPUs changed nothing). 48x85 is 24 nodes
 // a worker in a level, 64x64 32: the two sides of splitMinWidth.
 //
+// For the layered shapes it also runs, on 1 worker, the same shape at
+// half the width (each worker's share of every level), and reports bound:
+// one worker's time on the whole over its time on the half. That is what
+// a split would reach if the workers had nothing to wait for but each
+// still made its own turn of its loop, with its enter, at every level: a
+// level's fixed cost is paid by each worker, so where an enter is dear
+// the bound falls well short of 2.
+//
 //	GOMAXPROCS=2 go test -run '^$' -bench SplitSpeedup -benchtime 20x ./submit
 func BenchmarkSplitSpeedup(b *testing.B) {
+	layered := func(w, d int) func() (*dag.Spec, error) {
+		return func() (*dag.Spec, error) { return dag.Layered(w, d, dag.GenOptions{}) }
+	}
 	shapes := []struct {
-		name string
-		s    func() (*dag.Spec, error)
+		name    string
+		s, half func() (*dag.Spec, error) // half: nil if not layered
 	}{
-		{"layered64x64", func() (*dag.Spec, error) { return dag.Layered(64, 64, dag.GenOptions{}) }},
-		{"layered48x85", func() (*dag.Spec, error) { return dag.Layered(48, 85, dag.GenOptions{}) }},
-		{"layered32x128", func() (*dag.Spec, error) { return dag.Layered(32, 128, dag.GenOptions{}) }},
-		{"layered256x16", func() (*dag.Spec, error) { return dag.Layered(256, 16, dag.GenOptions{}) }},
-		{"tree12", func() (*dag.Spec, error) { return dag.Tree(12, dag.GenOptions{}) }},
-		{"fanout4000", func() (*dag.Spec, error) { return dag.Fanout(4000, dag.GenOptions{}) }},
+		{"layered64x64", layered(64, 64), layered(32, 64)},
+		{"layered48x85", layered(48, 85), layered(24, 85)},
+		{"layered32x128", layered(32, 128), layered(16, 128)},
+		{"layered256x16", layered(256, 16), layered(128, 16)},
+		{"tree12", func() (*dag.Spec, error) { return dag.Tree(12, dag.GenOptions{}) }, nil},
+		{"fanout4000", func() (*dag.Spec, error) { return dag.Fanout(4000, dag.GenOptions{}) }, nil},
 	}
 	const repeat = 100
 	for _, s := range shapes {
 		b.Run(s.name, func(b *testing.B) {
 			g := graphOf(s.s())
-			// One worker, split over 2, two copies on 2 (split nothing).
-			runs := []struct {
-				g       *dag.Graph
-				workers int
-				min     int
-			}{{g, 1, splitMinNodes}, {g, 2, splitMinNodes}, {graphOf(twoCopies(s.s())), 2, math.MaxInt}}
+			// One worker, split over 2, two copies on 2 (split nothing),
+			// and the half on 1.
+			type setup struct {
+				g            *dag.Graph
+				workers, min int
+			}
+			runs := []setup{{g, 1, splitMinNodes}, {g, 2, splitMinNodes}, {graphOf(twoCopies(s.s())), 2, math.MaxInt}}
+			if s.half != nil {
+				runs = append(runs, setup{graphOf(s.half()), 1, splitMinNodes})
+			}
 			rs := make([]*Runner, len(runs))
 			for j, c := range runs {
 				pool, err := workers.New(workers.Config{Workers: c.workers})
@@ -257,6 +272,9 @@ func BenchmarkSplitSpeedup(b *testing.B) {
 			b.ReportMetric(nodes/(float64(wall[1])/1e9), "nodes/s-2")
 			b.ReportMetric(float64(wall[0])/float64(wall[1]), "speedup")
 			b.ReportMetric(2*float64(wall[0])/float64(wall[2]), "ceiling")
+			if s.half != nil {
+				b.ReportMetric(float64(wall[0])/float64(wall[3]), "bound")
+			}
 		})
 	}
 }
