@@ -6,9 +6,13 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/iodag/iodag/dag"
 	"github.com/iodag/iodag/workers"
@@ -206,7 +210,14 @@ func processCPU(b *testing.B) int64 {
 // a split would reach if the workers had nothing to wait for but each
 // still made its own turn of its loop, with its enter, at every level: a
 // level's fixed cost is paid by each worker, so where an enter is dear
-// the bound falls well short of 2.
+// the bound falls well short of 2. reach adds the least a level can wait:
+// one exchange of marks between two threads, each storing its own and
+// polling for the other's as split workers do (markExchange, the fastest
+// of every step's, reported as exchange-ns), once per level on top of the
+// half's time. A lockstep split whose workers are never slower than each
+// other, on a host that never slows the exchange, reaches that and no
+// more; what it falls short of reach is the levels where one worker's
+// share took longer than the other's.
 //
 //	GOMAXPROCS=2 go test -run '^$' -bench SplitSpeedup -benchtime 20x ./submit
 func BenchmarkSplitSpeedup(b *testing.B) {
@@ -253,8 +264,12 @@ func BenchmarkSplitSpeedup(b *testing.B) {
 				}
 			}
 			wall := make([]int64, len(rs))
+			exchange := time.Duration(math.MaxInt64)
 			b.ResetTimer()
 			for range b.N {
+				if s.half != nil {
+					exchange = min(exchange, markExchange(20))
+				}
 				for j, r := range rs {
 					for k := range 2 { // the second is measured
 						rep, err := r.Run(context.Background(), Graph, Options{Repeat: repeat})
@@ -274,7 +289,49 @@ func BenchmarkSplitSpeedup(b *testing.B) {
 			b.ReportMetric(2*float64(wall[0])/float64(wall[2]), "ceiling")
 			if s.half != nil {
 				b.ReportMetric(float64(wall[0])/float64(wall[3]), "bound")
+				waits := float64(exchange) * float64(len(g.Levels())*repeat*b.N)
+				b.ReportMetric(float64(wall[0])/(float64(wall[3])+waits), "reach")
+				b.ReportMetric(float64(exchange), "exchange-ns")
 			}
 		})
 	}
+}
+
+// markExchange returns how long one round takes in which two threads,
+// as two split workers in lockstep do at every level, each store their
+// round in a mark (the two marks on one cache line) and then poll for
+// the other's as a split worker does (poll, splitPoll): the mean of the
+// fastest of n batches of 100 rounds, so the least a level can wait, not
+// what the host's busy moments make of it (two threads that share a
+// vCPU until the kernel moves one take microseconds a round).
+func markExchange(n int) time.Duration {
+	const batch = 100
+	var marks struct {
+		m [2]atomic.Int64
+		_ [48]byte
+	}
+	fastest := time.Duration(math.MaxInt64)
+	var wg sync.WaitGroup
+	for me := range 2 {
+		wg.Go(func() {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			other := &marks.m[1-me]
+			var start time.Time
+			for i := int64(1); i <= int64(n*batch); i++ {
+				marks.m[me].Store(i)
+				for !poll(splitSpin, splitPoll, func() bool { return other.Load() >= i }) {
+					runtime.Gosched() // with one P, the other needs it
+				}
+				if me == 0 && i%batch == 1 {
+					if !start.IsZero() {
+						fastest = min(fastest, time.Since(start)/batch)
+					}
+					start = time.Now()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return fastest
 }
