@@ -165,6 +165,28 @@ func BenchmarkStagger8x16(b *testing.B) {
 	benchModes(b, graphOf(dag.Stagger(8, 16, dag.GenOptions{})), workers.Config{Workers: 2})
 }
 
+// BenchmarkSQPoll runs the NOP shapes of the C comparison in every mode
+// on a ring with a kernel SQ polling thread (workers.Config.SQPoll) and
+// on the default one, in turn:
+//
+//	go test -run '^$' -bench SQPoll -benchtime 100000x ./submit
+func BenchmarkSQPoll(b *testing.B) {
+	for _, s := range []struct {
+		name string
+		g    *dag.Graph
+	}{
+		{"diamond", graphOf(dag.Diamond(dag.GenOptions{}))},
+		{"layered16x8", graphOf(dag.Layered(16, 8, dag.GenOptions{}))},
+		{"fanout100", graphOf(dag.Fanout(100, dag.GenOptions{}))},
+	} {
+		for _, sq := range []bool{false, true} {
+			b.Run(fmt.Sprintf("%s/sqpoll=%v", s.name, sq), func(b *testing.B) {
+				benchModes(b, s.g, workers.Config{Workers: 1, SQPoll: sq})
+			})
+		}
+	}
+}
+
 func BenchmarkMaildir1000(b *testing.B) {
 	benchModes(b, graphOf(dag.Maildir(1000, dag.GenOptions{})), workers.Config{Workers: 2})
 }
