@@ -297,6 +297,42 @@ func BenchmarkSplitSpeedup(b *testing.B) {
 	}
 }
 
+// BenchmarkSplitAfterOtherPool runs layered 64x64 split over a 2-worker
+// pool right after a 1-worker pool ran it, then once more, each a Run of
+// 100 repeats, and reports the mean of each (first-ms, next-ms). The
+// other pool's worker falls asleep in the kernel holding its P, and at
+// GOMAXPROCS 2 the split's second worker waits for the runtime to take
+// it back (README, Limits).
+//
+//	GOMAXPROCS=2 go test -run '^$' -bench SplitAfterOtherPool -benchtime 8x ./submit
+func BenchmarkSplitAfterOtherPool(b *testing.B) {
+	g := graphOf(dag.Layered(64, 64, dag.GenOptions{}))
+	rs := make([]*Runner, 2)
+	for j, n := range []int{2, 1} {
+		pool, err := workers.New(workers.Config{Workers: n})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer pool.Close()
+		rs[j] = NewRunner(pool, g)
+		defer rs[j].Close()
+	}
+	var wall [2]int64
+	for range b.N {
+		for j, r := range []*Runner{rs[1], rs[0], rs[0]} {
+			rep, err := r.Run(context.Background(), Graph, Options{Repeat: 100})
+			if err != nil || rep.Counts.OK != g.Len() {
+				b.Fatalf("Run: %v, counts %+v", err, rep.Counts)
+			}
+			if j > 0 {
+				wall[j-1] += rep.WallNS
+			}
+		}
+	}
+	b.ReportMetric(float64(wall[0])/1e6/float64(b.N), "first-ms")
+	b.ReportMetric(float64(wall[1])/1e6/float64(b.N), "next-ms")
+}
+
 // markExchange returns how long one round takes in which two threads,
 // as two split workers in lockstep do at every level, each store their
 // round in a mark (the two marks on one cache line) and then poll for
