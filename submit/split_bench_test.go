@@ -201,7 +201,9 @@ func processCPU(b *testing.B) int64 {
 // pool that was idle while the other ran is 20-30% slower, whichever it
 // is (measured on layered 64x64, three Runs in a row on each pool in
 // turn: 1 worker 10.7, 13.2, 13.3M nodes/s, split over 2 12.4, 14.4,
-// 14.3M; pinning the workers to CPUs changed nothing). 48x85 is 24 nodes
+// 14.3M; pinning the workers to CPUs changed nothing): the other pools'
+// workers, asleep in the kernel, keep their Ps until the runtime takes
+// them back (BenchmarkSplitAfterOtherPool). 48x85 is 24 nodes
 // a worker in a level, 64x64 32: the two sides of splitMinWidth.
 //
 // For the layered shapes it also runs, on 1 worker, the same shape at
