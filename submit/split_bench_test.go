@@ -9,7 +9,6 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -337,27 +336,24 @@ func BenchmarkSplitAfterOtherPool(b *testing.B) {
 
 // markExchange returns how long one round takes in which two threads,
 // as two split workers in lockstep do at every level, each store their
-// round in a mark (the two marks on one cache line) and then poll for
+// round in a mark (newMarks: both on one cache line) and then poll for
 // the other's as a split worker does (poll, splitPoll): the mean of the
 // fastest of n batches of 100 rounds, so the least a level can wait, not
 // what the host's busy moments make of it (two threads that share a
 // vCPU until the kernel moves one take microseconds a round).
 func markExchange(n int) time.Duration {
 	const batch = 100
-	var marks struct {
-		m [2]atomic.Int64
-		_ [48]byte
-	}
+	marks := newMarks(2)
 	fastest := time.Duration(math.MaxInt64)
 	var wg sync.WaitGroup
 	for me := range 2 {
 		wg.Go(func() {
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
-			other := &marks.m[1-me]
+			other := &marks[1-me].mark
 			var start time.Time
 			for i := int64(1); i <= int64(n*batch); i++ {
-				marks.m[me].Store(i)
+				marks[me].mark.Store(i)
 				for !poll(splitSpin, splitPoll, func() bool { return other.Load() >= i }) {
 					runtime.Gosched() // with one P, the other needs it
 				}
