@@ -218,7 +218,8 @@ func processCPU(b *testing.B) int64 {
 // half's time. A lockstep split whose workers are never slower than each
 // other, on a host that never slows the exchange, reaches that and no
 // more; what it falls short of reach is the levels where one worker's
-// share took longer than the other's.
+// share took longer than the other's, and what two busy cores cost each
+// other (the half's time is one worker's alone).
 //
 //	GOMAXPROCS=2 go test -run '^$' -bench SplitSpeedup -benchtime 20x ./submit
 func BenchmarkSplitSpeedup(b *testing.B) {
