@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/iodag/iodag/dag"
 	"github.com/iodag/iodag/internal/batch"
+	"github.com/iodag/iodag/internal/shapes"
 	"github.com/iodag/iodag/scratch"
 	"github.com/iodag/iodag/submit"
 	"github.com/iodag/iodag/workers"
@@ -47,7 +48,7 @@ func TestRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	fanout, err := dag.Fanout(100, dag.GenOptions{})
+	fanout, err := shapes.Fanout(100, shapes.GenOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +257,7 @@ func TestTrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	spec, err := dag.Fanout(100, dag.GenOptions{Op: "read4k"})
+	spec, err := shapes.Fanout(100, shapes.GenOptions{Op: "read4k"})
 	if err != nil {
 		t.Fatal(err)
 	}

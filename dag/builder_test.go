@@ -224,7 +224,7 @@ func TestOnFailureEdges(t *testing.T) {
 	checkRoundTrip(t, g)
 }
 
-func TestBuilderPrecedeAndFromGraphForwardRefs(t *testing.T) {
+func TestBuilderPrecedeAndForwardRefs(t *testing.T) {
 	b := NewBuilder("p")
 	a, c := b.Nop("a"), b.Nop("c")
 	b.Nop("b").AfterID("a").Precede(c).FinallyID("z")
@@ -825,7 +825,7 @@ func TestGraphOwns(t *testing.T) {
 		t.Fatal(err)
 	}
 	other := NewBuilder("other").Nop("o")
-	fromSpec, err := Diamond(GenOptions{})
+	fromSpec, err := ParseSpec([]byte(`{"name": "diamond", "nodes": [{"id": "a", "op": "nop"}, {"id": "b", "op": "nop", "after": ["a"]}]}`))
 	if err != nil {
 		t.Fatal(err)
 	}

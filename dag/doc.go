@@ -14,5 +14,5 @@
 // is what the engine (package submit) runs.
 //
 // The package does no I/O besides reading spec files. WriteDOT draws a graph
-// for Graphviz, and Generate makes the benchmark shapes.
+// for Graphviz.
 package dag

@@ -2,43 +2,11 @@ package dag
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
 	"strings"
-
-	"github.com/dominikbraun/graph"
 )
-
-// The graph library here only converts small graphs: its TopologicalSort is
-// quadratic, so staging never uses it, and its draw package writes strings
-// into DOT unescaped, so WriteDOT does not use it.
-
-// ToGraph returns g as a directed github.com/dominikbraun/graph graph whose
-// vertices are node ids, labeled "id\nop", and whose edges are drawn as
-// WriteDOT draws them: finally-edges dashed, on_failure-edges dotted red.
-func (g *Graph) ToGraph() (graph.Graph[string, string], error) {
-	dg := graph.New(graph.StringHash, graph.Directed())
-	for i := range g.nodes {
-		nd := &g.nodes[i]
-		if err := dg.AddVertex(nd.ID, graph.VertexAttribute("label", nd.ID+`\n`+nd.Op.String())); err != nil {
-			return nil, err
-		}
-	}
-	for i := range int32(len(g.nodes)) {
-		for _, e := range g.Succs(i) {
-			var opts []func(*graph.EdgeProperties)
-			for _, a := range edgeStyle(e.Kind) {
-				opts = append(opts, graph.EdgeAttribute(a[0], a[1]))
-			}
-			if err := dg.AddEdge(g.nodes[i].ID, g.nodes[e.Node].ID, opts...); err != nil {
-				return nil, err
-			}
-		}
-	}
-	return dg, nil
-}
 
 // edgeStyle returns the DOT attributes that draw an edge of kind k: after
 // solid (none), finally dashed, on_failure dotted red.
@@ -150,48 +118,4 @@ func dotQuote(s string) string {
 	}
 	b.WriteByte('"')
 	return b.String()
-}
-
-// FromGraph declares every vertex of dg as a nop, in lexical order of the
-// vertex hashes, and every edge as an after-edge (a finally-edge if it has
-// the attribute kind=finally or style=dashed, an on_failure-edge if it has
-// kind=on_failure or style=dotted), in a new Builder named name.
-// The caller may add files and nodes before calling Build.
-func FromGraph(name string, dg graph.Graph[string, string], opts ...BuilderOption) (*Builder, error) {
-	if !dg.Traits().IsDirected {
-		return nil, errors.New("dag: FromGraph needs a directed graph")
-	}
-	adj, err := dg.AdjacencyMap()
-	if err != nil {
-		return nil, err
-	}
-	ids := make([]string, 0, len(adj))
-	for v := range adj {
-		ids = append(ids, v)
-	}
-	slices.Sort(ids)
-	b := NewBuilder(name, opts...)
-	tasks := make(map[string]Task, len(ids))
-	for _, id := range ids {
-		tasks[id] = b.Nop(id)
-	}
-	for _, src := range ids {
-		dsts := make([]string, 0, len(adj[src]))
-		for dst := range adj[src] {
-			dsts = append(dsts, dst)
-		}
-		slices.Sort(dsts)
-		for _, dst := range dsts {
-			a := adj[src][dst].Properties.Attributes
-			switch {
-			case a["kind"] == "finally" || a["style"] == "dashed":
-				tasks[dst].Finally(tasks[src])
-			case a["kind"] == "on_failure" || a["style"] == "dotted":
-				tasks[dst].OnFailure(tasks[src])
-			default:
-				tasks[dst].After(tasks[src])
-			}
-		}
-	}
-	return b, nil
 }

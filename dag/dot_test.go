@@ -6,9 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dominikbraun/graph"
 	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 // TestWriteDOTGolden checks WriteDOT against testdata/dot/NAME.dot, for the
@@ -51,60 +49,6 @@ func TestWriteDOTGolden(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-func TestFromGraph(t *testing.T) {
-	dg := graph.New(graph.StringHash, graph.Directed())
-	for _, v := range []string{"d", "b", "a", "c", "e"} {
-		if err := dg.AddVertex(v); err != nil {
-			t.Fatal(err)
-		}
-	}
-	_ = dg.AddEdge("a", "b")
-	_ = dg.AddEdge("a", "c")
-	_ = dg.AddEdge("b", "d")
-	_ = dg.AddEdge("c", "d", graph.EdgeAttribute("kind", "finally"))
-	_ = dg.AddEdge("d", "e", graph.EdgeAttribute("style", "dashed"))
-	_ = dg.AddEdge("a", "e", graph.EdgeAttribute("kind", "on_failure"))
-	_ = dg.AddEdge("b", "e", graph.EdgeAttribute("style", "dotted"))
-	b, err := FromGraph("conv", dg)
-	if err != nil {
-		t.Fatalf("FromGraph() = %v", err)
-	}
-	g, err := b.Build()
-	if err != nil {
-		t.Fatalf("Build() = %v", err)
-	}
-	want := [][]Edge{{}, {{0, After}}, {{0, After}}, {{1, After}, {2, Finally}}, {{0, OnFailure}, {1, OnFailure}, {3, Finally}}}
-	var got [][]Edge
-	for i := range int32(g.Len()) {
-		got = append(got, g.Preds(i))
-	}
-	if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
-		t.Errorf("FromGraph preds mismatch (-want +got):\n%s", diff)
-	}
-	// And back: ToGraph gives the same edges.
-	back, err := g.ToGraph()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n, _ := back.Size(); n != 7 {
-		t.Errorf("ToGraph().Size() = %d, want 7", n)
-	}
-	again, err := FromGraph("conv", back)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g2, err := again.Build()
-	if err != nil {
-		t.Fatalf("Build(FromGraph(ToGraph())) = %v", err)
-	}
-	if diff := cmp.Diff(summarize(g), summarize(g2)); diff != "" {
-		t.Errorf("FromGraph(ToGraph(g)) changed the graph (-want +got):\n%s", diff)
-	}
-	if _, err := FromGraph("u", graph.New(graph.StringHash)); err == nil {
-		t.Errorf("FromGraph(undirected) = nil error, want one")
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"os"
 
 	"github.com/iodag/iodag/dag"
+	"github.com/iodag/iodag/internal/shapes"
 )
 
 // The diamond: a nop, two O_DIRECT reads after it, a nop after both.
@@ -103,7 +104,7 @@ func ExampleTask_OffsetAt() {
 }
 
 func ExampleGenerate() {
-	s, err := dag.Generate("fanout", []int{5}, dag.GenOptions{Seed: 1})
+	s, err := shapes.Generate("fanout", []int{5}, shapes.GenOptions{Seed: 1})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -43,41 +43,6 @@ func rep(n, v int) []int {
 	return out
 }
 
-func TestStageShapes(t *testing.T) {
-	tests := []struct {
-		shape string
-		args  []int
-		full  bool // compare the critical path's ids, not only its length
-		want  shape
-	}{
-		{"diamond", nil, true, shape{4, 4, 3, 2, []int{1, 2, 1}, []string{"a", "b", "d"}, 1}},
-		{"fanout", []int{100}, true, shape{100, 196, 3, 98, []int{1, 98, 1}, []string{"src", "w00", "sink"}, 1}},
-		{"chains", []int{8, 16}, false, shape{128, 120, 16, 8, rep(16, 8), []string{"16"}, 8}},
-		{"layered", []int{16, 8}, false, shape{128, 162, 8, 16, rep(8, 16), []string{"8"}, 4}},
-		{"tree", []int{5}, true, shape{31, 30, 5, 16, []int{1, 2, 4, 8, 16}, []string{"t1", "t2", "t4", "t8", "t16"}, 1}},
-		{"stagger", []int{4, 8}, false, shape{32, 28, 8, 4, rep(8, 4), []string{"8"}, 4}},
-		{"maildir", []int{10}, true, shape{40, 30, 3, 20, []int{20, 10, 10}, []string{"o00000", "r00000", "c00000"}, 10}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.shape, func(t *testing.T) {
-			s, err := Generate(tc.shape, tc.args, GenOptions{Seed: 3})
-			if err != nil {
-				t.Fatal(err)
-			}
-			g, err := s.Build()
-			if err != nil {
-				t.Fatalf("Build(%s %v) = %v", tc.shape, tc.args, err)
-			}
-			if diff := cmp.Diff(tc.want, shapeOf(g, tc.full)); diff != "" {
-				t.Errorf("stage(%s %v) mismatch (-want +got):\n%s", tc.shape, tc.args, diff)
-			}
-			if err := checkOracle(g); err != nil {
-				t.Errorf("stage(%s %v): %v", tc.shape, tc.args, err)
-			}
-		})
-	}
-}
-
 // TestStageOrder pins Order, Levels and the critical path of a small graph
 // whose declaration order is not topological.
 func TestStageOrder(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/iodag/iodag/dag"
+	"github.com/iodag/iodag/internal/shapes"
 	"github.com/iodag/iodag/workers"
 )
 
@@ -19,10 +20,10 @@ func TestAncestor(t *testing.T) {
 		name string
 		g    *dag.Graph
 	}{
-		{"layered 24x12", graphOf(dag.Layered(24, 12, dag.GenOptions{Seed: 3}))},
-		{"chains 2x150", graphOf(dag.Chains(2, 150, dag.GenOptions{}))},
-		{"tree 8", graphOf(dag.Tree(8, dag.GenOptions{}))},
-		{"diamond", graphOf(dag.Diamond(dag.GenOptions{}))},
+		{"layered 24x12", graphOf(shapes.Layered(24, 12, shapes.GenOptions{Seed: 3}))},
+		{"chains 2x150", graphOf(shapes.Chains(2, 150, shapes.GenOptions{}))},
+		{"tree 8", graphOf(shapes.Tree(8, shapes.GenOptions{}))},
+		{"diamond", graphOf(shapes.Diamond(shapes.GenOptions{}))},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g, n := tc.g, int32(tc.g.Len())
@@ -68,7 +69,7 @@ func TestAncestor(t *testing.T) {
 //
 //	go test -run '^$' -bench ResultFarAncestor ./submit
 func BenchmarkResultFarAncestor(b *testing.B) {
-	s, err := dag.Layered(256, 64, dag.GenOptions{})
+	s, err := shapes.Layered(256, 64, shapes.GenOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}

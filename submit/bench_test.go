@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/iodag/iodag/dag"
+	"github.com/iodag/iodag/internal/shapes"
 	"github.com/iodag/iodag/scratch"
 	"github.com/iodag/iodag/workers"
 	"golang.org/x/sys/unix"
@@ -62,11 +63,11 @@ func benchRun(b *testing.B, r *Runner, m Mode, root string) *Report {
 }
 
 func BenchmarkFanout100NOP(b *testing.B) {
-	benchModes(b, graphOf(dag.Fanout(100, dag.GenOptions{})), workers.Config{Workers: 1})
+	benchModes(b, graphOf(shapes.Fanout(100, shapes.GenOptions{})), workers.Config{Workers: 1})
 }
 
 func BenchmarkFanout100Read4k(b *testing.B) {
-	benchModes(b, graphOf(dag.Fanout(100, dag.GenOptions{Op: "read4k"})), workers.Config{Workers: 1})
+	benchModes(b, graphOf(shapes.Fanout(100, shapes.GenOptions{Op: "read4k"})), workers.Config{Workers: 1})
 }
 
 // BenchmarkDigests shows what Options.Digests costs a program that runs a
@@ -74,7 +75,7 @@ func BenchmarkFanout100Read4k(b *testing.B) {
 // user does: fanout 100 O_DIRECT 4 KiB reads in graph mode, every read
 // hashed or none.
 func BenchmarkDigests(b *testing.B) {
-	g := graphOf(dag.Fanout(100, dag.GenOptions{Op: "read4k"}))
+	g := graphOf(shapes.Fanout(100, shapes.GenOptions{Op: "read4k"}))
 	root := b.TempDir()
 	if err := scratch.Create(root, g); err != nil {
 		b.Fatal(err)
@@ -113,7 +114,7 @@ func BenchmarkDigests(b *testing.B) {
 // Options.Observe that does nothing; "streamed" sends every outcome
 // through Runner.Start to a goroutine that counts them.
 func BenchmarkLargeRun(b *testing.B) {
-	g := graphOf(dag.Layered(1000, 100, dag.GenOptions{}))
+	g := graphOf(shapes.Layered(1000, 100, shapes.GenOptions{}))
 	pool := newPool(b, workers.Config{Workers: 1})
 	r := NewRunner(pool, g)
 	defer r.Close()
@@ -150,19 +151,19 @@ func BenchmarkLargeRun(b *testing.B) {
 }
 
 func BenchmarkDiamondNOP(b *testing.B) {
-	benchModes(b, graphOf(dag.Diamond(dag.GenOptions{})), workers.Config{Workers: 1})
+	benchModes(b, graphOf(shapes.Diamond(shapes.GenOptions{})), workers.Config{Workers: 1})
 }
 
 func BenchmarkLayered16x8(b *testing.B) {
-	benchModes(b, graphOf(dag.Layered(16, 8, dag.GenOptions{})), workers.Config{Workers: 1})
+	benchModes(b, graphOf(shapes.Layered(16, 8, shapes.GenOptions{})), workers.Config{Workers: 1})
 }
 
 func BenchmarkChains8x16(b *testing.B) {
-	benchModes(b, graphOf(dag.Chains(8, 16, dag.GenOptions{Op: "read4k"})), workers.Config{Workers: 2})
+	benchModes(b, graphOf(shapes.Chains(8, 16, shapes.GenOptions{Op: "read4k"})), workers.Config{Workers: 2})
 }
 
 func BenchmarkStagger8x16(b *testing.B) {
-	benchModes(b, graphOf(dag.Stagger(8, 16, dag.GenOptions{})), workers.Config{Workers: 2})
+	benchModes(b, graphOf(shapes.Stagger(8, 16, shapes.GenOptions{})), workers.Config{Workers: 2})
 }
 
 // BenchmarkSQPoll runs the NOP shapes of the C comparison in every mode
@@ -175,9 +176,9 @@ func BenchmarkSQPoll(b *testing.B) {
 		name string
 		g    *dag.Graph
 	}{
-		{"diamond", graphOf(dag.Diamond(dag.GenOptions{}))},
-		{"layered16x8", graphOf(dag.Layered(16, 8, dag.GenOptions{}))},
-		{"fanout100", graphOf(dag.Fanout(100, dag.GenOptions{}))},
+		{"diamond", graphOf(shapes.Diamond(shapes.GenOptions{}))},
+		{"layered16x8", graphOf(shapes.Layered(16, 8, shapes.GenOptions{}))},
+		{"fanout100", graphOf(shapes.Fanout(100, shapes.GenOptions{}))},
 	} {
 		for _, sq := range []bool{false, true} {
 			b.Run(fmt.Sprintf("%s/sqpoll=%v", s.name, sq), func(b *testing.B) {
@@ -188,14 +189,14 @@ func BenchmarkSQPoll(b *testing.B) {
 }
 
 func BenchmarkMaildir1000(b *testing.B) {
-	benchModes(b, graphOf(dag.Maildir(1000, dag.GenOptions{})), workers.Config{Workers: 2})
+	benchModes(b, graphOf(shapes.Maildir(1000, shapes.GenOptions{})), workers.Config{Workers: 2})
 }
 
 // BenchmarkDispatch compares the fixed workers' private round-robin
 // queues with one shared locked queue: 8 goroutines each run small
 // graphs on a 2-worker pool.
 func BenchmarkDispatch(b *testing.B) {
-	g := graphOf(dag.Fanout(100, dag.GenOptions{}))
+	g := graphOf(shapes.Fanout(100, shapes.GenOptions{}))
 	for _, d := range []workers.Dispatch{workers.RoundRobin, workers.Shared} {
 		b.Run(d.String(), func(b *testing.B) {
 			pool, err := workers.New(workers.Config{Workers: 2, Dispatch: d})
@@ -237,7 +238,7 @@ func runClients(b *testing.B, pool *workers.Pool, g *dag.Graph, clients, repeat 
 func BenchmarkGoroutineDAG(b *testing.B) {
 	for _, op := range []string{"nop", "read4k"} {
 		b.Run("fanout100-"+op, func(b *testing.B) {
-			g := graphOf(dag.Fanout(100, dag.GenOptions{Op: op}))
+			g := graphOf(shapes.Fanout(100, shapes.GenOptions{Op: op}))
 			root := b.TempDir()
 			if err := scratch.Create(root, g); err != nil {
 				b.Fatal(err)
@@ -296,7 +297,7 @@ func BenchmarkHook(b *testing.B) {
 			name = "every-node"
 		}
 		b.Run(name, func(b *testing.B) {
-			s, err := dag.Fanout(100, dag.GenOptions{})
+			s, err := shapes.Fanout(100, shapes.GenOptions{})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/iodag/iodag/dag"
+	"github.com/iodag/iodag/internal/shapes"
 	"github.com/iodag/iodag/workers"
 )
 
@@ -20,7 +20,7 @@ import (
 // more (it fails within a second there).
 func TestRerunAfterCancel(t *testing.T) {
 	pool := newPool(t, workers.Config{Workers: 2, Entries: 16})
-	g := graphOf(dag.Fanout(3, dag.GenOptions{}))
+	g := graphOf(shapes.Fanout(3, shapes.GenOptions{}))
 	r := NewRunner(pool, g)
 	defer r.Close()
 	var done atomic.Bool

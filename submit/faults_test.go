@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/iodag/iodag/dag"
+	"github.com/iodag/iodag/internal/shapes"
 	"github.com/iodag/iodag/scratch"
 	"github.com/iodag/iodag/workers"
 	"golang.org/x/sys/unix"
@@ -76,18 +77,18 @@ func skeleton(rng *rand.Rand, n int) faultSkeleton {
 	case 2:
 		w := 1 + rng.IntN(max(1, n/4))
 		name = fmt.Sprintf("layered(%d,%d)", w, max(1, n/w))
-		spec, err = dag.Layered(w, max(1, n/w), dag.GenOptions{Seed: rng.Int64()})
+		spec, err = shapes.Layered(w, max(1, n/w), shapes.GenOptions{Seed: rng.Int64()})
 	case 3:
 		k := 1 + rng.IntN(max(1, n/4))
 		name = fmt.Sprintf("chains(%d,%d)", k, max(1, n/k))
-		spec, err = dag.Chains(k, max(1, n/k), dag.GenOptions{})
+		spec, err = shapes.Chains(k, max(1, n/k), shapes.GenOptions{})
 	case 4:
 		d := max(1, bits.Len(uint(n))-1)
 		name = fmt.Sprintf("tree(%d)", d)
-		spec, err = dag.Tree(d, dag.GenOptions{})
+		spec, err = shapes.Tree(d, shapes.GenOptions{})
 	default:
 		name = fmt.Sprintf("fanout(%d)", max(3, n))
-		spec, err = dag.Fanout(max(3, n), dag.GenOptions{})
+		spec, err = shapes.Fanout(max(3, n), shapes.GenOptions{})
 	}
 	if err != nil {
 		panic(err)

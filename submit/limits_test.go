@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/iodag/iodag/dag"
+	"github.com/iodag/iodag/internal/shapes"
 	"github.com/iodag/iodag/internal/uring"
 	"github.com/iodag/iodag/internal/worker"
 	"github.com/iodag/iodag/scratch"
@@ -166,7 +167,7 @@ func TestLimitsChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := graphOf(dag.Maildir(20, dag.GenOptions{Seed: 1}))
+	g := graphOf(shapes.Maildir(20, shapes.GenOptions{Seed: 1}))
 	root := t.TempDir()
 	if err := scratch.Create(root, g); err != nil {
 		t.Fatal(err)

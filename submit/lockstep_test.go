@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/iodag/iodag/dag"
+	"github.com/iodag/iodag/internal/shapes"
 	"github.com/iodag/iodag/workers"
 )
 
@@ -40,7 +41,7 @@ func TestLockstep(t *testing.T) {
 				// 16 a level on each of 2 workers: wide enough, at a
 				// link width of 8, that a linear run goes down without
 				// a kernel link.
-				s, err := dag.Layered(32, 8, dag.GenOptions{})
+				s, err := shapes.Layered(32, 8, shapes.GenOptions{})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -1,9 +1,10 @@
 package submit
 
 import (
-	"golang.org/x/sys/unix"
 	"hash/crc32"
 	"strings"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/iodag/iodag/dag"
 	"github.com/iodag/iodag/internal/uring"

@@ -22,6 +22,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/iodag/iodag/dag"
 	"github.com/iodag/iodag/internal/ramfstest"
+	"github.com/iodag/iodag/internal/shapes"
 	"github.com/iodag/iodag/internal/worker"
 	"github.com/iodag/iodag/scratch"
 	"github.com/iodag/iodag/workers"
@@ -470,7 +471,7 @@ func TestOnFailure(t *testing.T) {
 
 // TestObserve: the observer sees every node once, with its final status.
 func TestObserve(t *testing.T) {
-	g := graphOf(dag.Layered(8, 4, dag.GenOptions{}))
+	g := graphOf(shapes.Layered(8, 4, shapes.GenOptions{}))
 	pool := newPool(t, workers.Config{Workers: 2, Entries: 16})
 	for _, m := range Modes() {
 		var seen [32]atomic.Int32
@@ -548,7 +549,7 @@ func TestStream(t *testing.T) {
 // TestStreamBreak: a loop over Results that breaks leaves the outcomes
 // it did not take to the next loop.
 func TestStreamBreak(t *testing.T) {
-	g := graphOf(dag.Fanout(64, dag.GenOptions{}))
+	g := graphOf(shapes.Fanout(64, shapes.GenOptions{}))
 	pool := newPool(t, workers.Config{Workers: 1})
 	s := NewRunner(pool, g).Start(context.Background(), Graph, Options{})
 	if _, err := s.Wait(); err != nil { // every outcome is queued now
@@ -574,7 +575,7 @@ func TestStreamBreak(t *testing.T) {
 // TestStreamObserverPanics: an Options.Observe that panics under
 // Runner.Start costs the stream no outcome.
 func TestStreamObserverPanics(t *testing.T) {
-	g := graphOf(dag.Fanout(8, dag.GenOptions{}))
+	g := graphOf(shapes.Fanout(8, shapes.GenOptions{}))
 	pool := newPool(t, workers.Config{Workers: 1})
 	s := NewRunner(pool, g).Start(context.Background(), Graph, Options{Observe: func(NodeResult) { panic("observer") }})
 	n := 0
@@ -593,7 +594,7 @@ func TestStreamObserverPanics(t *testing.T) {
 // trade two buffers) yields every outcome of every repeat exactly once,
 // run after run on one Runner, in every mode.
 func TestStreamEvery(t *testing.T) {
-	g := graphOf(dag.Layered(100, 50, dag.GenOptions{}))
+	g := graphOf(shapes.Layered(100, 50, shapes.GenOptions{}))
 	pool := newPool(t, workers.Config{Workers: 2})
 	r := NewRunner(pool, g)
 	defer r.Close()
@@ -948,7 +949,7 @@ func TestSubgraphErr(t *testing.T) {
 // TestTrace: with Trace, a link chain's nodes complete one after another,
 // each at its own time (without it, a batch shares one time).
 func TestTrace(t *testing.T) {
-	g := graphOf(dag.Stagger(1, 8, dag.GenOptions{}))
+	g := graphOf(shapes.Stagger(1, 8, shapes.GenOptions{}))
 	pool := newPool(t, workers.Config{Workers: 1, Entries: 16})
 	rep, err := Run(context.Background(), pool, g, Link, Options{Trace: true})
 	if err != nil {
@@ -1083,7 +1084,7 @@ func TestStopReaches(t *testing.T) {
 // the program) down; an open waiting for a slot while a Go task runs
 // waits for the close after it instead of failing EMFILE.
 func TestReviewFixes(t *testing.T) {
-	g := graphOf(dag.Diamond(dag.GenOptions{}))
+	g := graphOf(shapes.Diamond(shapes.GenOptions{}))
 	pool := newPool(t, workers.Config{Workers: 1, Entries: 8})
 	for _, m := range Modes() {
 		rep, err := Run(context.Background(), pool, g, m, Options{Observe: func(NodeResult) { panic("observer") }})

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/iodag/iodag/dag"
+	"github.com/iodag/iodag/internal/shapes"
 	"github.com/iodag/iodag/scratch"
 	"github.com/iodag/iodag/workers"
 	"golang.org/x/sys/unix"
@@ -508,7 +509,7 @@ func TestLinkedStartTimes(t *testing.T) {
 // so it makes no more io_uring_enter calls than link mode for the same
 // chain (it made one per node).
 func TestChainEnters(t *testing.T) {
-	g := graphOf(dag.Chains(1, 5000, dag.GenOptions{}))
+	g := graphOf(shapes.Chains(1, 5000, shapes.GenOptions{}))
 	pool := newPool(t, workers.Config{Workers: 1, Entries: 256})
 	enters := map[Mode]uint64{}
 	for _, m := range []Mode{Link, Graph} {

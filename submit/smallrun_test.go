@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/iodag/iodag/dag"
+	"github.com/iodag/iodag/internal/shapes"
 	"github.com/iodag/iodag/workers"
 )
 
@@ -30,7 +31,7 @@ func BenchmarkSmallRuns(b *testing.B) {
 		name string
 		g    *dag.Graph
 	}{
-		{"diamond", graphOf(dag.Diamond(dag.GenOptions{}))},
+		{"diamond", graphOf(shapes.Diamond(shapes.GenOptions{}))},
 		{"nop", one},
 	} {
 		g := shape.g
@@ -165,7 +166,7 @@ func TestSmallRunAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector allocates on its own")
 	}
-	g := graphOf(dag.Diamond(dag.GenOptions{}))
+	g := graphOf(shapes.Diamond(shapes.GenOptions{}))
 	pool := newPool(t, workers.Config{Workers: 2})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/iodag/iodag/dag"
+	"github.com/iodag/iodag/internal/shapes"
 	"github.com/iodag/iodag/workers"
 )
 
@@ -29,10 +30,10 @@ func TestSoak(t *testing.T) {
 	var runners []*Runner
 	var graphs []*dag.Graph
 	for _, mk := range []func() (*dag.Spec, error){
-		func() (*dag.Spec, error) { return dag.Fanout(10_000, dag.GenOptions{}) },
-		func() (*dag.Spec, error) { return dag.Layered(100, 100, dag.GenOptions{Seed: 1}) },
-		func() (*dag.Spec, error) { return dag.Fanout(1_000, dag.GenOptions{}) },
-		func() (*dag.Spec, error) { return dag.Chains(8, 125, dag.GenOptions{}) },
+		func() (*dag.Spec, error) { return shapes.Fanout(10_000, shapes.GenOptions{}) },
+		func() (*dag.Spec, error) { return shapes.Layered(100, 100, shapes.GenOptions{Seed: 1}) },
+		func() (*dag.Spec, error) { return shapes.Fanout(1_000, shapes.GenOptions{}) },
+		func() (*dag.Spec, error) { return shapes.Chains(8, 125, shapes.GenOptions{}) },
 	} {
 		g := graphOf(mk())
 		graphs = append(graphs, g)

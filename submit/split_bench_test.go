@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/iodag/iodag/dag"
+	"github.com/iodag/iodag/internal/shapes"
 	"github.com/iodag/iodag/workers"
 )
 
@@ -23,14 +24,14 @@ import (
 //
 //	go test -run '^$' -bench SplitLayered -benchtime 400x ./submit
 func BenchmarkSplitLayered64x64(b *testing.B) {
-	benchSplit(b, graphOf(dag.Layered(64, 64, dag.GenOptions{})))
+	benchSplit(b, graphOf(shapes.Layered(64, 64, shapes.GenOptions{})))
 }
 
 // BenchmarkSplitTree12 is the control: a binary tree of 4095 NOPs, which
 // the partition cuts at one edge (each worker a subtree), so the workers
 // have almost nothing to exchange.
 func BenchmarkSplitTree12(b *testing.B) {
-	benchSplit(b, graphOf(dag.Tree(12, dag.GenOptions{})))
+	benchSplit(b, graphOf(shapes.Tree(12, shapes.GenOptions{})))
 }
 
 // BenchmarkSplitWidth runs components of 4096 NOPs (and a fanout) whose
@@ -41,10 +42,10 @@ func BenchmarkSplitTree12(b *testing.B) {
 func BenchmarkSplitWidth(b *testing.B) {
 	for _, s := range [][2]int{{8, 512}, {16, 256}, {32, 128}, {256, 16}} {
 		b.Run(fmt.Sprintf("layered%dx%d", s[0], s[1]), func(b *testing.B) {
-			benchSplit(b, graphOf(dag.Layered(s[0], s[1], dag.GenOptions{})))
+			benchSplit(b, graphOf(shapes.Layered(s[0], s[1], shapes.GenOptions{})))
 		})
 	}
-	b.Run("fanout4000", func(b *testing.B) { benchSplit(b, graphOf(dag.Fanout(4000, dag.GenOptions{}))) })
+	b.Run("fanout4000", func(b *testing.B) { benchSplit(b, graphOf(shapes.Fanout(4000, shapes.GenOptions{}))) })
 }
 
 // BenchmarkTwoComponents is what two workers give with nothing to
@@ -56,7 +57,7 @@ func BenchmarkSplitWidth(b *testing.B) {
 //
 //	GOMAXPROCS=2 go test -run '^$' -bench TwoComponents -benchtime 1000x ./submit
 func BenchmarkTwoComponents(b *testing.B) {
-	benchWorkers(b, graphOf(twoCopies(dag.Layered(64, 64, dag.GenOptions{}))), math.MaxInt) // split nothing
+	benchWorkers(b, graphOf(twoCopies(shapes.Layered(64, 64, shapes.GenOptions{}))), math.MaxInt) // split nothing
 }
 
 // twoCopies returns a spec holding two disjoint copies of s (ids
@@ -224,7 +225,7 @@ func processCPU(b *testing.B) int64 {
 //	GOMAXPROCS=2 go test -run '^$' -bench SplitSpeedup -benchtime 20x ./submit
 func BenchmarkSplitSpeedup(b *testing.B) {
 	layered := func(w, d int) func() (*dag.Spec, error) {
-		return func() (*dag.Spec, error) { return dag.Layered(w, d, dag.GenOptions{}) }
+		return func() (*dag.Spec, error) { return shapes.Layered(w, d, shapes.GenOptions{}) }
 	}
 	shapes := []struct {
 		name    string
@@ -234,8 +235,8 @@ func BenchmarkSplitSpeedup(b *testing.B) {
 		{"layered48x85", layered(48, 85), layered(24, 85)},
 		{"layered32x128", layered(32, 128), layered(16, 128)},
 		{"layered256x16", layered(256, 16), layered(128, 16)},
-		{"tree12", func() (*dag.Spec, error) { return dag.Tree(12, dag.GenOptions{}) }, nil},
-		{"fanout4000", func() (*dag.Spec, error) { return dag.Fanout(4000, dag.GenOptions{}) }, nil},
+		{"tree12", func() (*dag.Spec, error) { return shapes.Tree(12, shapes.GenOptions{}) }, nil},
+		{"fanout4000", func() (*dag.Spec, error) { return shapes.Fanout(4000, shapes.GenOptions{}) }, nil},
 	}
 	const repeat = 100
 	for _, s := range shapes {
@@ -308,7 +309,7 @@ func BenchmarkSplitSpeedup(b *testing.B) {
 //
 //	GOMAXPROCS=2 go test -run '^$' -bench SplitAfterOtherPool -benchtime 8x ./submit
 func BenchmarkSplitAfterOtherPool(b *testing.B) {
-	g := graphOf(dag.Layered(64, 64, dag.GenOptions{}))
+	g := graphOf(shapes.Layered(64, 64, shapes.GenOptions{}))
 	rs := make([]*Runner, 2)
 	for j, n := range []int{2, 1} {
 		pool, err := workers.New(workers.Config{Workers: n})

@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/iodag/iodag/dag"
+	"github.com/iodag/iodag/internal/shapes"
 	"github.com/iodag/iodag/scratch"
 	"github.com/iodag/iodag/workers"
 	"golang.org/x/sys/unix"
@@ -172,12 +173,12 @@ func TestSplitAgrees(t *testing.T) {
 		split  bool // a component is split
 		repeat int
 	}{
-		{"layered64x16", graphOf(dag.Layered(64, 16, dag.GenOptions{Seed: 3})), true, 3},
-		{"layered8x200-read4k", graphOf(dag.Layered(8, 200, dag.GenOptions{Op: "read4k", Seed: 4})), true, 2},
-		{"tree9", graphOf(dag.Tree(9, dag.GenOptions{})), true, 3},
-		{"fanout1000", graphOf(dag.Fanout(1000, dag.GenOptions{})), true, 2},
-		{"chains3x400", graphOf(dag.Chains(3, 400, dag.GenOptions{})), true, 2},
-		{"maildir200", graphOf(dag.Maildir(200, dag.GenOptions{})), false, 1},
+		{"layered64x16", graphOf(shapes.Layered(64, 16, shapes.GenOptions{Seed: 3})), true, 3},
+		{"layered8x200-read4k", graphOf(shapes.Layered(8, 200, shapes.GenOptions{Op: "read4k", Seed: 4})), true, 2},
+		{"tree9", graphOf(shapes.Tree(9, shapes.GenOptions{})), true, 3},
+		{"fanout1000", graphOf(shapes.Fanout(1000, shapes.GenOptions{})), true, 2},
+		{"chains3x400", graphOf(shapes.Chains(3, 400, shapes.GenOptions{})), true, 2},
+		{"maildir200", graphOf(shapes.Maildir(200, shapes.GenOptions{})), false, 1},
 		{"dirtree", dirTree(3, 4, 3), true, 1},
 	}
 	for seed := uint64(1); seed <= 8; seed++ {
@@ -276,7 +277,7 @@ func dirTree(fanout, depth, files int) *dag.Graph {
 // predecessors, and the next run of the same Runner is whole again).
 func TestSplitCancel(t *testing.T) {
 	pool := newPool(t, workers.Config{Workers: 2})
-	g := graphOf(dag.Layered(32, 32, dag.GenOptions{Seed: 9}))
+	g := graphOf(shapes.Layered(32, 32, shapes.GenOptions{Seed: 9}))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	want, _, werr := runSplit(t, pool, g, math.MaxInt, 1, ctx)
@@ -488,12 +489,12 @@ func TestSplitModes(t *testing.T) {
 // with Options.Unsplit.
 func TestSplitPolicy(t *testing.T) {
 	graphs := map[string]*dag.Graph{
-		"layered 256x16": graphOf(dag.Layered(256, 16, dag.GenOptions{})),
-		"layered 8x512":  graphOf(dag.Layered(8, 512, dag.GenOptions{})), // 4 a worker in a level
-		"layered 48x85":  graphOf(dag.Layered(48, 85, dag.GenOptions{})), // 24 a worker
-		"layered 64x64":  graphOf(dag.Layered(64, 64, dag.GenOptions{})), // 31.9 a worker (roots left apart)
-		"layered 16x8":   graphOf(dag.Layered(16, 8, dag.GenOptions{})),  // 128 nodes
-		"tree 12":        graphOf(dag.Tree(12, dag.GenOptions{})),
+		"layered 256x16": graphOf(shapes.Layered(256, 16, shapes.GenOptions{})),
+		"layered 8x512":  graphOf(shapes.Layered(8, 512, shapes.GenOptions{})), // 4 a worker in a level
+		"layered 48x85":  graphOf(shapes.Layered(48, 85, shapes.GenOptions{})), // 24 a worker
+		"layered 64x64":  graphOf(shapes.Layered(64, 64, shapes.GenOptions{})), // 31.9 a worker (roots left apart)
+		"layered 16x8":   graphOf(shapes.Layered(16, 8, shapes.GenOptions{})),  // 128 nodes
+		"tree 12":        graphOf(shapes.Tree(12, shapes.GenOptions{})),
 	}
 	got := map[string]bool{}
 	for _, n := range []int{1, 2, splitMaxWorkers + 1} {
@@ -564,7 +565,7 @@ func TestSplitPolicy(t *testing.T) {
 // or, if every task had arrived, cancels the next iteration too.
 func TestSplitCancelAtBarrier(t *testing.T) {
 	pool := newPool(t, workers.Config{Workers: 2})
-	g := graphOf(dag.Layered(32, 8, dag.GenOptions{Seed: 1}))
+	g := graphOf(shapes.Layered(32, 8, shapes.GenOptions{Seed: 1}))
 	r := splitRunner(t, pool, g)
 	for k := range 200 {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -644,7 +645,7 @@ func TestSplitRerunAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector allocates on its own")
 	}
-	g := graphOf(dag.Layered(100, 100, dag.GenOptions{Seed: 1}))
+	g := graphOf(shapes.Layered(100, 100, shapes.GenOptions{Seed: 1}))
 	pool := newPool(t, workers.Config{Workers: 2})
 	r := NewRunner(pool, g)
 	defer r.Close()
@@ -825,8 +826,8 @@ func TestSplitSubgraphErr(t *testing.T) {
 // own: two tasks of a run on one worker poll for each other in turn.
 func TestSplitTasksOwnWorkers(t *testing.T) {
 	pool := newPool(t, workers.Config{Workers: 2})
-	g := graphOf(dag.Layered(64, 4, dag.GenOptions{}))
-	one := graphOf(dag.Fanout(3, dag.GenOptions{}))
+	g := graphOf(shapes.Layered(64, 4, shapes.GenOptions{}))
+	one := graphOf(shapes.Fanout(3, shapes.GenOptions{}))
 	r := splitRunner(t, pool, g)
 	stop := make(chan struct{})
 	var others sync.WaitGroup

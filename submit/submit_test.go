@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/iodag/iodag/dag"
+	"github.com/iodag/iodag/internal/shapes"
 	"github.com/iodag/iodag/scratch"
 	"github.com/iodag/iodag/workers"
 	"go.uber.org/goleak"
@@ -735,7 +736,7 @@ func TestChainsBeyondTheRing(t *testing.T) {
 		{4, 200, 5},
 		{1, 1000, 6},
 	} {
-		g := graphOf(dag.Chains(tc.k, tc.l, dag.GenOptions{}))
+		g := graphOf(shapes.Chains(tc.k, tc.l, shapes.GenOptions{}))
 		pool := newPool(t, workers.Config{Workers: 1, Entries: 256, LinkWidth: 8})
 		for _, m := range []Mode{Link, Graph} {
 			t.Run(fmt.Sprintf("chains%dx%d/%s", tc.k, tc.l, m), func(t *testing.T) {
@@ -759,7 +760,7 @@ func TestMillionNodes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short")
 	}
-	g := graphOf(dag.Fanout(1_000_000, dag.GenOptions{}))
+	g := graphOf(shapes.Fanout(1_000_000, shapes.GenOptions{}))
 	pool := newPool(t, workers.Config{Workers: 2, Entries: 64})
 	for _, m := range Modes() {
 		rep, err := Run(context.Background(), pool, g, m, Options{})
@@ -782,10 +783,10 @@ func TestConcurrentRuns(t *testing.T) {
 		pool := newPool(t, workers.Config{Workers: 2, Entries: 32, Dispatch: d})
 		var specs []*dag.Spec
 		for _, gen := range []func() (*dag.Spec, error){
-			func() (*dag.Spec, error) { return dag.Fanout(100, dag.GenOptions{Op: "read4k"}) },
-			func() (*dag.Spec, error) { return dag.Chains(8, 16, dag.GenOptions{}) },
-			func() (*dag.Spec, error) { return dag.Layered(16, 8, dag.GenOptions{Seed: 3}) },
-			func() (*dag.Spec, error) { return dag.Maildir(50, dag.GenOptions{}) },
+			func() (*dag.Spec, error) { return shapes.Fanout(100, shapes.GenOptions{Op: "read4k"}) },
+			func() (*dag.Spec, error) { return shapes.Chains(8, 16, shapes.GenOptions{}) },
+			func() (*dag.Spec, error) { return shapes.Layered(16, 8, shapes.GenOptions{Seed: 3}) },
+			func() (*dag.Spec, error) { return shapes.Maildir(50, shapes.GenOptions{}) },
 		} {
 			s, err := gen()
 			if err != nil {
@@ -901,7 +902,7 @@ func openFds(t *testing.T) int {
 // TestNoLeaks checks that runs, failed ones included, leave no fd, slot
 // or goroutine behind (goleak checks goroutines for the whole package).
 func TestNoLeaks(t *testing.T) {
-	g := graphOf(dag.Maildir(100, dag.GenOptions{}))
+	g := graphOf(shapes.Maildir(100, shapes.GenOptions{}))
 	root := t.TempDir()
 	if err := scratch.Create(root, g); err != nil {
 		t.Fatal(err)
@@ -940,7 +941,7 @@ func TestRerunAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector allocates on its own")
 	}
-	spec, err := dag.Layered(100, 100, dag.GenOptions{Seed: 1})
+	spec, err := shapes.Layered(100, 100, shapes.GenOptions{Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -979,7 +980,7 @@ func checkRerunAllocs(t *testing.T, r *Runner, m Mode) {
 // (only the last repeat, and every one an observer sees, is timed).
 func TestNodeTimes(t *testing.T) {
 	pool := newPool(t, workers.Config{Workers: 1})
-	g := graphOf(dag.Chains(3, 4, dag.GenOptions{}))
+	g := graphOf(shapes.Chains(3, 4, shapes.GenOptions{}))
 	check := func(what string, n NodeResult, wall int64) {
 		t.Helper()
 		if n.EndNS <= 0 || n.StartNS > n.EndNS || n.EndNS > wall {
@@ -1019,7 +1020,7 @@ func TestNodeTimes(t *testing.T) {
 // and that a run not asked for them reports none.
 func TestRepeatDigests(t *testing.T) {
 	pool := newPool(t, workers.Config{Workers: 1})
-	g := graphOf(dag.Chains(2, 3, dag.GenOptions{Op: "read4k"}))
+	g := graphOf(shapes.Chains(2, 3, shapes.GenOptions{Op: "read4k"}))
 	root := t.TempDir()
 	if err := scratch.Create(root, g); err != nil {
 		t.Fatal(err)

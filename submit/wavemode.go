@@ -1,9 +1,10 @@
 package submit
 
 import (
-	"github.com/iodag/iodag/dag"
 	"sync/atomic"
 	"time"
+
+	"github.com/iodag/iodag/dag"
 
 	"github.com/iodag/iodag/internal/worker"
 	"golang.org/x/sys/unix"

@@ -11,6 +11,7 @@ import (
 	"github.com/iodag/iodag/compare"
 	"github.com/iodag/iodag/dag"
 	"github.com/iodag/iodag/internal/human"
+	"github.com/iodag/iodag/internal/shapes"
 	"github.com/iodag/iodag/scratch"
 	"github.com/iodag/iodag/submit"
 	"github.com/schollz/progressbar/v3"
@@ -141,7 +142,7 @@ func compareSpec(ctx context.Context, args []string, stdout, stderr io.Writer) i
 // and a sink. Where root's file system refuses O_DIRECT, the reads are
 // buffered and a note on stderr says so.
 func defaultGraph(root string, stderr io.Writer) (*dag.Graph, error) {
-	s, err := dag.Fanout(100, dag.GenOptions{Op: "read4k"})
+	s, err := shapes.Fanout(100, shapes.GenOptions{Op: "read4k"})
 	if err != nil {
 		return nil, err
 	}

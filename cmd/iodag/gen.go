@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/iodag/iodag/dag"
+	"github.com/iodag/iodag/internal/shapes"
 )
 
 // genMain prints the spec of a generated shape, if the other commands
@@ -22,7 +23,7 @@ func gen(args []string, stdout, stderr io.Writer, maxSize int) int {
 	flagUsage := fs.Usage
 	fs.Usage = func() {
 		flagUsage()
-		fmt.Fprintf(stderr, "shapes: %s\n", strings.Join(dag.Shapes(), ", "))
+		fmt.Fprintf(stderr, "shapes: %s\n", strings.Join(shapes.Shapes(), ", "))
 	}
 	op := fs.String("op", "nop", "work node op: nop or read4k")
 	seed := fs.Int64("seed", 1, "seed of random choices")
@@ -43,7 +44,7 @@ func gen(args []string, stdout, stderr io.Writer, maxSize int) int {
 		}
 		nums[i] = n
 	}
-	s, err := dag.Generate(pos[0], nums, dag.GenOptions{Op: *op, Seed: *seed})
+	s, err := shapes.Generate(pos[0], nums, shapes.GenOptions{Op: *op, Seed: *seed})
 	if err != nil {
 		fmt.Fprintf(stderr, "iodag gen: %v\n", err)
 		return exitUsage

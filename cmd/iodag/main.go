@@ -19,11 +19,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/iodag/iodag/dag"
 	"io"
 	"os"
 	"slices"
 	"strings"
+
+	"github.com/iodag/iodag/dag"
 )
 
 // Exit statuses, as the package doc lists them (and 128 plus the signal's

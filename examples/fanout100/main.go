@@ -23,6 +23,7 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/iodag/iodag/dag"
 	"github.com/iodag/iodag/internal/human"
+	"github.com/iodag/iodag/internal/shapes"
 	"github.com/iodag/iodag/scratch"
 	"github.com/iodag/iodag/submit"
 	"github.com/iodag/iodag/workers"
@@ -58,7 +59,7 @@ func main() {
 
 // graph builds the fanout, whose reads are O_DIRECT.
 func graph() (*dag.Graph, error) {
-	s, err := dag.Fanout(100, dag.GenOptions{Op: "read4k"})
+	s, err := shapes.Fanout(100, shapes.GenOptions{Op: "read4k"})
 	if err != nil {
 		return nil, err
 	}

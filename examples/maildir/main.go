@@ -25,8 +25,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/iodag/iodag/dag"
 	"github.com/iodag/iodag/internal/human"
+	"github.com/iodag/iodag/internal/shapes"
 	"github.com/iodag/iodag/scratch"
 	"github.com/iodag/iodag/submit"
 	"github.com/iodag/iodag/workers"
@@ -96,7 +96,7 @@ func run(ctx context.Context, w io.Writer, c config) error {
 	if c.repeat < 1 {
 		return fmt.Errorf("-repeat must be >= 1, got %d", c.repeat)
 	}
-	s, err := dag.Maildir(c.n, dag.GenOptions{Seed: 1})
+	s, err := shapes.Maildir(c.n, shapes.GenOptions{Seed: 1})
 	if err != nil {
 		return err
 	}
@@ -112,7 +112,7 @@ func run(ctx context.Context, w io.Writer, c config) error {
 		return err
 	}
 	fmt.Fprintf(w, "%s: %d files of %d..%d bytes in %s (made or checked in %s)\n", g.Name(), c.n,
-		dag.MaildirMinSize, dag.MaildirMaxSize, c.cache, human.Duration(time.Since(t0).Nanoseconds()))
+		shapes.MaildirMinSize, shapes.MaildirMaxSize, c.cache, human.Duration(time.Since(t0).Nanoseconds()))
 
 	reads := make([]int32, c.n) // node index of each file's read
 	for i := range reads {
@@ -210,7 +210,7 @@ func run(ctx context.Context, w io.Writer, c config) error {
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // bufs holds read buffers of the largest file size.
-var bufs = sync.Pool{New: func() any { return new([dag.MaildirMaxSize]byte) }}
+var bufs = sync.Pool{New: func() any { return new([shapes.MaildirMaxSize]byte) }}
 
 // readAll is the plain Go way: per file a goroutine (at most limit at
 // once) that opens, stats, reads and closes it. It returns the bytes read
@@ -236,7 +236,7 @@ func readAll(ctx context.Context, dir string, crc []uint32, limit int) (int64, e
 			if err != nil {
 				return err
 			}
-			buf := bufs.Get().(*[dag.MaildirMaxSize]byte)
+			buf := bufs.Get().(*[shapes.MaildirMaxSize]byte)
 			defer bufs.Put(buf)
 			n, err := io.ReadFull(f, buf[:min(fi.Size(), int64(len(buf)))])
 			if err != nil {

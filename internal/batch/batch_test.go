@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/iodag/iodag/dag"
+	"github.com/iodag/iodag/internal/shapes"
 	"github.com/iodag/iodag/submit"
 	"github.com/iodag/iodag/workers"
 )
@@ -16,7 +16,7 @@ func TestRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	spec, err := dag.Fanout(10, dag.GenOptions{})
+	spec, err := shapes.Fanout(10, shapes.GenOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestRunCanceled(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	spec, err := dag.Fanout(10, dag.GenOptions{})
+	spec, err := shapes.Fanout(10, shapes.GenOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,10 @@
-package dag
+package shapes
 
 import (
 	"strings"
 	"testing"
+
+	"github.com/iodag/iodag/dag"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -24,7 +26,7 @@ func TestGenerateDeterministic(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.shape, func(t *testing.T) {
-			gen := func(seed int64) *Spec {
+			gen := func(seed int64) *dag.Spec {
 				s, err := Generate(tc.shape, tc.args, GenOptions{Op: tc.op, Seed: seed})
 				if err != nil {
 					t.Fatalf("Generate(%s, %v) = %v", tc.shape, tc.args, err)
@@ -32,7 +34,7 @@ func TestGenerateDeterministic(t *testing.T) {
 				return s
 			}
 			a, b := gen(7), gen(7)
-			if diff := cmp.Diff(a, b, cmpopts.IgnoreUnexported(Spec{})); diff != "" {
+			if diff := cmp.Diff(a, b, cmpopts.IgnoreUnexported(dag.Spec{})); diff != "" {
 				t.Errorf("Generate(%s, %v) differs for the same seed:\n%s", tc.shape, tc.args, diff)
 			}
 			g, err := a.Build()
@@ -48,7 +50,7 @@ func TestGenerateDeterministic(t *testing.T) {
 }
 
 // checkRead4k checks that reads are 4 KiB, O_DIRECT, at distinct aligned offsets.
-func checkRead4k(t *testing.T, s *Spec) {
+func checkRead4k(t *testing.T, s *dag.Spec) {
 	t.Helper()
 	if len(s.Files) != 1 || !s.Files[0].Direct || s.Files[0].Size < DataFileMinSize {
 		t.Fatalf("read4k files = %+v, want one direct file of >= 64 MiB", s.Files)
@@ -73,7 +75,7 @@ func checkRead4k(t *testing.T, s *Spec) {
 func TestGenerateSeedsDiffer(t *testing.T) {
 	a, _ := Layered(20, 5, GenOptions{Seed: 1})
 	b, _ := Layered(20, 5, GenOptions{Seed: 2})
-	if cmp.Equal(a, b, cmpopts.IgnoreUnexported(Spec{})) {
+	if cmp.Equal(a, b, cmpopts.IgnoreUnexported(dag.Spec{})) {
 		t.Errorf("Layered(20, 5) is the same for seeds 1 and 2")
 	}
 }
@@ -83,21 +85,21 @@ func TestMaildir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &Spec{
+	want := &dag.Spec{
 		Name:  "maildir2",
-		Files: []FileSpec{{Name: "mail", Dir: &DirSpec{Count: 2, MinSize: 10, MaxSize: 4096, Seed: 4}}},
-		Nodes: []NodeSpec{
+		Files: []dag.FileSpec{{Name: "mail", Dir: &dag.DirSpec{Count: 2, MinSize: 10, MaxSize: 4096, Seed: 4}}},
+		Nodes: []dag.NodeSpec{
 			{ID: "o00000", Op: "open", Path: "mail/00000", Flags: []string{"rdonly"}, As: "h00000"},
 			{ID: "s00000", Op: "statx", Path: "mail/00000"},
-			{ID: "r00000", Op: "read", Handle: "h00000", Len: 4096, LenFrom: SourceSpec{Node: "s00000"}, After: []string{"o00000", "s00000"}},
+			{ID: "r00000", Op: "read", Handle: "h00000", Len: 4096, LenFrom: dag.SourceSpec{Node: "s00000"}, After: []string{"o00000", "s00000"}},
 			{ID: "c00000", Op: "close", Handle: "h00000", Finally: []string{"r00000"}},
 			{ID: "o00001", Op: "open", Path: "mail/00001", Flags: []string{"rdonly"}, As: "h00001"},
 			{ID: "s00001", Op: "statx", Path: "mail/00001"},
-			{ID: "r00001", Op: "read", Handle: "h00001", Len: 4096, LenFrom: SourceSpec{Node: "s00001"}, After: []string{"o00001", "s00001"}},
+			{ID: "r00001", Op: "read", Handle: "h00001", Len: 4096, LenFrom: dag.SourceSpec{Node: "s00001"}, After: []string{"o00001", "s00001"}},
 			{ID: "c00001", Op: "close", Handle: "h00001", Finally: []string{"r00001"}},
 		},
 	}
-	if diff := cmp.Diff(want, s, cmpopts.IgnoreUnexported(Spec{})); diff != "" {
+	if diff := cmp.Diff(want, s, cmpopts.IgnoreUnexported(dag.Spec{})); diff != "" {
 		t.Errorf("Maildir(2) mismatch (-want +got):\n%s", diff)
 	}
 }
@@ -195,5 +197,26 @@ func TestShapes(t *testing.T) {
 		if _, err := Generate(name, append(args, 3), GenOptions{}); err == nil {
 			t.Errorf("Generate(%s, %v) = nil error, want one", name, append(args, 3))
 		}
+	}
+}
+
+// checkRoundTrip checks that the graph's spec marshals, parses back and
+// builds to a graph of the same nodes and edges.
+func checkRoundTrip(t *testing.T, g *dag.Graph) {
+	t.Helper()
+	data, err := g.Spec().Marshal()
+	if err != nil {
+		t.Fatalf("Marshal() = %v", err)
+	}
+	g2, err := dag.ParseSpec(data)
+	if err != nil {
+		t.Fatalf("ParseSpec(Marshal()) = %v", err)
+	}
+	g3, err := g2.Build()
+	if err != nil {
+		t.Fatalf("Build() of the round-tripped spec = %v", err)
+	}
+	if g3.Len() != g.Len() || g3.Edges() != g.Edges() {
+		t.Errorf("round trip: %d nodes, %d edges; want %d, %d", g3.Len(), g3.Edges(), g.Len(), g.Edges())
 	}
 }

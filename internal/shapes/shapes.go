@@ -1,10 +1,15 @@
-package dag
+// Package shapes generates the specs of the benchmark shapes that iodag gen
+// prints and the tests, benchmarks and compare use: diamond, fanout, chains,
+// layered, tree, stagger and maildir.
+package shapes
 
 import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
 	"strings"
+
+	"github.com/iodag/iodag/dag"
 )
 
 // GenOptions configures the shape generators.
@@ -25,28 +30,28 @@ const (
 	StaggerTimeout  = 100_000  // ns of each stagger timeout step
 	MaildirMinSize  = 10       // smallest maildir file
 	MaildirMaxSize  = 4096     // largest maildir file, also each read's cap
-	maxTreeDepth    = 23       // 2^23-1 nodes: just under DefaultMaxNodes
-	maxGenNodes     = DefaultMaxNodes
+	maxTreeDepth    = 23       // 2^23-1 nodes: just under dag.DefaultMaxNodes
+	maxGenNodes     = dag.DefaultMaxNodes
 )
 
 // genShape is one shape Generate knows.
 type genShape struct {
 	name string
 	args []string // the names of its arguments, in order
-	gen  func(args []int, o GenOptions) (*Spec, error)
+	gen  func(args []int, o GenOptions) (*dag.Spec, error)
 }
 
 // shapes lists every shape Generate knows, in Shapes order: the one list of
 // shape names and argument names.
 func shapes() []genShape {
 	return []genShape{
-		{"diamond", nil, func(_ []int, o GenOptions) (*Spec, error) { return Diamond(o) }},
-		{"fanout", []string{"N"}, func(a []int, o GenOptions) (*Spec, error) { return Fanout(a[0], o) }},
-		{"chains", []string{"K", "L"}, func(a []int, o GenOptions) (*Spec, error) { return Chains(a[0], a[1], o) }},
-		{"layered", []string{"W", "D"}, func(a []int, o GenOptions) (*Spec, error) { return Layered(a[0], a[1], o) }},
-		{"tree", []string{"DEPTH"}, func(a []int, o GenOptions) (*Spec, error) { return Tree(a[0], o) }},
-		{"stagger", []string{"K", "L"}, func(a []int, o GenOptions) (*Spec, error) { return Stagger(a[0], a[1], o) }},
-		{"maildir", []string{"N"}, func(a []int, o GenOptions) (*Spec, error) { return Maildir(a[0], o) }},
+		{"diamond", nil, func(_ []int, o GenOptions) (*dag.Spec, error) { return Diamond(o) }},
+		{"fanout", []string{"N"}, func(a []int, o GenOptions) (*dag.Spec, error) { return Fanout(a[0], o) }},
+		{"chains", []string{"K", "L"}, func(a []int, o GenOptions) (*dag.Spec, error) { return Chains(a[0], a[1], o) }},
+		{"layered", []string{"W", "D"}, func(a []int, o GenOptions) (*dag.Spec, error) { return Layered(a[0], a[1], o) }},
+		{"tree", []string{"DEPTH"}, func(a []int, o GenOptions) (*dag.Spec, error) { return Tree(a[0], o) }},
+		{"stagger", []string{"K", "L"}, func(a []int, o GenOptions) (*dag.Spec, error) { return Stagger(a[0], a[1], o) }},
+		{"maildir", []string{"N"}, func(a []int, o GenOptions) (*dag.Spec, error) { return Maildir(a[0], o) }},
 	}
 }
 
@@ -71,8 +76,8 @@ func Shapes() []string {
 }
 
 // Generate returns the spec of a named shape (see Shapes) with integer args.
-// Every generator refuses sizes of more than DefaultMaxNodes nodes.
-func Generate(name string, args []int, o GenOptions) (*Spec, error) {
+// Every generator refuses sizes of more than dag.DefaultMaxNodes nodes.
+func Generate(name string, args []int, o GenOptions) (*dag.Spec, error) {
 	s, ok := lookupShape(name)
 	if !ok {
 		return nil, fmt.Errorf("unknown shape %q (want one of %s)", name, strings.Join(Shapes(), ", "))
@@ -85,7 +90,7 @@ func Generate(name string, args []int, o GenOptions) (*Spec, error) {
 
 // gen accumulates a generated spec.
 type gen struct {
-	s      *Spec
+	s      *dag.Spec
 	rng    *rand.Rand
 	read4k bool
 	blocks []int64 // shuffled prefix of block numbers, for read4k offsets
@@ -104,10 +109,10 @@ func newGen(name string, o GenOptions, reads, nodes int) (*gen, error) {
 	default:
 		return nil, fmt.Errorf("unknown op %q (want nop or read4k)", o.Op)
 	}
-	g.s = &Spec{Name: name, Nodes: make([]NodeSpec, 0, nodes)}
+	g.s = &dag.Spec{Name: name, Nodes: make([]dag.NodeSpec, 0, nodes)}
 	if g.read4k {
 		size := max(int64(DataFileMinSize), int64(reads)*ReadSize)
-		g.s.Files = []FileSpec{{Name: "data", Size: size, Fill: DataFill, Direct: true}}
+		g.s.Files = []dag.FileSpec{{Name: "data", Size: size, Fill: DataFill, Direct: true}}
 		// Partial Fisher-Yates: the first reads blocks of a random permutation.
 		nb := size / ReadSize
 		g.blocks = make([]int64, nb)
@@ -126,15 +131,15 @@ func newGen(name string, o GenOptions, reads, nodes int) (*gen, error) {
 // work adds a work node: a nop, or with read4k the next read.
 func (g *gen) work(id string, after ...string) {
 	if !g.read4k {
-		g.add(NodeSpec{ID: id, Op: "nop", After: after})
+		g.add(dag.NodeSpec{ID: id, Op: "nop", After: after})
 		return
 	}
 	off := g.blocks[g.nreads] * ReadSize
 	g.nreads++
-	g.add(NodeSpec{ID: id, Op: "read", File: "data", Offset: off, Len: ReadSize, After: after})
+	g.add(dag.NodeSpec{ID: id, Op: "read", File: "data", Offset: off, Len: ReadSize, After: after})
 }
 
-func (g *gen) add(n NodeSpec) { g.s.Nodes = append(g.s.Nodes, n) }
+func (g *gen) add(n dag.NodeSpec) { g.s.Nodes = append(g.s.Nodes, n) }
 
 // id returns prefix followed by i zero-padded to the width of n-1.
 func id(prefix string, i, n int) string {
@@ -176,20 +181,20 @@ func nodeCount(name string, per int, vals ...int) (int, error) {
 }
 
 // Diamond is a -> {b, c} -> d; with read4k, b and c are reads.
-func Diamond(o GenOptions) (*Spec, error) {
+func Diamond(o GenOptions) (*dag.Spec, error) {
 	g, err := newGen("diamond", o, 2, 4)
 	if err != nil {
 		return nil, err
 	}
-	g.add(NodeSpec{ID: "a", Op: "nop"})
+	g.add(dag.NodeSpec{ID: "a", Op: "nop"})
 	g.work("b", "a")
 	g.work("c", "a")
-	g.add(NodeSpec{ID: "d", Op: "nop", After: []string{"b", "c"}})
+	g.add(dag.NodeSpec{ID: "d", Op: "nop", After: []string{"b", "c"}})
 	return g.s, nil
 }
 
 // Fanout is n nodes: a root "src", n-2 parallel work nodes w..., a sink "sink".
-func Fanout(n int, o GenOptions) (*Spec, error) {
+func Fanout(n int, o GenOptions) (*dag.Spec, error) {
 	if n < 3 {
 		return nil, fmt.Errorf("fanout: N must be >= 3, got %d", n)
 	}
@@ -200,18 +205,18 @@ func Fanout(n int, o GenOptions) (*Spec, error) {
 	if err != nil {
 		return nil, err
 	}
-	g.add(NodeSpec{ID: "src", Op: "nop"})
+	g.add(dag.NodeSpec{ID: "src", Op: "nop"})
 	mid := make([]string, n-2)
 	for i := range mid {
 		mid[i] = id("w", i, n-2)
 		g.work(mid[i], "src")
 	}
-	g.add(NodeSpec{ID: "sink", Op: "nop", After: mid})
+	g.add(dag.NodeSpec{ID: "sink", Op: "nop", After: mid})
 	return g.s, nil
 }
 
 // Chains is k independent chains of l work nodes, c<k>_<i>.
-func Chains(k, l int, o GenOptions) (*Spec, error) {
+func Chains(k, l int, o GenOptions) (*dag.Spec, error) {
 	n, err := nodeCount("chains", 1, k, l)
 	if err != nil {
 		return nil, err
@@ -237,7 +242,7 @@ func Chains(k, l int, o GenOptions) (*Spec, error) {
 
 // Layered is d levels of w work nodes, l<level>_<i>; every node below the
 // first depends on one or two nodes of the level above, drawn from the seed.
-func Layered(w, d int, o GenOptions) (*Spec, error) {
+func Layered(w, d int, o GenOptions) (*dag.Spec, error) {
 	n, err := nodeCount("layered", 1, w, d)
 	if err != nil {
 		return nil, err
@@ -273,7 +278,7 @@ func Layered(w, d int, o GenOptions) (*Spec, error) {
 
 // Tree is a binary out-tree of depth levels (2^depth-1 work nodes t1, t2, ...;
 // node k's parent is k/2).
-func Tree(depth int, o GenOptions) (*Spec, error) {
+func Tree(depth int, o GenOptions) (*dag.Spec, error) {
 	if depth < 1 || depth > maxTreeDepth {
 		return nil, fmt.Errorf("tree: DEPTH must be in [1, %d], got %d", maxTreeDepth, depth)
 	}
@@ -295,7 +300,7 @@ func Tree(depth int, o GenOptions) (*Spec, error) {
 // Stagger is k chains of l steps, s<k>_<i>; step i of chain k is a 100 µs
 // timeout when i+k is even, else a work node: every level holds a slow step,
 // but each chain only half of them.
-func Stagger(k, l int, o GenOptions) (*Spec, error) {
+func Stagger(k, l int, o GenOptions) (*dag.Spec, error) {
 	n, err := nodeCount("stagger", 1, k, l)
 	if err != nil {
 		return nil, err
@@ -309,7 +314,7 @@ func Stagger(k, l int, o GenOptions) (*Spec, error) {
 		for i := 0; i < l; i++ {
 			cur := id(id("s", c, k)+"_", i, l)
 			if (i+c)%2 == 0 {
-				g.add(NodeSpec{ID: cur, Op: "timeout", NS: StaggerTimeout, After: after})
+				g.add(dag.NodeSpec{ID: cur, Op: "timeout", NS: StaggerTimeout, After: after})
 			} else {
 				g.work(cur, after...)
 			}
@@ -324,7 +329,7 @@ func Stagger(k, l int, o GenOptions) (*Spec, error) {
 // handle h<i> (o<i>) and a statx of it (s<i>), then a read
 // of the size the statx found (r<i>), then on a finally-edge a close (c<i>).
 // It takes no read4k.
-func Maildir(n int, o GenOptions) (*Spec, error) {
+func Maildir(n int, o GenOptions) (*dag.Spec, error) {
 	nodes, err := nodeCount("maildir", 4, n)
 	if err != nil {
 		return nil, err
@@ -336,14 +341,14 @@ func Maildir(n int, o GenOptions) (*Spec, error) {
 	if err != nil {
 		return nil, err
 	}
-	g.s.Files = []FileSpec{{Name: "mail", Dir: &DirSpec{Count: n, MinSize: MaildirMinSize, MaxSize: MaildirMaxSize, Seed: o.Seed}}}
+	g.s.Files = []dag.FileSpec{{Name: "mail", Dir: &dag.DirSpec{Count: n, MinSize: MaildirMinSize, MaxSize: MaildirMaxSize, Seed: o.Seed}}}
 	for i := 0; i < n; i++ {
 		num := fmt.Sprintf("%05d", i) // the runner's file names
 		path := "mail/" + num
-		g.add(NodeSpec{ID: "o" + num, Op: "open", Path: path, Flags: []string{"rdonly"}, As: "h" + num})
-		g.add(NodeSpec{ID: "s" + num, Op: "statx", Path: path})
-		g.add(NodeSpec{ID: "r" + num, Op: "read", Handle: "h" + num, Len: MaildirMaxSize, LenFrom: SourceSpec{Node: "s" + num}, After: []string{"o" + num, "s" + num}})
-		g.add(NodeSpec{ID: "c" + num, Op: "close", Handle: "h" + num, Finally: []string{"r" + num}})
+		g.add(dag.NodeSpec{ID: "o" + num, Op: "open", Path: path, Flags: []string{"rdonly"}, As: "h" + num})
+		g.add(dag.NodeSpec{ID: "s" + num, Op: "statx", Path: path})
+		g.add(dag.NodeSpec{ID: "r" + num, Op: "read", Handle: "h" + num, Len: MaildirMaxSize, LenFrom: dag.SourceSpec{Node: "s" + num}, After: []string{"o" + num, "s" + num}})
+		g.add(dag.NodeSpec{ID: "c" + num, Op: "close", Handle: "h" + num, Finally: []string{"r" + num}})
 	}
 	return g.s, nil
 }
