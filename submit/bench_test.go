@@ -166,48 +166,8 @@ func BenchmarkStagger8x16(b *testing.B) {
 	benchModes(b, graphOf(shapes.Stagger(8, 16, shapes.GenOptions{})), workers.Config{Workers: 2})
 }
 
-// BenchmarkSQPoll runs the NOP shapes of the C comparison in every mode
-// on a ring with a kernel SQ polling thread (workers.Config.SQPoll) and
-// on the default one, in turn:
-//
-//	go test -run '^$' -bench SQPoll -benchtime 100000x ./submit
-func BenchmarkSQPoll(b *testing.B) {
-	for _, s := range []struct {
-		name string
-		g    *dag.Graph
-	}{
-		{"diamond", graphOf(shapes.Diamond(shapes.GenOptions{}))},
-		{"layered16x8", graphOf(shapes.Layered(16, 8, shapes.GenOptions{}))},
-		{"fanout100", graphOf(shapes.Fanout(100, shapes.GenOptions{}))},
-	} {
-		for _, sq := range []bool{false, true} {
-			b.Run(fmt.Sprintf("%s/sqpoll=%v", s.name, sq), func(b *testing.B) {
-				benchModes(b, s.g, workers.Config{Workers: 1, SQPoll: sq})
-			})
-		}
-	}
-}
-
 func BenchmarkMaildir1000(b *testing.B) {
 	benchModes(b, graphOf(shapes.Maildir(1000, shapes.GenOptions{})), workers.Config{Workers: 2})
-}
-
-// BenchmarkDispatch compares the fixed workers' private round-robin
-// queues with one shared locked queue: 8 goroutines each run small
-// graphs on a 2-worker pool.
-func BenchmarkDispatch(b *testing.B) {
-	g := graphOf(shapes.Fanout(100, shapes.GenOptions{}))
-	for _, d := range []workers.Dispatch{workers.RoundRobin, workers.Shared} {
-		b.Run(d.String(), func(b *testing.B) {
-			pool, err := workers.New(workers.Config{Workers: 2, Dispatch: d})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer pool.Close()
-			runClients(b, pool, g, 8, 10)
-			b.ReportMetric(float64(b.N)*10*float64(g.Len())/b.Elapsed().Seconds(), "nodes/s")
-		})
-	}
 }
 
 // runClients runs g b.N times in all, repeat times per Run, from clients

@@ -241,7 +241,6 @@ type task struct {
 	cancelPos int              // next node to send an ASYNC_CANCEL to
 	err       error
 	lent      []byte     // a read's bytes, lent to its hook during conclude (settle)
-	sp        *splitTask // split.go: a share of a component split over the workers, or nil
 }
 
 // levels is a task's nodes level by level: order[off[l]:off[l+1]] is
@@ -294,9 +293,6 @@ func (t *task) use(m Mode) {
 		t.s = &t.waves
 	default:
 		t.s = &t.graph
-		if t.sp != nil {
-			t.s = t.sp // split.go
-		}
 	}
 }
 
@@ -555,10 +551,6 @@ func (t *task) Finish(w *worker.Worker, err error) {
 func (t *task) Complete(w *worker.Worker, cqes []uring.CQE) {
 	node, hot := t.st.node, t.hot
 	compOf := t.p.compOf
-	sp := t.sp
-	if sp != nil && !t.graph.lockstep {
-		sp.tellFirst(w, cqes) // split.go: the other workers' nodes first
-	}
 	if t.obs == nil {
 		switch {
 		case t.fast == Graph && t.graph.lockstep:
@@ -571,13 +563,6 @@ func (t *task) Complete(w *worker.Worker, cqes []uring.CQE) {
 		c := &cqes[k]
 		i := int32(c.UserData)
 		if !t.plainSuccess(c) {
-			if sp != nil && t.graph.lockstep {
-				// It ends lockstep: the rest of the batch is told first
-				// (measured: a loop of its own over each batch looking
-				// for such a completion took 2.5% of a split run's
-				// samples).
-				sp.tellFirst(w, cqes[k:])
-			}
 			t.complete(w, *c)
 			continue
 		}
@@ -591,7 +576,7 @@ func (t *task) Complete(w *worker.Worker, cqes []uring.CQE) {
 		}
 		t.remaining--
 		if t.obs != nil {
-			t.notify(i) // observe's other half: tellFirst told the other workers
+			t.notify(i)
 		}
 		// The modes' settled, their common cases written out, without a
 		// call through the strategy (measured, user CPU per kernel CPU
@@ -615,7 +600,7 @@ func (t *task) Complete(w *worker.Worker, cqes []uring.CQE) {
 				break
 			}
 			v := hot[i].only
-			if v < 0 || sp != nil { // split: release finds the successors this task owns
+			if v < 0 {
 				t.release(w, i)
 				continue
 			}
@@ -788,20 +773,8 @@ func (t *task) conclude(i int32) {
 	t.observe(i)
 }
 
-// observe reports node i's final status to the run's observer, if any,
-// and, in a split run, to the tasks owning its successors: one test
-// small enough to inline (most runs have neither; the call it replaced
-// was 0.7% of a layered run's CPU in perf).
+// observe reports node i's final status to the run's observer, if any.
 func (t *task) observe(i int32) {
-	if t.sp != nil || t.obs != nil {
-		t.observeSome(i)
-	}
-}
-
-func (t *task) observeSome(i int32) {
-	if t.sp != nil {
-		t.sp.final(i) // split.go: tell the tasks owning its successors
-	}
 	if t.obs != nil {
 		t.notify(i)
 	}
@@ -936,11 +909,7 @@ func (t *task) release(w *worker.Worker, i int32) {
 	// compiler load its header again for every edge.
 	node := t.st.node
 	s := node[i].status
-	succs := t.p.succsOf(i)
-	if t.sp != nil {
-		succs = t.sp.succs(i) // split.go: the successors this task owns
-	}
-	for _, e := range succs {
+	for _, e := range t.p.succsOf(i) {
 		v := e.Node
 		n := &node[v]
 		if n.status != stPending {
@@ -992,7 +961,7 @@ func (t *task) doom(w *worker.Worker, v int32, status uint8, why int32) {
 		u := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
 		s := st.node[u].status
-		for _, e := range t.succs(u) {
+		for _, e := range t.p.succsOf(u) {
 			x := e.Node
 			n := &st.node[x]
 			if n.status != stPending {
@@ -1108,14 +1077,6 @@ const errRestartSys = 512
 // cancelAll ends the run early: nothing more is dispatched, every node
 // not in flight is canceled, and in-flight nodes get an ASYNC_CANCEL.
 func (t *task) cancelAll(w *worker.Worker) {
-	if sp := t.sp; sp != nil && sp.arrived && t.iter+1 < t.repeat && sp.leave() {
-		// Every split task had ended this iteration, so the others may
-		// have begun the next: its nodes are the ones to cancel here too,
-		// or the report would put this iteration's outcomes beside the
-		// next one's cancellations, across edges between the tasks.
-		t.iter++
-		t.begin(w)
-	}
 	t.canceled = true
 	if !t.record {
 		// This iteration is the one the report shows: its nodes that end

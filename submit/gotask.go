@@ -113,7 +113,7 @@ func (t *task) result(i int32) dag.Result {
 	if i < 0 || int(i) >= t.p.n {
 		return dag.Result{Err: dag.ErrNotDone}
 	}
-	st := t.r.stateOf(i) // split.go: an ancestor's outcome is in its own task's state
+	st := t.st
 	switch st.node[i].status {
 	case stOK:
 		return dag.Result{Res: st.node[i].res, Data: st.data[i], Size: st.size[i]}

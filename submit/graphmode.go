@@ -59,7 +59,7 @@ func (g *graphMode) begin() {
 	g.rhead, g.noted = 0, 0
 	g.chains, g.free = g.chains[:0], g.free[:0]
 	g.lockstep = g.steps()
-	if g.lockstep && t.sp == nil {
+	if g.lockstep {
 		// The roots are level 0: step makes them ready and sends them.
 		g.level, g.left = -1, 0
 		return
@@ -136,12 +136,6 @@ func (g *graphMode) step(w *worker.Worker) (sent bool) {
 			}
 			return false
 		}
-		// A split task starts the next level once the other tasks'
-		// shares of this one have succeeded too (split.go); its share of
-		// a level may be empty.
-		if sp := t.sp; sp != nil && (!sp.nextLevel(w, g.level+1) || g.level+2 >= len(off)) {
-			return false
-		}
 		g.level++
 		if g.level+1 >= len(off) {
 			return g.rhead == len(t.ready) // the iteration's last level is complete
@@ -171,9 +165,7 @@ func (g *graphMode) step(w *worker.Worker) (sent bool) {
 				return true
 			}
 		}
-		if len(lv) > 0 || t.sp == nil {
-			return false
-		}
+		return false
 	}
 }
 
@@ -186,21 +178,11 @@ func (g *graphMode) unlock(w *worker.Worker, except int32) {
 	g.lockstep = false
 	g.resetRest()
 	t := g.t
-	sp := t.sp
-	if sp != nil {
-		sp.unlocked()
-	}
 	node := t.st.node
 	for _, u := range t.levels.order[:t.levels.off[g.level+1]] {
 		if node[u].status == stOK && u != except {
 			t.release(w, u)
-			if sp != nil {
-				sp.final(u)
-			}
 		}
-	}
-	if sp != nil {
-		sp.flush()
 	}
 }
 
@@ -330,7 +312,7 @@ func (g *graphMode) dispatchChain(w *worker.Worker, u int32) {
 	}
 	// Only the last node has successors outside the chain; if one
 	// waits, it waits for the whole chain's completions.
-	for _, e := range t.succs(u) {
+	for _, e := range t.p.succsOf(u) {
 		if st.node[e.Node].status == stPending {
 			c := g.newChain(n)
 			for x := u; ; x = st.node[x].linkedFrom {
@@ -364,17 +346,13 @@ func (g *graphMode) noteSuccs(x int32) {
 		return
 	}
 	node := t.st.node
-	if v := t.hot[x].only; v >= 0 && t.sp == nil {
+	if v := t.hot[x].only; v >= 0 {
 		if n := &node[v]; n.status == stPending && n.pending < min {
 			t.minPending = n.pending
 		}
 		return
 	}
-	succs := t.p.succsOf(x)
-	if t.sp != nil {
-		succs = t.sp.succs(x)
-	}
-	for _, e := range succs {
+	for _, e := range t.p.succsOf(x) {
 		if n := &node[e.Node]; n.status == stPending && n.pending < min {
 			min = n.pending
 		}
@@ -401,7 +379,7 @@ func (g *graphMode) settled(w *worker.Worker, i int32) {
 	// run only after a failure; a successor that is not pending (in
 	// flight behind i, or ended) is left alone, as release leaves it.
 	node := t.st.node
-	if v := t.hot[i].only; v >= 0 && t.sp == nil && node[i].status == stOK {
+	if v := t.hot[i].only; v >= 0 && node[i].status == stOK {
 		switch n := &node[v]; {
 		case n.status != stPending:
 			return

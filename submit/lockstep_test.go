@@ -199,8 +199,6 @@ func TestLockstep(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			// On 2 workers every component is split: the tasks go level
-			// by level together (split.go), and leave lockstep together.
 			for _, run := range []struct{ workers, repeat int }{{1, 1}, {1, 3}, {2, 1}, {2, 3}} {
 				workers, repeat := run.workers, run.repeat
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // a backstop
@@ -212,13 +210,6 @@ func TestLockstep(t *testing.T) {
 				pool := newPool(t, cfg)
 				r := NewRunner(pool, g)
 				tasks := r.tasks
-				if workers > 1 {
-					r.planSplit(1, 0)
-					if r.split == nil {
-						t.Fatal("not split")
-					}
-					tasks = r.split.tasks
-				}
 				rep, err := r.Run(ctx, Graph, Options{Root: t.TempDir(), Repeat: repeat})
 				cancel()
 				if tc.want["end"] != "" {

@@ -17,11 +17,6 @@ type Report struct {
 	Mode    Mode   `json:"mode"`
 	Workers int    `json:"workers"`
 	Ring    int    `json:"ring"`
-	// LinkWidth is the pool's link width (workers.Config.LinkWidth, as
-	// measured or set): from that many nodes ready at once, graph mode
-	// sends a linear run of requests that complete while submitted one
-	// node per enter instead of as a kernel link.
-	LinkWidth int `json:"link_width"`
 	Repeat    int `json:"repeat"`
 	// WallNS is the wall time of all repeats, in nanoseconds.
 	WallNS int64 `json:"wall_ns"`
@@ -86,7 +81,7 @@ func (r *Runner) err() error {
 	var errs []error
 	canceled := int32(-1)
 	for i := range int32(r.p.n) {
-		switch s := r.stateOf(i).node[i].status; {
+		switch s := r.st.node[i].status; {
 		case s == stFailed:
 			errs = append(errs, r.nodeResult(i).Err)
 		case s != stOK && s != stSkipped && canceled < 0:
@@ -283,7 +278,7 @@ func (r *Runner) buildReport(mode Mode, repeat int, wall int64) *Report {
 	rep := &r.report
 	nodes := rep.Nodes
 	*rep = Report{Name: p.g.Name(), Mode: mode, Workers: r.pool.Size(), Ring: int(cfg.Entries),
-		LinkWidth: cfg.LinkWidth, Repeat: repeat, WallNS: wall}
+		Repeat: repeat, WallNS: wall}
 	for _, t := range r.tasks {
 		rep.Enters += t.enters
 		rep.SQEs += t.sqes
@@ -331,7 +326,7 @@ func (r *Runner) buildReport(mode Mode, repeat int, wall int64) *Report {
 // node that succeeded.
 func (r *Runner) canceledByContext(st *state, i int32) bool {
 	c := st.node[i].cause
-	return c == causeContext || c >= 0 && r.stateOf(c).node[c].status == stOK
+	return c == causeContext || c >= 0 && r.st.node[c].status == stOK
 }
 
 // spared reports whether a cancellation that reached task t cut nothing
@@ -363,7 +358,7 @@ func (r *Runner) nodeResult(i int32) NodeResult {
 // and copying it in, from the graph's nodes, cost a 100,000-node Run
 // 6.9 ms outside the workers; now 2.5 ms).
 func (r *Runner) fillResult(n *NodeResult, i int32) {
-	p, st := r.p, r.stateOf(i) // split.go: the owner's
+	p, st := r.p, r.st
 	op := p.hot[i].op
 	*n = NodeResult{ID: p.ids[i], Op: op, Res: st.node[i].res, Worker: r.worker(i), EndNS: st.node[i].end, StartNS: st.node[i].end}
 	if st.node[i].start != 0 {
@@ -412,9 +407,6 @@ func (r *Runner) fillResult(n *NodeResult, i int32) {
 
 // worker returns the worker that ran node i.
 func (r *Runner) worker(i int32) int {
-	if s := r.split; s != nil && len(r.tasks) > 0 && r.tasks[0] == s.tasks[0] {
-		return s.tasks[s.owner[i]].wid // split.go
-	}
 	if len(r.tasks) == 1 {
 		return r.tasks[0].wid
 	}

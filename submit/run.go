@@ -156,11 +156,6 @@ type Options struct {
 	// read, whose bytes the device wrote to memory past the CPU's
 	// caches; 0.14 µs for 4 KiB already in the cache).
 	Digests bool
-	// Unsplit runs each connected component on one worker, also one
-	// that NewRunner spread over every worker (in graph mode, a component
-	// of at least 1,024 nodes with wide levels, on a pool of 2 to 4
-	// workers fed round-robin when GOMAXPROCS is at least the workers).
-	Unsplit bool
 }
 
 // Run runs g on pool in the given mode (o.Repeat times, once by
@@ -198,8 +193,7 @@ type Runner struct {
 	mode   Mode
 	root   string
 	depth  int
-	parent *Runner   // the run whose Go task runs this one, or nil
-	split  *splitSet // split.go: graph mode's tasks when a component is split, or nil
+	parent *Runner // the run whose Go task runs this one, or nil
 	// compTask is each component's task in the set that runs every
 	// component on one worker (spread).
 	compTask []int32
@@ -360,9 +354,6 @@ func NewRunner(pool *workers.Pool, g *dag.Graph) *Runner {
 			}
 		}
 	}
-	if k := r.pool.Size(); k <= splitMaxWorkers && runtime.GOMAXPROCS(0) >= k && !r.pool.Config().Shared {
-		r.planSplit(splitMinNodes, splitMinWidth) // split.go
-	}
 	return r
 }
 
@@ -429,7 +420,6 @@ func (r *Runner) run(ctx context.Context, mode Mode, o Options) (wall int64, sta
 	if err := r.checkOps(); err != nil {
 		return 0, false, err
 	}
-	r.pickTasks(mode, o.Unsplit) // split.go
 	files, err := r.open(o.Root)
 	if err != nil && ctx.Err() != nil {
 		// The context ended first: every node is canceled, and nothing

@@ -14,9 +14,8 @@ import (
 // BenchmarkSmallRuns measures what a Run costs a program that runs a
 // small graph per request: the 4-node diamond of NOPs and a single NOP
 // (the smallest item a worker can be handed), from one goroutine again
-// and again, and from 64 goroutines on a 2-worker pool with private
-// queues fed round-robin and with the shared one, at GOMAXPROCS and
-// with two Ps more (the workers keep theirs while they wait in the
+// and again, and from 64 goroutines on a 2-worker pool, at GOMAXPROCS
+// and with two Ps more (the workers keep theirs while they wait in the
 // kernel).
 //
 //	go test -run '^$' -bench SmallRuns ./submit
@@ -52,23 +51,21 @@ func BenchmarkSmallRuns(b *testing.B) {
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "graphs/s")
 		})
 		procs := runtime.GOMAXPROCS(0)
-		for _, d := range []workers.Dispatch{workers.RoundRobin, workers.Shared} {
-			// With GOMAXPROCS Ps, and with a P more per worker: a worker
-			// holds its P while it runs.
-			for _, p := range []int{procs, procs + 2} {
-				b.Run(fmt.Sprintf("%s/64-goroutines/%s/procs=%d", shape.name, d, p), func(b *testing.B) {
-					defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(p))
-					smallRunClients(b, g, d)
-				})
-			}
+		// With GOMAXPROCS Ps, and with a P more per worker: a worker
+		// holds its P while it runs.
+		for _, p := range []int{procs, procs + 2} {
+			b.Run(fmt.Sprintf("%s/64-goroutines/procs=%d", shape.name, p), func(b *testing.B) {
+				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(p))
+				smallRunClients(b, g)
+			})
 		}
 	}
 }
 
 // smallRunClients runs g from 64 goroutines on a 2-worker pool and
 // reports graphs/s, and wakes and enters per graph.
-func smallRunClients(b *testing.B, g *dag.Graph, d workers.Dispatch) {
-	pool, err := workers.New(workers.Config{Workers: 2, Dispatch: d})
+func smallRunClients(b *testing.B, g *dag.Graph) {
+	pool, err := workers.New(workers.Config{Workers: 2})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -158,8 +158,7 @@ func TestSpecs(t *testing.T) {
 		cfg  workers.Config
 	}{
 		{"default", workers.Config{Workers: 2, Entries: 32}},
-		{"plain", workers.Config{Workers: 2, Entries: 32, Plain: true}},
-		{"sqpoll", workers.Config{Workers: 2, Entries: 32, SQPoll: true}},
+		{"one worker", workers.Config{Workers: 1, Entries: 32}},
 	}
 	pools := make([]*workers.Pool, len(setups))
 	for k, su := range setups {
@@ -713,9 +712,6 @@ func TestLinkWidth(t *testing.T) {
 				if rep.MaxInflight != tc.want {
 					t.Errorf("MaxInflight = %d, want %d", rep.MaxInflight, tc.want)
 				}
-				if rep.LinkWidth != width {
-					t.Errorf("Report.LinkWidth = %d, want %d", rep.LinkWidth, width)
-				}
 			})
 		}
 	}
@@ -777,10 +773,10 @@ func TestMillionNodes(t *testing.T) {
 }
 
 // TestConcurrentRuns runs many graphs at once on one pool from many
-// goroutines, with both dispatch policies.
+// goroutines.
 func TestConcurrentRuns(t *testing.T) {
-	for _, d := range []workers.Dispatch{workers.RoundRobin, workers.Shared} {
-		pool := newPool(t, workers.Config{Workers: 2, Entries: 32, Dispatch: d})
+	{
+		pool := newPool(t, workers.Config{Workers: 2, Entries: 32})
 		var specs []*dag.Spec
 		for _, gen := range []func() (*dag.Spec, error){
 			func() (*dag.Spec, error) { return shapes.Fanout(100, shapes.GenOptions{Op: "read4k"}) },
@@ -811,11 +807,11 @@ func TestConcurrentRuns(t *testing.T) {
 				defer wg.Done()
 				rep, err := Run(context.Background(), pool, g, mode, Options{Root: root, Repeat: 3})
 				if err != nil {
-					t.Errorf("%s %s %s: %v", d, g.Name(), mode, err)
+					t.Errorf("%s %s: %v", g.Name(), mode, err)
 					return
 				}
 				if rep.Counts.OK != g.Len() {
-					t.Errorf("%s %s %s: counts %+v", d, g.Name(), mode, rep.Counts)
+					t.Errorf("%s %s: counts %+v", g.Name(), mode, rep.Counts)
 				}
 			}()
 		}

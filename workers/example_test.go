@@ -19,14 +19,14 @@ func Example() {
 	cfg := pool.Config()
 	fmt.Println(pool)
 	fmt.Println("size:", pool.Size())
-	fmt.Println("workers:", cfg.Workers, "entries:", cfg.Entries, "dispatch:", cfg.Dispatch)
+	fmt.Println("workers:", cfg.Workers, "entries:", cfg.Entries)
 	for _, s := range pool.Stats() {
 		fmt.Println("worker", s.Worker, "runs", s.Runs)
 	}
 	// Output:
-	// pool(2 workers, round-robin, ring 64)
+	// pool(2 workers, ring 64)
 	// size: 2
-	// workers: 2 entries: 64 dispatch: round-robin
+	// workers: 2 entries: 64
 	// worker 0 runs 0
 	// worker 1 runs 0
 }

@@ -1,9 +1,8 @@
 // Package workers is iodag's fixed-worker pool: N workers, each a
 // goroutine locked to its own OS thread that owns one io_uring ring, a
-// registered sparse file table and a private task queue fed round-robin
-// (or, for comparison, one shared locked queue). A worker runs every task
-// it holds in one event loop: the SQEs of all its tasks go into one
-// io_uring_enter, which also waits for their completions.
+// registered sparse file table and a private queue of runs. A worker runs
+// every run it holds in one event loop: the SQEs of all of them go into
+// one io_uring_enter, which also waits for their completions.
 //
 // A program creates a Pool, hands it to submit.Run (or submit.NewRunner)
 // as often as it likes, from any number of goroutines, and closes it at
@@ -16,26 +15,6 @@ import (
 
 	"github.com/iodag/iodag/internal/worker"
 )
-
-// Dispatch chooses how runs reach workers.
-type Dispatch int
-
-const (
-	// RoundRobin gives each worker a private queue, fed in turn: the
-	// fixed-worker design (no lock shared between workers).
-	RoundRobin Dispatch = iota
-	// Shared makes every worker take work from one locked queue: the
-	// classic io-wq design, kept for comparison.
-	Shared
-)
-
-// String returns "round-robin" or "shared".
-func (d Dispatch) String() string {
-	if d == Shared {
-		return "shared"
-	}
-	return "round-robin"
-}
 
 // Config sizes a Pool. Zero fields take the documented defaults.
 type Config struct {
@@ -66,19 +45,6 @@ type Config struct {
 	// CPUs, if set, pins worker i's thread and its io-wq workers to
 	// CPUs[i % len(CPUs)].
 	CPUs []int
-	// Dispatch selects private round-robin queues or one shared queue.
-	Dispatch Dispatch
-	// Plain disables SINGLE_ISSUER, DEFER_TASKRUN and the registered ring
-	// fd, which are otherwise used where the kernel has them.
-	Plain bool
-	// SQPoll gives each ring a kernel SQ polling thread, which takes
-	// the requests from the ring without a system call (and without
-	// DEFER_TASKRUN, which the kernel does not allow with it); the
-	// worker still enters the kernel to wait for completions. The
-	// thread needs a CPU of its own: on 2 vCPUs it ran NOP graphs at a
-	// tenth to three fifths of the default's rate, in every mode
-	// (go test -run '^$' -bench SQPoll ./submit).
-	SQPoll bool
 	// IdleTrim is how long a worker with no run keeps the memory of its
 	// requests' buffers (what reads read into, statx and open arguments)
 	// for the next run before it unmaps it (default 1 s; negative: until
@@ -90,18 +56,9 @@ type Config struct {
 	// wide enough that graph mode sends a linear run of requests that
 	// complete as they are submitted (NOPs, cached reads, opens, closes)
 	// one node per io_uring_enter, the whole batch in each, rather than
-	// as a kernel link chain. Linking saves an enter for every node of
-	// the run after the first, and costs the kernel a little more per
-	// request; below the width, the saved enters win. (Graph mode links
-	// such a run only where a turn is saved at all: where the level after
-	// it holds nothing else. Requests that wait for a device or a clock,
-	// O_DIRECT reads, fsync, timeouts, are linked whatever the width.)
-	// 0 (the default): measured by each worker as its ring starts, about
-	// 100 µs: an empty enter's cost over what linking adds to a NOP, the
-	// least of 7 tries each, at least 2 and at most Entries; the pool
-	// takes the workers' median, and Config reports it. Where an enter
-	// costs 1 µs (page-table isolation) that is 28-61; a width of 8 was
-	// measured best where it cost ~75 ns. With SQPoll, 8.
+	// as a kernel link chain (default 8). Requests that wait for a device
+	// or a clock (O_DIRECT reads, fsync, timeouts) are linked whatever
+	// the width.
 	LinkWidth int
 }
 
@@ -119,14 +76,10 @@ var ErrClosed = worker.ErrClosed
 // nothing running, if any ring cannot be set up; the error names the
 // worker and the cause (io_uring disabled, a limit too low, a bad CPU).
 func New(cfg Config) (*Pool, error) {
-	if cfg.Dispatch != RoundRobin && cfg.Dispatch != Shared {
-		return nil, fmt.Errorf("workers: Config.Dispatch %d: want RoundRobin or Shared", cfg.Dispatch)
-	}
 	p, err := worker.New(worker.Config{
 		Workers: cfg.Workers, Entries: cfg.Entries, InFlight: cfg.InFlight, Files: cfg.Files,
 		IOWQBounded: cfg.IOWQBounded, IOWQUnbounded: cfg.IOWQUnbounded, CPUs: cfg.CPUs,
-		Shared: cfg.Dispatch == Shared, Plain: cfg.Plain, SQPoll: cfg.SQPoll, IdleTrim: cfg.IdleTrim,
-		LinkWidth: cfg.LinkWidth,
+		IdleTrim: cfg.IdleTrim, LinkWidth: cfg.LinkWidth,
 	})
 	return (*Pool)(p), err
 }
@@ -143,14 +96,10 @@ func (p *Pool) Close() error { return p.engine().Close() }
 // Config returns the configuration in force, defaults filled in.
 func (p *Pool) Config() Config {
 	c := p.engine().Config()
-	d := RoundRobin
-	if c.Shared {
-		d = Shared
-	}
 	return Config{
 		Workers: c.Workers, Entries: c.Entries, InFlight: c.InFlight, Files: c.Files,
 		IOWQBounded: c.IOWQBounded, IOWQUnbounded: c.IOWQUnbounded, CPUs: c.CPUs,
-		Dispatch: d, Plain: c.Plain, SQPoll: c.SQPoll, IdleTrim: c.IdleTrim, LinkWidth: c.LinkWidth,
+		IdleTrim: c.IdleTrim, LinkWidth: c.LinkWidth,
 	}
 }
 
@@ -162,8 +111,7 @@ type Stats struct {
 	Worker int
 	Runs   uint64 // a run's shares this worker finished (one per worker a run used)
 	// Enters counts io_uring_enter calls, as of the worker's last
-	// finished run share (during a run it may lag by up to 64), the ~70
-	// that measure Config.LinkWidth as the worker starts included.
+	// finished run share (during a run it may lag by up to 64).
 	Enters uint64
 	Wakes  uint64 // doorbell wakeups (work or a cancellation arrived while it slept)
 	// Polls counts waits for several completions that ended after 10 ms
@@ -188,8 +136,8 @@ func (p *Pool) Stats() []Stats {
 	return out
 }
 
-// String describes the pool as "pool(N workers, DISPATCH, ring ENTRIES)".
+// String describes the pool as "pool(N workers, ring ENTRIES)".
 func (p *Pool) String() string {
 	c := p.Config()
-	return fmt.Sprintf("pool(%d workers, %s, ring %d)", c.Workers, c.Dispatch, c.Entries)
+	return fmt.Sprintf("pool(%d workers, ring %d)", c.Workers, c.Entries)
 }

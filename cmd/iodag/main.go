@@ -5,7 +5,7 @@
 //	iodag stage SPEC [--json]
 //	iodag dot SPEC
 //	iodag gen SHAPE ARGS [--op nop|read4k] [--seed N]
-//	iodag run SPEC [--mode graph|link|waves] [--workers N] [--ring N] [--unsplit] [--repeat R] [--root DIR] [--trace] [--nodes] [--json]
+//	iodag run SPEC [--mode graph|link|waves] [--workers N] [--ring N] [--repeat R] [--root DIR] [--trace] [--nodes] [--json]
 //	iodag compare [SPEC] [--repeat R] [--workers N] [--ring N] [--trace] [--json] [--svg FILE]
 //	iodag version
 //
@@ -49,7 +49,7 @@ func verbs() map[string]verb {
 		"stage":    {stageMain, "stage SPEC [--json]"},
 		"dot":      {dotMain, "dot SPEC"},
 		"gen":      {genMain, "gen SHAPE ARGS [--op nop|read4k] [--seed N]"},
-		"run":      {runMain, "run SPEC [--mode graph|link|waves] [--workers N] [--ring N] [--unsplit] [--repeat R] [--root DIR] [--trace] [--nodes] [--json]"},
+		"run":      {runMain, "run SPEC [--mode graph|link|waves] [--workers N] [--ring N] [--repeat R] [--root DIR] [--trace] [--nodes] [--json]"},
 		"compare":  {compareMain, "compare [SPEC] [--repeat R] [--workers N] [--ring N] [--trace] [--json] [--svg FILE]"},
 		"version":  {versionMain, "version"},
 	}

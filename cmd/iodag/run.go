@@ -44,14 +44,13 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 
 // runSpec is iodag run under ctx, whose end (a signal) interrupts the run.
 func runSpec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	const use = "run SPEC [--mode graph|link|waves] [--workers N] [--ring N] [--unsplit] [--repeat R] [--root DIR] [--trace] [--nodes] [--json]"
+	const use = "run SPEC [--mode graph|link|waves] [--workers N] [--ring N] [--repeat R] [--root DIR] [--trace] [--nodes] [--json]"
 	fs := newFlags("run", use, stderr)
 	modeName := fs.String("mode", "graph", "submission mode: graph, link or waves")
 	pf := addPoolFlags(fs)
 	repeat := fs.Int("repeat", 1, "run the graph `R` times back to back")
 	rootDir := fs.String("root", "", "run in `DIR` (the spec's files are created there and kept) instead of a scratch directory removed at exit")
 	trace := fs.Bool("trace", false, "stamp each completion with its own time (one completion at a time: slower)")
-	unsplit := fs.Bool("unsplit", false, "run each component on one worker, also a large one graph mode would spread over the workers")
 	allNodes := fs.Bool("nodes", false, "list every node (status, result, errno, cause, digest or size, times, worker), not only those not ok")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	pos, err := parseArgs(fs, args)
@@ -115,7 +114,7 @@ func runSpec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer r.Close()
 	var lat latency.Recorder
 	bar := progressBar(stderr, *repeat, mode.String())
-	rep, err := batch.Run(ctx, r, mode, submit.Options{Root: root, Repeat: *repeat, Trace: *trace, Digests: true, Unsplit: *unsplit}, func(rep *submit.Report, done int) {
+	rep, err := batch.Run(ctx, r, mode, submit.Options{Root: root, Repeat: *repeat, Trace: *trace, Digests: true}, func(rep *submit.Report, done int) {
 		lat.Add(rep.Nodes)
 		if bar != nil {
 			bar.Set(done)

@@ -1,8 +1,7 @@
 // Package worker is the engine under iodag's public workers.Pool: N fixed
 // workers, each a goroutine locked to its own OS thread that owns one
 // io_uring ring, a registered sparse file table and a private task queue
-// fed round-robin (or, for comparison, one shared locked queue). A worker
-// runs every task it holds in one event loop: the SQEs of all its tasks go
+// fed round-robin. A worker runs every task it holds in one event loop: the SQEs of all its tasks go
 // into one io_uring_enter, which also waits for their completions.
 //
 // The pool knows nothing about graphs or submission modes: it runs Tasks.
@@ -40,14 +39,6 @@ type Config struct {
 	// CPUs, if set, pins worker i's thread and its io-wq workers to
 	// CPUs[i % len(CPUs)].
 	CPUs []int
-	// Shared makes every worker take tasks from one locked queue instead
-	// of a private one fed round-robin.
-	Shared bool
-	// Plain disables SINGLE_ISSUER, DEFER_TASKRUN and the registered ring
-	// fd, which are otherwise used where the kernel has them.
-	Plain bool
-	// SQPoll gives each ring a kernel SQ polling thread.
-	SQPoll bool
 	// IdleTrim is how long a worker with no task keeps its buffer memory
 	// before it unmaps it (0: DefaultIdleTrim; negative: until Close).
 	IdleTrim time.Duration
@@ -56,8 +47,7 @@ type Config struct {
 	// DepthReserve+1); more wait in its queue. The last DepthReserve
 	// places are kept for nested tasks (Task's Depth).
 	MaxTasks int
-	// LinkWidth: see workers.Config.LinkWidth (0: measured, the median
-	// of what each worker's ring measured as it started).
+	// LinkWidth: see workers.Config.LinkWidth (0: DefaultLinkWidth).
 	LinkWidth int
 }
 
@@ -71,7 +61,6 @@ const DefaultIdleTrim = time.Second
 type Pool struct {
 	cfg     Config
 	workers []*Worker
-	shared  *queue
 	closing atomic.Bool
 	epoch   time.Time
 	wg      sync.WaitGroup
@@ -100,7 +89,7 @@ func New(cfg Config) (*Pool, error) {
 	case cfg.MaxTasks < 0 || cfg.MaxTasks > MaxTasks || cfg.MaxTasks > 0 && cfg.MaxTasks <= DepthReserve:
 		return nil, fmt.Errorf("workers: Config.MaxTasks %d: want %d to %d (0 for the most)", cfg.MaxTasks, DepthReserve+1, MaxTasks)
 	case cfg.LinkWidth < 0:
-		return nil, fmt.Errorf("workers: Config.LinkWidth %d: want 0 (measured) or more", cfg.LinkWidth)
+		return nil, fmt.Errorf("workers: Config.LinkWidth %d: want 0 (the default, %d) or more", cfg.LinkWidth, DefaultLinkWidth)
 	case cfg.InFlight < 0:
 		return nil, fmt.Errorf("workers: Config.InFlight %d: want 0 (the most) or more", cfg.InFlight)
 	}
@@ -121,6 +110,9 @@ func New(cfg Config) (*Pool, error) {
 	if cfg.Entries == 0 {
 		cfg.Entries = 256
 	}
+	if cfg.LinkWidth == 0 {
+		cfg.LinkWidth = DefaultLinkWidth
+	}
 	if cfg.Files == 0 {
 		cfg.Files = 1 << 16
 	}
@@ -129,17 +121,10 @@ func New(cfg Config) (*Pool, error) {
 		cfg.Files = uint32(lim.Cur)
 	}
 	p := &Pool{cfg: cfg, epoch: time.Now()}
-	if cfg.Shared {
-		p.shared = &queue{}
-	}
 	errs := make([]error, cfg.Workers)
 	var started sync.WaitGroup
 	for i := 0; i < cfg.Workers; i++ {
-		w := &Worker{pool: p, id: i}
-		w.queue = p.shared
-		if w.queue == nil {
-			w.queue = &queue{}
-		}
+		w := &Worker{pool: p, id: i, queue: &queue{}}
 		p.workers = append(p.workers, w)
 		started.Add(1)
 		p.wg.Add(1)
@@ -149,15 +134,6 @@ func New(cfg Config) (*Pool, error) {
 	if err := errors.Join(errs...); err != nil {
 		p.Close()
 		return nil, err
-	}
-	if cfg.LinkWidth == 0 {
-		ws := make([]int, len(p.workers))
-		for i, w := range p.workers {
-			ws[i] = w.measured
-		}
-		// Written before any task reaches a worker: the queue's lock
-		// orders it before the workers read it.
-		p.cfg.LinkWidth = median(ws)
 	}
 	p.cfg.InFlight = p.workers[0].inflightCap
 	p.cfg.Entries = p.workers[0].ring.SQEntries()
@@ -177,8 +153,8 @@ func (p *Pool) Size() int { return len(p.workers) }
 // ErrClosed is returned when a task is given to a closed pool.
 var ErrClosed = errors.New("workers: pool is closed")
 
-// Go hands t to a worker: the next in round-robin order, or the one the
-// shared queue wakes. It returns ErrClosed after Close.
+// Go hands t to a worker: the next in round-robin order. It returns
+// ErrClosed after Close.
 func (p *Pool) Go(t Task) error {
 	return p.GoOn(int(p.next.Add(1)-1), t)
 }
@@ -186,13 +162,13 @@ func (p *Pool) Go(t Task) error {
 // Reserve takes n consecutive places in the round-robin order and
 // returns the first, for GoOn: n tasks given the places from it run on
 // distinct workers while n <= Size(), even as other goroutines hand
-// tasks over in between (with Shared dispatch, places mean nothing).
+// tasks over in between.
 func (p *Pool) Reserve(n int) int {
 	return int(p.next.Add(uint32(n)) - uint32(n))
 }
 
-// GoOn hands t to worker i % Size() (with Shared dispatch, to whichever
-// worker takes it first). Tasks given to one worker run in one event loop.
+// GoOn hands t to worker i % Size(). Tasks given to one worker run in
+// one event loop.
 func (p *Pool) GoOn(i int, t Task) error {
 	// The read lock keeps Close from slipping between the check and the
 	// push: a task pushed after a worker saw an empty queue and left
@@ -201,16 +177,6 @@ func (p *Pool) GoOn(i int, t Task) error {
 	defer p.closeMu.RUnlock()
 	if p.closing.Load() {
 		return ErrClosed
-	}
-	if p.shared != nil {
-		if err := p.allDead(); err != nil {
-			return err
-		}
-		p.shared.push(t)
-		for _, w := range p.workers {
-			w.wake()
-		}
-		return nil
 	}
 	// Unsigned: Reserve's places, converted from 32 bits, are negative on
 	// a 32-bit int past 2^31 tasks.
@@ -221,19 +187,6 @@ func (p *Pool) GoOn(i int, t Task) error {
 	w.queue.push(t)
 	w.wake()
 	return nil
-}
-
-// allDead returns why the last worker stopped if every worker has
-// (Worker.die), else nil. The caller holds closeMu.
-func (p *Pool) allDead() error {
-	var err error
-	for _, w := range p.workers {
-		if w.dead == nil {
-			return nil
-		}
-		err = w.dead
-	}
-	return err
 }
 
 // Close aborts every task the workers hold or are handed later (each
@@ -334,8 +287,8 @@ func (q *queue) takeDeep(dst []Task, most, room int) []Task {
 	return dst
 }
 
-// takeAll moves every queued task to dst (or, for a shared queue with
-// max > 0, at most max tasks) and returns dst.
+// takeAll moves every queued task to dst (or, with max > 0, at most max
+// tasks) and returns dst.
 func (q *queue) takeAll(dst []Task, max int) []Task {
 	if q.n.Load() == 0 {
 		return dst

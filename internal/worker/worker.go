@@ -165,7 +165,6 @@ type Worker struct {
 	now         int64
 	stale       bool // now is of an earlier batch: Now reads the clock
 	linked      bool // a task linked SQEs in this turn (Linked)
-	measured    int  // the link width its ring measured at setup (Config.LinkWidth 0)
 
 	lastFinish int64
 	lastEnd    int64 // when the last task ended (Now), for IdleTrim
@@ -412,12 +411,9 @@ func (w *Worker) wake() {
 
 func (w *Worker) setup() error {
 	cfg := &w.pool.cfg
-	o := uring.Options{CQEntries: 2 * cfg.Entries, SQPoll: cfg.SQPoll}
-	if !cfg.Plain {
-		o.SingleIssuer, o.DeferTaskrun, o.RegisterRing = true, true, true
-	}
+	o := uring.Options{CQEntries: 2 * cfg.Entries, SingleIssuer: true, DeferTaskrun: true, RegisterRing: true}
 	r, err := uring.New(cfg.Entries, o)
-	if err != nil && !cfg.Plain && errors.Is(err, unix.EINVAL) {
+	if err != nil && errors.Is(err, unix.EINVAL) {
 		// Older kernels lack SINGLE_ISSUER/DEFER_TASKRUN: fall back.
 		o.SingleIssuer, o.DeferTaskrun, o.RegisterRing = false, false, false
 		r, err = uring.New(cfg.Entries, o)
@@ -446,12 +442,6 @@ func (w *Worker) setup() error {
 		}
 		if err := r.SetIOWQAffinity(&set); err != nil {
 			return fmt.Errorf("worker %d: %w", w.id, err)
-		}
-	}
-	if cfg.LinkWidth == 0 {
-		w.measured = DefaultLinkWidth
-		if !cfg.SQPoll {
-			w.measured = measureLinkWidth(r)
 		}
 	}
 	w.inflightCap = int(r.CQEntries()) - 1 // one CQE is the doorbell's
@@ -512,10 +502,6 @@ func (w *Worker) loop(errp *error, started func()) {
 			w.die()
 		}
 	}()
-	take := 0
-	if w.pool.shared != nil {
-		take = 1
-	}
 	// reaped: the last turn reaped completions, and the clock reading
 	// Now takes for their batch (when first asked) also stamps the Prep
 	// that follows them. poked: a wake came during the last enter.
@@ -525,7 +511,7 @@ func (w *Worker) loop(errp *error, started func()) {
 		if !reaped {
 			w.stale = true
 		}
-		w.admit(take)
+		w.admit()
 		if w.pool.closing.Load() {
 			for _, tag := range w.active {
 				w.tasks[tag].Abort()
@@ -823,9 +809,8 @@ func (w *Worker) exact() uint32 {
 	return uint32(max(want, 1))
 }
 
-// admit takes queued tasks (all of them, or max with a shared queue) and
-// starts them.
-func (w *Worker) admit(max int) {
+// admit takes the queued tasks that fit and starts them.
+func (w *Worker) admit() {
 	if w.queue.n.Load() == 0 {
 		return
 	}
@@ -833,14 +818,11 @@ func (w *Worker) admit(max int) {
 	if room <= 0 {
 		return // the rest waits for a task to end (takeAll's 0 means all)
 	}
-	if max == 0 || max > room {
-		max = room
-	}
 	if room > DepthReserve {
 		// As many as fit whatever their depth, oldest first.
-		w.incoming = w.queue.takeAll(w.incoming[:0], min(max, room-DepthReserve))
+		w.incoming = w.queue.takeAll(w.incoming[:0], room-DepthReserve)
 	} else {
-		w.incoming = w.queue.takeDeep(w.incoming[:0], max, room)
+		w.incoming = w.queue.takeDeep(w.incoming[:0], room, room)
 	}
 	// A task starts on the clock as of now, not as of the last batch,
 	// which may be from before it was handed over (Run's start).
@@ -914,12 +896,9 @@ func (w *Worker) die() {
 	p := w.pool
 	p.closeMu.Lock()
 	w.dead = err
-	orphans := p.shared == nil || p.allDead() != nil // no other worker takes its queue
 	p.closeMu.Unlock()
-	if orphans {
-		for _, t := range w.queue.takeAll(nil, 0) {
-			t.Finish(w, err)
-		}
+	for _, t := range w.queue.takeAll(nil, 0) {
+		t.Finish(w, err)
 	}
 }
 

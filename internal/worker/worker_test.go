@@ -39,11 +39,10 @@ func newAdmitter(max int) *Worker {
 
 // TestAdmitFull hands a worker more tasks than it may run
 // (Config.MaxTasks): admit starts as many as that and leaves the rest
-// queued until tasks end, in both dispatch modes, each under the next
-// tag. Tasks at depth 0 leave the reserve free; the deepest fill it.
+// queued until tasks end, each under the next tag. Tasks at depth 0 leave the reserve free; the deepest fill it.
 func TestAdmitFull(t *testing.T) {
 	const most = 1000
-	for _, take := range []int{0, 1} { // private queue: all; shared: one a turn
+	{
 		w := newAdmitter(most)
 		var tags []uint64
 		for range most + 100 - DepthReserve {
@@ -53,13 +52,13 @@ func TestAdmitFull(t *testing.T) {
 			w.queue.push(startTask{tags: &tags, depth: DepthReserve})
 		}
 		for len(w.active) < most {
-			w.admit(take)
+			w.admit()
 		}
-		w.admit(take) // full: takes nothing
+		w.admit() // full: takes nothing
 		got := map[string]int{"active": len(w.active), "queued": int(w.queue.n.Load()), "started": len(tags), "last tag": int(tags[len(tags)-1])}
 		want := map[string]int{"active": most, "queued": 100, "started": most, "last tag": most - 1}
 		if diff := cmp.Diff(want, got); diff != "" {
-			t.Errorf("take %d (-want +got):\n%s", take, diff)
+			t.Errorf("(-want +got):\n%s", diff)
 		}
 	}
 }
@@ -76,24 +75,24 @@ var _ = [1]struct{}{}[doorbellTag-maxTasks] // maxTasks == doorbellTag: every ta
 // shallower tasks queued before it, which keep their order.
 func TestAdmitDepth(t *testing.T) {
 	const max = 3 * DepthReserve
-	for _, take := range []int{0, 1} {
+	{
 		w := newAdmitter(max)
 		var tags []uint64
 		for range max {
 			w.queue.push(startTask{tags: &tags, name: "filler"})
 		}
 		for k := 0; k < 2*max; k++ { // stable long before
-			w.admit(take)
+			w.admit()
 		}
 		if got := len(w.active); got != max-DepthReserve {
-			t.Fatalf("take %d: %d tasks at depth 0 started, want %d", take, got, max-DepthReserve)
+			t.Fatalf("%d tasks at depth 0 started, want %d", got, max-DepthReserve)
 		}
 		w.queue.takeAll(nil, 0) // the fillers not started
 		for _, d := range []int{1, 1, DepthReserve, 0, 2, DepthReserve} {
 			w.queue.push(startTask{tags: &tags, depth: d, name: fmt.Sprint("depth ", d)})
 		}
 		for k := 0; k < 20; k++ {
-			w.admit(take)
+			w.admit()
 		}
 		var started, queued []string
 		for _, tag := range w.active[max-DepthReserve:] {
@@ -109,7 +108,7 @@ func TestAdmitDepth(t *testing.T) {
 			"queued":  {"depth 1", "depth 0", "depth 2"},
 		}
 		if diff := cmp.Diff(want, map[string][]string{"started": started, "queued": queued}); diff != "" {
-			t.Errorf("take %d (-want +got):\n%s", take, diff)
+			t.Errorf("(-want +got):\n%s", diff)
 		}
 	}
 }
@@ -373,28 +372,6 @@ func TestAdmitWhenFreed(t *testing.T) {
 		t.Fatal(err)
 	}
 	startsWithin(t, 10*time.Second, "the task queued while the worker was full", late.started)
-}
-
-// TestAdmitSharedNearFull: from a shared queue (one task a turn), ten of
-// the deepest tasks handed over at once to a worker of 65 places all
-// start (after the first, only the reserve was left, and the worker
-// slept instead of taking the next).
-func TestAdmitSharedNearFull(t *testing.T) {
-	p, err := New(Config{Workers: 1, MaxTasks: DepthReserve + 1, Shared: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	var stop atomic.Bool
-	var started []chan struct{}
-	for range 10 {
-		h := holder{depth: DepthReserve, started: make(chan struct{}), stop: &stop}
-		started = append(started, h.started)
-		if err := p.Go(h); err != nil {
-			t.Fatal(err)
-		}
-	}
-	startsWithin(t, 10*time.Second, "the deepest tasks", started...)
 }
 
 // nopTask submits n NOPs, as many a turn as there is Room for, and ends
