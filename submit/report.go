@@ -1,9 +1,11 @@
 package submit
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/iodag/iodag/dag"
@@ -17,7 +19,7 @@ type Report struct {
 	Mode    Mode   `json:"mode"`
 	Workers int    `json:"workers"`
 	Ring    int    `json:"ring"`
-	Repeat    int `json:"repeat"`
+	Repeat  int    `json:"repeat"`
 	// WallNS is the wall time of all repeats, in nanoseconds.
 	WallNS int64 `json:"wall_ns"`
 	// OpsPerSec is nodes run (all repeats) per second of wall time.
@@ -133,6 +135,39 @@ type NodeResult struct {
 	// short transfer, with the error a hook, binding or Go task returned,
 	// and with ErrCanceled for a canceled node.
 	Err error `json:"-"`
+}
+
+// nodeJSON is a NodeResult's JSON form: its fields, and Err's text.
+type nodeJSON struct {
+	plainResult
+	Error string `json:"error,omitempty"`
+}
+
+// plainResult is NodeResult without its JSON methods.
+type plainResult NodeResult
+
+// MarshalJSON writes the node's outcome: the fields' tags, and "error",
+// the text of Err (for a failed or canceled node).
+func (n NodeResult) MarshalJSON() ([]byte, error) {
+	j := nodeJSON{plainResult: plainResult(n)}
+	if n.Err != nil {
+		j.Error = n.Err.Error()
+	}
+	return json.Marshal(j)
+}
+
+// UnmarshalJSON reads what MarshalJSON writes; Err reads back as an error
+// with the same text (not the same type).
+func (n *NodeResult) UnmarshalJSON(b []byte) error {
+	var j nodeJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*n = NodeResult(j.plainResult)
+	if j.Error != "" {
+		n.Err = errors.New(j.Error)
+	}
+	return nil
 }
 
 // NodeError is a node's failure or cancellation: NodeResult.Err and
@@ -261,9 +296,19 @@ func (e Errno) String() string {
 // MarshalText writes the errno's name.
 func (e Errno) MarshalText() ([]byte, error) { return []byte(e.String()), nil }
 
-// UnmarshalText reads an errno's name.
+// UnmarshalText reads what MarshalText writes: an errno's name, or
+// "errno N" for one without a name. An empty text is an error (0 is
+// written as no field at all).
 func (e *Errno) UnmarshalText(b []byte) error {
-	for n := syscall.Errno(1); n < 4096; n++ {
+	if n, ok := strings.CutPrefix(string(b), "errno "); ok {
+		v, err := strconv.ParseUint(n, 10, 16)
+		if err != nil || v == 0 {
+			return fmt.Errorf("bad errno %q", b)
+		}
+		*e = Errno(v)
+		return nil
+	}
+	for n := syscall.Errno(1); n < 4096 && len(b) > 0; n++ {
 		if unix.ErrnoName(n) == string(b) {
 			*e = Errno(n)
 			return nil
