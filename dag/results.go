@@ -46,14 +46,16 @@ type Inputs interface {
 	// Run grows the graph by work found while it runs (a directory's
 	// entries, the next level of an index): it builds the subgraph that
 	// declare adds to a fresh Builder, validates it like any graph, runs it
-	// on the same pool, in the same mode and root, and waits for it. It
-	// returns the subgraph's Report.Err (every failed node's error, joined;
-	// if none failed, the first canceled node's) or why it could not run;
-	// stopping or canceling the outer run cancels it. Only a Go task may
-	// call Run: a hook or a binding runs on a worker's thread and must not
-	// wait. Subgraphs nest, at most MaxDepth deep. A declare
-	// that adds no node runs nothing: Run returns nil.
-	Run(name string, declare func(b *Builder)) error
+	// on the same pool, in the same mode and in the same root directory,
+	// and waits for it. It returns the subgraph's nodes' results, indexed
+	// by their Task.Index, and the subgraph run's error, as the engine's
+	// Run gives it (nil only if every node succeeded or was skipped), or
+	// why it could not run (then no results). Stopping or canceling the
+	// outer run cancels it. Only a Go task may call Run: a hook or a
+	// binding runs on a worker's thread and must not wait. Subgraphs
+	// nest, at most MaxDepth deep. A declare that adds no node runs
+	// nothing: Run returns nil, nil.
+	Run(name string, declare func(b *Builder)) ([]Result, error)
 	// Context is done when the run ends early (its context ends, or a
 	// node stops it): a Go task that works for long should watch it, as
 	// a canceled run waits for its Go tasks to return.

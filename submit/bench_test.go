@@ -51,7 +51,7 @@ func benchRun(b *testing.B, r *Runner, m Mode, root string) *Report {
 	b.ReportAllocs()
 	b.ResetTimer()
 	rep, err := r.Run(context.Background(), m, Options{Root: root, Repeat: b.N})
-	if err != nil {
+	if err := nodesOnly(err); err != nil {
 		b.Fatal(err)
 	}
 	if rep.Counts.OK != r.p.n {
@@ -94,7 +94,7 @@ func BenchmarkDigests(b *testing.B) {
 			b.ResetTimer()
 			for range b.N {
 				rep, err := r.Run(context.Background(), Graph, o)
-				if err != nil {
+				if err := nodesOnly(err); err != nil {
 					b.Fatal(err)
 				}
 				if rep.Counts.OK != g.Len() || (rep.Nodes[1].Digest != 0) != digests {
@@ -288,7 +288,7 @@ func BenchmarkHook(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			rep, err := r.Run(context.Background(), Graph, Options{Repeat: b.N})
-			if err != nil {
+			if err := nodesOnly(err); err != nil {
 				b.Fatal(err)
 			}
 			b.ReportMetric(float64(rep.WallNS)/float64(b.N*g.Len()), "ns/node")
@@ -314,17 +314,17 @@ func BenchmarkSubgraphs(b *testing.B) {
 			defer pool.Close()
 			bl := dag.NewBuilder("outer")
 			bl.Go("root", func(in dag.Inputs) error {
-				return in.Run("dirs", func(bl *dag.Builder) {
+				return errOnly(in.Run("dirs", func(bl *dag.Builder) {
 					for k := range n {
 						bl.Go("dir"+strconv.Itoa(k), func(in dag.Inputs) error {
-							return in.Run("entries", func(bl *dag.Builder) {
+							return errOnly(in.Run("entries", func(bl *dag.Builder) {
 								bl.Go("subdir", func(in dag.Inputs) error {
-									return in.Run("files", func(bl *dag.Builder) { bl.Nop("file") })
+									return errOnly(in.Run("files", func(bl *dag.Builder) { bl.Nop("file") }))
 								})
-							})
+							}))
 						})
 					}
-				})
+				}))
 			})
 			g, err := bl.Build()
 			if err != nil {

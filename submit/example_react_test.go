@@ -43,8 +43,8 @@ func Example_readFiles() {
 	}
 	defer pool.Close()
 	rep, err := submit.Run(context.Background(), pool, g, submit.Graph, submit.Options{Root: dir})
-	if err != nil {
-		fmt.Println(err)
+	if rep == nil {
+		fmt.Println(err) // the run could not start
 		return
 	}
 	for _, n := range rep.Nodes {
@@ -52,7 +52,7 @@ func Example_readFiles() {
 			fmt.Printf("%s: %q\n", n.ID, n.Data)
 		}
 	}
-	fmt.Println("missing:", errors.Is(rep.Err(), fs.ErrNotExist))
+	fmt.Println("missing:", errors.Is(err, fs.ErrNotExist))
 	// Output:
 	// a.txt: "hello"
 	// b.txt: "world!"

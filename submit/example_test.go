@@ -79,8 +79,8 @@ func ExampleRunner() {
 
 	for _, m := range submit.Modes() {
 		rep, err := runner.Run(context.Background(), m, submit.Options{Root: root})
-		if err != nil {
-			fmt.Println(err)
+		if rep == nil {
+			fmt.Println(err) // the run could not start
 			return
 		}
 		fmt.Printf("%s: %+v\n", m, rep.Counts)
@@ -91,18 +91,22 @@ func ExampleRunner() {
 			}
 			fmt.Println()
 		}
+		fmt.Println("  error:", err)
 	}
 	// Output:
 	// link: {OK:0 Failed:1 Canceled:2 Skipped:0}
 	//   open failed ENOENT
 	//   read canceled ECANCELED (cause open)
 	//   close canceled ECANCELED (cause open)
+	//   error: node "open": open no-such-file: no such file or directory
 	// waves: {OK:0 Failed:1 Canceled:2 Skipped:0}
 	//   open failed ENOENT
 	//   read canceled ECANCELED (cause open)
 	//   close canceled ECANCELED (cause open)
+	//   error: node "open": open no-such-file: no such file or directory
 	// graph: {OK:0 Failed:1 Canceled:2 Skipped:0}
 	//   open failed ENOENT
 	//   read canceled ECANCELED (cause open)
 	//   close canceled ECANCELED (cause open)
+	//   error: node "open": open no-such-file: no such file or directory
 }

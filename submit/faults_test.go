@@ -221,22 +221,32 @@ func genFaults(seed uint64, n, pct int) (*faultGraph, error) {
 	return fg, nil
 }
 
-// expected returns each node's status under the README's rule, computed in
-// declaration order (a topological order here): canceled iff a predecessor
-// was canceled or an after-predecessor did not succeed; otherwise failed
-// iff a failure was injected there.
+// expected returns each node's status under the package's rule, computed
+// in declaration order (a topological order here): canceled iff an
+// after-predecessor did not succeed, or the open of the handle it uses did
+// not succeed (a finally-edge holds whatever the predecessor's status);
+// otherwise failed iff a failure was injected there.
 func (fg *faultGraph) expected() []Status {
-	st := make([]Status, fg.g.Len())
+	g := fg.g
+	st := make([]Status, g.Len())
+	opens := map[string]int32{}
 	for i := range st {
+		nd := g.Node(int32(i))
+		if nd.Op == dag.OpOpen {
+			opens[nd.As] = int32(i)
+		}
 		st[i] = StatusOK
 		if fg.isFault[i] {
 			st[i] = StatusFailed
 		}
-		for _, e := range fg.g.Preds(int32(i)) {
-			if p := st[e.Node]; p == StatusCanceled || (e.Kind == dag.After && p != StatusOK) {
+		for _, e := range g.Preds(int32(i)) {
+			if e.Kind == dag.After && st[e.Node] != StatusOK {
 				st[i] = StatusCanceled
 				break
 			}
+		}
+		if o, ok := opens[nd.Handle]; ok && nd.Op != dag.OpOpen && st[o] != StatusOK {
+			st[i] = StatusCanceled
 		}
 	}
 	return st
@@ -324,9 +334,10 @@ func checkFaults(t testing.TB, pool *workers.Pool, fg *faultGraph) faultStats {
 	// graph ran comes after a node of its own chain that failed in link.
 	firstFail := make([]int, len(g.Components())) // position in the chain of the first failure, -1 if none
 	chainPos := make([]int, g.Len())
-	for c, comp := range g.Components() {
+	p := newPlan(g)
+	for c := range g.Components() {
 		firstFail[c] = -1
-		for k, v := range comp {
+		for k, v := range p.linkSeq(int32(c)) {
 			chainPos[v] = k
 			if firstFail[c] < 0 && ln[v].Status == StatusFailed {
 				firstFail[c] = k

@@ -20,18 +20,14 @@ type inputs struct {
 	goes bool // a Go task's, on its own goroutine: it may wait
 }
 
-// ErrNotGoTask is Inputs.Run's error when a hook or binding calls it:
-// they run on a worker's thread, which must not wait.
-var ErrNotGoTask = errors.New("submit: only a Go task may run a subgraph")
-
 // Run grows the graph by a subgraph; see dag.Inputs.
-func (in *inputs) Run(name string, declare func(b *dag.Builder)) error {
+func (in *inputs) Run(name string, declare func(b *dag.Builder)) ([]dag.Result, error) {
 	r := in.t.r
 	switch {
 	case !in.goes:
-		return ErrNotGoTask
+		return nil, ErrNotGoTask
 	case r.depth >= dag.MaxDepth:
-		return dag.ErrTooDeep
+		return nil, dag.ErrTooDeep
 	}
 	top := r
 	for top.parent != nil {
@@ -40,11 +36,11 @@ func (in *inputs) Run(name string, declare func(b *dag.Builder)) error {
 	b := dag.NewBuilder(name, dag.WithNodes(top.takeNodes()))
 	declare(b)
 	if b.Len() == 0 {
-		return nil // nothing found to run (an empty directory)
+		return nil, nil // nothing found to run (an empty directory)
 	}
 	g, err := b.Build()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	// Nothing uses the subgraph once it has run (its errors hold copies
 	// of the ids): the next subgraph declares its nodes in its memory.
@@ -52,12 +48,21 @@ func (in *inputs) Run(name string, declare func(b *dag.Builder)) error {
 	child := NewRunner((*workers.Pool)(r.pool), g)
 	defer child.Close()
 	child.depth, child.parent = r.depth+1, r
-	// The subgraph's Report would be dropped: its error comes straight
-	// from the nodes' final statuses.
-	if _, _, err := child.run(r.context(), r.mode, Options{Root: r.root}); err != nil {
-		return err
+	// No Report: the results come straight from the nodes' states.
+	wall, err := child.run(r.context(), r.mode, Options{Root: r.root})
+	if wall < 0 {
+		return nil, err
 	}
-	return child.err()
+	return child.results(), join(err, child.failures())
+}
+
+// results returns every node's outcome as Go code sees it.
+func (r *Runner) results() []dag.Result {
+	out := make([]dag.Result, r.p.n)
+	for i := range out {
+		out[i] = r.tasks[0].result(int32(i))
+	}
+	return out
 }
 
 // Depth says how deeply the task's run nests in others (a subgraph's
@@ -245,6 +250,7 @@ func (t *task) settleGoDone(w *worker.Worker) bool {
 		t.goRunning--
 		t.goEnded(d, w.Now())
 		t.conclude(d.i)
+		t.release(w, d.i)
 		t.s.settled(w, d.i)
 	}
 	// A Go task may have moved directories (a subgraph's rename, the
@@ -276,14 +282,14 @@ func (t *task) goEnded(d goResult, now int64) {
 
 // cutShort reports whether a Go task that returned err gave up because
 // the run ended early: err is its context's (context.Canceled or
-// DeadlineExceeded, perhaps wrapped, as from a subgraph's Inputs.Run)
-// and the run's context has ended. Such a node is canceled by the
+// DeadlineExceeded, perhaps wrapped, as from a subgraph's Inputs.Run) or
+// the pool's closing (workers.ErrClosed), and the run's context has ended. Such a node is canceled by the
 // context, as an I/O node in flight would be, so the run's error says
 // that the context ended it. The cancellation may not have reached the
 // tasks yet (the context's AfterFunc runs on its own goroutine): this
 // sends it now, before anything more is dispatched.
 func (t *task) cutShort(err error) bool {
-	if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) ||
+	if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, worker.ErrClosed) ||
 		!t.cancelReq.Load() && !t.r.contextDone() {
 		return false
 	}
@@ -304,9 +310,18 @@ func guard(fn func() error) (err error) {
 	return fn()
 }
 
-// callHook calls a node's hook under the same guard, without a closure
-// (a hook that does nothing costs a few nanoseconds).
-func callHook(hook func(dag.Inputs, dag.Result) error, in dag.Inputs, r dag.Result) (err error) {
+// userCode tells the task's worker that the program's code runs on its
+// thread now (Pool.OnWorker).
+func (t *task) userCode() {
+	if w := t.worker.Load(); w != nil {
+		w.EnterUser()
+	}
+}
+
+// callHook calls a node's hook on the worker, under guard, without a
+// closure (a hook that does nothing costs a few nanoseconds).
+func (t *task) callHook(hook func(dag.Inputs, dag.Result) error, in dag.Inputs, r dag.Result) (err error) {
+	t.userCode()
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("panic: %v", p)
@@ -315,12 +330,20 @@ func callHook(hook func(dag.Inputs, dag.Result) error, in dag.Inputs, r dag.Resu
 	return hook(in, r)
 }
 
-// callBind calls a node's binding under the same guard.
-func callBind(bind func(dag.Inputs, *dag.Params) error, in dag.Inputs, p *dag.Params) (err error) {
+// callBind calls a node's binding on the worker under the same guard.
+func (t *task) callBind(bind func(dag.Inputs, *dag.Params) error, in dag.Inputs, p *dag.Params) (err error) {
+	t.userCode()
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("panic: %v", r)
 		}
 	}()
 	return bind(in, p)
+}
+
+// callObserver calls the run's observer under the same guard: its panic
+// must not take the worker down.
+func (t *task) callObserver(obs func(NodeResult), n NodeResult) {
+	t.userCode()
+	guard(func() error { obs(n); return nil })
 }

@@ -3,11 +3,12 @@ package submit
 import (
 	"hash/crc32"
 	"strings"
-
-	"golang.org/x/sys/unix"
+	"sync"
+	"time"
 
 	"github.com/iodag/iodag/dag"
 	"github.com/iodag/iodag/internal/uring"
+	"golang.org/x/sys/unix"
 )
 
 // plan is what every mode needs of a graph beyond the graph itself,
@@ -19,52 +20,53 @@ type plan struct {
 	n     int
 	nodes []dag.Node // the graph's nodes (Graph.Nodes: shared, not copied)
 	// hot is what dispatching and completing a node reads of its plan,
-	// one entry per node (one bounds check and cache line, not one per
-	// field).
-	hot []planNode
-	// ids are the nodes' ids, apart from the nodes (248 bytes each),
-	// which a report would otherwise stride through for them.
-	ids  []string
+	// one entry per node.
+	hot  []planNode
+	ids  []string                             // the nodes' ids, apart from the nodes, for reports
 	then []func(dag.Inputs, dag.Result) error // hooks, apart from the nodes
-	// cleanups reports whether any node has on_failure edges.
-	cleanups bool
-	// allPlain reports whether every node is plain: then no run writes
-	// a node's size, digest, data, error or write progress.
+	// allPlain: every node is plain, so no run writes a node's size,
+	// digest, data, error or write progress.
 	allPlain bool
 	direct   []bool // a read's or write's file is open with O_DIRECT
 	npred    []int32
-	// fresh is every node's state before a run (pending counts, no
-	// links): reset copies it.
-	fresh []nodeState
+	fresh    []nodeState // every node's state before a run
+	compOf   []int32
+	// succs holds every node's successors, node after node:
+	// succs[hot[i].succLo:hot[i].succHi] are Graph.Succs(i).
+	succs []dag.Edge
 
+	// Files and handles.
+	files   []dag.FileSpec
+	useFile []bool  // spec files some node reads or writes
 	file    []int32 // spec file index of a file target, or -1
 	handle  []int32 // handle used (read/write/fsync/close) or produced (open), or -1
 	handles int
+	openOf  []int32 // per handle: the open that produces it
+	userBuf []int32 // nodes with a caller's buffer (pinned during runs)
 
-	paths   []byte  // NUL-terminated paths, Go heap, pinned during runs
-	pathOff []int32 // an open's path in paths, or -1
-	// Path ops other than open (which resolves its whole path with
-	// openat2 RESOLVE_BENEATH) work on the last component of their path,
-	// relative to its parent directory, itself opened beneath the root:
-	// so no symlink can lead them out of the root.
+	// Paths: NUL-terminated, in one block (Go heap, pinned during runs).
+	// An open resolves its whole path with openat2 RESOLVE_BENEATH from
+	// the run's root; the other path ops work on the last component of
+	// their path relative to its parent directory, itself opened beneath
+	// the root, so that no symlink leads them out of the root.
+	paths     []byte
+	pathOff   []int32  // an open's path in paths, or -1
 	dirs      []string // distinct parent directories ("" is the root)
-	dirOf     []int32  // path op's parent in dirs
+	dirOf     []int32  // a path op's parent in dirs, or -1
 	baseOff   []int32  // its last component in paths
-	toDirOf   []int32  // rename target's parent in dirs
+	toDirOf   []int32  // a rename target's parent in dirs
 	toBaseOff []int32
 
-	// succs holds every node's successors, node after node:
-	// succs[hot[i].succLo:hot[i].succHi] are Graph.Succs(i), found
-	// without loading the graph's offsets (a chain of dependent loads
-	// at every release).
-	succs   []dag.Edge
-	compOf  []int32
-	crc     *crc32.Table // CRC-32C, for read digests
-	files   []dag.FileSpec
-	useFile []bool  // spec files some node reads or writes
-	userBuf []int32 // nodes with a caller's buffer (pinned during runs)
+	timeout []time.Duration // each node's deadline (Node.Timeout); nil if none has one
 	opsUsed [dag.OpGo + 1]bool
-	anc     ancestry // for Inputs.Result (ancestry.go)
+	crc     *crc32.Table // CRC-32C, for read digests
+	anc     ancestry     // for Inputs.Result (ancestry.go)
+
+	// Link mode's chain of each component (linkSeq), made on its first
+	// link-mode run.
+	linkOnce sync.Once
+	linkSeqs []int32
+	linkOff  []int32
 }
 
 // planNode is the part of a node's plan that every dispatch and
@@ -76,16 +78,10 @@ type planNode struct {
 	// link (see kernelLink), or -1; chainLink is the SQE flag for it.
 	chainLink uint8
 	chainNext int32
-	// only is the node's one successor, or -1 if it has none or
-	// several: graph mode's completions count it down, and its wait
-	// bound reads it, without a loop over the node's successors
-	// (measured: 2 ns a node less on a fanout).
-	only int32
 	// succLo and succHi delimit the node's successors in plan.succs.
 	succLo, succHi int32
 	// seqLink is kernelLink from the node to the one after it in its
-	// component's sequence (link mode's chain), or 0 at the end: link
-	// mode asked kernelLink twice per node, each a scan of edges.
+	// component's chain (linkSeq), or 0 at the end.
 	seqLink uint8
 	needs   bool // the node needs a slot, memory, a length or its binding before it runs (see take)
 	// follows: the node may go down behind nodes that have not run (in
@@ -93,21 +89,21 @@ type planNode struct {
 	// and no parent directory to open.
 	follows bool
 	onFail  bool // the node has on_failure edges: it runs only after a failure
-	// waits: the op waits for a device or a clock (an O_DIRECT read,
-	// an fsync, a timeout), so a kernel link after it starts its
-	// successor without a trip to user space however many nodes go down
-	// with it (see graphMode.dispatch; no link follows a write).
+	// cleanup: the node has on_failure or finally edges; link mode still
+	// gives it its turn after a failure ended its chain.
+	cleanup bool
+	// waits: the op waits for a device or a clock (an O_DIRECT read, an
+	// fsync, a timeout), so a kernel link after it starts its successor
+	// without a trip to user space however many nodes go down with it.
 	waits bool
 	// linkSaves: linking the node to chainNext can save a turn of the
 	// worker's loop: every node of the next level is a linked successor
 	// (the inside of a chain), so without links that level would take a
-	// turn of its own. Where the next level holds other nodes, it takes
-	// one anyway, and a node that does not wait gains nothing from the
-	// link (see graphMode.dispatch).
+	// turn of its own.
 	linkSaves bool
 	// plain: its completion has nothing to settle (no buffer, slot,
-	// directory or hook), so complete skips settle and conclude's hook:
-	// the NOP path pays one test for them.
+	// directory, hook or deadline), so complete skips settle and
+	// conclude's hook.
 	plain bool
 }
 
@@ -117,15 +113,41 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 func newPlan(g *dag.Graph) *plan {
 	n := g.Len()
 	p := &plan{g: g, n: n, nodes: g.Nodes(), crc: castagnoli, files: g.Files(), allPlain: true,
-		hot: make([]planNode, n), then: make([]func(dag.Inputs, dag.Result) error, n)}
-	p.fresh = make([]nodeState, n)
+		hot: make([]planNode, n), then: make([]func(dag.Inputs, dag.Result) error, n), fresh: make([]nodeState, n)}
 	p.succs = make([]dag.Edge, 0, g.Edges())
 	carve(n, &p.direct)
 	carve(n, &p.npred, &p.file, &p.handle, &p.pathOff, &p.dirOf, &p.baseOff, &p.toDirOf, &p.toBaseOff, &p.compOf)
 	p.useFile = make([]bool, len(p.files))
-	fileIdx := make(map[string]int32, len(p.files))
+	ix := newIndexer(p)
+	p.ids = make([]string, n)
+	for i := range int32(n) {
+		p.addNode(i, ix)
+	}
+	p.handles = len(ix.handles)
+	p.openOf = make([]int32, p.handles)
+	for i := range int32(n) {
+		if p.hot[i].op == dag.OpOpen {
+			p.openOf[p.handle[i]] = i
+		}
+	}
+	p.findDirect()
+	p.findChains()
+	return p
+}
+
+// indexer numbers a plan's files, handles and directories as its nodes
+// name them, and lays out their paths.
+type indexer struct {
+	p       *plan
+	files   map[string]int32
+	handles map[string]int32
+	dirs    map[string]int32
+}
+
+func newIndexer(p *plan) *indexer {
+	ix := &indexer{p: p, files: make(map[string]int32, len(p.files)), dirs: map[string]int32{}}
 	for i, f := range p.files {
-		fileIdx[f.Name] = int32(i)
+		ix.files[f.Name] = int32(i)
 	}
 	// Sized up front (Inputs.Run makes many small plans): a handle per
 	// open (dag refuses one without its open), and every path.
@@ -138,125 +160,142 @@ func newPlan(g *dag.Graph) *plan {
 		pathLen += len(nd.Path) + len(nd.To) + 2
 	}
 	p.paths = make([]byte, 0, pathLen)
-	handleIdx := make(map[string]int32, opens)
-	handleOf := func(name string) int32 {
-		if name == "" {
-			return -1
-		}
-		h, ok := handleIdx[name]
-		if !ok {
-			h = int32(len(handleIdx))
-			handleIdx[name] = h
-		}
-		return h
+	ix.handles = make(map[string]int32, opens)
+	return ix
+}
+
+// handle returns the number of the handle called name, or -1 for "".
+func (ix *indexer) handle(name string) int32 {
+	if name == "" {
+		return -1
 	}
-	addPath := func(s string) int32 {
-		off := int32(len(p.paths))
-		p.paths = append(p.paths, s...)
-		p.paths = append(p.paths, 0)
-		return off
+	h, ok := ix.handles[name]
+	if !ok {
+		h = int32(len(ix.handles))
+		ix.handles[name] = h
 	}
-	dirIdx := map[string]int32{}
-	// Paths are clean and relative (dag refuses the rest), so the
-	// parent is everything before the last slash.
-	split := func(path string) (int32, int32) {
-		dir, base := "", path
-		if k := strings.LastIndexByte(path, '/'); k >= 0 {
-			dir, base = path[:k], path[k+1:]
-		}
-		d, ok := dirIdx[dir]
-		if !ok {
-			d = int32(len(p.dirs))
-			dirIdx[dir] = d
-			p.dirs = append(p.dirs, dir)
-		}
-		return d, addPath(base)
+	return h
+}
+
+// path adds s to the plan's paths and returns its offset.
+func (ix *indexer) path(s string) int32 {
+	p := ix.p
+	off := int32(len(p.paths))
+	p.paths = append(p.paths, s...)
+	p.paths = append(p.paths, 0)
+	return off
+}
+
+// split returns path's parent directory, numbered, and the offset of its
+// last component. Paths are clean and relative (dag refuses the rest), so
+// the parent is everything before the last slash.
+func (ix *indexer) split(path string) (int32, int32) {
+	dir, base := "", path
+	if k := strings.LastIndexByte(path, '/'); k >= 0 {
+		dir, base = path[:k], path[k+1:]
 	}
-	p.ids = make([]string, n)
-	for i := range int32(n) {
-		nd, h := &p.nodes[i], &p.hot[i]
-		h.op = nd.Op
-		p.ids[i] = nd.ID
-		if nd.Async {
-			h.sqeFlags = uring.SQEAsync
-		}
-		p.opsUsed[nd.Op] = true
-		p.then[i] = nd.Then
-		switch nd.Op {
-		case dag.OpRead, dag.OpWrite, dag.OpStatx, dag.OpTimeout, dag.OpOpen:
-			h.needs = true
-		}
-		h.needs = h.needs || nd.Handle != "" || nd.Bind != nil
-		for _, e := range g.Preds(int32(i)) {
-			h.onFail = h.onFail || e.Kind == dag.OnFailure
-		}
-		switch nd.Op {
-		case dag.OpClose, dag.OpRename, dag.OpGo:
-		default:
-			h.plain = !h.needs && nd.Then == nil
-		}
-		p.cleanups = p.cleanups || h.onFail
-		p.allPlain = p.allPlain && h.plain
-		p.npred[i] = int32(len(g.Preds(i)))
-		h.only = -1
-		s := g.Succs(i)
-		if len(s) == 1 {
-			h.only = s[0].Node
-		}
-		h.succLo = int32(len(p.succs))
-		p.succs = append(p.succs, s...)
-		h.succHi = int32(len(p.succs))
-		p.fresh[i] = freshState(h.onFail, p.npred[i])
-		p.compOf[i] = int32(g.Component(i))
-		p.file[i] = -1
-		if nd.File != "" {
-			p.file[i] = fileIdx[nd.File]
-			p.useFile[p.file[i]] = true
-		}
-		p.handle[i] = handleOf(nd.Handle)
-		if nd.Op == dag.OpOpen {
-			p.handle[i] = handleOf(nd.As)
-		}
-		if nd.Buf != nil {
-			p.userBuf = append(p.userBuf, i)
-		}
-		p.pathOff[i], p.dirOf[i], p.baseOff[i], p.toDirOf[i], p.toBaseOff[i] = -1, -1, -1, -1, -1
-		switch nd.Op {
-		case dag.OpOpen:
-			p.pathOff[i] = addPath(nd.Path)
-		case dag.OpStatx, dag.OpUnlink, dag.OpMkdir, dag.OpRename:
-			p.dirOf[i], p.baseOff[i] = split(nd.Path)
-			if nd.Op == dag.OpRename {
-				p.toDirOf[i], p.toBaseOff[i] = split(nd.To)
-			}
-		}
-		h.follows = nd.LenFrom < 0 && p.dirOf[i] < 0
+	d, ok := ix.dirs[dir]
+	if !ok {
+		d = int32(len(ix.p.dirs))
+		ix.dirs[dir] = d
+		ix.p.dirs = append(ix.p.dirs, dir)
 	}
-	p.handles = len(handleIdx)
+	return d, ix.path(base)
+}
+
+// addNode fills node i's plan.
+func (p *plan) addNode(i int32, ix *indexer) {
+	g, nd, h := p.g, &p.nodes[i], &p.hot[i]
+	h.op = nd.Op
+	p.ids[i] = nd.ID
+	p.opsUsed[nd.Op] = true
+	p.then[i] = nd.Then
+	if nd.Async {
+		h.sqeFlags = uring.SQEAsync
+	}
+	switch nd.Op {
+	case dag.OpRead, dag.OpWrite, dag.OpStatx, dag.OpTimeout, dag.OpOpen:
+		h.needs = true
+	}
+	h.needs = h.needs || nd.Handle != "" || nd.Bind != nil
+	for _, e := range g.Preds(i) {
+		h.onFail = h.onFail || e.Kind == dag.OnFailure
+		h.cleanup = h.cleanup || e.Kind != dag.After
+	}
+	switch nd.Op {
+	case dag.OpClose, dag.OpRename, dag.OpGo:
+	default:
+		h.plain = !h.needs && nd.Then == nil
+	}
+	p.npred[i] = int32(len(g.Preds(i)))
+	s := g.Succs(i)
+	h.succLo = int32(len(p.succs))
+	p.succs = append(p.succs, s...)
+	h.succHi = int32(len(p.succs))
+	p.fresh[i] = freshState(p.npred[i])
+	p.compOf[i] = int32(g.Component(i))
+	p.file[i] = -1
+	if nd.File != "" {
+		p.file[i] = ix.files[nd.File]
+		p.useFile[p.file[i]] = true
+	}
+	p.handle[i] = ix.handle(nd.Handle)
+	if nd.Op == dag.OpOpen {
+		p.handle[i] = ix.handle(nd.As)
+	}
+	if nd.Buf != nil {
+		p.userBuf = append(p.userBuf, i)
+	}
+	p.addPaths(i, ix)
+	h.follows = nd.LenFrom < 0 && p.dirOf[i] < 0
+	p.allPlain = p.allPlain && h.plain
+}
+
+// addPaths lays out node i's paths.
+func (p *plan) addPaths(i int32, ix *indexer) {
+	nd := &p.nodes[i]
+	p.pathOff[i], p.dirOf[i], p.baseOff[i], p.toDirOf[i], p.toBaseOff[i] = -1, -1, -1, -1, -1
+	switch nd.Op {
+	case dag.OpOpen:
+		p.pathOff[i] = ix.path(nd.Path)
+	case dag.OpStatx, dag.OpUnlink, dag.OpMkdir, dag.OpRename:
+		p.dirOf[i], p.baseOff[i] = ix.split(nd.Path)
+		if nd.Op == dag.OpRename {
+			p.toDirOf[i], p.toBaseOff[i] = ix.split(nd.To)
+		}
+	}
+}
+
+// findDirect marks the reads and writes of O_DIRECT files, and the ops
+// that wait for a device or a clock.
+func (p *plan) findDirect() {
 	openDirect := make([]bool, p.handles)
-	for i := range p.nodes {
-		if p.hot[i].op == dag.OpOpen && p.nodes[i].OpenFlags&unix.O_DIRECT != 0 {
-			openDirect[p.handle[i]] = true
-		}
+	for h, o := range p.openOf {
+		openDirect[h] = p.nodes[o].OpenFlags&unix.O_DIRECT != 0
 	}
 	for i := range p.nodes {
+		h := &p.hot[i]
 		switch {
-		case p.hot[i].op != dag.OpRead && p.hot[i].op != dag.OpWrite:
+		case h.op != dag.OpRead && h.op != dag.OpWrite:
 		case p.file[i] >= 0:
 			p.direct[i] = p.files[p.file[i]].Direct
 		case p.handle[i] >= 0:
 			p.direct[i] = openDirect[p.handle[i]]
 		}
-	}
-	for i := range int32(n) {
-		switch p.hot[i].op {
+		switch h.op {
 		case dag.OpTimeout, dag.OpFsync:
-			p.hot[i].waits = true
+			h.waits = true
 		case dag.OpRead:
-			p.hot[i].waits = p.direct[i]
+			h.waits = p.direct[i]
 		}
 	}
-	for i := range int32(n) {
+}
+
+// findChains finds graph mode's linear runs (chainNext) and where
+// linking one saves a turn (linkSaves).
+func (p *plan) findChains() {
+	g := p.g
+	for i := range int32(p.n) {
 		p.hot[i].chainNext = -1
 		s := g.Succs(i)
 		if len(s) != 1 {
@@ -281,23 +320,83 @@ func newPlan(g *dag.Graph) *plan {
 			}
 		}
 	}
-	for i := range int32(n) {
+	for i := range int32(p.n) {
 		if l := g.Level(i); p.hot[i].chainNext >= 0 && l+1 < len(levels) {
 			p.hot[i].linkSaves = inside[l+1]
 		}
 	}
-	for _, seq := range g.Components() {
+}
+
+// linkSeq returns component c's nodes in link mode's chain order: a
+// topological order that takes the nodes a node made ready before other
+// ready nodes (depth first), and opens last of all, so that an open's
+// read and close come before the next open: a chain of many files holds
+// few open at once.
+func (p *plan) linkSeq(c int32) []int32 {
+	p.linkOnce.Do(p.makeLinkSeqs)
+	return p.linkSeqs[p.linkOff[c]:p.linkOff[c+1]]
+}
+
+func (p *plan) makeLinkSeqs() {
+	g := p.g
+	left := make([]int32, p.n)
+	copy(left, p.npred)
+	seqs := make([]int32, 0, p.n)
+	off := make([]int32, 0, len(g.Components())+1)
+	var ready [2][]int32 // stacks: [0] opens, [1] the rest, taken first
+	push := func(v int32) {
+		k := 1
+		if p.hot[v].op == dag.OpOpen {
+			k = 0
+		}
+		ready[k] = append(ready[k], v)
+	}
+	for _, comp := range g.Components() {
+		off = append(off, int32(len(seqs)))
+		for k := len(comp) - 1; k >= 0; k-- {
+			if left[comp[k]] == 0 {
+				push(comp[k])
+			}
+		}
+		for len(ready[0])+len(ready[1]) > 0 {
+			k := 1
+			if len(ready[1]) == 0 {
+				k = 0
+			}
+			u := ready[k][len(ready[k])-1]
+			ready[k] = ready[k][:len(ready[k])-1]
+			seqs = append(seqs, u)
+			succs := g.Succs(u)
+			for j := len(succs) - 1; j >= 0; j-- {
+				v := succs[j].Node
+				if left[v]--; left[v] == 0 {
+					push(v)
+				}
+			}
+		}
+	}
+	p.linkOff = append(off, int32(len(seqs)))
+	p.linkSeqs = seqs
+	for c := range g.Components() {
+		seq := seqs[off[c]:p.linkOff[c+1]]
 		for j := 1; j < len(seq); j++ {
 			p.hot[seq[j-1]].seqLink = p.kernelLink(seq[j-1], seq[j])
 		}
 	}
-	return p
 }
 
 // succsOf returns node i's successors (Graph.Succs).
 func (p *plan) succsOf(i int32) []dag.Edge {
 	h := &p.hot[i]
 	return p.succs[h.succLo:h.succHi:h.succHi]
+}
+
+// timeoutOf returns node i's deadline, 0 if none.
+func (p *plan) timeoutOf(i int32) time.Duration {
+	if p.timeout == nil {
+		return 0
+	}
+	return p.timeout[i]
 }
 
 // carve points each of dst at n elements of one allocation: a run's
@@ -307,80 +406,4 @@ func carve[T any](n int, dst ...*[]T) {
 	for k, d := range dst {
 		*d = block[k*n : (k+1)*n : (k+1)*n]
 	}
-}
-
-// kernelLink returns the SQE flag that chains node x to next in the
-// kernel so that the kernel's rule gives the graph's semantics:
-// IOSQE_IO_HARDLINK over a finally-edge, IOSQE_IO_LINK otherwise (next
-// may not depend on x at all, as in link mode's serialized components).
-// It returns 0 where the chain must end after x instead:
-//   - a finally-edge from a node that also has after-dependents: the
-//     kernel would run the rest of the chain after x failed;
-//   - a finally-edge from a node that waits (see planNode.waits), or
-//     from a statx, unlink or mkdir, which the kernel always hands to its
-//     io-wq threads: if the run's cancellation interrupts x (waiting, or
-//     queued there), the kernel still starts what is hard-linked behind
-//     it, after the run was canceled, where every mode must cancel it
-//     (nothing starts after a cancellation), and no ASYNC_CANCEL can
-//     reach a request that waits in a chain;
-//   - a finally-edge from an open: a failed open frees its slot for the
-//     next open at once (settle), which is safe only because nothing
-//     linked behind it runs (the kernel cancels the rest of an IO_LINK
-//     chain, hard links after it included);
-//   - after statx, unlink, mkdir or rename: on Linux 6.18 their failure
-//     does not break a link (pinned by internal/uring's link tests);
-//   - after an allow_short transfer: a short one breaks IO_LINK although
-//     the graph counts it a success;
-//   - after a rename: the parent directories of later path ops are
-//     resolved when they are submitted, which must be after the rename;
-//   - after a write: a short one goes on with the rest before anything
-//     after it may run;
-//   - at a Go task, after a node with a hook (it may fail the node), before
-//     a node with a binding (it reads results) or with on_failure edges
-//     (the kernel has no such link).
-func (p *plan) kernelLink(x, next int32) uint8 {
-	switch {
-	case p.hot[x].op == dag.OpRename, p.hot[x].op == dag.OpWrite, p.hot[x].op == dag.OpGo, p.hot[next].op == dag.OpGo,
-		p.nodes[x].Then != nil, p.nodes[next].Bind != nil, p.hot[next].onFail:
-		return 0
-	}
-	if k, ok := p.edge(x, next); ok && k == dag.Finally {
-		switch p.hot[x].op {
-		case dag.OpOpen, dag.OpStatx, dag.OpUnlink, dag.OpMkdir:
-			return 0
-		}
-		if p.hot[x].waits {
-			return 0
-		}
-		for _, e := range p.g.Succs(x) {
-			if e.Kind == dag.After {
-				return 0
-			}
-		}
-		return uring.SQEIOHardlink
-	}
-	if !breaksLink(p.hot[x].op) || p.nodes[x].AllowShort && (p.hot[x].op == dag.OpRead || p.hot[x].op == dag.OpWrite) {
-		return 0
-	}
-	return uring.SQEIOLink
-}
-
-// edge returns the kind of the edge x -> y, if there is one.
-func (p *plan) edge(x, y int32) (dag.EdgeKind, bool) {
-	for _, e := range p.g.Succs(x) {
-		if e.Node == y {
-			return e.Kind, true
-		}
-	}
-	return 0, false
-}
-
-// breaksLink reports whether the kernel cancels the rest of a link chain
-// when this op fails.
-func breaksLink(op dag.Op) bool {
-	switch op {
-	case dag.OpStatx, dag.OpUnlink, dag.OpRename, dag.OpMkdir:
-		return false
-	}
-	return true
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"syscall"
@@ -32,19 +33,12 @@ type Report struct {
 	// MaxInflight is the peak of SQEs in flight, summed over workers.
 	MaxInflight int    `json:"max_inflight"`
 	Counts      Counts `json:"counts"`
-	// Splits counts where link mode ended a kernel chain early because
-	// the kernel's rule would differ from the graph's semantics: before a
-	// node that needs a result of its own chain (a read sized by a statx,
-	// a binding) or a directory that does not exist yet; after an op
-	// whose failure does not break a kernel link (statx, unlink, rename,
-	// mkdir), an allow_short transfer, a write (a short one goes on with
-	// the rest), a rename (later paths resolve after it), a node with a
-	// hook; at a Go task or a node with on_failure edges; and before a
-	// hardlink from a node with after-dependents, from an open, or from
-	// one that waits (an O_DIRECT transfer, an fsync, a timeout: the
-	// kernel would start the hardlinked node after a cancellation
-	// interrupted it). Counted once per run, not per repeat.
-	Splits int `json:"splits,omitempty"`
+	// LinkBreaks counts where link mode ended a component's kernel chain
+	// early because the kernel's rule would differ from the graph's
+	// semantics there (a node that needs a result of its own chain, a
+	// cleanup, a hook, a Go task, a deadline...), once per run, not per
+	// repeat.
+	LinkBreaks int `json:"link_breaks,omitempty"`
 	// Nodes has one entry per node, in declaration order (last repeat).
 	Nodes []NodeResult `json:"nodes"`
 }
@@ -57,43 +51,51 @@ type Counts struct {
 	Skipped  int `json:"skipped,omitempty"`
 }
 
-// Err returns nil if every node succeeded (or was skipped); otherwise the
-// errors of the failed nodes (NodeResult.Err), joined, or, if none failed,
-// the first canceled node's.
+// Err returns nil if every node succeeded or was skipped; otherwise a
+// *FailedError listing the failed nodes' errors, or, if none failed, the
+// first canceled node's error.
 func (r *Report) Err() error {
-	var errs []error
+	fe := &FailedError{}
 	for i := range r.Nodes {
-		if r.Nodes[i].Status == StatusFailed {
-			errs = append(errs, r.Nodes[i].Err)
+		if n := &r.Nodes[i]; n.Status == StatusFailed {
+			fe.add(n.Err)
 		}
 	}
-	if len(errs) == 0 {
-		for i := range r.Nodes {
-			if r.Nodes[i].Status == StatusCanceled {
-				return r.Nodes[i].Err
-			}
+	if fe.Count > 0 {
+		return fe
+	}
+	for i := range r.Nodes {
+		if r.Nodes[i].Status == StatusCanceled {
+			return r.Nodes[i].Err
 		}
 	}
-	return errors.Join(errs...)
+	return nil
 }
 
-// err returns what the Report of the last run would return from Err,
-// without building the report.
-func (r *Runner) err() error {
-	var errs []error
-	canceled := int32(-1)
+// add counts a failed node's error, and lists it while few are listed.
+func (e *FailedError) add(err error) {
+	e.Count++
+	if len(e.Errs) < maxListed {
+		e.Errs = append(e.Errs, err)
+	}
+}
+
+// failures returns the last run's failed nodes as Run's error: a
+// *FailedError, or nil if none failed.
+func (r *Runner) failures() error {
+	var fe *FailedError
 	for i := range int32(r.p.n) {
-		switch s := r.st.node[i].status; {
-		case s == stFailed:
-			errs = append(errs, r.nodeResult(i).Err)
-		case s != stOK && s != stSkipped && canceled < 0:
-			canceled = i
+		if r.st.node[i].status == stFailed {
+			if fe == nil {
+				fe = &FailedError{}
+			}
+			fe.add(r.nodeResult(i).Err)
 		}
 	}
-	if len(errs) == 0 && canceled >= 0 {
-		return r.nodeResult(canceled).Err
+	if fe == nil {
+		return nil
 	}
-	return errors.Join(errs...)
+	return fe
 }
 
 // NodeResult is one node's outcome.
@@ -129,11 +131,13 @@ type NodeResult struct {
 	StartNS int64 `json:"start_ns"`
 	EndNS   int64 `json:"end_ns"`
 	Worker  int   `json:"worker"`
-	// Err is nil for a node that succeeded or was skipped; otherwise a
-	// *NodeError saying why, which matches errors.Is with the kernel's
-	// errno (fs.ErrNotExist, syscall.ENOSPC, ...), with ErrShort for a
-	// short transfer, with the error a hook, binding or Go task returned,
-	// and with ErrCanceled for a canceled node.
+	// Err is nil for a node that succeeded or was skipped; otherwise an
+	// *OpError saying why, which carries the path like *os.PathError
+	// (errors.As) and matches errors.Is with the kernel's errno
+	// (fs.ErrNotExist, syscall.ENOSPC, ...), with os.ErrDeadlineExceeded
+	// for a node whose deadline passed, with ErrShort for a short
+	// transfer, with the error a hook, binding or Go task returned, and
+	// with ErrCanceled for a canceled node.
 	Err error `json:"-"`
 }
 
@@ -170,65 +174,6 @@ func (n *NodeResult) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// NodeError is a node's failure or cancellation: NodeResult.Err and
-// dag.Result.Err.
-type NodeError struct {
-	ID  string
-	Op  dag.Op
-	Err error
-}
-
-// Error names the node, its op and the cause.
-func (e *NodeError) Error() string { return fmt.Sprintf("node %q (%s): %v", e.ID, e.Op, e.Err) }
-
-// Unwrap returns the cause.
-func (e *NodeError) Unwrap() error { return e.Err }
-
-// ErrShort matches (errors.Is) a read or write that moved fewer bytes
-// than asked.
-var ErrShort = errors.New("short transfer")
-
-// ShortError is a read or write that moved fewer bytes than asked (a read
-// past the end of a file, a write the disk took only part of).
-type ShortError struct {
-	Op          dag.Op
-	Moved, Want int64
-}
-
-// Error says how many bytes moved of how many asked.
-func (e *ShortError) Error() string {
-	return fmt.Sprintf("short %s: %d of %d bytes", e.Op, e.Moved, e.Want)
-}
-
-// Is reports whether target is ErrShort.
-func (e *ShortError) Is(target error) bool { return target == ErrShort }
-
-// ErrCanceled matches (errors.Is) the error of a canceled node.
-var ErrCanceled = errors.New("canceled")
-
-// CanceledError is a node that never ran, or was cut short: Cause is the
-// node whose failure started the cancellations, or "context".
-type CanceledError struct {
-	Cause string
-	// Err is, for a Go task that gave up when the run ended early (it
-	// returned its context's error), what it returned; else nil.
-	Err error
-}
-
-// Error names the cause of the cancellation.
-func (e *CanceledError) Error() string {
-	if e.Cause == CauseContext {
-		return "canceled: the run ended early"
-	}
-	return fmt.Sprintf("canceled: node %q did not succeed", e.Cause)
-}
-
-// Is reports whether target is ErrCanceled.
-func (e *CanceledError) Is(target error) bool { return target == ErrCanceled }
-
-// Unwrap returns what a Go task cut short returned (Err), or nil.
-func (e *CanceledError) Unwrap() error { return e.Err }
-
 // Status is a node's final status.
 type Status string
 
@@ -258,10 +203,6 @@ func (d *Digest) UnmarshalText(b []byte) error {
 
 // String returns the digest as 8 hex digits.
 func (d Digest) String() string { return fmt.Sprintf("%08x", uint32(d)) }
-
-// CauseContext is the Cause of nodes canceled because the run ended
-// early: its context ended, the pool closed, or a node stopped it.
-const CauseContext = "context"
 
 // Errno is a kernel error number. It is an error (errors.Is(e,
 // fs.ErrNotExist) works as for syscall.Errno) whose message is its name
@@ -328,7 +269,7 @@ func (r *Runner) buildReport(mode Mode, repeat int, wall int64) *Report {
 		rep.Enters += t.enters
 		rep.SQEs += t.sqes
 		rep.MaxInflight += t.maxInflight
-		rep.Splits += t.splits
+		rep.LinkBreaks += t.breaks
 	}
 	// Node times count from the start of the last repeat, whose nodes the
 	// report shows.
@@ -437,17 +378,7 @@ func (r *Runner) fillResult(n *NodeResult, i int32) {
 	if n.Res < 0 {
 		n.Errno = Errno(-n.Res)
 	}
-	switch {
-	case n.Status == StatusCanceled:
-		n.Err = &NodeError{ID: n.ID, Op: n.Op, Err: &CanceledError{Cause: n.Cause, Err: st.err[i]}}
-	case n.Status != StatusFailed:
-	case st.err[i] != nil:
-		n.Err = &NodeError{ID: n.ID, Op: n.Op, Err: st.err[i]}
-	case n.Errno != 0:
-		n.Err = &NodeError{ID: n.ID, Op: n.Op, Err: n.Errno}
-	default:
-		n.Err = &NodeError{ID: n.ID, Op: n.Op, Err: fmt.Errorf("result %d", n.Res)}
-	}
+	n.Err = r.errOf(i, n)
 }
 
 // worker returns the worker that ran node i.
@@ -456,4 +387,23 @@ func (r *Runner) worker(i int32) int {
 		return r.tasks[0].wid
 	}
 	return r.tasks[r.compTask[r.p.compOf[i]]].wid
+}
+
+// errOf returns the Err of node i, whose outcome n holds.
+func (r *Runner) errOf(i int32, n *NodeResult) error {
+	err := r.st.err[i]
+	switch {
+	case n.Status == StatusCanceled:
+		err = &CanceledError{Cause: n.Cause, Err: err}
+	case n.Status != StatusFailed:
+		return nil
+	case err == errDeadline:
+		err = r.kernelErr(i, os.ErrDeadlineExceeded)
+	case err != nil:
+	case n.Errno != 0:
+		err = r.kernelErr(i, syscall.Errno(n.Errno))
+	default:
+		err = fmt.Errorf("result %d", n.Res)
+	}
+	return &OpError{Node: n.ID, Op: n.Op, Err: err}
 }

@@ -1,65 +1,3 @@
-// Package submit runs a built dag.Graph on a workers.Pool in one of three
-// modes, so that they can be compared on the same work:
-//
-//   - Graph: dataflow; each node is submitted the moment its last
-//     predecessor completes, into the same io_uring_enter that waits for
-//     the next completions; a linear run goes down as a kernel link
-//     chain where that saves a trip to user space (after an O_DIRECT
-//     read, an fsync or a timeout, or when fewer than 8 nodes of the
-//     run are ready).
-//   - Link: what plain io_uring offers; each weakly connected component is
-//     one IOSQE_IO_LINK chain in topological order.
-//   - Waves: level by level; submit a level, wait for all of it.
-//
-// # Semantics (the same in every mode)
-//
-// An after-edge runs its dependent only if the predecessor succeeded; a
-// finally-edge once the predecessor ran, whatever its result (for a
-// close); an on_failure edge only if the predecessor failed or was
-// canceled (for a cleanup: a node with on_failure edges runs if one of
-// those predecessors did not succeed). A predecessor that never ran
-// cancels its after- and finally-dependents. Success is a result >= 0,
-// except that a read or write that moved fewer bytes than asked fails
-// (unless the node allows short transfers; a write first goes on with the
-// rest, so that a full disk surfaces as ENOSPC).
-//
-// Every node ends with exactly one status: ok, failed (the kernel
-// returned an error, a short transfer, or its hook, binding or Go
-// function returned one; Err says which), canceled (it never ran; Cause
-// names the failed node that started the cancellations, or "context"),
-// or skipped (its on_failure condition did not hold, or it depends on a
-// skipped node: not a failure). Graph and waves cancel exactly the
-// transitive dependents of a failure, and run its cleanups. Link
-// serializes each component into one chain, so a failure also cancels
-// later nodes of the chain that did not depend on it (cleanups still get
-// their turn): that over-cancellation is link mode's cost.
-//
-// Go code takes part through the dag package: a hook (Task.Then) runs on
-// the worker as its node completes, before its dependents are released; a
-// binding (Task.Bind) computes a node's parameters just before it is
-// submitted; a Go task (Builder.Go) runs a function on a goroutine; any
-// of them may stop the run (dag.Inputs.Stop), and a Go task may grow the
-// graph (dag.Inputs.Run).
-//
-// Results feed later nodes: an open's file (a direct descriptor in the
-// worker's fixed-file table) is used by the reads, writes, fsyncs and
-// close of its handle; a read's length can be a statx's size (LenFrom).
-// A node that cannot have what it needs fails without being submitted:
-// EMFILE when no fixed-file slot can free up for an open, ENOMEM when its
-// buffer cannot be mapped (for a read whose bytes the program keeps, 1 MiB
-// or more of Go memory that the system would not map), EFBIG when a length from a statx is over what
-// one read moves (MAX_RW_COUNT), EOVERFLOW when it is over the caller's
-// buffer; a read whose statx did not succeed is canceled.
-//
-// Paths are relative to Options.Root and cannot leave it. A path is
-// resolved when its node runs: after every node it depends on, including
-// a rename of one of its directories or a Go task (which may move them).
-// A directory another process moves meanwhile is followed where it went.
-//
-// Canceling the context cancels the requests in flight
-// (IORING_OP_ASYNC_CANCEL), waits for their completions and cancels the
-// rest; closing the pool does the same to every run in progress. Either
-// way the Report is complete and nothing leaks.
 package submit
 
 import (
@@ -72,67 +10,18 @@ import (
 	"sync/atomic"
 
 	"github.com/iodag/iodag/dag"
-	"github.com/iodag/iodag/internal/uring"
 	"github.com/iodag/iodag/internal/worker"
 	"github.com/iodag/iodag/workers"
 	"golang.org/x/sys/unix"
 )
 
-// Mode is a submission strategy.
-type Mode int
-
-const (
-	// Graph is native dataflow (the default).
-	Graph Mode = iota
-	// Link serializes each component into one IOSQE_IO_LINK chain.
-	Link
-	// Waves submits level by level, waiting for each level.
-	Waves
-)
-
-// Modes returns every mode, in the order reports show them: link, waves,
-// graph.
-func Modes() [3]Mode { return [3]Mode{Link, Waves, Graph} }
-
-// String returns the mode's name: "graph", "link" or "waves".
-func (m Mode) String() string {
-	switch m {
-	case Graph:
-		return "graph"
-	case Link:
-		return "link"
-	case Waves:
-		return "waves"
-	}
-	return fmt.Sprintf("mode(%d)", int(m))
-}
-
-// MarshalText writes the mode's name.
-func (m Mode) MarshalText() ([]byte, error) { return []byte(m.String()), nil }
-
-// UnmarshalText reads a mode's name.
-func (m *Mode) UnmarshalText(b []byte) error {
-	v, err := ParseMode(string(b))
-	*m = v
-	return err
-}
-
-// ParseMode returns the mode named s ("graph", "link" or "waves").
-func ParseMode(s string) (Mode, error) {
-	for _, m := range Modes() {
-		if m.String() == s {
-			return m, nil
-		}
-	}
-	return 0, fmt.Errorf("unknown mode %q (want graph, link or waves)", s)
-}
-
 // Options tune a run. The zero value runs once, with no root directory.
 type Options struct {
 	// Root is the directory every path and spec file of the graph
-	// resolves in; opens cannot leave it (openat2 RESOLVE_BENEATH).
-	// Required when the graph has files or paths; scratch.Create and
-	// scratch.Setup make one with a graph's files.
+	// resolves in; opens cannot leave it (openat2 RESOLVE_BENEATH). It is
+	// opened once when the run starts. Required when the graph has files
+	// or paths; scratch.Create and scratch.Setup make one with a graph's
+	// files.
 	Root string
 	// Repeat runs the graph this many times back to back (default 1);
 	// the report's nodes show the last run, its counters all of them.
@@ -145,28 +34,28 @@ type Options struct {
 	// Observe, if set, is called with each node's outcome as soon as it
 	// is final (times in ns since the run began), on the worker that ran
 	// the node: it must not block, and several workers may call it at
-	// once (components run on different workers, and graph mode may
-	// spread one over them), so it must be safe for concurrent use. For
-	// progress; Runner.Start streams outcomes to a goroutine instead.
+	// once, so it must be safe for concurrent use. For progress;
+	// Runner.Start streams outcomes to a goroutine instead.
 	Observe func(NodeResult)
 	// Digests has every ok read's bytes hashed into its NodeResult.Digest
 	// (CRC-32C), to check what a run read or that two runs read the
-	// same. Off, a read's Digest is 0: hashing costs more CPU than the
-	// engine's own work on the node (about 1.2 µs for a 4 KiB O_DIRECT
-	// read, whose bytes the device wrote to memory past the CPU's
-	// caches; 0.14 µs for 4 KiB already in the cache).
+	// same. Off, a read's Digest is 0 (hashing costs more CPU than the
+	// engine's own work on a read: BenchmarkDigests).
 	Digests bool
 }
 
-// Run runs g on pool in the given mode (o.Repeat times, once by
-// default) and reports every node. The error is non-nil if the run could
-// not start (an op the kernel lacks, a missing root or spec file, unless
-// ctx has ended: then every node is canceled; workers.ErrClosed),
-// if ctx ended it early, or if a node's code stopped it (a *StopError,
-// dag.Inputs.Stop); then in-flight requests were canceled, unstarted
-// nodes are canceled with cause "context", and the report is still
-// complete. A cancellation that cut nothing short (it came in the last
-// repeat, and what it reached in flight completed anyway) is no error.
+// Run runs g on pool in the given mode (o.Repeat times, once by default)
+// and reports every node. The error is nil only if every node succeeded
+// (or was skipped): it is a *FailedError if nodes failed; the context's
+// error if ctx ended the run early; a *StopError if a node's code
+// stopped it (dag.Inputs.Stop); workers.ErrClosed if the pool closed
+// under it; ErrOnWorker if called from a hook, binding or observer on one
+// of the pool's workers; or why the run could not start (an op the kernel
+// lacks, a missing root or spec file): then the Report is nil. After an
+// early end, in-flight requests were canceled, unstarted nodes are
+// canceled with cause "context", and the report is still complete. A
+// cancellation that cut nothing short (it came in the last repeat, and
+// what it reached in flight completed anyway) is no error.
 func Run(ctx context.Context, pool *workers.Pool, g *dag.Graph, mode Mode, o Options) (*Report, error) {
 	r := NewRunner(pool, g)
 	defer r.Close()
@@ -177,177 +66,86 @@ func Run(ctx context.Context, pool *workers.Pool, g *dag.Graph, mode Mode, o Opt
 // allocated: a rerun allocates nothing per node. A Runner is not safe
 // for concurrent use; use one per goroutine (a pool serves many).
 type Runner struct {
-	pool    *worker.Pool
-	p       *plan
-	st      *state
-	tasks   []*task
-	rootFd  int32
-	pinner  runtime.Pinner
-	t0      int64
-	report  Report
-	barrier barrier
-	// observer is Options.Observe of the run in progress.
-	observer func(NodeResult)
-	// mode and root are the run in progress's, for its subgraphs
-	// (dag.Inputs.Run); depth counts the runs this one is a subgraph of.
-	mode   Mode
-	root   string
-	depth  int
-	parent *Runner // the run whose Go task runs this one, or nil
-	// compTask is each component's task in the set that runs every
-	// component on one worker (spread).
-	compTask []int32
-	// digests makes the run compute the CRC-32C of what its reads
-	// return, which only its Report and observer show: Run sets it from
-	// Options.Digests; a subgraph (dag.Inputs.Run) has neither.
-	digests bool
-	// subgraphNodes holds the node memory of subgraphs (dag.Inputs.Run,
-	// at any depth below this Runner) that have run, for the next ones:
-	// a Go task that runs subgraph after subgraph declares them in the
-	// same memory instead of making it afresh each time.
-	subgraphNodes sync.Pool // of *[]dag.Node
+	pool     *worker.Pool
+	p        *plan
+	st       *state
+	tasks    []*task
+	picks    []int   // the workers Pick chose for the tasks
+	compTask []int32 // each component's task
+	report   Report
+
+	// The run in progress.
+	rootFd   int32 // the run's root, opened once per run (or its parent run's)
+	root     string
+	mode     Mode
+	digests  bool             // reads are hashed (Options.Digests)
+	observer func(NodeResult) // Options.Observe, its times made relative
+	pinner   runtime.Pinner
+	t0       int64
+	gate     *streamGate // Start's stream, or nil
 	// left counts the run's tasks that have not finished; the last to
-	// finish sends on fin (buffered, made once, so a Run allocates no
-	// channel).
+	// finish sends on fin (made once, so a Run allocates no channel).
 	left atomic.Int32
 	fin  chan struct{}
-	// failed: a task of the run failed (its worker died, its ring
-	// failed), which cancels the others: the run's error is that task's.
+	// failed: a task of the run failed (its worker died), which cancels
+	// the others: the run's error is that task's.
 	failed atomic.Bool
+
+	// A subgraph's run (dag.Inputs.Run): depth counts the runs it is a
+	// subgraph of, parent is the one whose Go task runs it.
+	depth  int
+	parent *Runner
+	// subgraphNodes holds the node memory of subgraphs that have run (at
+	// any depth below this Runner), for the next ones to declare theirs
+	// in.
+	subgraphNodes sync.Pool // of *[]dag.Node
+
 	// stopMu guards what follows: the run's first Stop, and the context
 	// its nodes' functions see (dag.Inputs.Context), made only when one
-	// asks for it, from the caller's ctx; endRun cancels it.
+	// asks for it, from the caller's ctx.
 	stopMu    sync.Mutex
 	stopErr   error // the first node that stopped the run, and why
 	callerCtx context.Context
 	ctx       context.Context
-	endRun    context.CancelFunc
-	ended     bool // the run stopped or ended: a context made now is done
-}
-
-// StopError is Run's error when a node's function stopped the run
-// (dag.Inputs.Stop).
-type StopError struct {
-	Node string // the node whose hook, binding or function called Stop
-	Err  error  // what it gave Stop
-}
-
-// Error names the node and what it gave Stop.
-func (e *StopError) Error() string { return fmt.Sprintf("node %q stopped the run: %v", e.Node, e.Err) }
-
-// Unwrap returns the error given to Stop.
-func (e *StopError) Unwrap() error { return e.Err }
-
-// stop ends the run early on behalf of node i, and the runs it is a
-// subgraph of; safe from any goroutine.
-func (r *Runner) stop(i int32, err error) {
-	r.stopWith(&StopError{Node: r.p.nodes[i].ID, Err: err})
-}
-
-// stopWith ends the run with the first StopError it is given: at once
-// (the tasks see it before they release anything more), then up the
-// runs it is a subgraph of.
-func (r *Runner) stopWith(se *StopError) {
-	r.stopMu.Lock()
-	first := r.stopErr == nil
-	if first {
-		r.stopErr = se
-	}
-	r.stopMu.Unlock()
-	if !first {
-		return
-	}
-	r.cancel()
-	r.endContext()
-	if r.parent != nil {
-		r.parent.stopWith(se)
-	}
-}
-
-// context returns the context of the run in progress (dag.Inputs.Context),
-// making it on first use: most runs never ask for one.
-func (r *Runner) context() context.Context {
-	r.stopMu.Lock()
-	defer r.stopMu.Unlock()
-	if r.ctx == nil {
-		r.ctx, r.endRun = context.WithCancel(r.callerCtx)
-		if r.ended {
-			r.endRun()
-		}
-	}
-	return r.ctx
-}
-
-// contextDone reports whether the run in progress was told to end
-// early: the caller's context ended, or the run's (Stop, the pool's
-// closing). It makes no context.
-func (r *Runner) contextDone() bool {
-	r.stopMu.Lock()
-	defer r.stopMu.Unlock()
-	return r.ended || r.callerCtx.Err() != nil
-}
-
-// endContext ends the run's context, now or as soon as it is made.
-func (r *Runner) endContext() {
-	r.stopMu.Lock()
-	r.ended = true
-	if r.endRun != nil {
-		r.endRun()
-	}
-	r.stopMu.Unlock()
+	endRun    context.CancelCauseFunc
+	ended     error // why the run ended early, once it did
 }
 
 // NewRunner prepares g to run on pool: flattens it and gives its
-// components to one task per worker, the largest first, each to the one
-// with the fewest nodes so far. In graph mode, a large component with
-// wide levels is spread over every worker of a pool of 2 to 4 workers
-// fed round-robin (not workers.Shared) when GOMAXPROCS is at least the
-// workers (at least 1,024 nodes, and on average 28 nodes a level for
-// each worker; GOMAXPROCS is read here, once).
+// components to one task per worker, the largest first, each to the task
+// with the fewest nodes so far. A component runs on one worker; a graph
+// of several spreads over several.
 func NewRunner(pool *workers.Pool, g *dag.Graph) *Runner {
 	p := newPlan(g)
-	r := &Runner{pool: (*worker.Pool)(pool), p: p, st: newState(p), rootFd: -1}
+	r := &Runner{pool: (*worker.Pool)(pool), p: p, st: newState(p), rootFd: -1, fin: make(chan struct{}, 1)}
 	comps := g.Components()
 	k := min(r.pool.Size(), len(comps))
-	local := make([]int32, len(comps))
 	load := make([]int, k)
-	owner := spread(comps, load)
-	r.compTask = owner
-	// The tasks' lists are sized before they are filled (Inputs.Run
-	// makes many small Runners).
+	r.compTask = spread(comps, load)
 	ncomps := make([]int, k)
-	for _, j := range owner {
+	for _, j := range r.compTask {
 		ncomps[j]++
 	}
-	for j := 0; j < k; j++ {
+	for j := range k {
 		t := newTask(r)
 		t.comps = make([]int32, 0, ncomps[j])
 		t.nodes = make([]int32, 0, load[j])
 		r.tasks = append(r.tasks, t)
 	}
+	local := make([]int32, len(comps))
 	for c, nodes := range comps {
-		t := r.tasks[owner[c]]
+		t := r.tasks[r.compTask[c]]
 		local[c] = int32(len(t.comps))
 		t.comps = append(t.comps, int32(c))
 		t.nodes = append(t.nodes, nodes...)
 	}
-	r.fin = make(chan struct{}, 1)
+	r.picks = make([]int, len(r.tasks))
 	for _, t := range r.tasks {
 		t.link.local = local
 		t.ready = make([]int32, 0, len(t.nodes))
-		roots, opens := 0, 0
 		for _, i := range t.nodes {
 			if p.npred[i] == 0 {
-				roots++
-			}
-			if p.hot[i].op == dag.OpOpen {
-				opens++
-			}
-		}
-		t.graph.roots, t.opens = make([]int32, 0, roots), make([]int32, 0, opens)
-		for _, i := range t.nodes {
-			if p.npred[i] == 0 {
-				t.graph.roots = append(t.graph.roots, i)
+				t.roots = append(t.roots, i)
 			}
 			if p.hot[i].op == dag.OpOpen {
 				t.opens = append(t.opens, i)
@@ -360,13 +158,8 @@ func NewRunner(pool *workers.Pool, g *dag.Graph) *Runner {
 // spread gives each component to a task, the largest first, each to the
 // task with the fewest nodes so far (the first of those), and returns
 // each component's task; load holds each task's nodes before and after.
-// Components of one size go out in turn. Given out in turn whatever
-// their size, two large components could land on one worker beside
-// small ones on the other (measured: two layered 64x64 and the 20 single
-// nodes their first levels leave, on 2 workers: 1.0x one worker, with
-// one worker idle; spread by size, see the README). It takes a sort and
-// a scan of the tasks per component: 12 ms of NewRunner's 154 for a
-// million single nodes on 2 workers.
+// Given out in turn whatever their size, two large components could land
+// on one worker beside small ones on the other.
 func spread(comps [][]int32, load []int) []int32 {
 	bySize := make([]int32, len(comps))
 	for c := range bySize {
@@ -395,30 +188,29 @@ func (r *Runner) Close() error { return nil }
 // Run runs the graph in mode; see the package function Run. The returned
 // Report is reused by the Runner's next Run.
 func (r *Runner) Run(ctx context.Context, mode Mode, o Options) (*Report, error) {
-	if o.Repeat <= 0 {
-		o.Repeat = 1
+	if r.pool.OnWorker() {
+		return nil, ErrOnWorker
 	}
+	o.Repeat = max(o.Repeat, 1)
 	r.digests = o.Digests
-	wall, started, err := r.run(ctx, mode, o)
-	if !started {
+	wall, err := r.run(ctx, mode, o)
+	if wall < 0 {
 		return nil, err
 	}
-	return r.buildReport(mode, o.Repeat, wall), err
+	rep := r.buildReport(mode, o.Repeat, wall)
+	return rep, join(err, r.failures())
 }
 
 // run runs the graph as Run does, without building the report: it
-// returns the wall time, whether the run started (a run that did not
-// has no report), and the run's error. Every node is final afterwards
-// if it started.
-func (r *Runner) run(ctx context.Context, mode Mode, o Options) (wall int64, started bool, err error) {
-	if o.Repeat <= 0 {
-		o.Repeat = 1
-	}
+// returns the wall time, or -1 if the run did not start (then it has no
+// report), and the run's error, not counting failed nodes. Every node is
+// final afterwards if it started.
+func (r *Runner) run(ctx context.Context, mode Mode, o Options) (wall int64, err error) {
 	if mode < Graph || mode > Waves {
-		return 0, false, fmt.Errorf("submit: unknown mode %d", mode)
+		return -1, fmt.Errorf("submit: unknown mode %d", mode)
 	}
 	if err := r.checkOps(); err != nil {
-		return 0, false, err
+		return -1, err
 	}
 	files, err := r.open(o.Root)
 	if err != nil && ctx.Err() != nil {
@@ -427,9 +219,40 @@ func (r *Runner) run(ctx context.Context, mode Mode, o Options) (wall int64, sta
 		files, err = r.unopened(), nil
 	}
 	if err != nil {
-		return 0, false, err
+		return -1, err
 	}
 	defer r.closeFiles(files)
+	r.pinAll()
+	defer r.pinner.Unpin()
+	if mode == Link {
+		r.p.linkSeq(0) // made here, once, not by the workers at once
+	}
+	r.begin(ctx, mode, o, files)
+	defer r.endContext(nil)
+	var stop func() bool
+	var canceled chan struct{}
+	if ctx.Done() != nil {
+		canceled = make(chan struct{})
+		stop = context.AfterFunc(ctx, func() {
+			defer close(canceled)
+			r.cancel()
+		})
+	}
+	handed, goErr := r.hand()
+	// Tasks never handed over will not finish: if those handed over have
+	// finished already, nobody sends on fin.
+	if handed == len(r.tasks) || r.left.Add(-int32(len(r.tasks)-handed)) > 0 {
+		r.await()
+	}
+	if stop != nil && !stop() {
+		<-canceled // its callback runs: let it finish before the next Run resets what it writes
+	}
+	return r.pool.Now() - r.t0, r.runErr(ctx, handed, goErr)
+}
+
+// pinAll pins what the kernel reads of the plan while the run is in
+// flight: its paths and the program's buffers.
+func (r *Runner) pinAll() {
 	if len(r.p.paths) > 0 {
 		r.pinner.Pin(&r.p.paths[0])
 	}
@@ -438,13 +261,14 @@ func (r *Runner) run(ctx context.Context, mode Mode, o Options) (wall int64, sta
 			r.pinner.Pin(&b[0])
 		}
 	}
-	defer r.pinner.Unpin()
+}
 
+// begin readies the run's tasks and its state for a run.
+func (r *Runner) begin(ctx context.Context, mode Mode, o Options, files []int) {
 	r.t0 = r.pool.Now()
 	r.stopMu.Lock()
-	r.stopErr, r.callerCtx, r.ctx, r.endRun, r.ended = nil, ctx, nil, nil, false
+	r.stopErr, r.callerCtx, r.ctx, r.endRun, r.ended = nil, ctx, nil, nil, nil
 	r.stopMu.Unlock()
-	defer r.endContext()
 	r.mode, r.root = mode, o.Root
 	r.observer = nil
 	if o.Observe != nil {
@@ -454,72 +278,46 @@ func (r *Runner) run(ctx context.Context, mode Mode, o Options) (wall int64, sta
 			o.Observe(n)
 		}
 	}
-	r.barrier.arrived.Store(0)
-	r.barrier.abort.Store(false)
 	r.failed.Store(false)
-	r.barrier.tasks = int64(len(r.tasks))
+	r.left.Store(int32(len(r.tasks)))
 	for _, t := range r.tasks {
-		if (mode == Waves || mode == Graph) && len(t.levels.off) == 0 {
-			t.groupLevels() // once, if ever: waves and graph's lockstep go by level
-		}
 		t.use(mode)
-		t.waves.step = 0
 		t.repeat, t.iter = o.Repeat, 0
-		t.sqes, t.maxInflight, t.splits, t.enters = 0, 0, 0, 0
+		t.sqes, t.maxInflight, t.breaks, t.enters = 0, 0, 0, 0
 		t.canceled, t.err, t.trace, t.obs, t.digests = false, nil, o.Trace, r.observer, r.digests
 		t.worker.Store(nil)
 		copy(t.fileFds, files)
-		// A context already ended cancels every node before anything
-		// is submitted; AfterFunc's goroutine would race the workers.
+		// A context already ended cancels every node before anything is
+		// submitted.
 		t.cancelReq.Store(ctx.Err() != nil)
 	}
-	// A context that can end cancels the run's tasks when it does.
-	var canceled chan struct{}
-	stop := func() bool { return true }
-	if ctx.Done() != nil {
-		canceled = make(chan struct{})
-		stop = context.AfterFunc(ctx, func() {
-			defer close(canceled)
-			r.cancel()
-		})
-	}
-	var goErr error
-	handed := 0
-	r.left.Store(int32(len(r.tasks)))
-	// Places of their own: a split run's tasks wait for each other, so
-	// two on one worker would poll for each other in turn.
-	at := r.pool.Reserve(len(r.tasks))
+}
+
+// hand gives the run's tasks to the pool, each to a worker of its own
+// while there are enough, and returns how many it handed over. If the
+// pool closed under it, the tasks handed over are canceled, and the
+// nodes of the others with them.
+func (r *Runner) hand() (int, error) {
+	ws := r.pool.Pick(r.picks[:len(r.tasks)])
 	for j, t := range r.tasks {
-		if goErr = r.pool.GoOn(at+j, t); goErr != nil {
-			break
-		}
-		handed++
-	}
-	waiting := true
-	if goErr != nil {
-		// The pool closed under the run: what started is canceled, and
-		// the nodes of tasks that never started are canceled here.
-		r.barrier.abort.Store(true)
-		r.cancel()
-		for _, t := range r.tasks[handed:] {
-			t.reset()
-			for _, i := range t.nodes {
-				t.st.node[i].status, t.st.node[i].cause = stCanceled, causeContext
+		if err := r.pool.GoOn(ws[j], t); err != nil {
+			r.cancel()
+			for _, t := range r.tasks[j:] {
+				t.reset()
+				for _, i := range t.nodes {
+					t.st.node[i].status, t.st.node[i].cause = stCanceled, causeContext
+				}
+				t.tellObserver(t.nodes...)
 			}
-			t.tellObserver(t.nodes...)
+			return j, err
 		}
-		// If what started has finished already, nobody sends on fin.
-		waiting = r.left.Add(-int32(len(r.tasks)-handed)) > 0
 	}
-	if waiting {
-		r.await()
-	}
-	if !stop() {
-		// The callback ran or is running: let it finish before the
-		// next Run resets what it writes.
-		<-canceled
-	}
-	wall = r.pool.Now() - r.t0
+	return len(r.tasks), nil
+}
+
+// runErr returns the error of a run whose tasks have all finished (the
+// first handed of them), not counting failed nodes.
+func (r *Runner) runErr(ctx context.Context, handed int, goErr error) error {
 	var errs []error
 	if goErr != nil {
 		errs = append(errs, goErr)
@@ -527,29 +325,23 @@ func (r *Runner) run(ctx context.Context, mode Mode, o Options) (wall int64, sta
 	ctxEnded := false
 	for _, t := range r.tasks[:handed] {
 		// A task may end before it sees the run's cancellation (its last
-		// node, a Go task, returned its context's error: cutShort): the
-		// request counts.
+		// node, a Go task, returned its context's error): the request
+		// counts.
 		canceled := t.canceled || t.cancelReq.Load()
 		switch {
 		case t.err != nil:
 			errs = append(errs, t.err)
-		case !canceled:
-		case r.spared(t):
-			// As for a cancellation that comes after the last Complete,
-			// no error.
+		case !canceled, r.spared(t), r.failed.Load():
+			// Nothing cut short, or another task's failure says why.
 		case r.stopErr != nil:
 			errs = append(errs, r.stopErr)
 		case ctx.Err() != nil:
 			ctxEnded = true
-		case r.failed.Load():
-			// Canceled for another task's failure, which says why.
 		default:
 			errs = append(errs, workers.ErrClosed)
 		}
 	}
 	if ctxEnded {
-		// Once: dedupe compares with ==, and a cause the program gave
-		// (context.WithCancelCause) may be of a type == panics on.
 		errs = append(errs, context.Cause(ctx))
 	}
 	// A Stop may end the run without any task seeing the cancellation
@@ -559,10 +351,7 @@ func (r *Runner) run(ctx context.Context, mode Mode, o Options) (wall int64, sta
 		errs = append(errs, r.stopErr)
 	}
 	r.stopMu.Unlock()
-	if len(errs) == 0 {
-		return wall, true, nil
-	}
-	return wall, true, errors.Join(dedupe(errs)...)
+	return errors.Join(dedupe(errs)...)
 }
 
 // finished tells the runner that one more of its tasks has finished.
@@ -574,22 +363,13 @@ func (r *Runner) finished() {
 
 // await returns when the run's last task has finished. A small graph
 // ends within microseconds, sooner than a parked goroutine is woken from
-// another thread, so the caller first yields in a loop for up to
-// spinTime, if fewer runs wait on the pool than there are Ps (a spinner
-// holds one while it has nothing better to run).
+// another thread, so the caller first yields for a while (worker.Spin).
 func (r *Runner) await() {
-	if r.pool.Waiters().Add(1) < int32(runtime.GOMAXPROCS(0)) {
-		for end := r.pool.Now() + spinTime; r.left.Load() > 0 && r.pool.Now() < end; {
-			runtime.Gosched()
-		}
-	}
+	r.pool.Waiters().Add(1)
+	r.pool.Spin(func() bool { return r.left.Load() == 0 })
 	<-r.fin
 	r.pool.Waiters().Add(-1)
 }
-
-// spinTime bounds await's spin, in nanoseconds: a few times what a small
-// graph's run takes (BenchmarkSmallRuns).
-const spinTime = 50_000
 
 // cancel asks every task of the run to end early; safe from any goroutine.
 func (r *Runner) cancel() {
@@ -601,13 +381,29 @@ func (r *Runner) cancel() {
 	}
 }
 
-// wakeOthers wakes the workers of the run's other tasks.
-func (r *Runner) wakeOthers(self *task) {
+// wake makes the workers of the run's tasks look at them again (a stream
+// whose reader took outcomes).
+func (r *Runner) wake() {
 	for _, t := range r.tasks {
-		if w := t.worker.Load(); t != self && w != nil {
+		if w := t.worker.Load(); w != nil {
 			w.Wake()
 		}
 	}
+}
+
+// paused reports whether the run submits nothing new for now: its
+// stream holds StreamBuffer outcomes nobody took.
+func (r *Runner) paused() bool { return r.gate != nil && r.gate.full() }
+
+// join joins a and b, either of which may be nil: one alone is itself.
+func join(a, b error) error {
+	switch {
+	case a == nil:
+		return b
+	case b == nil:
+		return a
+	}
+	return errors.Join(a, b)
 }
 
 func dedupe(errs []error) []error {
@@ -624,17 +420,69 @@ func dedupe(errs []error) []error {
 	return out
 }
 
-// UnsupportedOpError is Run's error when the kernel lacks the io_uring
-// operation a node needs; nothing was submitted.
-type UnsupportedOpError struct {
-	Graph string // the graph's name
-	Op    dag.Op // the node op the kernel cannot perform
+// stop ends the run early on behalf of node i, and the runs it is a
+// subgraph of; safe from any goroutine.
+func (r *Runner) stop(i int32, err error) {
+	r.stopWith(&StopError{Node: r.p.ids[i], Err: err})
 }
 
-// Error names the graph, the op, its opcode and the fix.
-func (e *UnsupportedOpError) Error() string {
-	return fmt.Sprintf("submit: graph %q needs %s (io_uring opcode %s), which this kernel does not support: upgrade the kernel or avoid the operation",
-		e.Graph, e.Op, uring.OpName(opcode(e.Op)))
+// stopWith ends the run with the first StopError it is given: at once
+// (the tasks see it before they release anything more), then up the
+// runs it is a subgraph of.
+func (r *Runner) stopWith(se *StopError) {
+	r.stopMu.Lock()
+	first := r.stopErr == nil
+	if first {
+		r.stopErr = se
+	}
+	r.stopMu.Unlock()
+	if !first {
+		return
+	}
+	r.cancel()
+	r.endContext(se)
+	if r.parent != nil {
+		r.parent.stopWith(se)
+	}
+}
+
+// context returns the context of the run in progress (dag.Inputs.Context),
+// making it on first use: most runs never ask for one.
+func (r *Runner) context() context.Context {
+	r.stopMu.Lock()
+	defer r.stopMu.Unlock()
+	if r.ctx == nil {
+		r.ctx, r.endRun = context.WithCancelCause(r.callerCtx)
+		if r.ended != nil {
+			r.endRun(r.ended)
+		}
+	}
+	return r.ctx
+}
+
+// contextDone reports whether the run in progress was told to end
+// early: the caller's context ended, or the run's (Stop, the pool's
+// closing). It makes no context.
+func (r *Runner) contextDone() bool {
+	r.stopMu.Lock()
+	defer r.stopMu.Unlock()
+	return r.ended != nil || r.callerCtx.Err() != nil
+}
+
+// endContext ends the run's context with cause why (nil: the run is
+// over), now or as soon as it is made.
+func (r *Runner) endContext(why error) {
+	if why == nil {
+		why = context.Canceled
+	}
+	r.stopMu.Lock()
+	if r.ended == nil {
+		r.ended = why
+	}
+	if r.endRun != nil {
+		r.endRun(r.ended)
+	}
+	r.stopMu.Unlock()
 }
 
 // checkOps fails before anything is submitted if the kernel lacks an
@@ -649,24 +497,34 @@ func (r *Runner) checkOps() error {
 }
 
 // open opens the run root and the spec files nodes read and write (fds,
-// -1 for files no node uses), confined to the root.
+// -1 for files no node uses), confined to the root. A subgraph's run
+// works in its parent run's root, the directory it opened, wherever that
+// was moved since.
 func (r *Runner) open(root string) ([]int, error) {
 	needRoot := len(r.p.paths) > 0
 	for _, u := range r.p.useFile {
 		needRoot = needRoot || u
 	}
 	files := r.unopened()
-	if !needRoot {
+	// A Go task may run a subgraph with paths: the root is opened for it
+	// now, before the Go task could move it.
+	if !needRoot && !r.p.opsUsed[dag.OpGo] {
 		return files, nil
 	}
-	if root == "" {
+	switch {
+	case r.parent != nil && r.parent.rootFd >= 0:
+		r.rootFd = r.parent.rootFd
+	case root == "" && needRoot:
 		return nil, fmt.Errorf("submit: graph %q uses files or paths: Options.Root must name its directory", r.p.g.Name())
+	case root == "":
+		return files, nil
+	default:
+		fd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return nil, fmt.Errorf("submit: open root %s: %w", root, err)
+		}
+		r.rootFd = int32(fd)
 	}
-	fd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, fmt.Errorf("submit: open root %s: %w", root, err)
-	}
-	r.rootFd = int32(fd)
 	for i, f := range r.p.files {
 		if !r.p.useFile[i] {
 			continue
@@ -697,8 +555,8 @@ func (r *Runner) closeFiles(files []int) {
 			files[i] = -1
 		}
 	}
-	if r.rootFd >= 0 {
+	if r.rootFd >= 0 && (r.parent == nil || r.rootFd != r.parent.rootFd) {
 		unix.Close(int(r.rootFd))
-		r.rootFd = -1
 	}
+	r.rootFd = -1
 }

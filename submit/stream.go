@@ -6,36 +6,66 @@ import (
 	"sync"
 )
 
+// StreamBuffer is how many outcomes a Stream holds that Results has not
+// taken: once it holds that many, the run submits nothing more until
+// Results takes some (what is in flight still completes).
+const StreamBuffer = 4096
+
 // Stream is a run in progress whose node outcomes arrive as they become
 // final: Runner.Start.
 type Stream struct {
 	cancel context.CancelFunc
-	mu     sync.Mutex
-	queue  []NodeResult
-	// spare is the reader's last batch, emptied: the next swap's queue
-	// (two buffers that the workers and the reader trade, not a new
-	// slice grown from nothing for every batch).
+	gate   streamGate
+	more   chan struct{} // a send means the queue grew
+	done   chan struct{} // closed when the run has ended
+	rep    *Report
+	err    error
+}
+
+// streamGate is a stream's queue of outcomes, which the run's workers
+// fill and the reader empties: while it holds StreamBuffer outcomes, the
+// run pauses (Runner.paused).
+type streamGate struct {
+	mu    sync.Mutex
+	queue []NodeResult
+	// spare is the reader's last batch, emptied: the next swap's queue.
 	spare []NodeResult
-	more  chan struct{} // a send means the queue grew
-	done  chan struct{} // closed when the run has ended
-	rep   *Report
-	err   error
+	held  int // len(queue), for full without the lock's cost on every turn
+	r     *Runner
+}
+
+// full reports whether the stream holds StreamBuffer outcomes or more.
+func (g *streamGate) full() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.held >= StreamBuffer
 }
 
 // Start runs the graph like Run, on the pool's workers, but returns at
 // once: Results yields each node's outcome as soon as it is final (a
 // node's hook has run by then), Stop ends the run early, and Wait returns
-// the report. The stream holds every outcome until Results takes it, so a
-// slow reader never holds up the workers. The Runner must not be used
-// again until Wait has returned.
+// the report. The stream holds at most StreamBuffer outcomes that Results
+// has not taken, and the run pauses while it does: range over Results
+// while the run goes on, or Stop it; a Wait with more outcomes than that
+// untaken waits for a reader. The Runner must not be used again until
+// Wait has returned. Called from a hook, binding or observer on one of
+// the pool's workers, the stream's Wait returns ErrOnWorker.
 func (r *Runner) Start(ctx context.Context, mode Mode, o Options) *Stream {
 	ctx, cancel := context.WithCancel(ctx)
 	s := &Stream{cancel: cancel, more: make(chan struct{}, 1), done: make(chan struct{})}
+	if r.pool.OnWorker() {
+		s.err = ErrOnWorker
+		close(s.done)
+		cancel()
+		return s
+	}
+	s.gate.r = r
 	observe := o.Observe
 	o.Observe = func(n NodeResult) {
-		s.mu.Lock()
-		s.queue = append(s.queue, n)
-		s.mu.Unlock()
+		s.gate.mu.Lock()
+		s.gate.queue = append(s.gate.queue, n)
+		s.gate.held = len(s.gate.queue)
+		s.gate.mu.Unlock()
 		select {
 		case s.more <- struct{}{}:
 		default:
@@ -44,10 +74,12 @@ func (r *Runner) Start(ctx context.Context, mode Mode, o Options) *Stream {
 			observe(n) // last: a panic in it loses the stream nothing
 		}
 	}
+	r.gate = &s.gate
 	go func() {
 		defer close(s.done)
 		defer cancel()
 		s.rep, s.err = r.Run(ctx, mode, o)
+		r.gate = nil
 	}()
 	return s
 }
@@ -58,37 +90,37 @@ func (r *Runner) Start(ctx context.Context, mode Mode, o Options) *Stream {
 // at a time may range over it.
 func (s *Stream) Results() iter.Seq[NodeResult] {
 	return func(yield func(NodeResult) bool) {
+		g := &s.gate
 		for {
-			s.mu.Lock()
-			batch := s.queue
-			s.queue = s.spare
-			s.mu.Unlock()
-			stop := false
+			g.mu.Lock()
+			batch := g.queue
+			g.queue, g.held = g.spare, 0
+			g.mu.Unlock()
+			if len(batch) >= StreamBuffer && g.r != nil {
+				g.r.wake() // the run paused: it may go on
+			}
 			for k, n := range batch {
 				if !yield(n) {
-					// What the loop did not take goes back to the
-					// front of the queue, for the next loop.
-					s.mu.Lock()
-					s.queue = append(append([]NodeResult(nil), batch[k+1:]...), s.queue...)
-					s.mu.Unlock()
-					stop = true
-					break
+					// What the loop did not take goes back to the front of
+					// the queue, for the next loop.
+					g.mu.Lock()
+					g.queue = append(append([]NodeResult(nil), batch[k+1:]...), g.queue...)
+					g.held = len(g.queue)
+					g.mu.Unlock()
+					return
 				}
 			}
 			clear(batch) // hold no outcome's data for the program
-			s.spare = batch[:0]
-			if stop {
-				return
-			}
+			g.spare = batch[:0]
 			if len(batch) > 0 {
 				continue
 			}
 			select {
 			case <-s.more:
 			case <-s.done:
-				s.mu.Lock()
-				left := len(s.queue)
-				s.mu.Unlock()
+				g.mu.Lock()
+				left := len(g.queue)
+				g.mu.Unlock()
 				if left == 0 {
 					return
 				}

@@ -154,7 +154,7 @@ func BenchmarkSubgraph(b *testing.B) {
 				bd.Go("loop", func(in dag.Inputs) error {
 					done := measureOp(b)
 					for b.Loop() {
-						if err := in.Run("sub", nops(n)); err != nil {
+						if err := errOnly(in.Run("sub", nops(n))); err != nil {
 							return err
 						}
 					}
@@ -258,7 +258,7 @@ func (s *searcher) dirWith(rel string, file func(b *dag.Builder, id, path string
 		if err != nil {
 			return err
 		}
-		return in.Run(rel, func(b *dag.Builder) {
+		return errOnly(in.Run(rel, func(b *dag.Builder) {
 			b.Grow(4*len(ents), 3*len(ents))
 			for _, e := range ents {
 				if e.IsDir() {
@@ -267,7 +267,7 @@ func (s *searcher) dirWith(rel string, file func(b *dag.Builder, id, path string
 					file(b, e.Name(), rel+"/"+e.Name())
 				}
 			}
-		})
+		}))
 	}
 }
 

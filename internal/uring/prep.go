@@ -115,6 +115,16 @@ func (s *SQE) PrepTimeout(ts *unix.Timespec, count uint32, flags uint32) {
 	s.OpFlags = flags
 }
 
+// PrepLinkTimeout cancels the request linked before it (IOSQE_IO_LINK) if
+// it has not completed after ts (io_uring_prep_link_timeout): the request
+// ends with -ECANCELED and the timeout with -ETIME; if the request
+// completes first, the timeout ends with -ECANCELED. The kernel reads ts
+// when it takes the SQE.
+func (s *SQE) PrepLinkTimeout(ts *unix.Timespec, flags uint32) {
+	s.rw(OpLinkTimeout, -1, ptr(ts), 1, 0)
+	s.OpFlags = flags
+}
+
 // PrepCancel cancels the request whose user_data is target (io_uring_prep_cancel64).
 func (s *SQE) PrepCancel(target uint64, flags uint32) {
 	s.rw(OpAsyncCancel, -1, target, 0, 0)

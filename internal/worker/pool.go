@@ -10,6 +10,7 @@ package worker
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -68,7 +69,6 @@ type Pool struct {
 	// from the fields above, which the workers read every turn.
 	_        [64]byte
 	closeMu  sync.RWMutex // GoOn's check and push against Close
-	next     atomic.Uint32
 	waiters  atomic.Int32
 	spinners atomic.Int32 // workers in Worker.spin: at most one
 	_        [64]byte
@@ -153,19 +153,96 @@ func (p *Pool) Size() int { return len(p.workers) }
 // ErrClosed is returned when a task is given to a closed pool.
 var ErrClosed = errors.New("workers: pool is closed")
 
-// Go hands t to a worker: the next in round-robin order. It returns
-// ErrClosed after Close.
+// Go hands t to the least loaded worker (Pick). It returns ErrClosed
+// after Close.
 func (p *Pool) Go(t Task) error {
-	return p.GoOn(int(p.next.Add(1)-1), t)
+	var one [1]int
+	return p.GoOn(p.Pick(one[:])[0], t)
 }
 
-// Reserve takes n consecutive places in the round-robin order and
-// returns the first, for GoOn: n tasks given the places from it run on
-// distinct workers while n <= Size(), even as other goroutines hand
-// tasks over in between.
-func (p *Pool) Reserve(n int) int {
-	return int(p.next.Add(uint32(n)) - uint32(n))
+// Pick fills ws with distinct workers for len(ws) tasks (wrapping around
+// when they are more than the workers) and returns it: the least loaded
+// first (the fewest tasks handed over and not finished), and of those
+// alike, the one whose last task finished last, which may still be
+// spinning for the next (a goroutine that runs small graphs one after
+// another keeps one worker warm instead of waking another). Loads change
+// under it: it is a choice, not a reservation.
+func (p *Pool) Pick(ws []int) []int {
+	n := len(p.workers)
+	var taken [64]bool // workers chosen for this call, the first 64
+	for k := range ws {
+		best := -1
+		for i, w := range p.workers {
+			if i < len(taken) && taken[i] && k < n {
+				continue
+			}
+			if best < 0 || p.better(w, p.workers[best]) {
+				best = i
+			}
+		}
+		ws[k] = best
+		if best < len(taken) {
+			taken[best] = true
+		}
+	}
+	return ws
 }
+
+// better reports whether worker a is a better place than b for a task:
+// a live one, less loaded, or more recently active.
+func (p *Pool) better(a, b *Worker) bool {
+	if da, db := a.stopped.Load(), b.stopped.Load(); da != db {
+		return db
+	}
+	la, lb := a.load.Load(), b.load.Load()
+	return la < lb || la == lb && a.lastActive.Load() > b.lastActive.Load()
+}
+
+// OnWorker reports whether the calling goroutine is one of the pool's
+// workers running a program's code (Worker.EnterUser): a hook that waits
+// for a run on its own pool would wait for itself.
+func (p *Pool) OnWorker() bool {
+	tid := int32(-1)
+	for _, w := range p.workers {
+		if !w.user.Load() {
+			continue
+		}
+		if tid < 0 {
+			tid = int32(unix.Gettid())
+		}
+		if w.tid == tid {
+			return true
+		}
+	}
+	return false
+}
+
+// Spin calls done until it reports true, yielding the processor between
+// calls, for up to spinTime, and reports whether done did. A goroutine
+// that waits for what a worker does in microseconds (a small run's end, a
+// worker's next task) spins rather than sleeps: waking a sleeping thread
+// costs more than the wait. It does not spin while as many goroutines wait
+// on the pool as there are Ps: they keep the CPUs busy.
+func (p *Pool) Spin(done func() bool) bool {
+	if p.waiters.Load() > int32(runtime.GOMAXPROCS(0)) {
+		return done()
+	}
+	for end := p.Now() + spinTime; ; {
+		for k := 0; k < 16; k++ {
+			if done() {
+				return true
+			}
+			runtime.Gosched()
+		}
+		if p.Now() > end {
+			return false
+		}
+	}
+}
+
+// spinTime bounds Spin, in nanoseconds: a few times what a small graph's
+// run takes (BenchmarkSmallRuns in package submit).
+const spinTime = 50_000
 
 // GoOn hands t to worker i % Size(). Tasks given to one worker run in
 // one event loop.
@@ -184,6 +261,7 @@ func (p *Pool) GoOn(i int, t Task) error {
 	if w.dead != nil {
 		return w.dead
 	}
+	w.load.Add(1)
 	w.queue.push(t)
 	w.wake()
 	return nil

@@ -3,11 +3,9 @@ package worker
 import (
 	"errors"
 	"fmt"
-	"math"
 	"sync/atomic"
 	"time"
 
-	"runtime"
 	"sync"
 
 	"github.com/iodag/iodag/internal/uring"
@@ -168,6 +166,9 @@ type Worker struct {
 
 	lastFinish int64
 	lastEnd    int64 // when the last task ended (Now), for IdleTrim
+	reaped     bool  // the last turn reaped completions: Now's reading stamps the next prep too
+	poked      bool  // a wake came during the last enter
+	turns      int
 	// readied: since the worker last yielded its P, it ended a task (whose
 	// Run caller may be parked) or a task told it (Readied) that it woke a
 	// goroutine (a Go task's, a stream's reader); such a goroutine waits
@@ -187,6 +188,17 @@ type Worker struct {
 	// dead is why the loop ended early (die), guarded by the pool's
 	// closeMu: tasks handed over later fail with it.
 	dead error
+	// tid is the worker's thread; user says it may run a program's code
+	// now (a hook, a binding, an observer: EnterUser), for OnWorker.
+	// userOn shadows user for the worker's own reads.
+	tid    int32
+	user   atomic.Bool
+	userOn bool
+	// load counts the tasks handed to the worker that have not finished;
+	// lastActive is when the last of them finished (Pick).
+	load       atomic.Int32
+	lastActive atomic.Int64
+	stopped    atomic.Bool // dead is set: the worker takes no task
 
 	// state holds stateSleeping (the worker may block in its next
 	// enter: a wake must ring the doorbell) and statePoked (a wake came
@@ -205,6 +217,24 @@ type Worker struct {
 	wokenMu sync.Mutex
 	woken   []int
 	_       [64]byte
+}
+
+// EnterUser tells the worker that its thread is about to run a program's
+// code (a hook, a binding, an observer), which may call into the pool
+// (Pool.OnWorker); the flag stays up until the worker next blocks.
+func (w *Worker) EnterUser() {
+	if !w.userOn {
+		w.userOn = true
+		w.user.Store(true)
+	}
+}
+
+// leaveUser lowers EnterUser's flag, before the worker blocks.
+func (w *Worker) leaveUser() {
+	if w.userOn {
+		w.userOn = false
+		w.user.Store(false)
+	}
 }
 
 // ID returns the worker's index in its pool.
@@ -480,450 +510,3 @@ func (w *Worker) teardown() {
 		w.mapped.Store(0)
 	}
 }
-
-// loop is the worker's life: take tasks, let them prep SQEs, submit and
-// wait in one enter, route completions, retire finished tasks.
-func (w *Worker) loop(errp *error, started func()) {
-	defer w.pool.wg.Done()
-	// The thread is never unlocked: it exits with the goroutine, taking
-	// the ring's per-thread registration with it.
-	runtime.LockOSThread()
-	if err := w.setup(); err != nil {
-		*errp = err
-		w.teardown()
-		started()
-		return
-	}
-	started()
-	defer w.teardown()
-	returned := false
-	defer func() {
-		if !returned {
-			w.die()
-		}
-	}()
-	// reaped: the last turn reaped completions, and the clock reading
-	// Now takes for their batch (when first asked) also stamps the Prep
-	// that follows them. poked: a wake came during the last enter.
-	reaped, poked := false, false
-	turns := 0
-	for {
-		if !reaped {
-			w.stale = true
-		}
-		w.admit()
-		if w.pool.closing.Load() {
-			for _, tag := range w.active {
-				w.tasks[tag].Abort()
-			}
-			w.sweep = true
-			// What found no place never starts: the tasks it would wait
-			// for, or that wait for it, end now.
-			for _, t := range w.queue.takeAll(nil, 0) {
-				t.Finish(w, ErrClosed)
-			}
-		}
-		if !w.bellArmd {
-			if s := w.ring.GetSQE(); s != nil {
-				s.UserData = doorbellTag << tagShift
-				s.PrepRead(int32(w.efd), w.bell, 0)
-				w.bellArmd = true
-			} else {
-				// The SQ is full: an enter the kernel refused for want
-				// of memory (EAGAIN) left the tasks' SQEs in it. Submit
-				// them without waiting, as if poked, and arm the bell
-				// next turn: never sleep deaf.
-				poked = true
-			}
-		}
-		want := w.prep()
-		if len(w.active) == 0 && w.pool.closing.Load() && w.queue.n.Load() == 0 {
-			returned = true
-			return
-		}
-		if len(w.active) == 0 && w.inflight == 0 && w.spin() {
-			// A spare P let the goroutines it readied run: one handed it
-			// work while it spun.
-			w.readied = false
-			continue
-		}
-		// A wait that the completions already end (TryWait) cannot
-		// block, so the worker need not say it may sleep: it skips the
-		// two swaps of its state, the most of the loop's own CPU on a
-		// diamond (measured). A wake in the meantime only sets
-		// statePoked, which the next turn sees; what a wake is for
-		// (a new task, a cancellation, a Go task's end) the turn checks
-		// anyway.
-		var err error
-		done := false
-		if w.inflight > 0 && !poked {
-			var runFor uint32
-			if w.linked {
-				runFor = uint32(w.inflight)
-			}
-			done, err = w.ring.TryWait(want, runFor)
-			if !done && err == nil && want > 1 {
-				// Fewer are in than some task asked for: see whether
-				// they are all it needs (Task.Wait).
-				if want = w.exact(); w.ring.Reached(want) {
-					done = true
-				}
-			}
-		}
-		if !done && err == nil {
-			if w.readied && !poked && w.queue.n.Load() == 0 {
-				w.yield()
-			}
-			if w.state.Swap(stateSleeping)&statePoked != 0 || poked || w.queue.fits(w.pool.cfg.MaxTasks-(len(w.tasks)-len(w.freeTags))) {
-				want = 0
-			}
-			if want == 0 && w.inflight == 0 && w.ring.SQPending() == 0 {
-				// Poked with nothing to submit or reap (another worker
-				// handed a task work): go round without a system call.
-				poked = w.state.Swap(0)&statePoked != 0
-				continue
-			}
-			if want > 1 {
-				// Wake up now and then all the same, to notice new tasks
-				// and cancellations while a long wait is under way.
-				_, err = w.ring.WaitTimeoutFrom(want, maxWait, w.pool.epoch.Add(time.Duration(w.Now())))
-				if errors.Is(err, unix.ETIME) {
-					w.polls.Add(1)
-					w.sweep = true
-					err = nil
-				}
-			} else if want == 1 && len(w.active) == 0 && w.inflight == 0 && w.mem.trimmable() && w.pool.cfg.IdleTrim > 0 {
-				// Nothing to do, with buffer memory to unmap: sleep
-				// until IdleTrim after the last task ended (wakes that
-				// bring no task do not restart it), then unmap it.
-				left := w.pool.cfg.IdleTrim - time.Duration(w.pool.Now()-w.lastEnd)
-				if left > 0 {
-					_, err = w.ring.WaitTimeout(1, left)
-				}
-				if left <= 0 || errors.Is(err, unix.ETIME) {
-					w.mem.release()
-					w.mapped.Store(0)
-					err = nil
-				}
-			} else {
-				_, err = w.ring.SubmitAndWait(want)
-			}
-			poked = w.state.Swap(0)&statePoked != 0
-		}
-		if turns++; turns%publishEvery == 0 || len(w.active) == 0 {
-			w.enters.Store(w.ring.Enters())
-		}
-		reaped, w.linked = false, false
-		if err != nil {
-			w.failAll(fmt.Errorf("worker %d: io_uring_enter: %w", w.id, err))
-			continue
-		}
-		for {
-			// Read in place, not written (measured, fanout 100 NOPs in
-			// graph mode, four alternated perf runs: copied out first,
-			// with the tags masked off in the copy, the loop's own
-			// samples per kernel sample 0.103-0.114; in place 0.055-0.079,
-			// user per kernel samples median 0.735 -> 0.70; masked in
-			// place, the kernel's samples rose).
-			cqes := w.ring.Ready()
-			n := len(cqes)
-			if n == 0 {
-				break
-			}
-			w.stale, reaped = true, true
-			// One call per run of consecutive CQEs of one task: with a
-			// single task, one per batch.
-			for k := 0; k < n; {
-				tag := cqes[k].UserData >> tagShift
-				if tag == doorbellTag {
-					w.bellArmd = false
-					k++
-					continue
-				}
-				j := k
-				for j < n && cqes[j].UserData>>tagShift == tag {
-					j++
-				}
-				w.inflight -= j - k
-				if t := w.tasks[tag]; t != nil { // nil: failAll ended it
-					w.cur = tag << tagShift
-					t.Complete(w, cqes[k:j])
-					if w.tracking {
-						w.markDue(int(tag))
-					}
-				}
-				k = j
-			}
-			w.ring.Seen(n)
-		}
-		// A task done now is finished by the next turn's prep, before
-		// anything is submitted or waited for.
-	}
-}
-
-// prep lets the tasks with news (or, sweeping, every active task) prep
-// their SQEs, finishes those that are done, and returns how many CQEs
-// to wait for: the fewest any task needs to make progress, at least 1
-// (the doorbell is always in flight).
-func (w *Worker) prep() uint32 {
-	w.takeNews()
-	want := 0
-	if w.sweep || !w.tracking || len(w.active) <= sweepBelow {
-		want = w.prepAll()
-	} else {
-		want = w.prepDue()
-	}
-	if want < 1 || w.inflight == 0 {
-		want = 1
-	}
-	return uint32(want)
-}
-
-// prepAll preps every active task and returns the fewest completions
-// any of them wants (0: none). With more than sweepBelow tasks it keeps
-// what prepDue needs next: where each task is in active, what it wants,
-// and that one may have stopped short for want of room.
-func (w *Worker) prepAll() int {
-	w.sweep = false
-	track := len(w.active) > sweepBelow
-	for _, tag := range w.due {
-		w.isDue[tag] = false
-	}
-	w.due = w.due[:0]
-	want := 0
-	kept := w.active[:0]
-	for _, tag := range w.active {
-		w.cur = uint64(tag) << tagShift
-		n, done := w.tasks[tag].Prep(w)
-		if done {
-			w.at[tag] = -1
-			w.finish(tag, nil)
-			continue
-		}
-		if track {
-			w.at[tag], w.wants[tag] = len(kept), clampWant(n)
-		}
-		kept = append(kept, tag)
-		want = fewer(want, n)
-	}
-	w.active = kept
-	w.tracking = track
-	if track && w.Room() < 2 {
-		w.sweep = true // one may have stopped short for want of room
-	}
-	return want
-}
-
-// prepDue preps the tasks due, in the order they became due (those
-// marked during the round are for the next), and returns the fewest
-// completions any active task wants (0: none).
-func (w *Worker) prepDue() int {
-	want := 0
-	end := len(w.due)
-	for k := 0; k < end; k++ {
-		tag := w.due[k]
-		w.isDue[tag] = false
-		if w.at[tag] < 0 {
-			continue // ended, or its tag is free
-		}
-		w.cur = uint64(tag) << tagShift
-		n, done := w.tasks[tag].Prep(w)
-		if done {
-			w.deactivate(tag)
-			w.finish(tag, nil)
-			continue
-		}
-		w.wants[tag] = clampWant(n)
-		if w.Room() < 2 {
-			w.markDue(tag) // it may have stopped short for want of room
-		}
-		want = fewer(want, n)
-	}
-	w.due = w.due[:copy(w.due, w.due[end:])]
-	// The others want what they said.
-	for _, tag := range w.active {
-		if want == 1 {
-			break
-		}
-		want = fewer(want, int(w.wants[tag]))
-	}
-	return want
-}
-
-// sweepBelow is how few active tasks a turn preps all of, news or not:
-// fewer calls than keeping count of whom to call saves.
-const sweepBelow = 4
-
-// clampWant is a Prep's want as kept: at most math.MaxInt32.
-func clampWant(n int) int32 { return int32(min(n, math.MaxInt32)) }
-
-// fewer returns the smaller of want and n, of those at least 1 (0 if
-// neither is).
-func fewer(want, n int) int {
-	if n >= 1 && (want == 0 || n < want) {
-		return n
-	}
-	return want
-}
-
-// deactivate takes task tag out of active.
-func (w *Worker) deactivate(tag int) {
-	i, last := w.at[tag], len(w.active)-1
-	moved := w.active[last]
-	w.active[i] = moved
-	w.at[moved] = i
-	w.active = w.active[:last]
-	w.at[tag] = -1
-}
-
-// yield lets the goroutines the worker made runnable run before it blocks.
-// A goroutine the worker readies (a Run caller, a Go task) goes to the
-// run queue of the worker's P, and a locked thread blocked in a system
-// call keeps its P until the runtime's monitor takes it back, 20 µs to
-// 10 ms later; with no P to spare (GOMAXPROCS no more than the workers)
-// they waited that long, the CPUs idle meanwhile. Gosched hands the P
-// over at once, at the price of two thread switches when the worker runs
-// again (measured, 64 goroutines running a NOP diamond on 2 workers at
-// GOMAXPROCS 2: 253k -> 491k graphs/s; one goroutine at GOMAXPROCS 1:
-// 122 -> 11-15 µs a Run).
-func (w *Worker) yield() {
-	w.readied = false
-	runtime.Gosched()
-}
-
-// Readied tells the worker that its thread made a goroutine runnable
-// (a Go task's, an observer's): the worker yields its P before it next
-// blocks.
-func (w *Worker) Readied() { w.readied = true }
-
-// exact is prep's want made exact: the fewest completions any task
-// needs, at least 1.
-func (w *Worker) exact() uint32 {
-	want := 0
-	for _, tag := range w.active {
-		w.cur = uint64(tag) << tagShift
-		if n := w.tasks[tag].Wait(w); n >= 1 && (want == 0 || n < want) {
-			want = n
-		}
-	}
-	return uint32(max(want, 1))
-}
-
-// admit takes the queued tasks that fit and starts them.
-func (w *Worker) admit() {
-	if w.queue.n.Load() == 0 {
-		return
-	}
-	room := w.pool.cfg.MaxTasks - (len(w.tasks) - len(w.freeTags))
-	if room <= 0 {
-		return // the rest waits for a task to end (takeAll's 0 means all)
-	}
-	if room > DepthReserve {
-		// As many as fit whatever their depth, oldest first.
-		w.incoming = w.queue.takeAll(w.incoming[:0], room-DepthReserve)
-	} else {
-		w.incoming = w.queue.takeDeep(w.incoming[:0], room, room)
-	}
-	// A task starts on the clock as of now, not as of the last batch,
-	// which may be from before it was handed over (Run's start).
-	w.stale = true
-	for i, t := range w.incoming {
-		w.incoming[i] = nil
-		var tag int
-		if n := len(w.freeTags); n > 0 {
-			tag, w.freeTags = w.freeTags[n-1], w.freeTags[:n-1]
-			w.tasks[tag] = t
-		} else {
-			tag = len(w.tasks)
-			w.tasks = append(w.tasks, t)
-			w.isDue = append(w.isDue, false)
-			w.at = append(w.at, -1)
-			w.wants = append(w.wants, 0)
-		}
-		w.wants[tag] = 0 // until its first Prep
-		w.cur = uint64(tag) << tagShift
-		if err := t.Start(w); err != nil {
-			w.finish(tag, err)
-			continue
-		}
-		w.at[tag] = len(w.active)
-		w.active = append(w.active, tag)
-		if w.tracking {
-			w.markDue(tag) // else the next prep preps all
-		}
-	}
-}
-
-// finish ends task tag and frees its tag for the next task.
-func (w *Worker) finish(tag int, err error) {
-	w.retire(tag, err)
-	w.freeTags = append(w.freeTags, tag)
-}
-
-// retire ends task tag (Finish) and empties its place, without freeing
-// the tag.
-func (w *Worker) retire(tag int, err error) {
-	w.lastFinish = w.Now()
-	w.lastEnd = w.lastFinish
-	w.enters.Store(w.ring.Enters())
-	w.cur = uint64(tag) << tagShift
-	w.tasks[tag].Finish(w, err)
-	w.tasks[tag] = nil
-	w.tasksDone.Add(1)
-	w.readied = true
-}
-
-// failAll ends every task after a ring error the worker cannot recover
-// from; their in-flight requests are abandoned to the kernel. Their tags
-// are not reused: a CQE that still comes for one finds no task and is
-// dropped, not given to a new task as its own.
-func (w *Worker) failAll(err error) {
-	for _, tag := range w.active {
-		w.at[tag] = -1
-		w.retire(tag, err)
-	}
-	w.active = w.active[:0]
-}
-
-// die runs when the loop did not return: user code on the worker's
-// thread (a hook, a binding, an observer) called runtime.Goexit, which
-// nothing can stop, or the engine panicked. The goroutine ends, and its
-// locked thread with the ring's registration, so the worker's tasks, and
-// every task handed to it later, fail instead of waiting for it forever.
-func (w *Worker) die() {
-	err := fmt.Errorf("worker %d stopped: a hook, binding or observer called runtime.Goexit (as t.FailNow does)", w.id)
-	w.failAll(err)
-	p := w.pool
-	p.closeMu.Lock()
-	w.dead = err
-	p.closeMu.Unlock()
-	for _, t := range w.queue.takeAll(nil, 0) {
-		t.Finish(w, err)
-	}
-}
-
-// spin polls the queue for a new task for a while after the worker's
-// last task ended: a program that runs small graphs one after another
-// hands the next one over within microseconds, sooner than a sleeping
-// thread wakes. A spinning worker holds a P, so only one of the pool's
-// spins, and none while as many goroutines wait for runs as there are
-// Ps (they keep the CPUs busy). It reports whether a task came.
-func (w *Worker) spin() bool {
-	p := w.pool
-	if w.Now()-w.lastFinish > idleSpin || p.waiters.Load() >= int32(runtime.GOMAXPROCS(0)) || !p.spinners.CompareAndSwap(0, 1) {
-		return false
-	}
-	defer p.spinners.Store(0)
-	for end := p.Now() + idleSpin; p.Now() < end; {
-		for k := 0; k < 64; k++ {
-			if w.queue.n.Load() > 0 || p.closing.Load() {
-				return true
-			}
-		}
-	}
-	w.lastFinish = -idleSpin // spun enough: sleep until the next task
-	return false
-}
-
-// idleSpin is how long spin polls, in nanoseconds.
-const idleSpin = 30_000

@@ -1,10 +1,11 @@
 package submit
 
 import (
-	"errors"
 	"fmt"
+	"hash/crc32"
 	"path/filepath"
 	"strings"
+	"time"
 	"unsafe"
 
 	"github.com/iodag/iodag/dag"
@@ -47,18 +48,19 @@ const maxTransfer = 0x7ffff000
 
 // take's verdicts besides a negative errno (the node fails with it).
 const (
-	taken   int32 = 0 // the node's resources are held: prep it now
-	noSlot  int32 = 1 // an open waits for a free fixed-file slot
-	unbound int32 = 2 // its length source did not succeed: cancel it
-	stopped int32 = 3 // the run was canceled during its binding: dispatch nothing more
+	taken    int32 = 0 // the node's resources are held: prep it now
+	noSlot   int32 = 1 // an open waits for a free fixed-file slot
+	unbound  int32 = 2 // its length source did not succeed: cancel it
+	stopped  int32 = 3 // the run was canceled during its binding: dispatch nothing more
+	noHandle int32 = 4 // its handle's open did not succeed: cancel it
 )
 
-// take gets what node i needs to run: a fixed-file slot for an open,
-// the memory its SQE points to, and a read's or write's length. The
-// caller has checked that i's length source, if any, is final. On any
-// verdict but taken nothing is held, and the caller decides what
-// becomes of the node (refuse ends it, or it waits; after stopped the
-// dispatch ends, and the node is canceled with the rest).
+// take gets what node i needs to run: its handle open, a fixed-file slot
+// for an open, the memory its SQE points to, and a read's or write's
+// length. The caller has checked that i's length source, if any, is
+// final. On any verdict but taken nothing is held, and the caller decides
+// what becomes of the node (refuse ends it, or it waits; after stopped
+// the dispatch ends, and the node is canceled with the rest).
 func (t *task) take(w *worker.Worker, i int32) int32 {
 	if !t.hot[i].needs {
 		return taken
@@ -70,9 +72,9 @@ func (t *task) take(w *worker.Worker, i int32) int32 {
 func (t *task) takeSome(w *worker.Worker, i int32) int32 {
 	p, st := t.p, t.st
 	if h := p.handle[i]; h >= 0 && t.hot[i].op != dag.OpOpen && !st.alive[h] {
-		// Its open failed before taking a slot, or never ran (a cleanup
-		// reached on an on_failure edge): the slot number is stale.
-		return -int32(unix.EBADF)
+		// Its open failed or never ran (a finally-edge or a cleanup
+		// reached it all the same): there is no file to use.
+		return noHandle
 	}
 	var need int
 	path := ""
@@ -93,7 +95,7 @@ func (t *task) takeSome(w *worker.Worker, i int32) int32 {
 		if bind := p.nodes[i].Bind; bind != nil {
 			prm := dag.Params{Path: p.nodes[i].Path}
 			t.in.self = i
-			err := callBind(bind, &t.in, &prm)
+			err := t.callBind(bind, &t.in, &prm)
 			if t.boundStop() {
 				return stopped
 			}
@@ -160,7 +162,7 @@ func (t *task) takeTransfer(w *worker.Worker, i int32) int32 {
 	if nd.Bind != nil {
 		prm := dag.Params{Offset: off, Len: n, Buf: buf}
 		t.in.self = i
-		err := callBind(nd.Bind, &t.in, &prm)
+		err := t.callBind(nd.Bind, &t.in, &prm)
 		if t.boundStop() {
 			return stopped
 		}
@@ -239,10 +241,6 @@ const (
 	heapArena = 64 << 20
 )
 
-// ErrBadParam matches (errors.Is) the error of a node whose binding chose
-// parameters out of range.
-var ErrBadParam = errors.New("bad parameter")
-
 // maxOffset is the largest offset a binding may choose (1 TiB), as dag
 // allows for declared ones.
 const maxOffset = 1 << 40
@@ -276,6 +274,19 @@ func checkPath(path string) error {
 	return nil
 }
 
+// refuse ends node i, which take would not let run, as its verdict says:
+// canceled if what it needs did not succeed, else failed.
+func (t *task) refuse(w *worker.Worker, i int32, verdict int32) {
+	switch verdict {
+	case unbound:
+		t.cancel(w, i, t.rootOf(t.p.nodes[i].LenFrom))
+	case noHandle:
+		t.cancel(w, i, t.rootOf(t.p.openOf[t.p.handle[i]]))
+	default:
+		t.fail(w, i, verdict, t.st.err[i])
+	}
+}
+
 // canFollow reports whether node i may go down behind nodes that have
 // not run yet (in a kernel chain): what it reads of others' results is
 // known and its directories can be opened now.
@@ -303,9 +314,10 @@ func (t *task) prep(w *worker.Worker, i int32, link uint8) *uring.SQE {
 	s := w.SQE(t.hot[i].userData(i))
 	t.inflight++
 	t.sqes++
-	st.node[i].status = stInflight
+	n := &st.node[i]
+	n.status, n.parts, n.expired = stInflight, 0, false
 	if t.record {
-		st.node[i].start = w.Now()
+		n.start = w.Now()
 	}
 	switch t.hot[i].op {
 	case dag.OpNop:
@@ -320,42 +332,27 @@ func (t *task) prep(w *worker.Worker, i int32, link uint8) *uring.SQE {
 	if link != 0 {
 		w.Linked()
 	}
+	if d := t.p.timeoutOf(i); d > 0 {
+		t.prepDeadline(w, s, i, d)
+	}
 	return s
 }
 
-// prepBare preps the nodes of us in order, each its own SQE without a
-// link, up to the first that needs something take gets, is a Go task,
-// has on_failure edges or is to be skipped (cond decides), is final
-// already (waves: canceled), or heads a linear run graph mode links
-// (wide: the batch is wide, see graphMode.dispatch; waves, which links
-// nothing, passes true), and returns how many it prepped. The caller
-// checked the room for all of them. It is prep in a loop: a call for
-// each node, which every run of NOPs or other bare ops would pay,
-// reloads what the loop keeps in registers.
-func (t *task) prepBare(w *worker.Worker, us []int32, wide bool) int {
-	hot, node, record := t.hot, t.st.node, t.record
-	k := 0
-	for ; k < len(us); k++ {
-		u := us[k]
-		h, n := &hot[u], &node[u]
-		if h.needs || h.op == dag.OpGo || h.onFail || n.skip || n.status >= stInflight || h.chainNext >= 0 && (h.waits || !wide && h.linkSaves) {
-			break
-		}
-		s := w.NextSQE(h.userData(u)) // the caller checked the room
-		n.status = stInflight
-		if record {
-			n.start = w.Now()
-		}
-		if h.op == dag.OpNop {
-			s.PrepNop()
-		} else {
-			t.prepOp(s, u)
-		}
-		s.Flags |= h.sqeFlags
-	}
-	t.inflight += k
-	t.sqes += uint64(k)
-	return k
+// prepDeadline links a timeout of d to node i's SQE s: the kernel cancels
+// the request if it has not completed by then (its CQE and the timeout's
+// both come back; complete waits for the two). The caller checked the
+// room for both; a node with a deadline is never linked to another
+// (plan.kernelLink).
+func (t *task) prepDeadline(w *worker.Worker, s *uring.SQE, i int32, d time.Duration) {
+	s.Flags |= uring.SQEIOLink
+	ts := &t.st.deadline[i]
+	*ts = unix.NsecToTimespec(int64(d))
+	lt := w.SQE(auxBit | deadBit | uint64(i))
+	lt.PrepLinkTimeout(ts, 0)
+	t.inflight++
+	t.sqes++
+	t.st.node[i].parts = 1
+	w.Linked()
 }
 
 // prepOp fills SQE s for node i, an op other than the NOP and the read
@@ -506,4 +503,118 @@ func fill(b []byte, v byte) {
 	for k := 1; k < len(b); k *= 2 {
 		copy(b[k:], b[:k])
 	}
+}
+
+// settle does what a node's result means beyond its status: a short
+// transfer fails, a read's digest and kept or lent bytes, a statx's size,
+// a closed slot freed, stale directories after a rename, and the node's
+// buffer returned. It reports more when the node is not final: a short
+// write went on with the rest of its bytes.
+func (t *task) settle(w *worker.Worker, i int32, status uint8) (_ uint8, more bool) {
+	st, p := t.st, t.p
+	b := st.buf[i]
+	switch t.hot[i].op {
+	case dag.OpWrite:
+		if status, more = t.settleWrite(w, i, status); more {
+			return status, true
+		}
+	case dag.OpRead:
+		if status = t.settleRead(i, status); t.lent != nil {
+			return status, false // lent to the hook; complete returns the buffer after it
+		}
+	case dag.OpStatx:
+		if status == stOK && b != nil {
+			st.size[i] = int64((*unix.Statx_t)(unsafe.Pointer(&b[0])).Size)
+		}
+	case dag.OpOpen:
+		// An open that failed, or never ran, installed nothing in the slot
+		// it took: the slot is free for the next open. Nothing linked
+		// behind it can still run on the slot: no hard link follows an
+		// open (plan.kernelLink), and the kernel cancels the rest of an
+		// IO_LINK chain at once.
+		if h := p.handle[i]; status != stOK && st.alive[h] {
+			w.FreeSlot(st.slot[h])
+			st.alive[h] = false
+		}
+	case dag.OpClose:
+		// A close that ran emptied its slot, whatever its result.
+		if h := p.handle[i]; status != stCanceled && st.alive[h] {
+			w.FreeSlot(st.slot[h])
+			st.alive[h] = false
+		}
+	case dag.OpRename:
+		if status != stCanceled {
+			t.retireDirs()
+		}
+	}
+	if b != nil {
+		st.buf[i] = nil
+		if !st.borrowed[i] {
+			w.PutBuf(b)
+		}
+	}
+	return status, false
+}
+
+// settleWrite settles a write: like os.File.Write, one that moved fewer
+// bytes than asked goes on with the rest (so that a full disk surfaces as
+// ENOSPC, not as a short count), while the worker has room (one SQE stays
+// free for its doorbell); one that still falls short fails.
+func (t *task) settleWrite(w *worker.Worker, i int32, status uint8) (uint8, bool) {
+	st, nd := t.st, &t.p.nodes[i]
+	n := &st.node[i]
+	if status != stOK {
+		return status, false
+	}
+	want := len(st.buf[i])
+	moved := st.moved[i] + n.res
+	if n.res > 0 && int(moved) < want && !nd.AllowShort && !t.canceled && w.Room() > 1 {
+		st.moved[i] = moved
+		start := n.start
+		t.prep(w, i, 0)
+		st.node[i].start = start
+		return status, true
+	}
+	n.res = moved
+	if int(moved) < want && !nd.AllowShort {
+		st.err[i] = &ShortError{Op: dag.OpWrite, Moved: int64(moved), Want: int64(want)}
+		return stFailed, false
+	}
+	return status, false
+}
+
+// settleRead settles a read: one that returned fewer bytes than asked
+// fails (unless it allows short reads); an ok one's bytes are hashed if
+// the run asks, kept if the node keeps them (copied out of the worker's
+// memory unless read into the program's own), or lent to its hook
+// (t.lent).
+func (t *task) settleRead(i int32, status uint8) uint8 {
+	st, nd := t.st, &t.p.nodes[i]
+	b, res := st.buf[i], st.node[i].res
+	if status == stOK && int(res) < len(b) && !nd.AllowShort {
+		st.err[i] = &ShortError{Op: dag.OpRead, Moved: int64(res), Want: int64(len(b))}
+		return stFailed
+	}
+	if status != stOK {
+		return status
+	}
+	if t.digests && t.record {
+		st.digest[i] = crc32.Update(0, t.p.crc, b[:res])
+	}
+	switch {
+	case !nd.Keep && t.p.then[i] != nil:
+		t.lent = b[:res:res]
+	case !nd.Keep:
+	case st.owned[i]:
+		st.data[i] = b[:res:res] // read into the program's memory
+	default:
+		d := goBytes(int(res))
+		if d == nil && res > 0 {
+			st.digest[i], st.node[i].res = 0, -int32(unix.ENOMEM)
+			st.err[i] = fmt.Errorf("keeping the %d bytes read: %w", res, unix.ENOMEM)
+			return stFailed
+		}
+		st.data[i] = append(d[:0], b[:res]...)
+	}
+	return status
 }

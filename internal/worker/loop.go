@@ -1,0 +1,476 @@
+package worker
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The worker's loop: take tasks, let them prep SQEs, submit and wait in
+// one enter, route completions, retire finished tasks. A turn reads top
+// to bottom: admit, prep, wait, reap.
+
+// loop is the worker's life.
+func (w *Worker) loop(errp *error, started func()) {
+	defer w.pool.wg.Done()
+	// The thread is never unlocked: it exits with the goroutine, taking
+	// the ring's per-thread registration with it.
+	runtime.LockOSThread()
+	w.tid = int32(unix.Gettid())
+	if err := w.setup(); err != nil {
+		*errp = err
+		w.teardown()
+		started()
+		return
+	}
+	started()
+	defer w.teardown()
+	returned := false
+	defer func() {
+		if !returned {
+			w.die()
+		}
+	}()
+	for w.turn() {
+	}
+	returned = true
+}
+
+// turn is one round of the loop; it reports whether the worker goes on.
+func (w *Worker) turn() bool {
+	if !w.reaped {
+		w.stale = true // the clock reading Now takes is not of a batch
+	}
+	w.admit()
+	if w.pool.closing.Load() {
+		w.abortAll()
+	}
+	w.armBell()
+	want := w.prep()
+	if len(w.active) == 0 && w.pool.closing.Load() && w.queue.n.Load() == 0 {
+		return false
+	}
+	w.leaveUser()
+	if len(w.active) == 0 && w.inflight == 0 && w.spin() {
+		w.readied = false // its goroutines ran while it spun
+		return true
+	}
+	err := w.wait(want)
+	if w.turns++; w.turns%publishEvery == 0 || len(w.active) == 0 {
+		w.enters.Store(w.ring.Enters())
+	}
+	w.reaped, w.linked = false, false
+	if err != nil {
+		w.failAll(fmt.Errorf("worker %d: io_uring_enter: %w", w.id, err))
+		return true
+	}
+	w.reap()
+	return true
+}
+
+// abortAll tells every task to end early, the pool closing, and ends the
+// queued tasks that never started.
+func (w *Worker) abortAll() {
+	for _, tag := range w.active {
+		w.tasks[tag].Abort()
+	}
+	w.sweep = true
+	for _, t := range w.queue.takeAll(nil, 0) {
+		w.load.Add(-1)
+		t.Finish(w, ErrClosed)
+	}
+}
+
+// armBell puts the doorbell's read in the SQ if it is not in flight. If
+// the SQ is full (an enter the kernel refused for want of memory left the
+// tasks' SQEs in it), the worker submits them without waiting, as if
+// poked, and arms the bell next turn: it never sleeps deaf.
+func (w *Worker) armBell() {
+	if w.bellArmd {
+		return
+	}
+	if s := w.ring.GetSQE(); s != nil {
+		s.UserData = doorbellTag << tagShift
+		s.PrepRead(int32(w.efd), w.bell, 0)
+		w.bellArmd = true
+	} else {
+		w.poked = true
+	}
+}
+
+// wait submits what the tasks prepped and waits for want completions (or
+// a wake). A wait that the completions already end (TryWait) cannot
+// block, so the worker need not say it may sleep: it skips the two swaps
+// of its state. A wake in the meantime only sets statePoked, which the
+// next turn sees.
+func (w *Worker) wait(want uint32) error {
+	if w.inflight > 0 && !w.poked {
+		var runFor uint32
+		if w.linked {
+			runFor = uint32(w.inflight)
+		}
+		done, err := w.ring.TryWait(want, runFor)
+		if done || err != nil {
+			return err
+		}
+		if want > 1 {
+			// Fewer are in than some task asked for: see whether they
+			// are all it needs (Task.Wait).
+			if want = w.exact(); w.ring.Reached(want) {
+				return nil
+			}
+		}
+	}
+	if w.readied && !w.poked && w.queue.n.Load() == 0 {
+		w.yield()
+	}
+	if w.state.Swap(stateSleeping)&statePoked != 0 || w.poked || w.queue.fits(w.pool.cfg.MaxTasks-(len(w.tasks)-len(w.freeTags))) {
+		want = 0
+	}
+	if want == 0 && w.inflight == 0 && w.ring.SQPending() == 0 {
+		// Poked with nothing to submit or reap: go round without a
+		// system call.
+		w.poked = w.state.Swap(0)&statePoked != 0
+		return nil
+	}
+	err := w.sleep(want)
+	w.poked = w.state.Swap(0)&statePoked != 0
+	return err
+}
+
+// sleep submits and blocks until want completions are in (a wake's
+// doorbell among them). A wait for several wakes up now and then all the
+// same, to notice new tasks and cancellations; an idle worker with
+// buffer memory unmaps it after Config.IdleTrim.
+func (w *Worker) sleep(want uint32) error {
+	switch {
+	case want > 1:
+		_, err := w.ring.WaitTimeoutFrom(want, maxWait, w.pool.epoch.Add(time.Duration(w.Now())))
+		if errors.Is(err, unix.ETIME) {
+			w.polls.Add(1)
+			w.sweep = true
+			return nil
+		}
+		return err
+	case want == 1 && len(w.active) == 0 && w.inflight == 0 && w.mem.trimmable() && w.pool.cfg.IdleTrim > 0:
+		// Sleep until IdleTrim after the last task ended (wakes that
+		// bring no task do not restart it), then unmap.
+		left := w.pool.cfg.IdleTrim - time.Duration(w.pool.Now()-w.lastEnd)
+		var err error
+		if left > 0 {
+			_, err = w.ring.WaitTimeout(1, left)
+		}
+		if left <= 0 || errors.Is(err, unix.ETIME) {
+			w.mem.release()
+			w.mapped.Store(0)
+			err = nil
+		}
+		return err
+	}
+	_, err := w.ring.SubmitAndWait(want)
+	return err
+}
+
+// reap routes the completions in the CQ to their tasks, read in place:
+// one Complete call per run of consecutive CQEs of one task (with a
+// single task, one per batch). A task done now is finished by the next
+// turn's prep.
+func (w *Worker) reap() {
+	for {
+		cqes := w.ring.Ready()
+		n := len(cqes)
+		if n == 0 {
+			return
+		}
+		w.stale, w.reaped = true, true
+		for k := 0; k < n; {
+			tag := cqes[k].UserData >> tagShift
+			if tag == doorbellTag {
+				w.bellArmd = false
+				k++
+				continue
+			}
+			j := k
+			for j < n && cqes[j].UserData>>tagShift == tag {
+				j++
+			}
+			w.inflight -= j - k
+			if t := w.tasks[tag]; t != nil { // nil: failAll ended it
+				w.cur = tag << tagShift
+				t.Complete(w, cqes[k:j])
+				if w.tracking {
+					w.markDue(int(tag))
+				}
+			}
+			k = j
+		}
+		w.ring.Seen(n)
+	}
+}
+
+// prep lets the tasks with news (or, sweeping, every active task) prep
+// their SQEs, finishes those that are done, and returns how many CQEs
+// to wait for: the fewest any task needs to make progress, at least 1
+// (the doorbell is always in flight).
+func (w *Worker) prep() uint32 {
+	w.takeNews()
+	want := 0
+	if w.sweep || !w.tracking || len(w.active) <= sweepBelow {
+		want = w.prepAll()
+	} else {
+		want = w.prepDue()
+	}
+	if want < 1 || w.inflight == 0 {
+		want = 1
+	}
+	return uint32(want)
+}
+
+// prepAll preps every active task and returns the fewest completions
+// any of them wants (0: none). With more than sweepBelow tasks it keeps
+// what prepDue needs next: where each task is in active, what it wants,
+// and that one may have stopped short for want of room.
+func (w *Worker) prepAll() int {
+	w.sweep = false
+	track := len(w.active) > sweepBelow
+	for _, tag := range w.due {
+		w.isDue[tag] = false
+	}
+	w.due = w.due[:0]
+	want := 0
+	kept := w.active[:0]
+	for _, tag := range w.active {
+		w.cur = uint64(tag) << tagShift
+		n, done := w.tasks[tag].Prep(w)
+		if done {
+			w.at[tag] = -1
+			w.finish(tag, nil)
+			continue
+		}
+		if track {
+			w.at[tag], w.wants[tag] = len(kept), clampWant(n)
+		}
+		kept = append(kept, tag)
+		want = fewer(want, n)
+	}
+	w.active = kept
+	w.tracking = track
+	if track && w.Room() < 2 {
+		w.sweep = true // one may have stopped short for want of room
+	}
+	return want
+}
+
+// prepDue preps the tasks due, in the order they became due (those
+// marked during the round are for the next), and returns the fewest
+// completions any active task wants (0: none).
+func (w *Worker) prepDue() int {
+	want := 0
+	end := len(w.due)
+	for k := 0; k < end; k++ {
+		tag := w.due[k]
+		w.isDue[tag] = false
+		if w.at[tag] < 0 {
+			continue // ended, or its tag is free
+		}
+		w.cur = uint64(tag) << tagShift
+		n, done := w.tasks[tag].Prep(w)
+		if done {
+			w.deactivate(tag)
+			w.finish(tag, nil)
+			continue
+		}
+		w.wants[tag] = clampWant(n)
+		if w.Room() < 2 {
+			w.markDue(tag) // it may have stopped short for want of room
+		}
+		want = fewer(want, n)
+	}
+	w.due = w.due[:copy(w.due, w.due[end:])]
+	// The others want what they said.
+	for _, tag := range w.active {
+		if want == 1 {
+			break
+		}
+		want = fewer(want, int(w.wants[tag]))
+	}
+	return want
+}
+
+// sweepBelow is how few active tasks a turn preps all of, news or not:
+// fewer calls than keeping count of whom to call saves.
+const sweepBelow = 4
+
+// clampWant is a Prep's want as kept: at most math.MaxInt32.
+func clampWant(n int) int32 { return int32(min(n, math.MaxInt32)) }
+
+// fewer returns the smaller of want and n, of those at least 1 (0 if
+// neither is).
+func fewer(want, n int) int {
+	if n >= 1 && (want == 0 || n < want) {
+		return n
+	}
+	return want
+}
+
+// deactivate takes task tag out of active.
+func (w *Worker) deactivate(tag int) {
+	i, last := w.at[tag], len(w.active)-1
+	moved := w.active[last]
+	w.active[i] = moved
+	w.at[moved] = i
+	w.active = w.active[:last]
+	w.at[tag] = -1
+}
+
+// yield lets the goroutines the worker made runnable run before it blocks.
+// A goroutine the worker readies (a Run caller, a Go task) goes to the
+// run queue of the worker's P, and a locked thread blocked in a system
+// call keeps its P until the runtime's monitor takes it back, 20 µs to
+// 10 ms later; with no P to spare (GOMAXPROCS no more than the workers)
+// they waited that long, the CPUs idle meanwhile. Gosched hands the P
+// over at once, at the price of two thread switches when the worker runs
+// again (measured, 64 goroutines running a NOP diamond on 2 workers at
+// GOMAXPROCS 2: 253k -> 491k graphs/s; one goroutine at GOMAXPROCS 1:
+// 122 -> 11-15 µs a Run).
+func (w *Worker) yield() {
+	w.readied = false
+	runtime.Gosched()
+}
+
+// Readied tells the worker that its thread made a goroutine runnable
+// (a Go task's, an observer's): the worker yields its P before it next
+// blocks.
+func (w *Worker) Readied() { w.readied = true }
+
+// exact is prep's want made exact: the fewest completions any task
+// needs, at least 1.
+func (w *Worker) exact() uint32 {
+	want := 0
+	for _, tag := range w.active {
+		w.cur = uint64(tag) << tagShift
+		if n := w.tasks[tag].Wait(w); n >= 1 && (want == 0 || n < want) {
+			want = n
+		}
+	}
+	return uint32(max(want, 1))
+}
+
+// admit takes the queued tasks that fit and starts them.
+func (w *Worker) admit() {
+	if w.queue.n.Load() == 0 {
+		return
+	}
+	room := w.pool.cfg.MaxTasks - (len(w.tasks) - len(w.freeTags))
+	if room <= 0 {
+		return // the rest waits for a task to end (takeAll's 0 means all)
+	}
+	if room > DepthReserve {
+		// As many as fit whatever their depth, oldest first.
+		w.incoming = w.queue.takeAll(w.incoming[:0], room-DepthReserve)
+	} else {
+		w.incoming = w.queue.takeDeep(w.incoming[:0], room, room)
+	}
+	// A task starts on the clock as of now, not as of the last batch,
+	// which may be from before it was handed over (Run's start).
+	w.stale = true
+	for i, t := range w.incoming {
+		w.incoming[i] = nil
+		var tag int
+		if n := len(w.freeTags); n > 0 {
+			tag, w.freeTags = w.freeTags[n-1], w.freeTags[:n-1]
+			w.tasks[tag] = t
+		} else {
+			tag = len(w.tasks)
+			w.tasks = append(w.tasks, t)
+			w.isDue = append(w.isDue, false)
+			w.at = append(w.at, -1)
+			w.wants = append(w.wants, 0)
+		}
+		w.wants[tag] = 0 // until its first Prep
+		w.cur = uint64(tag) << tagShift
+		if err := t.Start(w); err != nil {
+			w.finish(tag, err)
+			continue
+		}
+		w.at[tag] = len(w.active)
+		w.active = append(w.active, tag)
+		if w.tracking {
+			w.markDue(tag) // else the next prep preps all
+		}
+	}
+}
+
+// finish ends task tag and frees its tag for the next task.
+func (w *Worker) finish(tag int, err error) {
+	w.retire(tag, err)
+	w.freeTags = append(w.freeTags, tag)
+}
+
+// retire ends task tag (Finish) and empties its place, without freeing
+// the tag.
+func (w *Worker) retire(tag int, err error) {
+	w.load.Add(-1)
+	w.lastActive.Store(w.pool.Now())
+	w.lastFinish = w.Now()
+	w.lastEnd = w.lastFinish
+	w.enters.Store(w.ring.Enters())
+	w.cur = uint64(tag) << tagShift
+	w.tasks[tag].Finish(w, err)
+	w.tasks[tag] = nil
+	w.tasksDone.Add(1)
+	w.readied = true
+}
+
+// failAll ends every task after a ring error the worker cannot recover
+// from; their in-flight requests are abandoned to the kernel. Their tags
+// are not reused: a CQE that still comes for one finds no task and is
+// dropped, not given to a new task as its own.
+func (w *Worker) failAll(err error) {
+	for _, tag := range w.active {
+		w.at[tag] = -1
+		w.retire(tag, err)
+	}
+	w.active = w.active[:0]
+}
+
+// die runs when the loop did not return: user code on the worker's
+// thread (a hook, a binding, an observer) called runtime.Goexit, which
+// nothing can stop, or the engine panicked. The goroutine ends, and its
+// locked thread with the ring's registration, so the worker's tasks, and
+// every task handed to it later, fail instead of waiting for it forever.
+func (w *Worker) die() {
+	err := fmt.Errorf("worker %d stopped: a hook, binding or observer called runtime.Goexit (as t.FailNow does)", w.id)
+	w.failAll(err)
+	p := w.pool
+	p.closeMu.Lock()
+	w.dead = err
+	w.stopped.Store(true)
+	p.closeMu.Unlock()
+	for _, t := range w.queue.takeAll(nil, 0) {
+		w.load.Add(-1)
+		t.Finish(w, err)
+	}
+}
+
+// spin polls the queue for a new task for a while after the worker's
+// last task ended (Pool.Spin): a program that runs small graphs one after
+// another hands the next one over within microseconds, sooner than a
+// sleeping thread wakes. Only one of the pool's workers spins at once. It
+// reports whether a task came.
+func (w *Worker) spin() bool {
+	p := w.pool
+	if w.Now()-w.lastFinish > spinTime || !p.spinners.CompareAndSwap(0, 1) {
+		return false
+	}
+	defer p.spinners.Store(0)
+	if p.Spin(func() bool { return w.queue.n.Load() > 0 || p.closing.Load() }) {
+		return true
+	}
+	w.lastFinish = -spinTime // spun enough: sleep until the next task
+	return false
+}

@@ -1,0 +1,198 @@
+package submit
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"syscall"
+
+	"github.com/iodag/iodag/dag"
+	"github.com/iodag/iodag/internal/uring"
+	"github.com/iodag/iodag/internal/worker"
+)
+
+// OpError is why a node failed or was canceled: NodeResult.Err and
+// dag.Result.Err. Err is what the node's op returned, as package os says
+// it (an *os.PathError or *os.LinkError carrying the path and the
+// syscall.Errno), a *ShortError, what its hook, binding or Go function
+// returned, or a *CanceledError.
+type OpError struct {
+	Node string // the node's id
+	Op   dag.Op
+	Err  error
+}
+
+// Error names the node and says what happened: `node "x": open a/b: no
+// such file or directory`.
+func (e *OpError) Error() string {
+	var pe *os.PathError
+	var le *os.LinkError
+	if errors.As(e.Err, &pe) || errors.As(e.Err, &le) {
+		return fmt.Sprintf("node %q: %v", e.Node, e.Err) // the error names the op
+	}
+	return fmt.Sprintf("node %q (%s): %v", e.Node, e.Op, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *OpError) Unwrap() error { return e.Err }
+
+// ErrShort matches (errors.Is) a read or write that moved fewer bytes
+// than asked.
+var ErrShort = errors.New("short transfer")
+
+// ShortError is a read or write that moved fewer bytes than asked (a read
+// past the end of a file, a write the disk took only part of).
+type ShortError struct {
+	Op          dag.Op
+	Moved, Want int64
+}
+
+// Error says how many bytes moved of how many asked.
+func (e *ShortError) Error() string {
+	return fmt.Sprintf("short %s: %d of %d bytes", e.Op, e.Moved, e.Want)
+}
+
+// Is reports whether target is ErrShort.
+func (e *ShortError) Is(target error) bool { return target == ErrShort }
+
+// ErrCanceled matches (errors.Is) the error of a canceled node.
+var ErrCanceled = errors.New("canceled")
+
+// CauseContext is the Cause of nodes canceled because the run ended
+// early: its context ended, the pool closed, or a node stopped it.
+const CauseContext = "context"
+
+// CanceledError is a node that never ran, or was cut short: Cause is the
+// node whose failure started the cancellations, or CauseContext.
+type CanceledError struct {
+	Cause string
+	// Err is, for a node the run's end canceled, why it ended, if that
+	// is known: what a Go task cut short returned, or the pool's
+	// closing. Else nil.
+	Err error
+}
+
+// Error names the cause of the cancellation.
+func (e *CanceledError) Error() string {
+	switch {
+	case e.Cause != CauseContext:
+		return fmt.Sprintf("canceled: node %q did not succeed", e.Cause)
+	case e.Err != nil:
+		return "canceled: the run ended early: " + e.Err.Error()
+	}
+	return "canceled: the run ended early"
+}
+
+// Is reports whether target is ErrCanceled.
+func (e *CanceledError) Is(target error) bool { return target == ErrCanceled }
+
+// Unwrap returns why the run ended, if known (Err), or nil.
+func (e *CanceledError) Unwrap() error { return e.Err }
+
+// StopError is Run's error when a node's function stopped the run
+// (dag.Inputs.Stop).
+type StopError struct {
+	Node string // the node whose hook, binding or function called Stop
+	Err  error  // what it gave Stop
+}
+
+// Error names the node and what it gave Stop.
+func (e *StopError) Error() string { return fmt.Sprintf("node %q stopped the run: %v", e.Node, e.Err) }
+
+// Unwrap returns the error given to Stop.
+func (e *StopError) Unwrap() error { return e.Err }
+
+// FailedError is Run's error when nodes failed: the first of their
+// errors (each an *OpError), in node order, and how many failed in all.
+// errors.Is and errors.As look through each listed error.
+type FailedError struct {
+	Errs  []error
+	Count int
+}
+
+// maxListed is how many failed nodes a FailedError lists.
+const maxListed = 16
+
+// Error is the one failure's text, or counts the failures and lists them.
+func (e *FailedError) Error() string {
+	if e.Count == 1 && len(e.Errs) == 1 {
+		return e.Errs[0].Error()
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d nodes failed: ", e.Count)
+	for k, err := range e.Errs {
+		if k > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(err.Error())
+	}
+	if more := e.Count - len(e.Errs); more > 0 {
+		fmt.Fprintf(&b, "; and %d more", more)
+	}
+	return b.String()
+}
+
+// Unwrap returns the errors listed.
+func (e *FailedError) Unwrap() []error { return e.Errs }
+
+// UnsupportedOpError is Run's error when the kernel lacks the io_uring
+// operation a node needs; nothing was submitted.
+type UnsupportedOpError struct {
+	Graph string // the graph's name
+	Op    dag.Op // the node op the kernel cannot perform
+}
+
+// Error names the graph, the op, its opcode and the fix.
+func (e *UnsupportedOpError) Error() string {
+	return fmt.Sprintf("submit: graph %q needs %s (io_uring opcode %s), which this kernel does not support: upgrade the kernel or avoid the operation",
+		e.Graph, e.Op, uring.OpName(opcode(e.Op)))
+}
+
+// ErrOnWorker is the error of a Run, Runner.Run or Runner.Start called
+// from a hook, binding or observer running on one of the pool's workers:
+// that worker would have to run the graph while it waits for it. Run a
+// graph from a Go task (Builder.Go, dag.Inputs.Run) instead.
+var ErrOnWorker = errors.New("submit: Run called on one of the pool's workers (from a hook, binding or observer), which would wait for itself: run it from a Go task")
+
+// ErrBadParam matches (errors.Is) the error of a node whose binding chose
+// parameters out of range.
+var ErrBadParam = errors.New("bad parameter")
+
+// ErrNotGoTask is Inputs.Run's error when a hook or binding calls it:
+// they run on a worker's thread, which must not wait.
+var ErrNotGoTask = errors.New("submit: only a Go task may run a subgraph")
+
+// errDeadline marks (in state.err) a node whose deadline passed; its
+// report's error wraps os.ErrDeadlineExceeded.
+var errDeadline = errors.New("deadline passed")
+
+// errPoolClosing is why a run's context ends when its pool closes.
+var errPoolClosing = fmt.Errorf("%w while the run was in progress", worker.ErrClosed)
+
+// opName returns the name package os gives the system call of node i's op
+// in its errors.
+func opName(op dag.Op) string {
+	return op.String()
+}
+
+// kernelErr returns node i's failure, errno, as package os says it: with
+// the path the node worked on.
+func (r *Runner) kernelErr(i int32, err error) error {
+	p, nd := r.p, &r.p.nodes[i]
+	path := nd.Path
+	switch {
+	case nd.Op == dag.OpRename:
+		return &os.LinkError{Op: "rename", Old: nd.Path, New: nd.To, Err: err}
+	case p.file[i] >= 0:
+		path = nd.File
+	case nd.Op != dag.OpOpen && p.handle[i] >= 0:
+		path = p.nodes[p.openOf[p.handle[i]]].Path
+	case nd.Op == dag.OpNop || nd.Op == dag.OpTimeout || nd.Op == dag.OpGo:
+		return err
+	}
+	return &os.PathError{Op: opName(nd.Op), Path: path, Err: err}
+}
+
+// errnoOf returns res, a negative errno, as a syscall.Errno.
+func errnoOf(res int32) error { return syscall.Errno(-res) }
