@@ -120,8 +120,7 @@ func compareSpec(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	}
 	if *asJSON {
 		if err := writeJSON(stdout, c); err != nil {
-			fmt.Fprintf(stderr, "iodag compare: %v\n", err)
-			return exitFailed
+			return writeFailed(stderr, "compare", err)
 		}
 	} else {
 		printComparison(stdout, c, about{workers: pool.Size(), repeat: *repeat, builtin: len(pos) == 0,

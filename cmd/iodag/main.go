@@ -9,9 +9,11 @@
 //	iodag compare [SPEC] [--repeat R] [--workers N] [--ring N] [--trace] [--json] [--svg FILE]
 //	iodag version
 //
-// Exit status: 0 ok; 1 some node not ok (for compare: the modes disagree)
-// or the run could not be set up; 2 bad spec or usage; 130 or 143 after
-// SIGINT or SIGTERM, which cancel the run (its partial report is printed).
+// Exit status: 0 ok; 1 some node not ok (for compare: the modes disagree),
+// the run could not be set up or a write to stdout failed; 2 bad spec or
+// usage; 141 when stdout's reader has left (EPIPE, as SIGPIPE would);
+// 130 or 143 after SIGINT or SIGTERM, which cancel the run (its partial
+// report is printed). Scratch directories are removed in every case.
 // Errors go to stderr.
 package main
 
@@ -21,8 +23,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/iodag/iodag/dag"
 )
@@ -39,28 +43,47 @@ const (
 type verb struct {
 	run   func(args []string, stdout, stderr io.Writer) int
 	usage string
+	// ownWrites says the verb tells stderr of a failed write to stdout
+	// itself (gen), so the dispatcher does not say it again.
+	ownWrites bool
 }
 
 // verbs lists the subcommands; a new verb lives in its own file and adds one
 // line here.
 func verbs() map[string]verb {
 	return map[string]verb{
-		"validate": {validateMain, "validate SPEC"},
-		"stage":    {stageMain, "stage SPEC [--json]"},
-		"dot":      {dotMain, "dot SPEC"},
-		"gen":      {genMain, "gen SHAPE ARGS [--op nop|read4k] [--seed N]"},
-		"run":      {runMain, "run SPEC [--mode graph|link|waves] [--workers N] [--ring N] [--repeat R] [--root DIR] [--trace] [--nodes] [--json]"},
-		"compare":  {compareMain, "compare [SPEC] [--repeat R] [--workers N] [--ring N] [--trace] [--json] [--svg FILE]"},
-		"version":  {versionMain, "version"},
+		"validate": {run: validateMain, usage: "validate SPEC"},
+		"stage":    {run: stageMain, usage: "stage SPEC [--json]"},
+		"dot":      {run: dotMain, usage: "dot SPEC"},
+		"gen":      {run: genMain, usage: "gen SHAPE ARGS [--op nop|read4k] [--seed N]", ownWrites: true},
+		"run":      {run: runMain, usage: "run SPEC [--mode graph|link|waves] [--workers N] [--ring N] [--repeat R] [--root DIR] [--trace] [--nodes] [--json]"},
+		"compare":  {run: compareMain, usage: "compare [SPEC] [--repeat R] [--workers N] [--ring N] [--trace] [--json] [--svg FILE]"},
+		"version":  {run: versionMain, usage: "version"},
 	}
 }
 
 func main() {
+	// A write to a closed pipe returns EPIPE, which output reports,
+	// instead of killing iodag before it removed its scratch directory.
+	signal.Ignore(syscall.SIGPIPE)
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// run dispatches args[0] to its verb.
+// run dispatches args[0] to its verb, whose writes to stdout it checks.
 func run(args []string, stdout, stderr io.Writer) int {
+	out := &output{w: stdout}
+	code := dispatch(args, out, stderr)
+	prefix, quiet := "iodag", false
+	if len(args) > 0 {
+		if v, ok := verbs()[args[0]]; ok {
+			prefix, quiet = "iodag "+args[0], v.ownWrites
+		}
+	}
+	return out.exitStatus(prefix, code, quiet, stderr)
+}
+
+// dispatch runs the verb args[0] names.
+func dispatch(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		usage(stderr)
 		return exitUsage

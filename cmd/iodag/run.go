@@ -131,8 +131,7 @@ func runSpec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	out := runReport{Report: rep, Trace: *trace, Latency: lat.Summary()}
 	if *asJSON {
 		if err := writeJSON(stdout, out); err != nil {
-			fmt.Fprintf(stderr, "iodag run: %v\n", err)
-			return exitFailed
+			return writeFailed(stderr, "run", err)
 		}
 	} else {
 		where := "a scratch directory removed at exit"

@@ -16,21 +16,6 @@ import (
 	"github.com/iodag/iodag/submit"
 )
 
-// buildIodag builds the command into a temporary directory.
-func buildIodag(t *testing.T) string {
-	t.Helper()
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go command to build iodag with")
-	}
-	bin := filepath.Join(t.TempDir(), "iodag")
-	out, err := exec.Command(goBin, "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // longSpec writes a spec that takes 10 s unless interrupted: a mkdir and
 // a read of a spec file (so the scratch directory has contents), then a
 // chain of 50 timeouts of 200 ms.
@@ -65,10 +50,7 @@ func longSpec(t *testing.T) (path string, nodes int) {
 // status is 128 + the signal, and the scratch directory (in a TMPDIR of
 // the test's) is removed.
 func TestSignal(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	bin := buildIodag(t)
+	bin := iodagBin(t)
 	spec, nodes := longSpec(t)
 	tests := []struct {
 		verb string
