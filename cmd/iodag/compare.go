@@ -28,7 +28,7 @@ const defaultRepeat = 300
 
 // compareMain runs a spec in every mode and compares them.
 func compareMain(args []string, stdout, stderr io.Writer) int {
-	ctx, stop := signalContext(context.Background())
+	ctx, stop := signalContext(context.Background(), "compare", stdout, stderr)
 	defer stop()
 	return compareSpec(ctx, args, stdout, stderr)
 }

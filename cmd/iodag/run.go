@@ -3,14 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"runtime"
-	"syscall"
 	"text/tabwriter"
 
 	"github.com/iodag/iodag/dag"
@@ -37,7 +34,7 @@ type runReport struct {
 
 // runMain runs a spec in one mode and prints its report.
 func runMain(args []string, stdout, stderr io.Writer) int {
-	ctx, stop := signalContext(context.Background())
+	ctx, stop := signalContext(context.Background(), "run", stdout, stderr)
 	defer stop()
 	return runSpec(ctx, args, stdout, stderr)
 }
@@ -258,58 +255,6 @@ func (f poolFlags) newPool() (*workers.Pool, error) {
 		runtime.GOMAXPROCS(*f.workers + 1)
 	}
 	return workers.New(workers.Config{Workers: *f.workers, Entries: uint32(*f.ring)})
-}
-
-// scratchDir makes a fresh scratch directory (under $TMPDIR) and returns
-// it with the function that removes it.
-func scratchDir() (string, func(), error) {
-	dir, err := os.MkdirTemp("", "iodag-")
-	if err != nil {
-		return "", nil, fmt.Errorf("scratch directory: %w", err)
-	}
-	return dir, func() { os.RemoveAll(dir) }, nil
-}
-
-// signalError is the cause of a context a signal ended.
-type signalError struct{ sig syscall.Signal }
-
-func (e *signalError) Error() string { return "interrupted by " + e.sig.String() }
-
-// signalContext returns a context that SIGINT or SIGTERM cancels, with a
-// *signalError as its cause. After the first signal the default action
-// is restored, so a second one stops a run that does not end.
-func signalContext(parent context.Context) (context.Context, func()) {
-	ctx, cancel := context.WithCancelCause(parent)
-	ch := make(chan os.Signal, 1)
-	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() {
-		select {
-		case s := <-ch:
-			signal.Stop(ch)
-			cancel(&signalError{s.(syscall.Signal)})
-		case <-done:
-		}
-	}()
-	return ctx, func() {
-		signal.Stop(ch)
-		close(done)
-		cancel(nil)
-	}
-}
-
-// interrupted returns the exit status a signal that ended ctx asks for:
-// 128 + its number (130 for SIGINT, 143 for SIGTERM), or 130 if ctx ended
-// otherwise.
-func interrupted(ctx context.Context) (int, bool) {
-	if ctx.Err() == nil {
-		return 0, false
-	}
-	var se *signalError
-	if errors.As(context.Cause(ctx), &se) {
-		return 128 + int(se.sig), true
-	}
-	return 128 + int(syscall.SIGINT), true
 }
 
 func writeJSON(w io.Writer, v any) error {
