@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -48,7 +50,7 @@ func runSpec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	repeat := fs.Int("repeat", 1, "run the graph `R` times back to back")
 	rootDir := fs.String("root", "", "run in `DIR` (the spec's files are created there and kept) instead of a scratch directory removed at exit")
 	trace := fs.Bool("trace", false, "stamp each completion with its own time (one completion at a time: slower)")
-	allNodes := fs.Bool("nodes", false, "list every node (status, result, errno, cause, digest or size, times, worker), not only those not ok")
+	allNodes := fs.Bool("nodes", false, "list every node (status, result, errno, cause, digest or size, times, worker, error), not only those not ok")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
@@ -185,6 +187,9 @@ func printReport(w io.Writer, r runReport, all bool, work string) {
 			if n.Cause != "" {
 				fmt.Fprintf(w, ", cause %s", n.Cause)
 			}
+			if e := why(&n); e != "" {
+				fmt.Fprintf(w, ": %s", e)
+			}
 			fmt.Fprintln(w)
 		}
 	}
@@ -207,8 +212,8 @@ func printReport(w io.Writer, r runReport, all bool, work string) {
 
 // printNodes prints a table of every node's outcome.
 func printNodes(w io.Writer, nodes []submit.NodeResult) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  node\top\tstatus\tres\terrno\tcause\tdata\tstart\tend\tworker")
+	tw := tabwriter.NewWriter(&trimWriter{w: w}, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  node\top\tstatus\tres\terrno\tcause\tdata\tstart\tend\tworker\terror")
 	for _, n := range nodes {
 		data := ""
 		switch {
@@ -217,10 +222,73 @@ func printNodes(w io.Writer, nodes []submit.NodeResult) {
 		case n.Op == dag.OpStatx && n.Status == submit.StatusOK:
 			data = human.Bytes(n.Size)
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%d\n", n.ID, n.Op, n.Status, n.Res, n.Errno.String(), n.Cause, data,
-			human.Duration(n.StartNS), human.Duration(n.EndNS), n.Worker)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", n.ID, n.Op, n.Status, n.Res, n.Errno.String(), n.Cause, data,
+			human.Duration(n.StartNS), human.Duration(n.EndNS), n.Worker, why(&n))
 	}
 	tw.Flush()
+}
+
+// trimWriter drops the spaces that end a line (a table's padding before
+// an empty last column).
+type trimWriter struct {
+	w      io.Writer
+	spaces int // held back: the line may end after them
+}
+
+func (t *trimWriter) Write(p []byte) (int, error) {
+	for rest := p; len(rest) > 0; {
+		i := bytes.IndexAny(rest, " \n")
+		if i < 0 {
+			i = len(rest)
+		}
+		if i > 0 {
+			if err := t.flush(); err != nil {
+				return 0, err
+			}
+			if _, err := t.w.Write(rest[:i]); err != nil {
+				return 0, err
+			}
+			rest = rest[i:]
+			continue
+		}
+		if rest[0] == ' ' {
+			t.spaces++
+		} else {
+			t.spaces = 0
+			if _, err := t.w.Write(rest[:1]); err != nil {
+				return 0, err
+			}
+		}
+		rest = rest[1:]
+	}
+	return len(p), nil
+}
+
+// flush writes the spaces held back: more than spaces follow them.
+func (t *trimWriter) flush() error {
+	const blanks = "                                " // 32
+	for t.spaces > 0 {
+		n := min(t.spaces, len(blanks))
+		if _, err := io.WriteString(t.w, blanks[:n]); err != nil {
+			return err
+		}
+		t.spaces -= n
+	}
+	return nil
+}
+
+// why returns the text of a node's error (NodeResult.Err, what Go code
+// sees) without the node's id and op, which the lines that print it name
+// already; "" for a node that succeeded or was skipped.
+func why(n *submit.NodeResult) string {
+	if n.Err == nil {
+		return ""
+	}
+	var ne *submit.NodeError
+	if errors.As(n.Err, &ne) && ne.ID == n.ID && ne.Err != nil {
+		return ne.Err.Error()
+	}
+	return n.Err.Error()
 }
 
 // poolFlags are the pool options run and compare share.
