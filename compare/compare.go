@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 
@@ -156,13 +157,16 @@ func (c *Comparison) Mode(m submit.Mode) *ModeResult {
 // unchecked, with ctx's error. Any other error means the comparison could
 // not run.
 func Run(ctx context.Context, pool *workers.Pool, g *dag.Graph, o Options) (*Comparison, error) {
+	modes := submit.Modes()
 	if o.Repeat <= 0 {
 		o.Repeat = 1
+	}
+	if o.Repeat > math.MaxInt/len(modes) {
+		return nil, fmt.Errorf("compare %q: Repeat %d: more runs in all modes than an int counts", g.Name(), o.Repeat)
 	}
 	if o.Scratch == "" && needsRoot(g) {
 		return nil, fmt.Errorf("compare %q: the graph uses files or paths: compare.Options.Scratch must name a scratch directory", g.Name())
 	}
-	modes := submit.Modes()
 	roots := make([]string, len(modes))
 	if o.Scratch != "" {
 		for k, m := range modes {

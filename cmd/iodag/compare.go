@@ -39,7 +39,7 @@ func compareSpec(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	const use = "compare [SPEC] [--repeat R] [--workers N] [--ring N] [--trace] [--json] [--svg FILE]"
 	fs := newFlags("compare", use, stderr)
 	pf := addPoolFlags(fs)
-	repeat := fs.Int("repeat", 0, fmt.Sprintf("run the graph `R` times in each mode (default 1, or %d for the built-in spec)", defaultRepeat))
+	repeat := fs.Int("repeat", 0, fmt.Sprintf("run the graph `R` times in each mode, 1 to %d (default 1, or %d for the built-in spec)", maxRepeat, defaultRepeat))
 	asJSON := fs.Bool("json", false, "print the comparison as JSON")
 	svgFile := fs.String("svg", "", "write a timeline of the last run of each mode to `FILE` (traced unless --trace=false)")
 	trace := fs.Bool("trace", false, "stamp each completion with its own time (one completion at a time: slower)")
@@ -54,8 +54,8 @@ func compareSpec(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		fs.Usage()
 		return exitUsage
 	}
-	if *repeat < 0 {
-		fmt.Fprintf(stderr, "iodag compare: --repeat %d: want at least 1\n", *repeat)
+	if err := checkRepeat(*repeat); err != nil && flagSet(fs, "repeat") {
+		fmt.Fprintf(stderr, "iodag compare: %v\n", err)
 		return exitUsage
 	}
 	if err := pf.check(); err != nil {

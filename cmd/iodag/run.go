@@ -47,7 +47,7 @@ func runSpec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("run", use, stderr)
 	modeName := fs.String("mode", "graph", "submission mode: graph, link or waves")
 	pf := addPoolFlags(fs)
-	repeat := fs.Int("repeat", 1, "run the graph `R` times back to back")
+	repeat := fs.Int("repeat", 1, fmt.Sprintf("run the graph `R` times back to back, 1 to %d", maxRepeat))
 	rootDir := fs.String("root", "", "run in `DIR` (the spec's files are created there and kept) instead of a scratch directory removed at exit")
 	trace := fs.Bool("trace", false, "stamp each completion with its own time (one completion at a time: slower)")
 	allNodes := fs.Bool("nodes", false, "list every node (status, result, errno, cause, digest or size, times, worker, error), not only those not ok")
@@ -65,8 +65,8 @@ func runSpec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "iodag run: --mode: %v\n", err)
 		return exitUsage
 	}
-	if *repeat < 1 {
-		fmt.Fprintf(stderr, "iodag run: --repeat %d: want at least 1\n", *repeat)
+	if err := checkRepeat(*repeat); err != nil {
+		fmt.Fprintf(stderr, "iodag run: %v\n", err)
 		return exitUsage
 	}
 	if err := pf.check(); err != nil {
@@ -289,6 +289,18 @@ func why(n *submit.NodeResult) string {
 		return ne.Err.Error()
 	}
 	return n.Err.Error()
+}
+
+// maxRepeat is the most runs --repeat asks for: a billion runs of a
+// single NOP take minutes; more is a slip of the keyboard.
+const maxRepeat = 1_000_000_000
+
+// checkRepeat checks a --repeat of run or compare.
+func checkRepeat(r int) error {
+	if r < 1 || r > maxRepeat {
+		return fmt.Errorf("--repeat %d: want 1 to %d", r, maxRepeat)
+	}
+	return nil
 }
 
 // poolFlags are the pool options run and compare share.

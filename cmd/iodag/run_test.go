@@ -13,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/iodag/iodag/internal/ramfstest"
@@ -154,7 +155,7 @@ func TestRunText(t *testing.T) {
 		{"two specs", []string{"run", "a.json", "b.json"}, exitUsage, nil, "usage: iodag run SPEC"},
 		{"bad flag", []string{"run", "../../testdata/allops.json", "--frob"}, exitUsage, nil, "flag provided but not defined: -frob"},
 		{"bad mode", []string{"run", "../../testdata/allops.json", "--mode", "chain"}, exitUsage, nil, `unknown mode "chain"`},
-		{"bad repeat", []string{"run", "../../testdata/allops.json", "--repeat", "0"}, exitUsage, nil, "--repeat 0: want at least 1"},
+		{"bad repeat", []string{"run", "../../testdata/allops.json", "--repeat", "0"}, exitUsage, nil, "iodag run: --repeat 0: want 1 to 1000000000\n"},
 		{"bad workers", []string{"run", "../../testdata/allops.json", "--workers", "-1"}, exitUsage, nil, "--workers -1"},
 		{"bad ring", []string{"run", "../../testdata/allops.json", "--ring", "x"}, exitUsage, nil, `invalid value "x" for flag -ring`},
 		{"skipped", []string{"run", "../../testdata/dot/cleanup.json", "--mode", "link", "--nodes"}, exitOK,
@@ -365,4 +366,44 @@ func TestRunWhy(t *testing.T) {
 		t.Errorf("iodag run why.json --json: the nodes' \"error\" (-want +got):\n%s", diff)
 	}
 	checkNoScratch(t, tmp)
+}
+
+// TestRepeatTooLarge asks the binary for more runs than it will make
+// (the batch size once overflowed, and such a --repeat ran twice): it
+// must refuse, exit 2, naming the flag and its bounds.
+func TestRepeatTooLarge(t *testing.T) {
+	bin := iodagBin(t)
+	tests := []struct {
+		args   []string
+		stderr string
+	}{
+		{[]string{"run", "--repeat", "9223372036854775800"}, "iodag run: --repeat 9223372036854775800: want 1 to 1000000000\n"},
+		{[]string{"run", "--repeat", "1000000001"}, "iodag run: --repeat 1000000001: want 1 to 1000000000\n"},
+		{[]string{"compare", "--repeat", "9223372036854775800"}, "iodag compare: --repeat 9223372036854775800: want 1 to 1000000000\n"},
+		{[]string{"compare", "--repeat", "3074457345618258603"}, "iodag compare: --repeat 3074457345618258603: want 1 to 1000000000\n"},
+	}
+	for _, tc := range tests {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			tmp := t.TempDir()
+			// A refusal takes milliseconds; the backstop ends a build
+			// that runs what it was asked instead.
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, bin, append(tc.args, "../../testdata/diamond.json")...)
+			cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			cmd.Run()
+			if code := cmd.ProcessState.ExitCode(); code != exitUsage {
+				t.Errorf("iodag %q: exit %d, want %d", tc.args, code, exitUsage)
+			}
+			if diff := cmp.Diff(tc.stderr, stderr.String()); diff != "" {
+				t.Errorf("iodag %q: stderr mismatch (-want +got):\n%s", tc.args, diff)
+			}
+			if stdout.Len() != 0 {
+				t.Errorf("iodag %q: stdout = %q, want nothing", tc.args, &stdout)
+			}
+			checkNoScratch(t, tmp)
+		})
+	}
 }
