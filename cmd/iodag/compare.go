@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/iodag/iodag/compare"
@@ -51,8 +52,7 @@ func compareSpec(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		*trace = true // a timeline is worth drawing only with true times
 	}
 	if len(pos) > 1 {
-		fs.Usage()
-		return exitUsage
+		return usageError(stderr, fs, "want at most one SPEC, got %d arguments: %s", len(pos), strings.Join(pos, " "))
 	}
 	if err := checkRepeat(*repeat); err != nil && flagSet(fs, "repeat") {
 		fmt.Fprintf(stderr, "iodag compare: %v\n", err)
@@ -65,7 +65,7 @@ func compareSpec(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	var g *dag.Graph
 	if len(pos) == 1 {
 		if g, err = dag.LoadFile(pos[0]); err != nil {
-			specError(stderr, pos[0], err)
+			specError(stderr, "compare", pos[0], err)
 			return exitUsage
 		}
 		if *repeat == 0 {

@@ -47,7 +47,7 @@ func TestCompareText(t *testing.T) {
 		{"traced", []string{"compare", "../../testdata/stagger4x8.json", "--trace"}, exitOK,
 			[]string{"  latency     submission to completion of the nodes that ran, in all 1 run; traced: one completion at a"}, ""},
 		{"two specs", []string{"compare", "a.json", "b.json"}, exitUsage, nil, "usage: iodag compare [SPEC]"},
-		{"bad flag", []string{"compare", "--mode", "graph"}, exitUsage, nil, "flag provided but not defined: -mode"},
+		{"bad flag", []string{"compare", "--mode", "graph"}, exitUsage, nil, "iodag compare: unknown flag --mode\n"},
 		{"bad repeat", []string{"compare", "--repeat", "-1"}, exitUsage, nil, "iodag compare: --repeat -1: want 1 to 1000000000\n"},
 		{"bad workers", []string{"compare", "--workers", "0"}, exitUsage, nil, "--workers 0: want 1 to 1024"},
 		{"bad spec", []string{"compare", "../../testdata/invalid/many_errors.json"}, exitUsage, nil, `unknown node "zz"`},

@@ -56,9 +56,8 @@ func runSpec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return exitUsage
 	}
-	if len(pos) != 1 {
-		fs.Usage()
-		return exitUsage
+	if err := oneSpec(pos); err != nil {
+		return usageError(stderr, fs, "%v", err)
 	}
 	mode, err := submit.ParseMode(*modeName)
 	if err != nil {
@@ -81,7 +80,7 @@ func runSpec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	g, err := dag.LoadFile(pos[0])
 	if err != nil {
-		specError(stderr, pos[0], err)
+		specError(stderr, "run", pos[0], err)
 		return exitUsage
 	}
 

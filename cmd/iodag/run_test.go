@@ -153,17 +153,17 @@ func TestRunText(t *testing.T) {
 		{"mode defaults to graph", []string{"run", "../../testdata/allops.json"}, exitOK, []string{"allops: graph mode, 15 nodes: 15 ok"}, ""},
 		{"no spec", []string{"run", "--mode", "graph"}, exitUsage, nil, "usage: iodag run SPEC"},
 		{"two specs", []string{"run", "a.json", "b.json"}, exitUsage, nil, "usage: iodag run SPEC"},
-		{"bad flag", []string{"run", "../../testdata/allops.json", "--frob"}, exitUsage, nil, "flag provided but not defined: -frob"},
+		{"bad flag", []string{"run", "../../testdata/allops.json", "--frob"}, exitUsage, nil, "iodag run: unknown flag --frob\n"},
 		{"bad mode", []string{"run", "../../testdata/allops.json", "--mode", "chain"}, exitUsage, nil, `unknown mode "chain"`},
 		{"bad repeat", []string{"run", "../../testdata/allops.json", "--repeat", "0"}, exitUsage, nil, "iodag run: --repeat 0: want 1 to 1000000000\n"},
 		{"bad workers", []string{"run", "../../testdata/allops.json", "--workers", "-1"}, exitUsage, nil, "--workers -1"},
-		{"bad ring", []string{"run", "../../testdata/allops.json", "--ring", "x"}, exitUsage, nil, `invalid value "x" for flag -ring`},
+		{"bad ring", []string{"run", "../../testdata/allops.json", "--ring", "x"}, exitUsage, nil, `iodag run: invalid value "x" for flag --ring: parse error`},
 		{"skipped", []string{"run", "../../testdata/dot/cleanup.json", "--mode", "link", "--nodes"}, exitOK,
 			[]string{"cleanup: link mode, 8 nodes: 6 ok, 0 failed, 0 canceled, 2 skipped;",
 				"  rm     unlink  skipped  0 ", "  alert  nop     skipped  0 "}, ""},
 		{"bad root", []string{"run", "../../testdata/allops.json", "--root", "/nonexistent/iodag"}, exitUsage, nil, "--root /nonexistent/iodag: not a directory"},
 		{"bad spec", []string{"run", "../../testdata/invalid/many_errors.json"}, exitUsage, nil, `many_errors.json:6:4: node "b": field "after": unknown node "zz"`},
-		{"missing spec", []string{"run", "nope.json"}, exitUsage, nil, "no such file"},
+		{"missing spec", []string{"run", "nope.json"}, exitUsage, nil, "iodag run: open nope.json: no such file or directory\n"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.check(t) })
