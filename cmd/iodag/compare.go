@@ -196,14 +196,14 @@ func printComparison(w io.Writer, c *compare.Comparison, a about) {
 	}
 	fmt.Fprintf(w, "%s: %d nodes, repeat %d, %d %s, ring %d\n\n", c.Name, nodes, a.repeat, a.workers, plural(a.workers, "worker"), ring)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "mode \tops/s\twall\tenters/run\tmax in-flight\tok\tfailed\tcanceled\tskipped\tvs link\t")
+	fmt.Fprintln(tw, "mode \tops/s\tper batch\twall\tenters/run\tmax in-flight\tok\tfailed\tcanceled\tskipped\tvs link\t")
 	for _, m := range c.Modes {
 		perRun := 0.0
 		if m.Repeat > 0 {
 			perRun = float64(m.Enters) / float64(m.Repeat)
 		}
-		fmt.Fprintf(tw, "%-5s\t%s\t%s\t%.1f\t%d\t%d\t%d\t%d\t%d\t%.2fx\t\n", m.Mode, human.Rate(m.OpsPerSec), human.Duration(m.WallNS),
-			perRun, m.MaxInflight, m.Counts.OK, m.Counts.Failed, m.Counts.Canceled, m.Counts.Skipped, m.RatioToLink)
+		fmt.Fprintf(tw, "%-5s\t%s\t%s\t%s\t%.1f\t%d\t%d\t%d\t%d\t%d\t%s\t\n", m.Mode, human.Rate(m.OpsPerSec), spread(m.Spread),
+			human.Duration(m.WallNS), perRun, m.MaxInflight, m.Counts.OK, m.Counts.Failed, m.Counts.Canceled, m.Counts.Skipped, vsLink(m))
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
@@ -258,6 +258,7 @@ func printComparison(w io.Writer, c *compare.Comparison, a about) {
 		lines = append(lines, [2]string{m.String(), modeDoc(m)})
 	}
 	lines = append(lines,
+		[2]string{"per batch", noiseDoc(c)},
 		[2]string{"enters/run", entersDoc},
 		[2]string{"latency", latencyDoc(runs, a.repeat, c.Trace)},
 		[2]string{"agree", "checked per node: status, result (bytes or errno) and the CRC-32C of the data read"},
@@ -271,6 +272,56 @@ func printComparison(w io.Writer, c *compare.Comparison, a about) {
 		lines = append(lines, [2]string{"timeline", fmt.Sprintf("%s: the last run of each mode, %s", a.svg, how)})
 	}
 	explain(w, lines)
+}
+
+// spread formats the lowest and highest ops/s of a mode's batches.
+func spread(s compare.Spread) string {
+	if s.Batches < 2 {
+		return "1 batch"
+	}
+	return human.Rate(s.MinOpsPerSec) + "-" + human.Rate(s.MaxOpsPerSec)
+}
+
+// vsLink is a mode's ops/s relative to link mode's, or "noise" where
+// their spreads overlap and the ratio ranks nothing.
+func vsLink(m compare.ModeResult) string {
+	if m.WithinNoiseOfLink && m.Mode != submit.Link {
+		return "noise"
+	}
+	return fmt.Sprintf("%.2fx", m.RatioToLink)
+}
+
+// noiseDoc says what the per-batch figures are and which modes they tell
+// apart.
+func noiseDoc(c *compare.Comparison) string {
+	batches := 0
+	if len(c.Modes) > 0 {
+		batches = c.Modes[0].Spread.Batches
+	}
+	if batches < 2 {
+		return "one batch per mode, which shows no spread to tell a difference from noise by: no mode is ranked (vs link: noise); " +
+			"--repeat 2 or more runs each mode in turns, up to 20 batches"
+	}
+	var within, apart []string
+	for i, a := range c.Modes {
+		for _, b := range c.Modes[i+1:] {
+			pair := a.Mode.String() + " and " + b.Mode.String()
+			if a.Spread.Apart(b.Spread) {
+				apart = append(apart, pair)
+			} else {
+				within = append(within, pair)
+			}
+		}
+	}
+	s := fmt.Sprintf("the lowest and highest ops/s of each mode's %d batches (the modes take turns); where two modes' ranges overlap, "+
+		"they are within noise of each other, not ranked (vs link: noise)", batches)
+	if len(within) > 0 {
+		s += "; within noise: " + strings.Join(within, ", ")
+	}
+	if len(apart) > 0 {
+		s += "; apart: " + strings.Join(apart, ", ")
+	}
+	return s
 }
 
 // printLatency prints a table of the modes' latencies.
