@@ -2,9 +2,12 @@ package submit
 
 import (
 	"bufio"
+	"cmp"
+	"container/heap"
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/iodag/iodag/dag"
 )
@@ -99,40 +102,115 @@ func (t *traceWriter) report(pid int, rep *Report) {
 	}
 	meta("process_name", 0, map[string]string{"name": fmt.Sprintf("%s (%s mode)", rep.Name, rep.Mode)})
 	meta("process_sort_index", 0, map[string]int{"sort_index": pid})
-	// Worker N is track N+1, the Go tasks the one after the last worker.
+	tids, names := traceTracks(rep)
+	for k, name := range names {
+		meta("thread_name", k+1, map[string]string{"name": name})
+		meta("thread_sort_index", k+1, map[string]int{"sort_index": k + 1})
+	}
+	for i := range rep.Nodes {
+		n := &rep.Nodes[i]
+		a := traceArgs{Op: n.Op, Status: n.Status, Res: n.Res, Errno: n.Errno, Cause: n.Cause}
+		if n.Err != nil {
+			a.Error = n.Err.Error()
+		}
+		e := traceEvent{Name: n.ID, Cat: string(n.Status), Pid: pid, Tid: tids[i], Args: a}
+		if ran(n) {
+			dur := float64(n.EndNS-n.StartNS) / 1e3
+			e.Ph, e.Ts, e.Dur = "X", float64(n.StartNS)/1e3, &dur
+		} else {
+			e.Ph, e.Ts, e.S = "i", float64(n.EndNS)/1e3, "t"
+		}
+		t.event(e)
+	}
+}
+
+// ran reports whether node n ran to its end, ok or failed, from StartNS
+// to EndNS.
+func ran(n *NodeResult) bool {
+	return (n.Status == StatusOK || n.Status == StatusFailed) && n.EndNS >= n.StartNS
+}
+
+// traceTracks returns the track (thread id, from 1) of each of rep's
+// nodes, and the tracks' names: "worker N" for each worker, "Go tasks"
+// for the nodes of op dag.OpGo. A worker has many requests in flight,
+// but a viewer draws a track's spans nested or one after another: the
+// spans of a worker (or of the Go tasks) that overlap go on tracks of
+// the same name, as few as fit them (rows of a timeline). A node that did
+// not run goes on its worker's first track.
+func traceTracks(rep *Report) (tids []int, names []string) {
 	workers, goTasks := rep.Workers, false
 	for i := range rep.Nodes {
 		workers = max(workers, rep.Nodes[i].Worker+1)
 		goTasks = goTasks || rep.Nodes[i].Op == dag.OpGo
 	}
-	goTid := workers + 1
-	for n := range workers {
-		meta("thread_name", n+1, map[string]string{"name": fmt.Sprintf("worker %d", n)})
-		meta("thread_sort_index", n+1, map[string]int{"sort_index": n + 1})
-	}
+	groups := workers
 	if goTasks {
-		meta("thread_name", goTid, map[string]string{"name": "Go tasks"})
-		meta("thread_sort_index", goTid, map[string]int{"sort_index": goTid})
+		groups++
 	}
-	for i := range rep.Nodes {
-		n := &rep.Nodes[i]
-		e := traceEvent{Name: n.ID, Cat: string(n.Status), Pid: pid, Tid: n.Worker + 1,
-			Args: traceArgs{Op: n.Op, Status: n.Status, Res: n.Res, Errno: n.Errno, Cause: n.Cause}}
+	group := func(n *NodeResult) int {
 		if n.Op == dag.OpGo {
-			e.Tid = goTid
+			return workers
 		}
-		if n.Err != nil {
-			a := e.Args.(traceArgs)
-			a.Error = n.Err.Error()
-			e.Args = a
-		}
-		switch n.Status {
-		case StatusOK, StatusFailed:
-			dur := float64(max(n.EndNS-n.StartNS, 0)) / 1e3
-			e.Ph, e.Ts, e.Dur = "X", float64(n.StartNS)/1e3, &dur
-		default:
-			e.Ph, e.Ts, e.S = "i", float64(n.EndNS)/1e3, "t"
-		}
-		t.event(e)
+		return n.Worker
 	}
+	// Spans in order of start, each on the row of its group that ended
+	// first if that row is free by then, else on a new row.
+	order := make([]int, len(rep.Nodes))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(rep.Nodes[a].StartNS, rep.Nodes[b].StartNS) })
+	rows := make([]rowHeap, groups)
+	row := make([]int, len(rep.Nodes))
+	for _, i := range order {
+		n := &rep.Nodes[i]
+		if !ran(n) {
+			continue
+		}
+		h := &rows[group(n)]
+		if len(*h) > 0 && (*h)[0].end <= n.StartNS {
+			row[i] = (*h)[0].row
+			(*h)[0].end = n.EndNS
+			heap.Fix(h, 0)
+		} else {
+			row[i] = h.Len()
+			heap.Push(h, rowEnd{n.EndNS, row[i]})
+		}
+	}
+	first := make([]int, groups+1) // each group's first tid
+	for g := range groups {
+		first[g+1] = first[g] + max(rows[g].Len(), 1)
+		name := fmt.Sprintf("worker %d", g)
+		if g == workers {
+			name = "Go tasks"
+		}
+		for range first[g+1] - first[g] {
+			names = append(names, name)
+		}
+	}
+	tids = make([]int, len(rep.Nodes))
+	for i := range rep.Nodes {
+		tids[i] = first[group(&rep.Nodes[i])] + row[i] + 1
+	}
+	return tids, names
+}
+
+// rowEnd is a timeline row and when its last span ends.
+type rowEnd struct {
+	end int64
+	row int
+}
+
+// rowHeap is a group's rows, the one that ends first on top.
+type rowHeap []rowEnd
+
+func (h rowHeap) Len() int           { return len(h) }
+func (h rowHeap) Less(i, j int) bool { return h[i].end < h[j].end }
+func (h rowHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *rowHeap) Push(x any)        { *h = append(*h, x.(rowEnd)) }
+func (h *rowHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
 }

@@ -2,13 +2,15 @@ package submit_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
+	gocmp "github.com/google/go-cmp/cmp"
 	"github.com/iodag/iodag/dag"
 	"github.com/iodag/iodag/scratch"
 	"github.com/iodag/iodag/submit"
@@ -49,7 +51,9 @@ func TestWriteTrace(t *testing.T) {
 	b.Read("past", dag.File("data"), 8192, 4096).After(start) // reads nothing: fails short
 	b.Nop("then").AfterID("past")                             // canceled
 	b.Go("task", func(dag.Inputs) error { return nil }).After(start)
-	b.Nop("cleanup").OnFailure(start) // skipped
+	b.Nop("cleanup").OnFailure(start)                    // skipped
+	b.Read("r1", dag.File("data"), 0, 4096).After(start) // in flight with past and r2
+	b.Read("r2", dag.File("data"), 0, 4096).After(start)
 	g, err := b.Build()
 	if err != nil {
 		t.Fatal(err)
@@ -128,12 +132,35 @@ func TestWriteTrace(t *testing.T) {
 		statuses[n.ID] = n.Status
 	}
 	wantStatuses := map[string]submit.Status{"start": submit.StatusOK, "past": submit.StatusFailed, "then": submit.StatusCanceled,
-		"task": submit.StatusOK, "cleanup": submit.StatusSkipped}
-	if reports[2].Mode != submit.Graph || !cmp.Equal(wantStatuses, statuses) {
+		"task": submit.StatusOK, "cleanup": submit.StatusSkipped, "r1": submit.StatusOK, "r2": submit.StatusOK}
+	if reports[2].Mode != submit.Graph || !gocmp.Equal(wantStatuses, statuses) {
 		t.Fatalf("%s mode: statuses %v, want graph mode's to be %v", reports[2].Mode, statuses, wantStatuses)
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := gocmp.Diff(want, got); diff != "" {
 		t.Errorf("trace's nodes mismatch (-want +got):\n%s", diff)
+	}
+
+	// A viewer draws a track's spans nested or apart: none on one track
+	// may overlap (past, r1 and r2 are in flight at once).
+	type span struct {
+		name       string
+		start, end float64
+	}
+	spans := map[[2]int][]span{}
+	for _, e := range tf.TraceEvents {
+		if e.Ph == "X" && e.Dur != nil {
+			track := [2]int{e.Pid, e.Tid}
+			spans[track] = append(spans[track], span{e.Name, e.Ts, e.Ts + *e.Dur})
+		}
+	}
+	for track, ss := range spans {
+		slices.SortFunc(ss, func(a, b span) int { return cmp.Compare(a.start, b.start) })
+		for k := 1; k < len(ss); k++ {
+			if ss[k].start < ss[k-1].end-1e-6 {
+				t.Errorf("track %s of %s: %s (%v-%v µs) overlaps %s (%v-%v µs)", tracks[track], processes[track[0]],
+					ss[k].name, ss[k].start, ss[k].end, ss[k-1].name, ss[k-1].start, ss[k-1].end)
+			}
+		}
 	}
 }
 
