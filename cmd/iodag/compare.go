@@ -37,18 +37,19 @@ func compareMain(args []string, stdout, stderr io.Writer) int {
 // compareSpec is iodag compare under ctx, whose end (a signal)
 // interrupts the comparison.
 func compareSpec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	const use = "compare [SPEC] [--repeat R] [--workers N] [--ring N] [--trace] [--json] [--svg FILE]"
+	const use = "compare [SPEC] [--repeat R] [--workers N] [--ring N] [--trace] [--json] [--svg FILE] [--trace-json FILE]"
 	fs := newFlags("compare", use, stderr)
 	pf := addPoolFlags(fs)
 	repeat := fs.Int("repeat", 0, fmt.Sprintf("run the graph `R` times in each mode, 1 to %d (default 1, or %d for the built-in spec)", maxRepeat, defaultRepeat))
 	asJSON := fs.Bool("json", false, "print the comparison as JSON")
 	svgFile := fs.String("svg", "", "write a timeline of the last run of each mode to `FILE` (traced unless --trace=false)")
+	traceFile := fs.String("trace-json", "", traceJSONHelp("each mode's last run, one process each"))
 	trace := fs.Bool("trace", false, "stamp each completion with its own time (one completion at a time: slower)")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return exitUsage
 	}
-	if *svgFile != "" && !flagSet(fs, "trace") {
+	if (*svgFile != "" || *traceFile != "") && !flagSet(fs, "trace") {
 		*trace = true // a timeline is worth drawing only with true times
 	}
 	if len(pos) > 1 {
@@ -115,6 +116,16 @@ func compareSpec(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	if *svgFile != "" {
 		if err := writeSVGFile(*svgFile, c); err != nil {
 			fmt.Fprintf(stderr, "iodag compare: %v\n", err)
+			return exitFailed
+		}
+	}
+	if *traceFile != "" {
+		var reports []*submit.Report
+		for _, m := range c.Modes {
+			reports = append(reports, m.Report)
+		}
+		if err := writeTraceFile(*traceFile, reports...); err != nil {
+			fmt.Fprintf(stderr, "iodag compare: --trace-json: %v\n", err)
 			return exitFailed
 		}
 	}

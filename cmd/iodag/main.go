@@ -6,9 +6,13 @@
 //	iodag stage SPEC [--json]
 //	iodag dot SPEC
 //	iodag gen SHAPE ARGS [--op nop|read4k] [--seed N]
-//	iodag run SPEC [--mode graph|link|waves] [--workers N] [--ring N] [--repeat R] [--root DIR] [--trace] [--nodes] [--json]
-//	iodag compare [SPEC] [--repeat R] [--workers N] [--ring N] [--trace] [--json] [--svg FILE]
+//	iodag run SPEC [--mode graph|link|waves] [--workers N] [--ring N] [--repeat R] [--root DIR] [--trace] [--trace-json FILE] [--nodes] [--json]
+//	iodag compare [SPEC] [--repeat R] [--workers N] [--ring N] [--trace] [--json] [--svg FILE] [--trace-json FILE]
 //	iodag version
+//
+// --trace-json FILE writes the run (compare: each mode's) as a Chrome
+// trace, which Perfetto UI (https://ui.perfetto.dev) and chrome://tracing
+// open.
 //
 // Exit status: 0 ok; 1 some node not ok (for compare: the modes disagree),
 // the run could not be set up or a write to stdout failed; 2 bad spec or
@@ -60,9 +64,9 @@ func verbs() []verb {
 			purpose: "print a spec's graph as Graphviz DOT, one rank per level"},
 		{name: "gen", run: genMain, usage: "gen SHAPE ARGS [--op nop|read4k] [--seed N]", ownWrites: true,
 			purpose: "print the spec of a built-in shape (iodag gen alone lists them)"},
-		{name: "run", run: runMain, usage: "run SPEC [--mode graph|link|waves] [--workers N] [--ring N] [--repeat R] [--root DIR] [--trace] [--nodes] [--json]",
+		{name: "run", run: runMain, usage: "run SPEC [--mode graph|link|waves] [--workers N] [--ring N] [--repeat R] [--root DIR] [--trace] [--trace-json FILE] [--nodes] [--json]",
 			purpose: "run a spec in one mode and report the run and the nodes not ok"},
-		{name: "compare", run: compareMain, usage: "compare [SPEC] [--repeat R] [--workers N] [--ring N] [--trace] [--json] [--svg FILE]",
+		{name: "compare", run: compareMain, usage: "compare [SPEC] [--repeat R] [--workers N] [--ring N] [--trace] [--json] [--svg FILE] [--trace-json FILE]",
 			purpose: "run a spec (or a built-in test) in every mode, time them, check they agree"},
 		{name: "version", run: versionMain, usage: "version",
 			purpose: "print iodag's version, the Go that built it and the kernel"},

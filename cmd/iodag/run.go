@@ -43,13 +43,14 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 
 // runSpec is iodag run under ctx, whose end (a signal) interrupts the run.
 func runSpec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	const use = "run SPEC [--mode graph|link|waves] [--workers N] [--ring N] [--repeat R] [--root DIR] [--trace] [--nodes] [--json]"
+	const use = "run SPEC [--mode graph|link|waves] [--workers N] [--ring N] [--repeat R] [--root DIR] [--trace] [--trace-json FILE] [--nodes] [--json]"
 	fs := newFlags("run", use, stderr)
 	modeName := fs.String("mode", "graph", "submission mode: graph, link or waves")
 	pf := addPoolFlags(fs)
 	repeat := fs.Int("repeat", 1, fmt.Sprintf("run the graph `R` times back to back, 1 to %d", maxRepeat))
 	rootDir := fs.String("root", "", "run in `DIR` (the spec's files are created there and kept) instead of a scratch directory removed at exit")
 	trace := fs.Bool("trace", false, "stamp each completion with its own time (one completion at a time: slower)")
+	traceFile := fs.String("trace-json", "", traceJSONHelp("the last run"))
 	allNodes := fs.Bool("nodes", false, "list every node (status, result, errno, cause, digest or size, times, worker, error), not only those not ok")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	pos, err := parseArgs(fs, args)
@@ -58,6 +59,9 @@ func runSpec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if err := oneSpec(pos); err != nil {
 		return usageError(stderr, fs, "%v", err)
+	}
+	if *traceFile != "" && !flagSet(fs, "trace") {
+		*trace = true // a timeline is worth drawing only with true times
 	}
 	mode, err := submit.ParseMode(*modeName)
 	if err != nil {
@@ -125,6 +129,12 @@ func runSpec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if rep == nil {
 		fmt.Fprintf(stderr, "iodag run: %v\n", err)
 		return exitFailed
+	}
+	if *traceFile != "" {
+		if err := writeTraceFile(*traceFile, rep); err != nil {
+			fmt.Fprintf(stderr, "iodag run: --trace-json: %v\n", err)
+			return exitFailed
+		}
 	}
 	out := runReport{Report: rep, Trace: *trace, Latency: lat.Summary()}
 	if *asJSON {
@@ -288,6 +298,25 @@ func why(n *submit.NodeResult) string {
 		return ne.Err.Error()
 	}
 	return n.Err.Error()
+}
+
+// traceJSONHelp is the help of --trace-json, which writes what.
+func traceJSONHelp(what string) string {
+	return "write " + what + " to `FILE` as a Chrome trace, a span per node on its worker's track " +
+		"(open it in Perfetto UI, https://ui.perfetto.dev, or chrome://tracing); traced unless --trace=false"
+}
+
+// writeTraceFile writes reports to path as a Chrome trace.
+func writeTraceFile(path string, reports ...*submit.Report) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := submit.WriteTrace(f, reports...); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return f.Close()
 }
 
 // maxRepeat is the most runs --repeat asks for: a billion runs of a
