@@ -229,7 +229,11 @@ func TestTreeRemoved(t *testing.T) {
 		t.Skip("builds the example")
 	}
 	bin := filepath.Join(t.TempDir(), "walk")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command to build the example with")
+	}
+	if out, err := exec.Command(goBin, "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	tests := []struct {
