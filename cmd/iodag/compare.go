@@ -43,7 +43,7 @@ func compareSpec(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	repeat := fs.Int("repeat", 0, fmt.Sprintf("run the graph `R` times in each mode, 1 to %d (default 1, or %d for the built-in spec)", maxRepeat, defaultRepeat))
 	asJSON := fs.Bool("json", false, "print the comparison as JSON")
 	svgFile := fs.String("svg", "", "write a timeline of the last run of each mode to `FILE` (traced unless --trace=false)")
-	traceFile := fs.String("trace-json", "", traceJSONHelp("each mode's last run, one process each"))
+	traceFile := fs.String("trace-json", "", traceJSONHelp("each mode's last run (a process each)"))
 	trace := fs.Bool("trace", false, "stamp each completion with its own time (one completion at a time: slower)")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
