@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -235,55 +234,6 @@ func printNodes(w io.Writer, nodes []submit.NodeResult) {
 			human.Duration(n.StartNS), human.Duration(n.EndNS), n.Worker, why(&n))
 	}
 	tw.Flush()
-}
-
-// trimWriter drops the spaces that end a line (a table's padding before
-// an empty last column).
-type trimWriter struct {
-	w      io.Writer
-	spaces int // held back: the line may end after them
-}
-
-func (t *trimWriter) Write(p []byte) (int, error) {
-	for rest := p; len(rest) > 0; {
-		i := bytes.IndexAny(rest, " \n")
-		if i < 0 {
-			i = len(rest)
-		}
-		if i > 0 {
-			if err := t.flush(); err != nil {
-				return 0, err
-			}
-			if _, err := t.w.Write(rest[:i]); err != nil {
-				return 0, err
-			}
-			rest = rest[i:]
-			continue
-		}
-		if rest[0] == ' ' {
-			t.spaces++
-		} else {
-			t.spaces = 0
-			if _, err := t.w.Write(rest[:1]); err != nil {
-				return 0, err
-			}
-		}
-		rest = rest[1:]
-	}
-	return len(p), nil
-}
-
-// flush writes the spaces held back: more than spaces follow them.
-func (t *trimWriter) flush() error {
-	const blanks = "                                " // 32
-	for t.spaces > 0 {
-		n := min(t.spaces, len(blanks))
-		if _, err := io.WriteString(t.w, blanks[:n]); err != nil {
-			return err
-		}
-		t.spaces -= n
-	}
-	return nil
 }
 
 // why returns the text of a node's error (NodeResult.Err, what Go code
