@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 
@@ -47,8 +48,10 @@ type Options struct {
 }
 
 // Comparison is the outcome of running one graph in every mode: each
-// mode's report and speed relative to link mode, and the node-by-node
-// check (see Reports) of what the semantics say must agree.
+// mode's report, speed relative to link mode and the spread of its speed
+// over its batches (which tells a difference from noise: WithinNoise),
+// and the node-by-node check (see Reports) of what the semantics say
+// must agree.
 type Comparison struct {
 	Name string `json:"name"`
 	// Modes has one result per mode that ran, in Modes order (link,
@@ -74,16 +77,58 @@ type Comparison struct {
 	g *dag.Graph // Run's graph, for the edges; nil from Reports
 }
 
-// ModeResult is one mode's report, its ops/s relative to link mode's and
-// its nodes' latencies.
+// ModeResult is one mode's report, its ops/s relative to link mode's,
+// how much they varied, and its nodes' latencies.
 type ModeResult struct {
 	*submit.Report
 	// RatioToLink is OpsPerSec divided by link mode's (0 if link mode
 	// did not run or measured nothing).
 	RatioToLink float64 `json:"ratio_to_link"`
+	// Spread is the range of the mode's ops/s over its batches (Run), or
+	// its one figure (Reports).
+	Spread Spread `json:"spread"`
+	// WithinNoiseOfLink reports whether Spread does not tell the mode
+	// apart from link mode (Spread.Apart): then RatioToLink ranks
+	// nothing. True for link mode itself.
+	WithinNoiseOfLink bool `json:"within_noise_of_link"`
 	// Latency is of the nodes that ran (ok or failed) in the last run of
 	// each batch (Run), or in the report (Reports).
 	Latency Latency `json:"latency"`
+}
+
+// Spread is the range of a mode's ops/s over the batches it ran in (Run
+// runs each mode's repeats in batches, the modes taking turns): drift of
+// the machine moves every mode's batches alike, so where two modes'
+// ranges overlap, what one beat the other by is within noise.
+type Spread struct {
+	Batches      int     `json:"batches"`
+	MinOpsPerSec float64 `json:"min_ops_per_sec"`
+	MaxOpsPerSec float64 `json:"max_ops_per_sec"`
+}
+
+// add adds a batch's ops/s.
+func (s *Spread) add(opsPerSec float64) {
+	if s.Batches == 0 || opsPerSec < s.MinOpsPerSec {
+		s.MinOpsPerSec = opsPerSec
+	}
+	if s.Batches == 0 || opsPerSec > s.MaxOpsPerSec {
+		s.MaxOpsPerSec = opsPerSec
+	}
+	s.Batches++
+}
+
+// Apart reports whether s and o tell their modes apart: each was measured
+// in at least two batches (one has no spread to judge noise by) and
+// their ranges do not overlap.
+func (s Spread) Apart(o Spread) bool {
+	return s.Batches >= 2 && o.Batches >= 2 && (s.MaxOpsPerSec < o.MinOpsPerSec || o.MaxOpsPerSec < s.MinOpsPerSec)
+}
+
+// WithinNoise reports whether modes a and b both ran and their spreads
+// do not tell them apart (Spread.Apart), so neither beat the other.
+func (c *Comparison) WithinNoise(a, b submit.Mode) bool {
+	ma, mb := c.Mode(a), c.Mode(b)
+	return ma != nil && mb != nil && !ma.Spread.Apart(mb.Spread)
 }
 
 // Latency is how long nodes took from submission to completion: of how
@@ -156,13 +201,16 @@ func (c *Comparison) Mode(m submit.Mode) *ModeResult {
 // unchecked, with ctx's error. Any other error means the comparison could
 // not run.
 func Run(ctx context.Context, pool *workers.Pool, g *dag.Graph, o Options) (*Comparison, error) {
+	modes := submit.Modes()
 	if o.Repeat <= 0 {
 		o.Repeat = 1
+	}
+	if o.Repeat > math.MaxInt/len(modes) {
+		return nil, fmt.Errorf("compare %q: Repeat %d: more runs in all modes than an int counts", g.Name(), o.Repeat)
 	}
 	if o.Scratch == "" && needsRoot(g) {
 		return nil, fmt.Errorf("compare %q: the graph uses files or paths: compare.Options.Scratch must name a scratch directory", g.Name())
 	}
-	modes := submit.Modes()
 	roots := make([]string, len(modes))
 	if o.Scratch != "" {
 		for k, m := range modes {
@@ -183,6 +231,7 @@ func Run(ctx context.Context, pool *workers.Pool, g *dag.Graph, o Options) (*Com
 	defer r.Close()
 	sums := make([]batch.Sum, len(modes))
 	lats := make([]latency.Recorder, len(modes))
+	spreads := make([]Spread, len(modes))
 	size, done, total := batch.Size(o.Repeat), 0, len(modes)*o.Repeat
 	var runErr error
 turns:
@@ -193,6 +242,9 @@ turns:
 			if rep != nil {
 				sums[k].Add(rep)
 				lats[k].Add(rep.Nodes)
+				if err == nil { // an interrupted batch's figure is not the mode's
+					spreads[k].add(rep.OpsPerSec)
+				}
 				done += n
 				if o.Progress != nil {
 					o.Progress(done, total)
@@ -207,7 +259,7 @@ turns:
 	c := &Comparison{Name: g.Name(), Trace: o.Trace, g: g}
 	for k := range modes {
 		if rep := sums[k].Report(); rep != nil {
-			c.Modes = append(c.Modes, ModeResult{Report: rep, Latency: latencyOf(&lats[k])})
+			c.Modes = append(c.Modes, ModeResult{Report: rep, Spread: spreads[k], Latency: latencyOf(&lats[k])})
 		}
 	}
 	if runErr != nil {
@@ -276,7 +328,9 @@ func Reports(reports ...*submit.Report) (*Comparison, error) {
 		}
 		var lat latency.Recorder
 		lat.Add(found.Nodes)
-		c.Modes = append(c.Modes, ModeResult{Report: found, Latency: latencyOf(&lat)})
+		var spread Spread
+		spread.add(found.OpsPerSec)
+		c.Modes = append(c.Modes, ModeResult{Report: found, Spread: spread, Latency: latencyOf(&lat)})
 	}
 	if len(reports) != len(submit.Modes()) {
 		return nil, fmt.Errorf("compare: %d reports, want one per mode", len(reports))
@@ -289,14 +343,16 @@ func Reports(reports ...*submit.Report) (*Comparison, error) {
 	return c, nil
 }
 
-// ratios sets each mode's RatioToLink.
+// ratios sets each mode's RatioToLink and WithinNoiseOfLink.
 func (c *Comparison) ratios() {
 	link := c.Mode(submit.Link)
 	for i := range c.Modes {
-		c.Modes[i].RatioToLink = 0
+		m := &c.Modes[i]
+		m.RatioToLink = 0
 		if link != nil && link.OpsPerSec > 0 {
-			c.Modes[i].RatioToLink = c.Modes[i].OpsPerSec / link.OpsPerSec
+			m.RatioToLink = m.OpsPerSec / link.OpsPerSec
 		}
+		m.WithinNoiseOfLink = link != nil && !m.Spread.Apart(link.Spread)
 	}
 }
 

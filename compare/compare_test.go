@@ -151,9 +151,18 @@ func TestRun(t *testing.T) {
 				// Repeats go in calls of batch.Size each, the last one
 				// smaller.
 				size := batch.Size(tc.repeat)
-				if runs := (tc.repeat + size - 1) / size; l.Runs != runs || l.Nodes < ran || l.Nodes > int64(runs)*int64(g.Len()) ||
+				runs := (tc.repeat + size - 1) / size
+				if l.Runs != runs || l.Nodes < ran || l.Nodes > int64(runs)*int64(g.Len()) ||
 					l.P50NS > l.P99NS || l.P99NS > l.MaxNS {
 					t.Errorf("%s: latency %+v, want %d runs, at least %d nodes, p50 <= p99 <= max", m.Mode, l, runs, ran)
+				}
+				// The mode's ops/s over all its runs lies within its
+				// batches' range.
+				if sp := m.Spread; sp.Batches != runs || sp.MinOpsPerSec <= 0 || sp.MinOpsPerSec > m.OpsPerSec*(1+1e-9) || m.OpsPerSec > sp.MaxOpsPerSec*(1+1e-9) {
+					t.Errorf("%s: spread %+v, ops/s %v; want %d batches, 0 < min <= ops/s <= max", m.Mode, sp, m.OpsPerSec, runs)
+				}
+				if want := !m.Spread.Apart(c.Mode(submit.Link).Spread); m.WithinNoiseOfLink != want || c.WithinNoise(m.Mode, submit.Link) != want {
+					t.Errorf("%s: within noise of link %v, WithinNoise %v; want %v", m.Mode, m.WithinNoiseOfLink, c.WithinNoise(m.Mode, submit.Link), want)
 				}
 			}
 			if ents, err := os.ReadDir(root); err != nil || len(ents) != 0 {
@@ -439,5 +448,88 @@ func TestReportsErrors(t *testing.T) {
 				t.Errorf("Reports(%s) = %+v, want an error", tc.name, c)
 			}
 		})
+	}
+}
+
+func TestSpreadApart(t *testing.T) {
+	spread := func(batches int, lo, hi float64) Spread {
+		return Spread{Batches: batches, MinOpsPerSec: lo, MaxOpsPerSec: hi}
+	}
+	tests := []struct {
+		name string
+		a, b Spread
+		want bool
+	}{
+		{"apart", spread(20, 100, 120), spread(20, 130, 150), true},
+		{"apart, the other way", spread(20, 130, 150), spread(20, 100, 120), true},
+		{"overlap", spread(20, 100, 135), spread(20, 130, 150), false},
+		{"one inside the other", spread(20, 100, 200), spread(20, 130, 150), false},
+		{"touching", spread(20, 100, 130), spread(20, 130, 150), false},
+		{"the same", spread(3, 100, 120), spread(3, 100, 120), false},
+		{"one batch each, far apart", spread(1, 100, 100), spread(1, 900, 900), false},
+		{"one batch against two", spread(1, 100, 100), spread(2, 900, 950), false},
+		{"two batches each", spread(2, 100, 110), spread(2, 900, 950), true},
+		{"nothing measured", Spread{}, spread(20, 130, 150), false},
+	}
+	for _, tc := range tests {
+		if got := tc.a.Apart(tc.b); got != tc.want {
+			t.Errorf("%s: %+v.Apart(%+v) = %v, want %v", tc.name, tc.a, tc.b, got, tc.want)
+		}
+		if got := tc.b.Apart(tc.a); got != tc.want {
+			t.Errorf("%s: %+v.Apart(%+v) = %v, want %v", tc.name, tc.b, tc.a, got, tc.want)
+		}
+	}
+}
+
+// TestSpreadJSON checks the JSON names of a mode's spread and whether it
+// is within noise of link mode.
+func TestSpreadJSON(t *testing.T) {
+	report := func(m submit.Mode, ops float64) *submit.Report {
+		return &submit.Report{Name: "g", Mode: m, Repeat: 1, OpsPerSec: ops,
+			Nodes: []submit.NodeResult{{ID: "a", Op: dag.OpNop, Status: submit.StatusOK}}}
+	}
+	c, err := Reports(report(submit.Link, 1000), report(submit.Waves, 2000), report(submit.Graph, 3000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (Spread{Batches: 1, MinOpsPerSec: 1000, MaxOpsPerSec: 1000}); c.Modes[0].Spread != want {
+		t.Errorf("Reports: link's spread %+v, want %+v: its one figure", c.Modes[0].Spread, want)
+	}
+	// Reports has one batch each; these are what Run might find.
+	c.Modes[0].Spread = Spread{Batches: 20, MinOpsPerSec: 900, MaxOpsPerSec: 1100}
+	c.Modes[1].Spread = Spread{Batches: 20, MinOpsPerSec: 1050, MaxOpsPerSec: 2100}
+	c.Modes[2].Spread = Spread{Batches: 20, MinOpsPerSec: 2500, MaxOpsPerSec: 3500}
+	c.ratios()
+	data, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Modes []struct {
+			Spread map[string]float64 `json:"spread"`
+			Within *bool              `json:"within_noise_of_link"`
+		} `json:"modes"`
+	}
+	if err := json.Unmarshal(data, &got); err != nil {
+		t.Fatal(err)
+	}
+	type mode struct {
+		Spread map[string]float64
+		Within bool
+	}
+	var modes []mode
+	for _, m := range got.Modes {
+		if m.Within == nil {
+			t.Fatalf("JSON %s: a mode without within_noise_of_link", data)
+		}
+		modes = append(modes, mode{m.Spread, *m.Within})
+	}
+	want := []mode{
+		{map[string]float64{"batches": 20, "min_ops_per_sec": 900, "max_ops_per_sec": 1100}, true},
+		{map[string]float64{"batches": 20, "min_ops_per_sec": 1050, "max_ops_per_sec": 2100}, true},
+		{map[string]float64{"batches": 20, "min_ops_per_sec": 2500, "max_ops_per_sec": 3500}, false},
+	}
+	if diff := cmp.Diff(want, modes); diff != "" {
+		t.Errorf("JSON modes' spread mismatch (-want +got):\n%s", diff)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/iodag/iodag/compare"
@@ -28,7 +29,7 @@ const defaultRepeat = 300
 
 // compareMain runs a spec in every mode and compares them.
 func compareMain(args []string, stdout, stderr io.Writer) int {
-	ctx, stop := signalContext(context.Background())
+	ctx, stop := signalContext(context.Background(), "compare", stdout, stderr)
 	defer stop()
 	return compareSpec(ctx, args, stdout, stderr)
 }
@@ -36,26 +37,26 @@ func compareMain(args []string, stdout, stderr io.Writer) int {
 // compareSpec is iodag compare under ctx, whose end (a signal)
 // interrupts the comparison.
 func compareSpec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	const use = "compare [SPEC] [--repeat R] [--workers N] [--ring N] [--trace] [--json] [--svg FILE]"
+	const use = "compare [SPEC] [--repeat R] [--workers N] [--ring N] [--trace] [--json] [--svg FILE] [--trace-json FILE]"
 	fs := newFlags("compare", use, stderr)
 	pf := addPoolFlags(fs)
-	repeat := fs.Int("repeat", 0, fmt.Sprintf("run the graph `R` times in each mode (default 1, or %d for the built-in spec)", defaultRepeat))
+	repeat := fs.Int("repeat", 0, fmt.Sprintf("run the graph `R` times in each mode, 1 to %d (default 1, or %d for the built-in spec)", maxRepeat, defaultRepeat))
 	asJSON := fs.Bool("json", false, "print the comparison as JSON")
 	svgFile := fs.String("svg", "", "write a timeline of the last run of each mode to `FILE` (traced unless --trace=false)")
+	traceFile := fs.String("trace-json", "", traceJSONHelp("each mode's last run (a process each)"))
 	trace := fs.Bool("trace", false, "stamp each completion with its own time (one completion at a time: slower)")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return exitUsage
 	}
-	if *svgFile != "" && !flagSet(fs, "trace") {
+	if (*svgFile != "" || *traceFile != "") && !flagSet(fs, "trace") {
 		*trace = true // a timeline is worth drawing only with true times
 	}
 	if len(pos) > 1 {
-		fs.Usage()
-		return exitUsage
+		return usageError(stderr, fs, "want at most one SPEC, got %d arguments: %s", len(pos), strings.Join(pos, " "))
 	}
-	if *repeat < 0 {
-		fmt.Fprintf(stderr, "iodag compare: --repeat %d: want at least 1\n", *repeat)
+	if err := checkRepeat(*repeat); err != nil && flagSet(fs, "repeat") {
+		fmt.Fprintf(stderr, "iodag compare: %v\n", err)
 		return exitUsage
 	}
 	if err := pf.check(); err != nil {
@@ -65,7 +66,7 @@ func compareSpec(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	var g *dag.Graph
 	if len(pos) == 1 {
 		if g, err = dag.LoadFile(pos[0]); err != nil {
-			specError(stderr, pos[0], err)
+			specError(stderr, "compare", pos[0], err)
 			return exitUsage
 		}
 		if *repeat == 0 {
@@ -118,10 +119,19 @@ func compareSpec(ctx context.Context, args []string, stdout, stderr io.Writer) i
 			return exitFailed
 		}
 	}
+	if *traceFile != "" {
+		var reports []*submit.Report
+		for _, m := range c.Modes {
+			reports = append(reports, m.Report)
+		}
+		if err := writeTraceFile(*traceFile, reports...); err != nil {
+			fmt.Fprintf(stderr, "iodag compare: --trace-json: %v\n", err)
+			return exitFailed
+		}
+	}
 	if *asJSON {
 		if err := writeJSON(stdout, c); err != nil {
-			fmt.Fprintf(stderr, "iodag compare: %v\n", err)
-			return exitFailed
+			return writeFailed(stderr, "compare", err)
 		}
 	} else {
 		printComparison(stdout, c, about{workers: pool.Size(), repeat: *repeat, builtin: len(pos) == 0,
@@ -197,14 +207,14 @@ func printComparison(w io.Writer, c *compare.Comparison, a about) {
 	}
 	fmt.Fprintf(w, "%s: %d nodes, repeat %d, %d %s, ring %d\n\n", c.Name, nodes, a.repeat, a.workers, plural(a.workers, "worker"), ring)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "mode \tops/s\twall\tenters/run\tmax in-flight\tok\tfailed\tcanceled\tskipped\tvs link\t")
+	fmt.Fprintln(tw, "mode \tops/s\tper batch\twall\tenters/run\tmax in-flight\tok\tfailed\tcanceled\tskipped\tvs link\t")
 	for _, m := range c.Modes {
 		perRun := 0.0
 		if m.Repeat > 0 {
 			perRun = float64(m.Enters) / float64(m.Repeat)
 		}
-		fmt.Fprintf(tw, "%-5s\t%s\t%s\t%.1f\t%d\t%d\t%d\t%d\t%d\t%.2fx\t\n", m.Mode, human.Rate(m.OpsPerSec), human.Duration(m.WallNS),
-			perRun, m.MaxInflight, m.Counts.OK, m.Counts.Failed, m.Counts.Canceled, m.Counts.Skipped, m.RatioToLink)
+		fmt.Fprintf(tw, "%-5s\t%s\t%s\t%s\t%.1f\t%d\t%d\t%d\t%d\t%d\t%s\t\n", m.Mode, human.Rate(m.OpsPerSec), spread(m.Spread),
+			human.Duration(m.WallNS), perRun, m.MaxInflight, m.Counts.OK, m.Counts.Failed, m.Counts.Canceled, m.Counts.Skipped, vsLink(m))
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
@@ -259,6 +269,7 @@ func printComparison(w io.Writer, c *compare.Comparison, a about) {
 		lines = append(lines, [2]string{m.String(), modeDoc(m)})
 	}
 	lines = append(lines,
+		[2]string{"per batch", noiseDoc(c)},
 		[2]string{"enters/run", entersDoc},
 		[2]string{"latency", latencyDoc(runs, a.repeat, c.Trace)},
 		[2]string{"agree", "checked per node: status, result (bytes or errno) and the CRC-32C of the data read"},
@@ -272,6 +283,56 @@ func printComparison(w io.Writer, c *compare.Comparison, a about) {
 		lines = append(lines, [2]string{"timeline", fmt.Sprintf("%s: the last run of each mode, %s", a.svg, how)})
 	}
 	explain(w, lines)
+}
+
+// spread formats the lowest and highest ops/s of a mode's batches.
+func spread(s compare.Spread) string {
+	if s.Batches < 2 {
+		return "1 batch"
+	}
+	return human.Rate(s.MinOpsPerSec) + "-" + human.Rate(s.MaxOpsPerSec)
+}
+
+// vsLink is a mode's ops/s relative to link mode's, or "noise" where
+// their spreads overlap and the ratio ranks nothing.
+func vsLink(m compare.ModeResult) string {
+	if m.WithinNoiseOfLink && m.Mode != submit.Link {
+		return "noise"
+	}
+	return fmt.Sprintf("%.2fx", m.RatioToLink)
+}
+
+// noiseDoc says what the per-batch figures are and which modes they tell
+// apart.
+func noiseDoc(c *compare.Comparison) string {
+	batches := 0
+	if len(c.Modes) > 0 {
+		batches = c.Modes[0].Spread.Batches
+	}
+	if batches < 2 {
+		return "one batch per mode, which shows no spread to tell a difference from noise by: no mode is ranked (vs link: noise); " +
+			"--repeat 2 or more runs each mode in turns, up to 20 batches"
+	}
+	var within, apart []string
+	for i, a := range c.Modes {
+		for _, b := range c.Modes[i+1:] {
+			pair := a.Mode.String() + " and " + b.Mode.String()
+			if a.Spread.Apart(b.Spread) {
+				apart = append(apart, pair)
+			} else {
+				within = append(within, pair)
+			}
+		}
+	}
+	s := fmt.Sprintf("the lowest and highest ops/s of each mode's %d batches (the modes take turns); where two modes' ranges overlap, "+
+		"they are within noise of each other, not ranked (vs link: noise)", batches)
+	if len(within) > 0 {
+		s += "; within noise: " + strings.Join(within, ", ")
+	}
+	if len(apart) > 0 {
+		s += "; apart: " + strings.Join(apart, ", ")
+	}
+	return s
 }
 
 // printLatency prints a table of the modes' latencies.

@@ -30,6 +30,7 @@ func TestCompareText(t *testing.T) {
 				"\nagree: graph and waves on every node; link and graph wherever both ran\n",
 				"expected: link over-cancels 3 nodes after open\n",
 				"\n  link        what io_uring offers",
+				"  per batch   the lowest and highest ops/s of each mode's 3 batches (the modes take turns);",
 				"  latency     submission to completion of the nodes that ran, in all 3 runs; clock read per batch",
 				"  work        7 nodes (2 nop, 3 read of 4 KiB, 1 open, 1 close) on data (64 KiB, buffered); 3 runs per mode,",
 				"removed at", "exit\n",
@@ -47,8 +48,8 @@ func TestCompareText(t *testing.T) {
 		{"traced", []string{"compare", "../../testdata/stagger4x8.json", "--trace"}, exitOK,
 			[]string{"  latency     submission to completion of the nodes that ran, in all 1 run; traced: one completion at a"}, ""},
 		{"two specs", []string{"compare", "a.json", "b.json"}, exitUsage, nil, "usage: iodag compare [SPEC]"},
-		{"bad flag", []string{"compare", "--mode", "graph"}, exitUsage, nil, "flag provided but not defined: -mode"},
-		{"bad repeat", []string{"compare", "--repeat", "-1"}, exitUsage, nil, "--repeat -1: want at least 1"},
+		{"bad flag", []string{"compare", "--mode", "graph"}, exitUsage, nil, "iodag compare: unknown flag --mode\n"},
+		{"bad repeat", []string{"compare", "--repeat", "-1"}, exitUsage, nil, "iodag compare: --repeat -1: want 1 to 1000000000\n"},
 		{"bad workers", []string{"compare", "--workers", "0"}, exitUsage, nil, "--workers 0: want 1 to 1024"},
 		{"bad spec", []string{"compare", "../../testdata/invalid/many_errors.json"}, exitUsage, nil, `unknown node "zz"`},
 	}
@@ -96,6 +97,14 @@ func TestCompareJSON(t *testing.T) {
 	}
 	if !c.OK() || c.Name != "fail_missing" || len(c.Disagreements) != 0 || c.Modes[0].RatioToLink != 1 {
 		t.Errorf("comparison %q: OK %v, disagreements %v, link ratio %v; want OK, none, 1", c.Name, c.OK(), c.Disagreements, c.Modes[0].RatioToLink)
+	}
+	for _, m := range c.Modes {
+		if sp := m.Spread; sp.Batches != 2 || sp.MinOpsPerSec <= 0 || sp.MinOpsPerSec > sp.MaxOpsPerSec {
+			t.Errorf("%s: spread %+v, want 2 batches (--repeat 2), 0 < min <= max", m.Mode, sp)
+		}
+	}
+	if !c.Modes[0].WithinNoiseOfLink {
+		t.Errorf("link mode is not within noise of itself")
 	}
 	checkSVGFile(t, svg, []string{"link", "waves", "graph"})
 }
@@ -171,6 +180,14 @@ func TestPrintComparison(t *testing.T) {
 		// "cleanup" (on_failure of "rm", which it over-canceled).
 		c.Expected = append(c.Expected, compare.OverCancel{Node: "cleanup", Cause: "w", Graph: submit.StatusSkipped, Link: submit.StatusOK})
 	}
+	batches := func(c *compare.Comparison) {
+		// What compare.Run finds over 20 batches: waves and graph
+		// overlap, link is apart from both.
+		for i, r := range [][2]float64{{900, 1100}, {2100, 2900}, {2800, 3300}} {
+			c.Modes[i].Spread = compare.Spread{Batches: 20, MinOpsPerSec: r[0], MaxOpsPerSec: r[1]}
+			c.Modes[i].WithinNoiseOfLink = i == 0
+		}
+	}
 	succeeded := []submit.NodeResult{{ID: "w", Op: dag.OpWrite, Status: submit.StatusOK, Res: 4096, StartNS: 150_000, EndNS: 400_000},
 		{ID: "rm", Op: dag.OpUnlink, Status: submit.StatusSkipped, EndNS: 400_000},
 		{ID: "next", Op: dag.OpNop, Status: submit.StatusOK, StartNS: 400_000, EndNS: 401_000}}
@@ -185,7 +202,7 @@ func TestPrintComparison(t *testing.T) {
 			about{workers: 1, repeat: 2, work: "2 nodes (1 nop, 1 read of 4 KiB) on data (64 KiB, O_DIRECT)", scratch: "/tmp/iodag-1"}, nil},
 		{"cleanup skipped", []*submit.Report{report(submit.Link, 1000, 1, succeeded...), report(submit.Waves, 2500, 1, succeeded...),
 			report(submit.Graph, 3000, 1, succeeded...)}, true,
-			about{workers: 2, repeat: 2, work: "5 nodes", scratch: "/tmp/iodag-2", svg: "t.svg"}, nil},
+			about{workers: 2, repeat: 2, work: "5 nodes", scratch: "/tmp/iodag-2", svg: "t.svg"}, batches},
 		{"cleanup ran, link over-cancels", []*submit.Report{report(submit.Link, 1000, 1, overCanceled...), report(submit.Waves, 2500, 1, failed...),
 			report(submit.Graph, 3000, 1, failed...)}, false,
 			about{workers: 1, repeat: 1, builtin: true, work: "5 nodes", scratch: "/tmp/iodag-3"}, ranAfter},

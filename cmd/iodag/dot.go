@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"io"
 )
 
@@ -14,8 +13,7 @@ func dotMain(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	if err := g.WriteDOT(stdout); err != nil {
-		fmt.Fprintf(stderr, "iodag: %v\n", err)
-		return exitFailed
+		return writeFailed(stderr, "dot", err)
 	}
 	return exitOK
 }

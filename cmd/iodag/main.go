@@ -1,30 +1,36 @@
 // Command iodag validates, stages, draws, generates and runs iodag graphs.
 // Install it with go install github.com/iodag/iodag/cmd/iodag@latest.
+// iodag --help lists the commands, iodag COMMAND --help describes one.
 //
 //	iodag validate SPEC
 //	iodag stage SPEC [--json]
 //	iodag dot SPEC
 //	iodag gen SHAPE ARGS [--op nop|read4k] [--seed N]
-//	iodag run SPEC [--mode graph|link|waves] [--workers N] [--ring N] [--repeat R] [--root DIR] [--trace] [--nodes] [--json]
-//	iodag compare [SPEC] [--repeat R] [--workers N] [--ring N] [--trace] [--json] [--svg FILE]
+//	iodag run SPEC [--mode graph|link|waves] [--workers N] [--ring N] [--repeat R] [--root DIR] [--trace] [--trace-json FILE] [--nodes] [--json]
+//	iodag compare [SPEC] [--repeat R] [--workers N] [--ring N] [--trace] [--json] [--svg FILE] [--trace-json FILE]
 //	iodag version
 //
-// Exit status: 0 ok; 1 some node not ok (for compare: the modes disagree)
-// or the run could not be set up; 2 bad spec or usage; 130 or 143 after
-// SIGINT or SIGTERM, which cancel the run (its partial report is printed).
-// Errors go to stderr.
+// --trace-json FILE writes the run (compare: each mode's) as a Chrome
+// trace, which Perfetto UI (https://ui.perfetto.dev) and chrome://tracing
+// open.
+//
+// Exit status: 0 ok; 1 some node not ok (for compare: the modes disagree),
+// the run could not be set up or a write to stdout failed; 2 bad spec or
+// usage; 141 when stdout's reader has left (EPIPE, as SIGPIPE would);
+// 130, 143 or 129 after SIGINT, SIGTERM or SIGHUP, which cancel the run
+// (its partial report is printed; if stdout blocks on a reader that does
+// not read for a second, or a second signal comes, iodag exits without
+// the rest). Scratch directories are removed in every case. Errors go to
+// stderr.
 package main
 
 import (
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"slices"
-	"strings"
-
-	"github.com/iodag/iodag/dag"
+	"syscall"
 )
 
 // Exit statuses, as the package doc lists them (and 128 plus the signal's
@@ -37,131 +43,130 @@ const (
 
 // verb is one subcommand: it parses its own args and returns the exit status.
 type verb struct {
-	run   func(args []string, stdout, stderr io.Writer) int
-	usage string
+	name    string
+	run     func(args []string, stdout, stderr io.Writer) int
+	usage   string // after "iodag "
+	purpose string // what it does, in a line
+	// ownWrites says the verb tells stderr of a failed write to stdout
+	// itself (gen), so the dispatcher does not say it again.
+	ownWrites bool
 }
 
-// verbs lists the subcommands; a new verb lives in its own file and adds one
-// line here.
-func verbs() map[string]verb {
-	return map[string]verb{
-		"validate": {validateMain, "validate SPEC"},
-		"stage":    {stageMain, "stage SPEC [--json]"},
-		"dot":      {dotMain, "dot SPEC"},
-		"gen":      {genMain, "gen SHAPE ARGS [--op nop|read4k] [--seed N]"},
-		"run":      {runMain, "run SPEC [--mode graph|link|waves] [--workers N] [--ring N] [--repeat R] [--root DIR] [--trace] [--nodes] [--json]"},
-		"compare":  {compareMain, "compare [SPEC] [--repeat R] [--workers N] [--ring N] [--trace] [--json] [--svg FILE]"},
-		"version":  {versionMain, "version"},
+// verbs lists the subcommands in the order help shows them; a new verb
+// lives in its own file and adds one line here.
+func verbs() []verb {
+	return []verb{
+		{name: "validate", run: validateMain, usage: "validate SPEC",
+			purpose: "check a spec and print a one-line summary of it"},
+		{name: "stage", run: stageMain, usage: "stage SPEC [--json]",
+			purpose: "print a spec's depth, width, critical path, components and levels"},
+		{name: "dot", run: dotMain, usage: "dot SPEC",
+			purpose: "print a spec's graph as Graphviz DOT, one rank per level"},
+		{name: "gen", run: genMain, usage: "gen SHAPE ARGS [--op nop|read4k] [--seed N]", ownWrites: true,
+			purpose: "print the spec of a built-in shape (iodag gen alone lists them)"},
+		{name: "run", run: runMain, usage: "run SPEC [--mode graph|link|waves] [--workers N] [--ring N] [--repeat R] [--root DIR] [--trace] [--trace-json FILE] [--nodes] [--json]",
+			purpose: "run a spec in one mode and report the run and the nodes not ok"},
+		{name: "compare", run: compareMain, usage: "compare [SPEC] [--repeat R] [--workers N] [--ring N] [--trace] [--json] [--svg FILE] [--trace-json FILE]",
+			purpose: "run a spec (or a built-in test) in every mode, time them, check they agree"},
+		{name: "version", run: versionMain, usage: "version",
+			purpose: "print iodag's version, the Go that built it and the kernel"},
 	}
 }
 
+// lookup returns the verb called name.
+func lookup(name string) (verb, bool) {
+	vs := verbs()
+	i := slices.IndexFunc(vs, func(v verb) bool { return v.name == name })
+	if i < 0 {
+		return verb{}, false
+	}
+	return vs[i], true
+}
+
 func main() {
+	// A write to a closed pipe returns EPIPE, which output reports,
+	// instead of killing iodag before it removed its scratch directory.
+	signal.Ignore(syscall.SIGPIPE)
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// run dispatches args[0] to its verb.
+// run dispatches args[0] to its verb, whose writes to stdout it checks.
 func run(args []string, stdout, stderr io.Writer) int {
+	out := &output{w: stdout}
+	code := dispatch(args, out, stderr)
+	prefix, quiet := "iodag", false
+	if len(args) > 0 {
+		if v, ok := lookup(args[0]); ok {
+			prefix, quiet = "iodag "+v.name, v.ownWrites
+		}
+	}
+	return out.exitStatus(prefix, code, quiet, stderr)
+}
+
+// dispatch runs the verb args[0] names, or prints help: "iodag help
+// [COMMAND]", and --help or -h anywhere before "--".
+func dispatch(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		usage(stderr)
 		return exitUsage
 	}
-	switch args[0] {
+	name := args[0]
+	switch name {
 	case "help", "-h", "-help", "--help":
-		usage(stdout)
-		return exitOK
+		if name != "help" || len(args) == 1 {
+			usage(stdout)
+			return exitOK
+		}
+		name, args = args[1], []string{args[1], "--help"}
 	}
-	v, ok := verbs()[args[0]]
+	v, ok := lookup(name)
 	if !ok {
-		fmt.Fprintf(stderr, "iodag: unknown command %q\n", args[0])
-		usage(stderr)
+		names := make([]string, 0, len(verbs()))
+		for _, v := range verbs() {
+			names = append(names, v.name)
+		}
+		fmt.Fprintf(stderr, "iodag: unknown command %q%s\n(iodag --help lists the commands)\n", name, didYouMean(name, names, "%q"))
 		return exitUsage
+	}
+	if helpAsked(args[1:]) {
+		// The verb prints its help where it would print a usage
+		// error, and returns exitUsage.
+		v.run([]string{"--help"}, stdout, stdout)
+		return exitOK
 	}
 	return v.run(args[1:], stdout, stderr)
 }
 
+// helpAsked reports whether args ask for help (-h, -help, --help) before
+// a "--".
+func helpAsked(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "-h", "-help", "--help":
+			return true
+		}
+	}
+	return false
+}
+
+// usage prints iodag's help: the commands, and where the rest is said.
 func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage:")
-	vs := verbs()
-	names := make([]string, 0, len(vs))
-	for n := range vs {
-		names = append(names, n)
+	fmt.Fprint(w, "iodag runs graphs of dependent I/O operations on io_uring.\n\nusage: iodag COMMAND [ARGS]\n\ncommands:\n")
+	for _, v := range verbs() {
+		fmt.Fprintf(w, "  %-9s %s\n", v.name, v.purpose)
 	}
-	slices.Sort(names)
-	for _, n := range names {
-		fmt.Fprintf(w, "  iodag %s\n", vs[n].usage)
-	}
-}
+	fmt.Fprint(w, `
+iodag COMMAND --help (or iodag help COMMAND) gives a command's usage and flags.
 
-// specArg parses args, which must hold exactly one SPEC besides flags, and
-// loads it. When it returns !ok it has told stderr why: exit with
-// exitUsage.
-func specArg(fs *flag.FlagSet, args []string, stderr io.Writer) (path string, g *dag.Graph, ok bool) {
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return "", nil, false
-	}
-	if len(pos) != 1 {
-		fs.Usage()
-		return "", nil, false
-	}
-	if g, err = dag.LoadFile(pos[0]); err != nil {
-		specError(stderr, pos[0], err)
-		return "", nil, false
-	}
-	return pos[0], g, true
-}
+A SPEC is a JSON file of files to create and nodes to run (see testdata/*.json,
+or iodag gen diamond). What each op's fields mean:
+go doc github.com/iodag/iodag/dag NodeSpec (and FileSpec, SourceSpec); the
+format in full: the README's CLI section, "Specs are JSON".
 
-// parseArgs parses flags wherever they appear among args and returns the
-// positional arguments; "--" ends flag parsing.
-func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		rest := fs.Args()
-		if len(rest) == 0 {
-			return pos, nil
-		}
-		if len(args) > len(rest) && args[len(args)-len(rest)-1] == "--" {
-			return append(pos, rest...), nil
-		}
-		pos = append(pos, rest[0])
-		args = rest[1:]
-	}
-}
-
-// flagSet reports whether the flag name was given on the command line.
-func flagSet(fs *flag.FlagSet, name string) bool {
-	set := false
-	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
-	return set
-}
-
-// newFlags returns a FlagSet for a verb that reports errors to stderr.
-func newFlags(name, usageLine string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: iodag %s\n", usageLine)
-		fs.PrintDefaults()
-	}
-	return fs
-}
-
-// specError prints a spec error, one problem per line, each prefixed by the
-// spec's path so that editors can jump to path:line:col.
-func specError(stderr io.Writer, path string, err error) {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		fmt.Fprintf(stderr, "iodag: %v\n", err)
-		return
-	}
-	for _, line := range strings.Split(err.Error(), "\n") {
-		if line != "" && line[0] >= '0' && line[0] <= '9' {
-			fmt.Fprintf(stderr, "%s:%s\n", path, line)
-		} else {
-			fmt.Fprintf(stderr, "%s: %s\n", path, line)
-		}
-	}
+Exit status: 0 ok, 1 a node not ok (compare: the modes disagree) or a failure,
+2 a bad spec or usage, 128 + N after signal N; go doc
+github.com/iodag/iodag/cmd/iodag says more.
+`)
 }

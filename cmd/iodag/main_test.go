@@ -58,7 +58,7 @@ func TestRun(t *testing.T) {
 		stdoutFile string // golden stdout, relative to ../../testdata
 	}{
 		{"no args", nil, exitUsage, "", "usage:", ""},
-		{"help", []string{"help"}, exitOK, "iodag validate SPEC", "", ""},
+		{"help", []string{"help"}, exitOK, "  validate  check a spec", "", ""},
 		{"unknown verb", []string{"frob"}, exitUsage, "", `unknown command "frob"`, ""},
 		{"validate ok", []string{"validate", "../../testdata/diamond.json"}, exitOK,
 			`ok: "diamond", 4 nodes, 4 edges, depth 3, width 2, 1 component` + "\n", "", ""},
@@ -75,7 +75,7 @@ func TestRun(t *testing.T) {
 		{"stage long path", []string{"stage", "../../testdata/chains8x16.json"}, exitOK,
 			"critical path: 16 nodes: c0_00 -> c0_01 -> c0_02 -> c0_03 -> c0_04 -> c0_05 -> c0_06 -> c0_07 -> c0_08 -> c0_09 -> c0_10 -> c0_11 -> c0_12 -> c0_13 -> c0_14 -> c0_15\n", "", ""},
 		{"stage json flag last", []string{"stage", "../../testdata/diamond.json", "--json"}, exitOK, `"critical_path": [`, "", ""},
-		{"stage bad flag", []string{"stage", "--frob", "x.json"}, exitUsage, "", "flag provided but not defined: -frob", ""},
+		{"stage bad flag", []string{"stage", "--frob", "x.json"}, exitUsage, "", "iodag stage: unknown flag --frob\n", ""},
 		{"stage bad spec", []string{"stage", bad}, exitUsage, "", "self-edge", ""},
 		{"dot", []string{"dot", "../../testdata/diamond.json"}, exitOK, "", "", "dot/diamond.dot"},
 		{"dot bad", []string{"dot", bad}, exitUsage, "", "self-edge", ""},
@@ -151,10 +151,10 @@ func TestSpecNotRegular(t *testing.T) {
 		t.Fatal(err)
 	}
 	specs := []struct{ path, stderr string }{
-		{"/dev/zero", "iodag: load /dev/zero: not a regular file (a character device)\n"},
-		{fifo, "iodag: load " + fifo + ": not a regular file (a FIFO)\n"},
-		{dir, "iodag: load " + dir + ": not a regular file (a directory)\n"},
-		{big, "iodag: load " + big + ": spec file is larger than 268435456 bytes (MaxSpecSize)\n"},
+		{"/dev/zero", "load /dev/zero: not a regular file (a character device)\n"},
+		{fifo, "load " + fifo + ": not a regular file (a FIFO)\n"},
+		{dir, "load " + dir + ": not a regular file (a directory)\n"},
+		{big, "load " + big + ": spec file is larger than 268435456 bytes (MaxSpecSize)\n"},
 	}
 	verbs := [][]string{{"validate"}, {"stage"}, {"dot"}, {"run", "--mode", "graph"}, {"compare"}}
 	for _, sp := range specs {
@@ -168,7 +168,7 @@ func TestSpecNotRegular(t *testing.T) {
 				if stdout.Len() != 0 {
 					t.Errorf("run(%q) stdout = %q, want nothing", args, stdout.String())
 				}
-				if diff := cmp.Diff(sp.stderr, stderr.String()); diff != "" {
+				if diff := cmp.Diff("iodag "+v[0]+": "+sp.stderr, stderr.String()); diff != "" {
 					t.Errorf("run(%q) stderr mismatch (-want +got):\n%s", args, diff)
 				}
 			})

@@ -8,9 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"runtime"
-	"syscall"
 	"text/tabwriter"
 
 	"github.com/iodag/iodag/dag"
@@ -37,37 +35,40 @@ type runReport struct {
 
 // runMain runs a spec in one mode and prints its report.
 func runMain(args []string, stdout, stderr io.Writer) int {
-	ctx, stop := signalContext(context.Background())
+	ctx, stop := signalContext(context.Background(), "run", stdout, stderr)
 	defer stop()
 	return runSpec(ctx, args, stdout, stderr)
 }
 
 // runSpec is iodag run under ctx, whose end (a signal) interrupts the run.
 func runSpec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	const use = "run SPEC [--mode graph|link|waves] [--workers N] [--ring N] [--repeat R] [--root DIR] [--trace] [--nodes] [--json]"
+	const use = "run SPEC [--mode graph|link|waves] [--workers N] [--ring N] [--repeat R] [--root DIR] [--trace] [--trace-json FILE] [--nodes] [--json]"
 	fs := newFlags("run", use, stderr)
 	modeName := fs.String("mode", "graph", "submission mode: graph, link or waves")
 	pf := addPoolFlags(fs)
-	repeat := fs.Int("repeat", 1, "run the graph `R` times back to back")
+	repeat := fs.Int("repeat", 1, fmt.Sprintf("run the graph `R` times back to back, 1 to %d", maxRepeat))
 	rootDir := fs.String("root", "", "run in `DIR` (the spec's files are created there and kept) instead of a scratch directory removed at exit")
 	trace := fs.Bool("trace", false, "stamp each completion with its own time (one completion at a time: slower)")
-	allNodes := fs.Bool("nodes", false, "list every node (status, result, errno, cause, digest or size, times, worker), not only those not ok")
+	traceFile := fs.String("trace-json", "", traceJSONHelp("the last run"))
+	allNodes := fs.Bool("nodes", false, "list every node (status, result, errno, cause, digest or size, times, worker, error), not only those not ok")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return exitUsage
 	}
-	if len(pos) != 1 {
-		fs.Usage()
-		return exitUsage
+	if err := oneSpec(pos); err != nil {
+		return usageError(stderr, fs, "%v", err)
+	}
+	if *traceFile != "" && !flagSet(fs, "trace") {
+		*trace = true // a timeline is worth drawing only with true times
 	}
 	mode, err := submit.ParseMode(*modeName)
 	if err != nil {
 		fmt.Fprintf(stderr, "iodag run: --mode: %v\n", err)
 		return exitUsage
 	}
-	if *repeat < 1 {
-		fmt.Fprintf(stderr, "iodag run: --repeat %d: want at least 1\n", *repeat)
+	if err := checkRepeat(*repeat); err != nil {
+		fmt.Fprintf(stderr, "iodag run: %v\n", err)
 		return exitUsage
 	}
 	if err := pf.check(); err != nil {
@@ -82,7 +83,7 @@ func runSpec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	g, err := dag.LoadFile(pos[0])
 	if err != nil {
-		specError(stderr, pos[0], err)
+		specError(stderr, "run", pos[0], err)
 		return exitUsage
 	}
 
@@ -128,11 +129,16 @@ func runSpec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "iodag run: %v\n", err)
 		return exitFailed
 	}
+	if *traceFile != "" {
+		if err := writeTraceFile(*traceFile, rep); err != nil {
+			fmt.Fprintf(stderr, "iodag run: --trace-json: %v\n", err)
+			return exitFailed
+		}
+	}
 	out := runReport{Report: rep, Trace: *trace, Latency: lat.Summary()}
 	if *asJSON {
 		if err := writeJSON(stdout, out); err != nil {
-			fmt.Fprintf(stderr, "iodag run: %v\n", err)
-			return exitFailed
+			return writeFailed(stderr, "run", err)
 		}
 	} else {
 		where := "a scratch directory removed at exit"
@@ -189,6 +195,9 @@ func printReport(w io.Writer, r runReport, all bool, work string) {
 			if n.Cause != "" {
 				fmt.Fprintf(w, ", cause %s", n.Cause)
 			}
+			if e := why(&n); e != "" {
+				fmt.Fprintf(w, ": %s", e)
+			}
 			fmt.Fprintln(w)
 		}
 	}
@@ -211,8 +220,8 @@ func printReport(w io.Writer, r runReport, all bool, work string) {
 
 // printNodes prints a table of every node's outcome.
 func printNodes(w io.Writer, nodes []submit.NodeResult) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  node\top\tstatus\tres\terrno\tcause\tdata\tstart\tend\tworker")
+	tw := tabwriter.NewWriter(&trimWriter{w: w}, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  node\top\tstatus\tres\terrno\tcause\tdata\tstart\tend\tworker\terror")
 	for _, n := range nodes {
 		data := ""
 		switch {
@@ -221,10 +230,55 @@ func printNodes(w io.Writer, nodes []submit.NodeResult) {
 		case n.Op == dag.OpStatx && n.Status == submit.StatusOK:
 			data = human.Bytes(n.Size)
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%d\n", n.ID, n.Op, n.Status, n.Res, n.Errno.String(), n.Cause, data,
-			human.Duration(n.StartNS), human.Duration(n.EndNS), n.Worker)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", n.ID, n.Op, n.Status, n.Res, n.Errno.String(), n.Cause, data,
+			human.Duration(n.StartNS), human.Duration(n.EndNS), n.Worker, why(&n))
 	}
 	tw.Flush()
+}
+
+// why returns the text of a node's error (NodeResult.Err, what Go code
+// sees) without the node's id and op, which the lines that print it name
+// already; "" for a node that succeeded or was skipped.
+func why(n *submit.NodeResult) string {
+	if n.Err == nil {
+		return ""
+	}
+	var ne *submit.NodeError
+	if errors.As(n.Err, &ne) && ne.ID == n.ID && ne.Err != nil {
+		return ne.Err.Error()
+	}
+	return n.Err.Error()
+}
+
+// traceJSONHelp is the help of --trace-json, which writes what.
+func traceJSONHelp(what string) string {
+	return "write " + what + " to `FILE` as a Chrome trace, a span per node on its worker's track " +
+		"(open it in Perfetto UI, https://ui.perfetto.dev, or chrome://tracing); traced unless --trace=false"
+}
+
+// writeTraceFile writes reports to path as a Chrome trace.
+func writeTraceFile(path string, reports ...*submit.Report) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := submit.WriteTrace(f, reports...); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return f.Close()
+}
+
+// maxRepeat is the most runs --repeat asks for: a billion runs of a
+// single NOP take minutes; more is a slip of the keyboard.
+const maxRepeat = 1_000_000_000
+
+// checkRepeat checks a --repeat of run or compare.
+func checkRepeat(r int) error {
+	if r < 1 || r > maxRepeat {
+		return fmt.Errorf("--repeat %d: want 1 to %d", r, maxRepeat)
+	}
+	return nil
 }
 
 // poolFlags are the pool options run and compare share.
@@ -259,58 +313,6 @@ func (f poolFlags) newPool() (*workers.Pool, error) {
 		runtime.GOMAXPROCS(*f.workers + 1)
 	}
 	return workers.New(workers.Config{Workers: *f.workers, Entries: uint32(*f.ring)})
-}
-
-// scratchDir makes a fresh scratch directory (under $TMPDIR) and returns
-// it with the function that removes it.
-func scratchDir() (string, func(), error) {
-	dir, err := os.MkdirTemp("", "iodag-")
-	if err != nil {
-		return "", nil, fmt.Errorf("scratch directory: %w", err)
-	}
-	return dir, func() { os.RemoveAll(dir) }, nil
-}
-
-// signalError is the cause of a context a signal ended.
-type signalError struct{ sig syscall.Signal }
-
-func (e *signalError) Error() string { return "interrupted by " + e.sig.String() }
-
-// signalContext returns a context that SIGINT or SIGTERM cancels, with a
-// *signalError as its cause. After the first signal the default action
-// is restored, so a second one stops a run that does not end.
-func signalContext(parent context.Context) (context.Context, func()) {
-	ctx, cancel := context.WithCancelCause(parent)
-	ch := make(chan os.Signal, 1)
-	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() {
-		select {
-		case s := <-ch:
-			signal.Stop(ch)
-			cancel(&signalError{s.(syscall.Signal)})
-		case <-done:
-		}
-	}()
-	return ctx, func() {
-		signal.Stop(ch)
-		close(done)
-		cancel(nil)
-	}
-}
-
-// interrupted returns the exit status a signal that ended ctx asks for:
-// 128 + its number (130 for SIGINT, 143 for SIGTERM), or 130 if ctx ended
-// otherwise.
-func interrupted(ctx context.Context) (int, bool) {
-	if ctx.Err() == nil {
-		return 0, false
-	}
-	var se *signalError
-	if errors.As(context.Cause(ctx), &se) {
-		return 128 + int(se.sig), true
-	}
-	return 128 + int(syscall.SIGINT), true
 }
 
 func writeJSON(w io.Writer, v any) error {

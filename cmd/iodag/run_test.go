@@ -4,13 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/iodag/iodag/internal/ramfstest"
@@ -127,11 +130,11 @@ func TestRunText(t *testing.T) {
 		{"every node", []string{"run", "../../testdata/fail_missing.json", "--nodes", "--trace", "--repeat", "2"}, exitFailed,
 			[]string{"fail_missing: graph mode, 7 nodes: 4 ok, 1 failed, 2 canceled; repeat 2, wall ",
 				"latency: p50 ", " (10 nodes timed)\n",
-				"  node   op     status    res   errno      cause  data      start", "end", "worker\n",
+				"  node   op     status    res   errno      cause  data      start", "end", "worker  error\n",
 				"  start  nop    ok        0   ", "  0\n",
-				"  open   open   failed    -2    ENOENT   ", "  0\n",
-				"  r      read   canceled  -125  ECANCELED  open   ", "  0\n",
-				"  close  close  canceled  -125  ECANCELED  open   ", "  0\n",
+				"  open   open   failed    -2    ENOENT   ", "  0       ENOENT (no such file or directory)\n",
+				"  r      read   canceled  -125  ECANCELED  open   ", `  0       canceled: node "open" did not succeed` + "\n",
+				"  close  close  canceled  -125  ECANCELED  open   ", `  0       canceled: node "open" did not succeed` + "\n",
 				"  r1     read   ok        4096   ", "  0\n",
 				"  r2     read   ok        4096   ", "  0\n",
 				"  end    nop    ok        0   ", "  0\n",
@@ -141,26 +144,26 @@ func TestRunText(t *testing.T) {
 		{"failures", []string{"run", "--mode=graph", "../../testdata/fail_missing.json"}, exitFailed,
 			[]string{
 				"fail_missing: graph mode, 7 nodes: 4 ok, 1 failed, 2 canceled; repeat 1, wall ",
-				"  open (open): failed, res -2 ENOENT",
-				"  r (read): canceled, res -125 ECANCELED, cause open",
-				"  close (close): canceled, res -125 ECANCELED, cause open",
+				"  open (open): failed, res -2 ENOENT: ENOENT (no such file or directory)\n",
+				`  r (read): canceled, res -125 ECANCELED, cause open: canceled: node "open" did not succeed` + "\n",
+				`  close (close): canceled, res -125 ECANCELED, cause open: canceled: node "open" did not succeed` + "\n",
 			}, ""},
 		{"link over-cancels", []string{"run", "../../testdata/fail_missing.json", "--mode", "link"}, exitFailed,
 			[]string{"  r1 (read): canceled, res -125 ECANCELED, cause open", "  end (nop): canceled, res -125 ECANCELED, cause open"}, ""},
 		{"mode defaults to graph", []string{"run", "../../testdata/allops.json"}, exitOK, []string{"allops: graph mode, 15 nodes: 15 ok"}, ""},
 		{"no spec", []string{"run", "--mode", "graph"}, exitUsage, nil, "usage: iodag run SPEC"},
 		{"two specs", []string{"run", "a.json", "b.json"}, exitUsage, nil, "usage: iodag run SPEC"},
-		{"bad flag", []string{"run", "../../testdata/allops.json", "--frob"}, exitUsage, nil, "flag provided but not defined: -frob"},
+		{"bad flag", []string{"run", "../../testdata/allops.json", "--frob"}, exitUsage, nil, "iodag run: unknown flag --frob\n"},
 		{"bad mode", []string{"run", "../../testdata/allops.json", "--mode", "chain"}, exitUsage, nil, `unknown mode "chain"`},
-		{"bad repeat", []string{"run", "../../testdata/allops.json", "--repeat", "0"}, exitUsage, nil, "--repeat 0: want at least 1"},
+		{"bad repeat", []string{"run", "../../testdata/allops.json", "--repeat", "0"}, exitUsage, nil, "iodag run: --repeat 0: want 1 to 1000000000\n"},
 		{"bad workers", []string{"run", "../../testdata/allops.json", "--workers", "-1"}, exitUsage, nil, "--workers -1"},
-		{"bad ring", []string{"run", "../../testdata/allops.json", "--ring", "x"}, exitUsage, nil, `invalid value "x" for flag -ring`},
+		{"bad ring", []string{"run", "../../testdata/allops.json", "--ring", "x"}, exitUsage, nil, `iodag run: invalid value "x" for flag --ring: parse error`},
 		{"skipped", []string{"run", "../../testdata/dot/cleanup.json", "--mode", "link", "--nodes"}, exitOK,
 			[]string{"cleanup: link mode, 8 nodes: 6 ok, 0 failed, 0 canceled, 2 skipped;",
 				"  rm     unlink  skipped  0 ", "  alert  nop     skipped  0 "}, ""},
 		{"bad root", []string{"run", "../../testdata/allops.json", "--root", "/nonexistent/iodag"}, exitUsage, nil, "--root /nonexistent/iodag: not a directory"},
 		{"bad spec", []string{"run", "../../testdata/invalid/many_errors.json"}, exitUsage, nil, `many_errors.json:6:4: node "b": field "after": unknown node "zz"`},
-		{"missing spec", []string{"run", "nope.json"}, exitUsage, nil, "no such file"},
+		{"missing spec", []string{"run", "nope.json"}, exitUsage, nil, "iodag run: open nope.json: no such file or directory\n"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.check(t) })
@@ -269,5 +272,138 @@ func TestRunGivesWorkersPs(t *testing.T) {
 	}
 	if got := runtime.GOMAXPROCS(0); got != workers+1 {
 		t.Errorf("after run(%q): GOMAXPROCS %d, want %d", args, got, workers+1)
+	}
+}
+
+// TestRunWhy runs the binary on nodes that fail for reasons of iodag's
+// own, not the kernel's (an offset out of range, reads too short): the
+// text lists, the not-ok nodes and --nodes, must say why, in the words
+// NodeResult.Err gives Go code, as --json's "error" does.
+func TestRunWhy(t *testing.T) {
+	bin := iodagBin(t)
+	spec := filepath.Join(t.TempDir(), "why.json")
+	// idx reads 0x07 bytes: far's offset is out of range; short and past
+	// read beyond the end of data; tiny may read short, and does, too
+	// short for lenat's len_from.
+	if err := os.WriteFile(spec, []byte(`{"name": "why", "files": [{"name": "data", "size": 6000, "fill": 7}], "nodes": [
+  {"id": "idx", "op": "read", "file": "data", "offset": 0, "len": 16},
+  {"id": "far", "op": "read", "file": "data", "offset_from": {"node": "idx", "at": 0, "size": 8}, "len": 16, "after": ["idx"]},
+  {"id": "short", "op": "read", "file": "data", "offset": 4096, "len": 4096},
+  {"id": "past", "op": "read", "file": "data", "offset": 8192, "len": 4096},
+  {"id": "tiny", "op": "read", "file": "data", "offset": 5990, "len": 16, "allow_short": true},
+  {"id": "lenat", "op": "read", "file": "data", "offset": 0, "len_from": {"node": "tiny", "at": 8, "size": 8}, "after": ["tiny"]}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	errs := map[string]string{
+		"far":   "bad parameter: offset 506381209866536711 is out of [0, 1 TiB]",
+		"short": "short read: 1904 of 4096 bytes",
+		"past":  "short read: 0 of 4096 bytes",
+		"lenat": `len_from: read "tiny": returned 10 bytes, fewer than at 8 + size 8`,
+	}
+	tmp := t.TempDir()
+	runBin := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command(bin, append([]string{"run", spec}, args...)...)
+		cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, _ := cmd.Output()
+		if code := cmd.ProcessState.ExitCode(); code != exitFailed {
+			t.Errorf("iodag run why.json %q: exit %d, want %d; stderr:\n%s", args, code, exitFailed, &stderr)
+		}
+		return string(out)
+	}
+
+	text := runBin()
+	want := []string{
+		"  far (read): failed, res -22 EINVAL: " + errs["far"],
+		"  short (read): failed, res 1904: " + errs["short"],
+		"  past (read): failed, res 0: " + errs["past"],
+		"  lenat (read): failed, res -22 EINVAL: " + errs["lenat"],
+	}
+	var got []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, ": failed") {
+			got = append(got, l)
+		}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("iodag run why.json: the failed nodes listed (-want +got):\n%s\nstdout:\n%s", diff, text)
+	}
+
+	nodes := runBin("--nodes")
+	got = nil
+	col := -1 // of the error column, in runes (as tabwriter aligns)
+	for _, l := range strings.Split(nodes, "\n") {
+		r := []rune(l)
+		if i := strings.Index(l, "  worker  error"); i >= 0 {
+			col = len([]rune(l[:i])) + len("  worker  ")
+		}
+		if f := strings.Fields(l); len(f) > 2 && f[2] == "failed" && col >= 0 && col < len(r) {
+			got = append(got, f[0]+": "+string(r[col:]))
+		}
+	}
+	want = []string{"far: " + errs["far"], "short: " + errs["short"], "past: " + errs["past"], "lenat: " + errs["lenat"]}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("iodag run why.json --nodes: the failed nodes' errors (-want +got):\n%s\nstdout:\n%s", diff, nodes)
+	}
+
+	var rep submit.Report
+	if err := json.Unmarshal([]byte(runBin("--json")), &rep); err != nil {
+		t.Fatal(err)
+	}
+	gotJSON := map[string]string{}
+	for _, n := range rep.Nodes {
+		if n.Err != nil {
+			gotJSON[n.ID] = n.Err.Error()
+		}
+	}
+	wantJSON := map[string]string{}
+	for id, e := range errs {
+		wantJSON[id] = fmt.Sprintf("node %q (read): %s", id, e)
+	}
+	if diff := cmp.Diff(wantJSON, gotJSON); diff != "" {
+		t.Errorf("iodag run why.json --json: the nodes' \"error\" (-want +got):\n%s", diff)
+	}
+	checkNoScratch(t, tmp)
+}
+
+// TestRepeatTooLarge asks the binary for more runs than it will make
+// (the batch size once overflowed, and such a --repeat ran twice): it
+// must refuse, exit 2, naming the flag and its bounds.
+func TestRepeatTooLarge(t *testing.T) {
+	bin := iodagBin(t)
+	tests := []struct {
+		args   []string
+		stderr string
+	}{
+		{[]string{"run", "--repeat", "9223372036854775800"}, "iodag run: --repeat 9223372036854775800: want 1 to 1000000000\n"},
+		{[]string{"run", "--repeat", "1000000001"}, "iodag run: --repeat 1000000001: want 1 to 1000000000\n"},
+		{[]string{"compare", "--repeat", "9223372036854775800"}, "iodag compare: --repeat 9223372036854775800: want 1 to 1000000000\n"},
+		{[]string{"compare", "--repeat", "3074457345618258603"}, "iodag compare: --repeat 3074457345618258603: want 1 to 1000000000\n"},
+	}
+	for _, tc := range tests {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			tmp := t.TempDir()
+			// A refusal takes milliseconds; the backstop ends a build
+			// that runs what it was asked instead.
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, bin, append(tc.args, "../../testdata/diamond.json")...)
+			cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			cmd.Run()
+			if code := cmd.ProcessState.ExitCode(); code != exitUsage {
+				t.Errorf("iodag %q: exit %d, want %d", tc.args, code, exitUsage)
+			}
+			if diff := cmp.Diff(tc.stderr, stderr.String()); diff != "" {
+				t.Errorf("iodag %q: stderr mismatch (-want +got):\n%s", tc.args, diff)
+			}
+			if stdout.Len() != 0 {
+				t.Errorf("iodag %q: stdout = %q, want nothing", tc.args, &stdout)
+			}
+			checkNoScratch(t, tmp)
+		})
 	}
 }

@@ -13,23 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/iodag/iodag/submit"
+	"golang.org/x/sys/unix"
 )
-
-// buildIodag builds the command into a temporary directory.
-func buildIodag(t *testing.T) string {
-	t.Helper()
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go command to build iodag with")
-	}
-	bin := filepath.Join(t.TempDir(), "iodag")
-	out, err := exec.Command(goBin, "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
 
 // longSpec writes a spec that takes 10 s unless interrupted: a mkdir and
 // a read of a spec file (so the scratch directory has contents), then a
@@ -65,10 +52,7 @@ func longSpec(t *testing.T) (path string, nodes int) {
 // status is 128 + the signal, and the scratch directory (in a TMPDIR of
 // the test's) is removed.
 func TestSignal(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	bin := buildIodag(t)
+	bin := iodagBin(t)
 	spec, nodes := longSpec(t)
 	tests := []struct {
 		verb string
@@ -191,5 +175,109 @@ func TestSignal(t *testing.T) {
 				t.Errorf("scratch left behind in $TMPDIR: %s", e.Name())
 			}
 		})
+	}
+}
+
+// TestSignalStdoutBlocked signals the binary while its report waits for
+// a reader that never reads (stdout a pipe, full): iodag must still exit,
+// with 128 + the signal, having removed its scratch directory.
+func TestSignalStdoutBlocked(t *testing.T) {
+	bin := iodagBin(t)
+	spec := wideSpec(t, 2000)
+	tests := []struct {
+		args []string
+		sig  syscall.Signal
+	}{
+		{[]string{"run", "--nodes", spec}, syscall.SIGINT},
+		{[]string{"run", "--json", spec}, syscall.SIGINT},
+		{[]string{"run", "--json", spec}, syscall.SIGTERM},
+		{[]string{"compare", "--json", spec}, syscall.SIGINT},
+	}
+	for _, tc := range tests {
+		t.Run(strings.Join(tc.args[:len(tc.args)-1], " ")+" "+tc.sig.String(), func(t *testing.T) {
+			r, w, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			tmp := t.TempDir()
+			cmd := exec.Command(bin, tc.args...)
+			cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+			cmd.Stdout = w
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			w.Close()
+			exited := make(chan error, 1)
+			go func() { exited <- cmd.Wait() }()
+			deadline := time.After(30 * time.Second)
+			waitPipeFull(t, r, exited, deadline)
+			if err := cmd.Process.Signal(tc.sig); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case err = <-exited:
+			case <-deadline:
+				cmd.Process.Kill()
+				<-exited
+				t.Fatalf("iodag %q did not exit within 30 s of %v while its stdout was blocked; stderr:\n%s", tc.args, tc.sig, &stderr)
+			}
+			if code, want := cmd.ProcessState.ExitCode(), 128+int(tc.sig); code != want {
+				t.Errorf("iodag %q after %v: exit %d (%v), want %d; stderr:\n%s", tc.args, tc.sig, code, err, want, &stderr)
+			}
+			if want := "interrupted by " + tc.sig.String() + ", stdout is not being read"; !strings.Contains(stderr.String(), want) {
+				t.Errorf("stderr = %q, want it to contain %q", &stderr, want)
+			}
+			checkNoScratch(t, tmp)
+		})
+	}
+}
+
+// waitPipeFull polls until the pipe r reads from is full, failing the
+// test if the writer exits or the deadline passes first. Full is less
+// than PIPE_BUF (4096) bytes free: a write of up to that many waits for
+// room for all of it.
+func waitPipeFull(t *testing.T, r *os.File, exited <-chan error, deadline <-chan time.Time) {
+	t.Helper()
+	size, err := unix.FcntlInt(r.Fd(), unix.F_GETPIPE_SZ, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	poll := time.NewTicker(2 * time.Millisecond)
+	defer poll.Stop()
+	for {
+		n, err := unix.IoctlGetInt(int(r.Fd()), unix.TIOCINQ) // FIONREAD
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n > size-4096 {
+			return
+		}
+		select {
+		case err := <-exited:
+			t.Fatalf("iodag exited (%v) before filling its stdout pipe (%d of %d bytes)", err, n, size)
+		case <-deadline:
+			t.Fatalf("stdout pipe holds %d of %d bytes after 30 s", n, size)
+		case <-poll.C:
+		}
+	}
+}
+
+// TestCleanups checks that each cleanup runs once, whether its remover
+// or run (the signal path's) gets to it first.
+func TestCleanups(t *testing.T) {
+	var c cleanups
+	ran := map[string]int{}
+	removeA := c.add(func() { ran["a"]++ })
+	removeB := c.add(func() { ran["b"]++ })
+	removeA()
+	c.run()
+	c.run()
+	removeB()
+	removeA()
+	if diff := cmp.Diff(map[string]int{"a": 1, "b": 1}, ran); diff != "" {
+		t.Errorf("cleanups run (-want +got):\n%s", diff)
 	}
 }

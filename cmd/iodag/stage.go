@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -51,11 +50,8 @@ func stageMain(args []string, stdout, stderr io.Writer) int {
 		r.Components = append(r.Components, ids(c))
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(r); err != nil {
-			fmt.Fprintf(stderr, "iodag: %v\n", err)
-			return exitFailed
+		if err := writeJSON(stdout, r); err != nil {
+			return writeFailed(stderr, "stage", err)
 		}
 		return exitOK
 	}

@@ -18,8 +18,7 @@ func versionMain(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	if len(pos) != 0 {
-		fs.Usage()
-		return exitUsage
+		return usageError(stderr, fs, "want no arguments, got %q", pos)
 	}
 	bi, _ := debug.ReadBuildInfo()
 	fmt.Fprintf(stdout, "iodag %s, %s %s/%s, kernel %s\n", moduleVersion(bi), runtime.Version(), runtime.GOOS, runtime.GOARCH, kernelRelease())

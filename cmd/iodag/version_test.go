@@ -38,7 +38,8 @@ func TestVersion(t *testing.T) {
 	if want := regexp.MustCompile(`^iodag devel( [0-9a-f]{12}(\+dirty)?)?, go1\.[0-9]+\S* linux/\w+, kernel [0-9]+\.[0-9]+\S*\n$`); !want.MatchString(stdout) {
 		t.Errorf("version stdout = %q, want it to match %s", stdout, want)
 	}
-	if code, _, stderr := runCatching([]string{"version", "x"}); code != exitUsage || stderr != "usage: iodag version\n" {
-		t.Errorf("version x = %d, stderr %q; want %d, the usage", code, stderr, exitUsage)
+	want := "iodag version: want no arguments, got [\"x\"]\nusage: iodag version\n(iodag version --help says more)\n"
+	if code, _, stderr := runCatching([]string{"version", "x"}); code != exitUsage || stderr != want {
+		t.Errorf("version x = %d, stderr %q; want %d, %q", code, stderr, exitUsage, want)
 	}
 }

@@ -1,7 +1,7 @@
 package main
 
 // Where the graph walk's time goes, on the example's default tree (made
-// in the same cache directory as go run ./examples/walk):
+// in the same cache directory as go run ./examples/walk -cache, and kept):
 //
 //	go test -run '^$' -bench Walk -benchtime 5x ./examples/walk
 //	go test -run '^$' -bench Subgraph ./examples/walk

@@ -47,8 +47,9 @@ func Run(ctx context.Context, r *submit.Runner, m submit.Mode, o submit.Options,
 }
 
 // Size returns how many repeats each call makes when repeat runs are
-// split into at most Max calls.
-func Size(repeat int) int { return (max(repeat, 1) + Max - 1) / Max }
+// split into at most Max calls (rounded up, without overflowing near
+// math.MaxInt).
+func Size(repeat int) int { return (max(repeat, 1)-1)/Max + 1 }
 
 // Sum adds up the reports of the calls that make one long run; its zero
 // value is empty.

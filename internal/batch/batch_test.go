@@ -2,6 +2,7 @@ package batch
 
 import (
 	"context"
+	"math"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -93,5 +94,24 @@ func TestRunCanceled(t *testing.T) {
 	})
 	if err == nil || rep == nil || calls != 3 || rep.Repeat != 15 || rep.Counts.Canceled != g.Len() {
 		t.Errorf("Run(canceled after the second call) = %+v, %v after %d calls; want the sum of 3 (the last canceled) and the error", rep, err, calls)
+	}
+}
+
+func TestSize(t *testing.T) {
+	tests := []struct{ repeat, want int }{
+		{-1, 1},
+		{0, 1},
+		{1, 1},
+		{20, 1},
+		{21, 2},
+		{300, 15},
+		{301, 16},
+		{math.MaxInt - 5, math.MaxInt/Max + 1},
+		{math.MaxInt, math.MaxInt/Max + 1},
+	}
+	for _, tc := range tests {
+		if got := Size(tc.repeat); got != tc.want {
+			t.Errorf("Size(%d) = %d, want %d", tc.repeat, got, tc.want)
+		}
 	}
 }

@@ -1,0 +1,149 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// outputChunk is the most output writes to its writer at once, so that
+// a write blocked on a full pipe is told from a long one under way.
+const outputChunk = 64 << 10
+
+// epoch is what output's write times count from.
+var epoch = time.Now()
+
+// output is stdout as the verbs write it. It keeps the first failed
+// write's error and drops every later write, so that a verb need not
+// check each one: the dispatcher (run) checks Err once, at the end. It
+// also tells a signal whether a write is blocked (blockedFor).
+type output struct {
+	w   io.Writer
+	err error
+	// since is when the write in progress began (ns since epoch, at
+	// least 1), or 0 between writes; the signal path reads it.
+	since atomic.Int64
+}
+
+// outputError is a failed write to stdout, as output returns it: the
+// dispatcher reports it, so a verb that gets one need not (writeFailed).
+type outputError struct{ err error }
+
+func (e *outputError) Error() string { return e.err.Error() }
+func (e *outputError) Unwrap() error { return e.err }
+
+// Write writes p in chunks of at most outputChunk bytes; after a failed
+// write it writes nothing and returns the same error.
+func (o *output) Write(p []byte) (int, error) {
+	if o.err != nil {
+		return 0, o.err
+	}
+	n := 0
+	for len(p) > 0 {
+		o.since.Store(max(int64(time.Since(epoch)), 1))
+		k, err := o.w.Write(p[:min(len(p), outputChunk)])
+		o.since.Store(0)
+		n, p = n+k, p[k:]
+		if err != nil {
+			o.err = &outputError{err}
+			return n, o.err
+		}
+	}
+	return n, nil
+}
+
+// blockedFor returns how long the write in progress has been waiting, or
+// 0 if none is.
+func (o *output) blockedFor() time.Duration {
+	s := o.since.Load()
+	if s == 0 {
+		return 0
+	}
+	return time.Since(epoch) - time.Duration(s)
+}
+
+// exitStatus returns the status iodag exits with after a verb returned
+// code having written to o, and tells stderr of a failed write: a reader
+// that left (EPIPE) ends iodag quietly with 141, as SIGPIPE would (128 +
+// 13); any other failed write makes an exit of 0 a 1. A signal's status
+// stands. prefix starts the message ("iodag run"); quiet says the verb
+// has told stderr of its failed writes itself.
+func (o *output) exitStatus(prefix string, code int, quiet bool, stderr io.Writer) int {
+	switch {
+	case o.err == nil || code >= 128:
+		return code
+	case errors.Is(o.err, syscall.EPIPE):
+		return 128 + int(syscall.SIGPIPE)
+	}
+	if !quiet {
+		fmt.Fprintf(stderr, "%s: writing the output: %v\n", prefix, o.err)
+	}
+	if code == exitOK {
+		return exitFailed
+	}
+	return code
+}
+
+// writeFailed tells stderr that writing what a verb (name) prints failed,
+// unless it was stdout that failed (the dispatcher says so), and returns
+// exitFailed.
+func writeFailed(stderr io.Writer, name string, err error) int {
+	var oe *outputError
+	if !errors.As(err, &oe) {
+		fmt.Fprintf(stderr, "iodag %s: %v\n", name, err)
+	}
+	return exitFailed
+}
+
+// trimWriter drops the spaces that end a line (a table's padding before
+// an empty last column).
+type trimWriter struct {
+	w      io.Writer
+	spaces int // held back: the line may end after them
+}
+
+func (t *trimWriter) Write(p []byte) (int, error) {
+	for rest := p; len(rest) > 0; {
+		i := bytes.IndexAny(rest, " \n")
+		if i < 0 {
+			i = len(rest)
+		}
+		if i > 0 {
+			if err := t.flush(); err != nil {
+				return 0, err
+			}
+			if _, err := t.w.Write(rest[:i]); err != nil {
+				return 0, err
+			}
+			rest = rest[i:]
+			continue
+		}
+		if rest[0] == ' ' {
+			t.spaces++
+		} else {
+			t.spaces = 0
+			if _, err := t.w.Write(rest[:1]); err != nil {
+				return 0, err
+			}
+		}
+		rest = rest[1:]
+	}
+	return len(p), nil
+}
+
+// flush writes the spaces held back: more than spaces follow them.
+func (t *trimWriter) flush() error {
+	const blanks = "                                " // 32
+	for t.spaces > 0 {
+		n := min(t.spaces, len(blanks))
+		if _, err := io.WriteString(t.w, blanks[:n]); err != nil {
+			return err
+		}
+		t.spaces -= n
+	}
+	return nil
+}

@@ -1,0 +1,216 @@
+package submit
+
+import (
+	"bufio"
+	"cmp"
+	"container/heap"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/iodag/iodag/dag"
+)
+
+// WriteTrace writes reports as a Chrome trace (the Trace Event Format's
+// JSON object), which Perfetto UI (https://ui.perfetto.dev) and
+// chrome://tracing open. Each report is a process, named after its graph
+// and mode, with a track (thread) per worker, "worker N", and one, "Go
+// tasks", for the nodes of op dag.OpGo, which run on goroutines of their
+// own. A node that ran (ok or failed) is a complete event from its StartNS
+// to its EndNS; one canceled or skipped was never run to its end and is
+// an instant event at its EndNS on its track. Every event names
+// its node and carries its op, status, res, errno, cause and error text.
+// Times are microseconds since the report's last repeat began, whose
+// nodes a report holds: each report has a clock of its own.
+func WriteTrace(w io.Writer, reports ...*Report) error {
+	tw := traceWriter{w: bufio.NewWriter(w)}
+	tw.raw(`{"displayTimeUnit":"ns","traceEvents":[`)
+	for k, rep := range reports {
+		if rep == nil {
+			return fmt.Errorf("submit: WriteTrace: report %d is nil", k)
+		}
+		tw.report(k+1, rep)
+	}
+	tw.raw("\n]}\n")
+	if tw.err == nil {
+		tw.err = tw.w.Flush()
+	}
+	return tw.err
+}
+
+// traceEvent is one event of the Trace Event Format.
+type traceEvent struct {
+	Name string   `json:"name"`
+	Cat  string   `json:"cat,omitempty"`
+	Ph   string   `json:"ph"`             // M metadata, X complete, i instant
+	Ts   float64  `json:"ts"`             // µs
+	Dur  *float64 `json:"dur,omitempty"`  // µs, of a complete event
+	S    string   `json:"s,omitempty"`    // an instant event's scope: t, its thread
+	Pid  int      `json:"pid"`            // the report
+	Tid  int      `json:"tid"`            // the track
+	Args any      `json:"args,omitempty"` // a node's outcome, a name
+}
+
+// traceArgs is what a node's event says of it.
+type traceArgs struct {
+	Op     dag.Op `json:"op"`
+	Status Status `json:"status"`
+	Res    int32  `json:"res"`
+	Errno  Errno  `json:"errno,omitempty"`
+	Cause  string `json:"cause,omitempty"`
+	Error  string `json:"error,omitempty"`
+}
+
+// traceWriter writes a trace's events, keeping the first error.
+type traceWriter struct {
+	w    *bufio.Writer
+	err  error
+	some bool // an event was written: the next needs a comma
+}
+
+func (t *traceWriter) raw(s string) {
+	if t.err == nil {
+		_, t.err = t.w.WriteString(s)
+	}
+}
+
+func (t *traceWriter) event(e traceEvent) {
+	if t.err != nil {
+		return
+	}
+	b, err := json.Marshal(e)
+	if err != nil {
+		t.err = err
+		return
+	}
+	if t.some {
+		t.raw(",")
+	}
+	t.some = true
+	t.raw("\n")
+	if t.err == nil {
+		_, t.err = t.w.Write(b)
+	}
+}
+
+// report writes one report as process pid: its name and tracks, then its
+// nodes.
+func (t *traceWriter) report(pid int, rep *Report) {
+	meta := func(name string, tid int, args any) {
+		t.event(traceEvent{Name: name, Ph: "M", Pid: pid, Tid: tid, Args: args})
+	}
+	meta("process_name", 0, map[string]string{"name": fmt.Sprintf("%s (%s mode)", rep.Name, rep.Mode)})
+	meta("process_sort_index", 0, map[string]int{"sort_index": pid})
+	tids, names := traceTracks(rep)
+	for k, name := range names {
+		meta("thread_name", k+1, map[string]string{"name": name})
+		meta("thread_sort_index", k+1, map[string]int{"sort_index": k + 1})
+	}
+	for i := range rep.Nodes {
+		n := &rep.Nodes[i]
+		a := traceArgs{Op: n.Op, Status: n.Status, Res: n.Res, Errno: n.Errno, Cause: n.Cause}
+		if n.Err != nil {
+			a.Error = n.Err.Error()
+		}
+		e := traceEvent{Name: n.ID, Cat: string(n.Status), Pid: pid, Tid: tids[i], Args: a}
+		if ran(n) {
+			dur := float64(n.EndNS-n.StartNS) / 1e3
+			e.Ph, e.Ts, e.Dur = "X", float64(n.StartNS)/1e3, &dur
+		} else {
+			e.Ph, e.Ts, e.S = "i", float64(n.EndNS)/1e3, "t"
+		}
+		t.event(e)
+	}
+}
+
+// ran reports whether node n ran to its end, ok or failed, from StartNS
+// to EndNS.
+func ran(n *NodeResult) bool {
+	return (n.Status == StatusOK || n.Status == StatusFailed) && n.EndNS >= n.StartNS
+}
+
+// traceTracks returns the track (thread id, from 1) of each of rep's
+// nodes, and the tracks' names: "worker N" for each worker, "Go tasks"
+// for the nodes of op dag.OpGo. A worker has many requests in flight,
+// but a viewer draws a track's spans nested or one after another: the
+// spans of a worker (or of the Go tasks) that overlap go on tracks of
+// the same name, as few as fit them (rows of a timeline). A node that did
+// not run goes on its worker's first track.
+func traceTracks(rep *Report) (tids []int, names []string) {
+	workers, goTasks := rep.Workers, false
+	for i := range rep.Nodes {
+		workers = max(workers, rep.Nodes[i].Worker+1)
+		goTasks = goTasks || rep.Nodes[i].Op == dag.OpGo
+	}
+	groups := workers
+	if goTasks {
+		groups++
+	}
+	group := func(n *NodeResult) int {
+		if n.Op == dag.OpGo {
+			return workers
+		}
+		return n.Worker
+	}
+	// Spans in order of start, each on the row of its group that ended
+	// first if that row is free by then, else on a new row.
+	order := make([]int, len(rep.Nodes))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(rep.Nodes[a].StartNS, rep.Nodes[b].StartNS) })
+	rows := make([]rowHeap, groups)
+	row := make([]int, len(rep.Nodes))
+	for _, i := range order {
+		n := &rep.Nodes[i]
+		if !ran(n) {
+			continue
+		}
+		h := &rows[group(n)]
+		if len(*h) > 0 && (*h)[0].end <= n.StartNS {
+			row[i] = (*h)[0].row
+			(*h)[0].end = n.EndNS
+			heap.Fix(h, 0)
+		} else {
+			row[i] = h.Len()
+			heap.Push(h, rowEnd{n.EndNS, row[i]})
+		}
+	}
+	first := make([]int, groups+1) // each group's first tid
+	for g := range groups {
+		first[g+1] = first[g] + max(rows[g].Len(), 1)
+		name := fmt.Sprintf("worker %d", g)
+		if g == workers {
+			name = "Go tasks"
+		}
+		for range first[g+1] - first[g] {
+			names = append(names, name)
+		}
+	}
+	tids = make([]int, len(rep.Nodes))
+	for i := range rep.Nodes {
+		tids[i] = first[group(&rep.Nodes[i])] + row[i] + 1
+	}
+	return tids, names
+}
+
+// rowEnd is a timeline row and when its last span ends.
+type rowEnd struct {
+	end int64
+	row int
+}
+
+// rowHeap is a group's rows, the one that ends first on top.
+type rowHeap []rowEnd
+
+func (h rowHeap) Len() int           { return len(h) }
+func (h rowHeap) Less(i, j int) bool { return h[i].end < h[j].end }
+func (h rowHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *rowHeap) Push(x any)        { *h = append(*h, x.(rowEnd)) }
+func (h *rowHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
