@@ -23,7 +23,7 @@ func (f fakeInputs) Result(t Task) Result {
 
 func (f fakeInputs) Stop(error) {}
 
-func (f fakeInputs) Run(string, func(*Builder)) error { return nil }
+func (f fakeInputs) Run(string, func(*Builder)) ([]Result, error) { return nil, nil }
 
 func (f fakeInputs) Context() context.Context { return context.Background() }
 

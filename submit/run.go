@@ -366,7 +366,7 @@ func (r *Runner) finished() {
 // another thread, so the caller first yields for a while (worker.Spin).
 func (r *Runner) await() {
 	r.pool.Waiters().Add(1)
-	r.pool.Spin(func() bool { return r.left.Load() == 0 })
+	r.pool.Spin(func() bool { return r.left.Load() == 0 }, true)
 	<-r.fin
 	r.pool.Waiters().Add(-1)
 }

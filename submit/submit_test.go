@@ -752,12 +752,17 @@ func TestChainsBeyondTheRing(t *testing.T) {
 	}
 }
 
-// TestMillionNodes runs 1,000,000 NOPs on a 64-entry ring in every mode.
+// TestMillionNodes runs 1,000,000 NOPs on a 64-entry ring in every mode;
+// under the race detector, which makes it minutes long, 100,000.
 func TestMillionNodes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short")
 	}
-	g := graphOf(shapes.Fanout(1_000_000, shapes.GenOptions{}))
+	n := 1_000_000
+	if raceEnabled {
+		n = 100_000
+	}
+	g := graphOf(shapes.Fanout(n, shapes.GenOptions{}))
 	pool := newPool(t, workers.Config{Workers: 2, Entries: 64})
 	for _, m := range Modes() {
 		rep, err := Run(context.Background(), pool, g, m, Options{})

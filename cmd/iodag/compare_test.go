@@ -20,19 +20,19 @@ func TestCompareText(t *testing.T) {
 	tests := []cliCase{
 		{"injected failure", []string{"compare", "../../testdata/fail_missing.json", "--repeat", "3"}, exitOK,
 			[]string{
-				"fail_missing: 7 nodes, repeat 3, 1 worker, ring 256\n\n",
+				"fail_missing: 8 nodes, repeat 3, 1 worker, ring 256\n\n",
 				"  mode   ops/s", "wall  enters/run  max in-flight  ok  failed  canceled  skipped  vs link\n",
-				"  link ", "  1       1         5        0    1.00x\n",
-				"  waves", "  4       1         2        0 ",
-				"  graph", "  4       1         2        0 ",
+				"  link ", "  1       1         6        0    1.00x\n",
+				"  waves", "  4       1         3        0 ",
+				"  graph", "  4       1         3        0 ",
 				"\n  latency ", "p50", "p99", "max  nodes timed\n",
 				"  link ", "  6\n", "  waves ", " 15\n", "  graph ", " 15\n",
 				"\nagree: graph and waves on every node; link and graph wherever both ran\n",
-				"expected: link over-cancels 3 nodes after open\n",
+				"expected: link over-cancels 3 nodes after stat\n",
 				"\n  link        what io_uring offers",
 				"  per batch   the lowest and highest ops/s of each mode's 3 batches (the modes take turns);",
 				"  latency     submission to completion of the nodes that ran, in all 3 runs; clock read per batch",
-				"  work        7 nodes (2 nop, 3 read of 4 KiB, 1 open, 1 close) on data (64 KiB, buffered); 3 runs per mode,",
+				"  work        8 nodes (2 nop, 3 read of 4 KiB, 1 open, 1 statx, 1 close) on data (64 KiB, buffered); 3 runs per",
 				"removed at", "exit\n",
 			}, ""},
 		{"all ok", []string{"compare", "--workers=2", "--ring=32", "../../testdata/maildir10.json"}, exitOK,
@@ -80,17 +80,17 @@ func TestCompareJSON(t *testing.T) {
 		modes = append(modes, mode{m.Mode.String(), m.Repeat, m.Counts})
 	}
 	wantModes := []mode{
-		{"link", 2, submit.Counts{OK: 1, Failed: 1, Canceled: 5}},
-		{"waves", 2, submit.Counts{OK: 4, Failed: 1, Canceled: 2}},
-		{"graph", 2, submit.Counts{OK: 4, Failed: 1, Canceled: 2}},
+		{"link", 2, submit.Counts{OK: 1, Failed: 1, Canceled: 6}},
+		{"waves", 2, submit.Counts{OK: 4, Failed: 1, Canceled: 3}},
+		{"graph", 2, submit.Counts{OK: 4, Failed: 1, Canceled: 3}},
 	}
 	if diff := cmp.Diff(wantModes, modes); diff != "" {
 		t.Errorf("modes mismatch (-want +got):\n%s", diff)
 	}
 	wantExpected := []compare.OverCancel{
-		{Node: "r1", Cause: "open", Graph: submit.StatusOK, Link: submit.StatusCanceled},
-		{Node: "r2", Cause: "open", Graph: submit.StatusOK, Link: submit.StatusCanceled},
-		{Node: "end", Cause: "open", Graph: submit.StatusOK, Link: submit.StatusCanceled},
+		{Node: "r1", Cause: "stat", Graph: submit.StatusOK, Link: submit.StatusCanceled},
+		{Node: "r2", Cause: "stat", Graph: submit.StatusOK, Link: submit.StatusCanceled},
+		{Node: "end", Cause: "stat", Graph: submit.StatusOK, Link: submit.StatusCanceled},
 	}
 	if diff := cmp.Diff(wantExpected, c.Expected); diff != "" {
 		t.Errorf("expected differences mismatch (-want +got):\n%s", diff)
@@ -234,7 +234,7 @@ func TestCompareInterrupted(t *testing.T) {
 	if code := compareSpec(ctx, args, &stdout, &stderr); code != 143 {
 		t.Errorf("compareSpec(%q) interrupted = %d, want 143; stderr:\n%s", args, code, stderr.String())
 	}
-	for _, want := range []string{"  link ", "  0       0         7 ", "not checked: the comparison was interrupted"} {
+	for _, want := range []string{"  link ", "  0       0         8 ", "not checked: the comparison was interrupted"} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("stdout =\n%s\nwant it to contain %q", stdout.String(), want)
 		}

@@ -243,9 +243,9 @@ func why(n *submit.NodeResult) string {
 	if n.Err == nil {
 		return ""
 	}
-	var ne *submit.NodeError
-	if errors.As(n.Err, &ne) && ne.ID == n.ID && ne.Err != nil {
-		return ne.Err.Error()
+	var oe *submit.OpError
+	if errors.As(n.Err, &oe) && oe.Node == n.ID && oe.Err != nil {
+		return oe.Err.Error()
 	}
 	return n.Err.Error()
 }

@@ -71,10 +71,10 @@ func TestRunJSON(t *testing.T) {
 		{"maildir10", []string{"--workers", "2", "--ring", "8"}, 0, []string{"graph", "link", "waves"}, submit.Counts{OK: 40}, exitOK},
 		{"stagger4x8", []string{"--repeat", "3"}, 3, []string{"graph", "link", "waves"}, submit.Counts{OK: 32}, exitOK},
 		{"layered16x8", []string{"--ring", "16"}, 0, []string{"graph", "link", "waves"}, submit.Counts{OK: 128}, exitOK},
-		// The open of a missing path fails: graph and waves cancel its
-		// read and close; link also the rest of the chain.
-		{"fail_missing", nil, 0, []string{"graph", "waves"}, submit.Counts{OK: 4, Failed: 1, Canceled: 2}, exitFailed},
-		{"fail_missing", nil, 0, []string{"link"}, submit.Counts{OK: 1, Failed: 1, Canceled: 5}, exitFailed},
+		// The statx of a missing path fails: graph and waves cancel the
+		// open, read and close after it; link also the rest of the chain.
+		{"fail_missing", nil, 0, []string{"graph", "waves"}, submit.Counts{OK: 4, Failed: 1, Canceled: 3}, exitFailed},
+		{"fail_missing", nil, 0, []string{"link"}, submit.Counts{OK: 1, Failed: 1, Canceled: 6}, exitFailed},
 		// The second run's mkdir finds the first run's directory.
 		{"allops", []string{"--repeat", "2"}, 2, []string{"graph", "waves"}, submit.Counts{OK: 4, Failed: 1, Canceled: 10}, exitFailed},
 	}
@@ -128,28 +128,30 @@ func TestRunText(t *testing.T) {
 				"  nodes       --nodes lists every node\n",
 				"  work        32 nodes (16 nop, 16 timeout); 1 run, in "}, `running "stagger4x8" (32 nodes) in waves mode`},
 		{"every node", []string{"run", "../../testdata/fail_missing.json", "--nodes", "--trace", "--repeat", "2"}, exitFailed,
-			[]string{"fail_missing: graph mode, 7 nodes: 4 ok, 1 failed, 2 canceled; repeat 2, wall ",
+			[]string{"fail_missing: graph mode, 8 nodes: 4 ok, 1 failed, 3 canceled; repeat 2, wall ",
 				"latency: p50 ", " (10 nodes timed)\n",
 				"  node   op     status    res   errno      cause  data      start", "end", "worker  error\n",
 				"  start  nop    ok        0   ", "  0\n",
-				"  open   open   failed    -2    ENOENT   ", "  0       ENOENT (no such file or directory)\n",
-				"  r      read   canceled  -125  ECANCELED  open   ", `  0       canceled: node "open" did not succeed` + "\n",
-				"  close  close  canceled  -125  ECANCELED  open   ", `  0       canceled: node "open" did not succeed` + "\n",
+				"  stat   statx  failed    -2    ENOENT   ", "  0       statx missing: no such file or directory\n",
+				"  open   open   canceled  -125  ECANCELED  stat   ", `  0       canceled: node "stat" did not succeed` + "\n",
+				"  r      read   canceled  -125  ECANCELED  stat   ", `  0       canceled: node "stat" did not succeed` + "\n",
+				"  close  close  canceled  -125  ECANCELED  stat   ", `  0       canceled: node "stat" did not succeed` + "\n",
 				"  r1     read   ok        4096   ", "  0\n",
 				"  r2     read   ok        4096   ", "  0\n",
 				"  end    nop    ok        0   ", "  0\n",
 				"\n  graph ", "  latency     submission to completion of the nodes that ran, in all 2 runs; traced: one completion",
 				"  nodes       every node: start and end in time since the last run began;",
-				"  work        7 nodes (2 nop, 3 read of 4 KiB, 1 open, 1 close) on data (64 KiB, buffered); 2 runs, in"}, ""},
+				"  work        8 nodes (2 nop, 3 read of 4 KiB, 1 open, 1 statx, 1 close) on data (64 KiB, buffered); 2 runs,"}, ""},
 		{"failures", []string{"run", "--mode=graph", "../../testdata/fail_missing.json"}, exitFailed,
 			[]string{
-				"fail_missing: graph mode, 7 nodes: 4 ok, 1 failed, 2 canceled; repeat 1, wall ",
-				"  open (open): failed, res -2 ENOENT: ENOENT (no such file or directory)\n",
-				`  r (read): canceled, res -125 ECANCELED, cause open: canceled: node "open" did not succeed` + "\n",
-				`  close (close): canceled, res -125 ECANCELED, cause open: canceled: node "open" did not succeed` + "\n",
+				"fail_missing: graph mode, 8 nodes: 4 ok, 1 failed, 3 canceled; repeat 1, wall ",
+				"  stat (statx): failed, res -2 ENOENT: statx missing: no such file or directory\n",
+				`  open (open): canceled, res -125 ECANCELED, cause stat: canceled: node "stat" did not succeed` + "\n",
+				`  r (read): canceled, res -125 ECANCELED, cause stat: canceled: node "stat" did not succeed` + "\n",
+				`  close (close): canceled, res -125 ECANCELED, cause stat: canceled: node "stat" did not succeed` + "\n",
 			}, ""},
 		{"link over-cancels", []string{"run", "../../testdata/fail_missing.json", "--mode", "link"}, exitFailed,
-			[]string{"  r1 (read): canceled, res -125 ECANCELED, cause open", "  end (nop): canceled, res -125 ECANCELED, cause open"}, ""},
+			[]string{"  r1 (read): canceled, res -125 ECANCELED, cause stat", "  end (nop): canceled, res -125 ECANCELED, cause stat"}, ""},
 		{"mode defaults to graph", []string{"run", "../../testdata/allops.json"}, exitOK, []string{"allops: graph mode, 15 nodes: 15 ok"}, ""},
 		{"no spec", []string{"run", "--mode", "graph"}, exitUsage, nil, "usage: iodag run SPEC"},
 		{"two specs", []string{"run", "a.json", "b.json"}, exitUsage, nil, "usage: iodag run SPEC"},
@@ -244,8 +246,8 @@ func TestRunInterrupted(t *testing.T) {
 			if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
 				t.Fatalf("partial report is not JSON: %v\n%s", err, stdout.String())
 			}
-			if rep.Counts.Canceled != len(rep.Nodes) || len(rep.Nodes) != 7 || rep.Nodes[0].Cause != submit.CauseContext {
-				t.Errorf("partial report counts %+v, node 0 %+v; want all 7 canceled by the context", rep.Counts, rep.Nodes[0])
+			if rep.Counts.Canceled != len(rep.Nodes) || len(rep.Nodes) != 8 || rep.Nodes[0].Cause != submit.CauseContext {
+				t.Errorf("partial report counts %+v, node 0 %+v; want all 8 canceled by the context", rep.Counts, rep.Nodes[0])
 			}
 			if want := "interrupted by " + tc.sig.String(); !strings.Contains(stderr.String(), want) {
 				t.Errorf("stderr = %q, want it to contain %q", stderr.String(), want)

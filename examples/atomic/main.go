@@ -187,8 +187,8 @@ func run(ctx context.Context, w io.Writer, c config) error {
 			return err
 		}
 		rep, err := submit.Run(ctx, pool, g, m, submit.Options{Root: root})
-		if err != nil {
-			return fmt.Errorf("%s: %w", m, err)
+		if rep == nil {
+			return fmt.Errorf("%s: %w", m, err) // the run could not start
 		}
 		fmt.Fprintf(w, "\n%s (%s):\n", m, human.Duration(rep.WallNS))
 		printNodes(w, rep)
@@ -208,9 +208,9 @@ func printNodes(w io.Writer, rep *submit.Report) {
 	fmt.Fprintln(tw, "  node\top\tstatus\tres\twhy")
 	for _, n := range rep.Nodes {
 		why := ""
-		var ne *submit.NodeError
-		if errors.As(n.Err, &ne) {
-			why = ne.Err.Error()
+		var oe *submit.OpError
+		if errors.As(n.Err, &oe) {
+			why = oe.Err.Error()
 		}
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%s\n", n.ID, n.Op, n.Status, n.Res, why)
 	}

@@ -337,3 +337,6 @@ func fileBare(b *dag.Builder, id, path string) {
 	r := b.Read("read "+id, dag.Handle(h), 0, 0).After(o, st).LenFrom(st)
 	b.Close("close "+id, dag.Handle(h)).Finally(r)
 }
+
+// errOnly returns the error of an Inputs.Run.
+func errOnly(_ []dag.Result, err error) error { return err }

@@ -494,7 +494,7 @@ func (s *searcher) dir(rel string) func(dag.Inputs) error {
 		if err != nil {
 			return err
 		}
-		return errOnly(in.Run(rel, func(b *dag.Builder) {
+		_, err = in.Run(rel, func(b *dag.Builder) {
 			b.Grow(4*len(ents), 3*len(ents)) // a file's 4 nodes and 3 edges, at most
 			for _, e := range ents {
 				name, path := e.Name(), rel+"/"+e.Name()
@@ -509,7 +509,8 @@ func (s *searcher) dir(rel string) func(dag.Inputs) error {
 					b.Close("close "+name, dag.Handle(h)).Finally(r)
 				}
 			}
-		}))
+		})
+		return err
 	}
 }
 

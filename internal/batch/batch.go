@@ -23,11 +23,13 @@ const Max = 20
 // the calls: wall time, enters and SQEs added up, the largest in-flight
 // and split counts, ops/s over all of them, the last call's counts and
 // nodes. When a call fails, Run returns the sum so far with the error (nil
-// if the first call returned no report).
+// if the first call returned no report); when nodes failed (a
+// *submit.FailedError), the calls go on, and Run returns the last one's.
 func Run(ctx context.Context, r *submit.Runner, m submit.Mode, o submit.Options, each func(rep *submit.Report, done int)) (*submit.Report, error) {
 	repeat := max(o.Repeat, 1)
 	size := Size(repeat)
 	var sum Sum
+	var failed error // the last call's failed nodes
 	for done := 0; done < repeat; {
 		o.Repeat = min(size, repeat-done)
 		rep, err := r.Run(ctx, m, o)
@@ -39,11 +41,14 @@ func Run(ctx context.Context, r *submit.Runner, m submit.Mode, o submit.Options,
 		if each != nil {
 			each(rep, done)
 		}
+		if _, ok := err.(*submit.FailedError); ok {
+			failed, err = err, nil // nodes failed: the runs go on
+		}
 		if err != nil {
 			return sum.Report(), err
 		}
 	}
-	return sum.Report(), nil
+	return sum.Report(), failed
 }
 
 // Size returns how many repeats each call makes when repeat runs are
@@ -68,7 +73,7 @@ func (s *Sum) Add(rep *submit.Report) {
 		s.rep.Enters += rep.Enters
 		s.rep.SQEs += rep.SQEs
 		s.rep.MaxInflight = max(s.rep.MaxInflight, rep.MaxInflight)
-		s.rep.Splits = max(s.rep.Splits, rep.Splits)
+		s.rep.LinkBreaks = max(s.rep.LinkBreaks, rep.LinkBreaks)
 		s.rep.Counts = rep.Counts
 	}
 	s.rep.Repeat += rep.Repeat

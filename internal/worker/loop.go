@@ -468,7 +468,7 @@ func (w *Worker) spin() bool {
 		return false
 	}
 	defer p.spinners.Store(0)
-	if p.Spin(func() bool { return w.queue.n.Load() > 0 || p.closing.Load() }) {
+	if p.Spin(func() bool { return w.queue.n.Load() > 0 || p.closing.Load() }, false) {
 		return true
 	}
 	w.lastFinish = -spinTime // spun enough: sleep until the next task

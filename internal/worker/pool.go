@@ -217,22 +217,26 @@ func (p *Pool) OnWorker() bool {
 	return false
 }
 
-// Spin calls done until it reports true, yielding the processor between
-// calls, for up to spinTime, and reports whether done did. A goroutine
-// that waits for what a worker does in microseconds (a small run's end, a
-// worker's next task) spins rather than sleeps: waking a sleeping thread
-// costs more than the wait. It does not spin while as many goroutines wait
-// on the pool as there are Ps: they keep the CPUs busy.
-func (p *Pool) Spin(done func() bool) bool {
+// Spin calls done until it reports true, for up to spinTime, and reports
+// whether done did. A goroutine that waits for what a worker does in
+// microseconds (a small run's end, a worker's next task) spins rather than
+// sleeps: waking a sleeping thread costs more than the wait. With yield,
+// it yields its processor between calls (a Run's caller lets the
+// goroutines a worker readied run); a worker, locked to its thread,
+// polls without yielding. It does not spin while more goroutines wait on
+// the pool than there are Ps: they keep the CPUs busy.
+func (p *Pool) Spin(done func() bool, yield bool) bool {
 	if p.waiters.Load() > int32(runtime.GOMAXPROCS(0)) {
 		return done()
 	}
 	for end := p.Now() + spinTime; ; {
-		for k := 0; k < 16; k++ {
+		for k := 0; k < 64; k++ {
 			if done() {
 				return true
 			}
-			runtime.Gosched()
+			if yield && k%4 == 3 {
+				runtime.Gosched()
+			}
 		}
 		if p.Now() > end {
 			return false
