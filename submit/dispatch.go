@@ -2,6 +2,7 @@ package submit
 
 import (
 	"github.com/iodag/iodag/dag"
+	"github.com/iodag/iodag/internal/uring"
 	"github.com/iodag/iodag/internal/worker"
 	"golang.org/x/sys/unix"
 )
@@ -82,33 +83,43 @@ func (t *task) starved(w *worker.Worker) bool {
 }
 
 // prepBare preps the nodes of us in order, each its own SQE without a
-// link, up to the first that needs something take gets, is a Go task, or
-// heads a linear run the mode links (chains; wide: see graphMode.links),
-// and returns how many it prepped. The caller checked the room for all
+// link, up to the first that needs something take gets, is a Go task,
+// has on_failure edges, or heads a linear run the mode links (chains;
+// wide: see graphMode.links), and returns how many it prepped. Each is
+// ready, or its turn has come while every edge holds (waves). The caller checked the room for all
 // of them. It is prep in a loop, for the runs of NOPs and other bare ops
 // that would otherwise each pay a call.
 func (t *task) prepBare(w *worker.Worker, us []int32, chains, wide bool) int {
-	hot, node, record := t.hot, t.st.node, t.record
+	hot := t.hot
 	k := 0
 	for ; k < len(us); k++ {
 		u := us[k]
-		h, n := &hot[u], &node[u]
-		if h.needs || h.op == dag.OpGo || chains && h.chainNext >= 0 && (h.waits || !wide && h.linkSaves) {
+		h := &hot[u]
+		if h.needs || h.op == dag.OpGo || h.onFail || chains && h.chainNext >= 0 && (h.waits || !wide && h.linkSaves) {
 			break
 		}
-		s := w.NextSQE(h.userData(u)) // the caller checked the room
-		n.status = stInflight
-		if record {
-			n.start = w.Now()
-		}
-		if h.op == dag.OpNop {
-			s.PrepNop()
-		} else {
-			t.prepOp(s, u)
-		}
-		s.Flags |= h.sqeFlags
+		t.prepPlain(w, u) // the caller checked the room
 	}
-	t.inflight += k
-	t.sqes += uint64(k)
 	return k
+}
+
+// prepPlain fills an SQE for node u, which needs nothing take gets, and
+// returns it: prep without its checks, for the caller that checked the
+// room (prepBare, a kernel chain of such nodes).
+func (t *task) prepPlain(w *worker.Worker, u int32) *uring.SQE {
+	h, n := &t.hot[u], &t.st.node[u]
+	s := w.NextSQE(h.userData(u))
+	n.status = stInflight
+	if t.record {
+		n.start = w.Now()
+	}
+	if h.op == dag.OpNop {
+		s.PrepNop()
+	} else {
+		t.prepOp(s, u)
+	}
+	s.Flags |= h.sqeFlags
+	t.inflight++
+	t.sqes++
+	return s
 }

@@ -250,8 +250,8 @@ func (t *task) settleGoDone(w *worker.Worker) bool {
 		t.goRunning--
 		t.goEnded(d, w.Now())
 		t.conclude(d.i)
-		t.release(w, d.i)
-		t.s.settled(w, d.i)
+		t.ended(w, d.i)
+		t.settled(w, d.i)
 	}
 	// A Go task may have moved directories (a subgraph's rename, the
 	// program's own os.Rename): the path ops after it open theirs anew,

@@ -1,6 +1,7 @@
 package submit
 
 import (
+	"github.com/iodag/iodag/dag"
 	"math"
 
 	"github.com/iodag/iodag/internal/uring"
@@ -14,8 +15,21 @@ import (
 // semantics: plan.kernelLink) goes down as one kernel link chain where
 // that saves a trip to user space: after a request that waits for a
 // device or a clock, or in a narrow batch (see links).
+//
+// While every level completes within the enter that submits it (NOPs,
+// cached reads), the nodes ready after a level are exactly the next
+// level: graph mode then sends level after level, as waves does, and
+// counts no predecessors down (byLevels). The first level that does not
+// complete at once, or needs what only dataflow does (a kernel chain, a
+// slot to wait for, a Go task), ends that for the iteration: the pending
+// counts are made from what is final (toDataflow), and dataflow goes on.
+// (BenchmarkGraphLevels compares graph mode with and without it.)
 type graphMode struct {
 	t *task
+	// byLevels: the iteration still goes level by level; level is the
+	// one in flight, pos its next node to send.
+	byLevels   bool
+	level, pos int
 	// The nodes t.ready[noted:rhead] went down since want last took in
 	// their successors' pending counts (exact).
 	noted int
@@ -28,18 +42,31 @@ type graphMode struct {
 }
 
 func (g *graphMode) begin() {
+	t := g.t
 	g.noted = 0
 	g.chains, g.free = g.chains[:0], g.free[:0]
-	g.t.readyRoots()
+	// A trace, an observer or a stream wants each completion as it comes,
+	// which dataflow gives.
+	g.byLevels = levelsFirst && !t.trace && t.obs == nil
+	if g.byLevels {
+		g.level, g.pos = -1, 0
+		return
+	}
+	t.readyRoots()
 }
 
-func (g *graphMode) readied(v int32) { g.t.ready = append(g.t.ready, v) }
+// levelsFirst turns graph mode's levels (byLevels) on; the benchmark of
+// what they save turns it off.
+var levelsFirst = true
 
 // prep dispatches every ready node the worker has room for, again while
 // nodes it ended without running made others ready; opens that wait for
 // a slot that nothing can free fail.
 func (g *graphMode) prep(w *worker.Worker) {
 	t := g.t
+	if g.byLevels && g.sendLevels(w) {
+		return
+	}
 	for {
 		if t.inflight == 0 {
 			g.noted = t.rhead // all complete: nothing to note
@@ -58,7 +85,114 @@ func (g *graphMode) prep(w *worker.Worker) {
 	if t.rhead-g.noted > t.p.n {
 		g.exact(w) // opens sent to the back again and again: keep the queue bounded
 	}
+
 	g.noted -= t.dropReady(g.noted)
+}
+
+// sendLevels sends the next level once the last one has completed, and
+// reports whether the iteration still goes level by level. Anything in
+// flight when it is called (the enter that sent the level did not
+// complete it, a Go task runs), or a node of the level that needs
+// dataflow, ends the levels (toDataflow).
+func (g *graphMode) sendLevels(w *worker.Worker) bool {
+	t := g.t
+	order, off := t.byLevel()
+	for {
+		if t.inflight > 0 || t.goRunning > 0 {
+			return g.toDataflow(w)
+		}
+		if g.pos == int(off[g.level+1]) || g.level < 0 {
+			if g.level+2 >= len(off) {
+				return true // the last level is complete
+			}
+			g.level++
+			g.pos = int(off[g.level])
+		}
+		end := int(off[g.level+1])
+		wide := end-int(off[g.level]) >= w.LinkWidth()
+		for g.pos < end {
+			room := w.Room()
+			if room == 0 {
+				return true // the rest of the level waits for room
+			}
+			if t.allOK { // every edge holds: the level's plain nodes go down at once
+				if k := t.prepBare(w, order[g.pos:min(end, g.pos+room)], true, wide); k > 0 {
+					g.pos += k
+					continue
+				}
+			}
+			if !g.sendOne(w, order[g.pos], wide) {
+				return g.toDataflow(w)
+			}
+			if g.pos++; t.stopping {
+				return true // a binding stopped the run: nothing more goes down
+			}
+		}
+		if t.inflight > 0 || t.goRunning > 0 {
+			return true
+		}
+	}
+}
+
+// sendOne sends node u, whose predecessors are all final, as waves would,
+// or reports false if it needs dataflow: it heads a kernel chain, waits
+// for a slot, or is a Go task.
+func (g *graphMode) sendOne(w *worker.Worker, u int32, wide bool) bool {
+	t := g.t
+	switch {
+	case t.st.node[u].status >= stInflight:
+		return true
+	case t.hot[u].op == dag.OpGo, g.links(u, wide):
+		return false
+	case t.st.node[u].status == stPending && t.decide(w, u):
+		return true
+	}
+	switch v := t.take(w, u); v {
+	case taken:
+		t.prep(w, u, 0)
+	case noSlot:
+		return false
+	case stopped:
+	default:
+		t.refuse(w, u, v)
+	}
+	return true
+}
+
+// toDataflow ends the levels for this iteration: every node not final
+// waits for its predecessors not final (release counts them down), and
+// those that wait for none are decided now. It reports false.
+func (g *graphMode) toDataflow(w *worker.Worker) bool {
+
+	g.byLevels = false
+	t := g.t
+	node := t.st.node
+	for _, i := range t.nodes {
+		switch n := &node[i]; n.status {
+		case stReady: // decided in a level: it waits for a slot
+			t.ready = append(t.ready, i)
+		case stPending:
+			n.pending = 0
+			for _, e := range t.p.predsOf(i) {
+				if node[e.Node].status < stOK {
+					n.pending++
+				}
+			}
+			if n.pending > 0 {
+				t.minPending = min(t.minPending, n.pending)
+			}
+		}
+	}
+	for _, i := range t.nodes {
+		switch n := &node[i]; {
+		case n.status != stPending || n.pending > 0:
+		case t.decide(w, i):
+			t.release(w, i) // which decides and queues what waited for i alone
+		default:
+			t.ready = append(t.ready, i)
+		}
+	}
+	return false
 }
 
 // links reports whether ready node u goes down as the head of a kernel
@@ -122,7 +256,9 @@ func (g *graphMode) newChain(n int32) int32 {
 	return int32(len(g.chains) - 1)
 }
 
-func (g *graphMode) settled(w *worker.Worker, i int32) {
+// settled counts node i, which ran, complete in its kernel chain, if it
+// went down in one; with nothing in flight, the wait bound starts over.
+func (g *graphMode) settled(i int32) {
 	t := g.t
 	if c := t.st.node[i].chain; c >= 0 {
 		if g.chains[c]--; g.chains[c] == 0 {
@@ -144,6 +280,9 @@ func (g *graphMode) settled(w *worker.Worker, i int32) {
 // the successors need not be looked at).
 func (g *graphMode) want() int {
 	t := g.t
+	if g.byLevels {
+		return max(t.inflight, 1) // the whole level, which the enter that sent it should have completed
+	}
 	if t.rhead < len(t.ready) {
 		return 1
 	}
@@ -159,8 +298,11 @@ func (g *graphMode) want() int {
 // exact takes in the pending counts of the successors of the nodes
 // dispatched since the last call and returns want, now the fewest
 // completions that can make a node ready.
-func (g *graphMode) exact(*worker.Worker) int {
+func (g *graphMode) exact(w *worker.Worker) int {
 	t := g.t
+	if g.byLevels {
+		g.toDataflow(w) // the level did not complete at once
+	}
 	for _, x := range t.ready[min(g.noted, t.rhead):t.rhead] {
 		for _, e := range t.p.succsOf(x) {
 			if n := &t.st.node[e.Node]; n.status == stPending {

@@ -39,8 +39,9 @@ type linkMode struct {
 	// their chain, cqes the CQEs they still need (want).
 	flying, at []int32
 	ends, cqes int
-	local      []int32 // per component of the graph: its index in t.comps
-	starved    bool    // nothing in flight can free a slot: a head that waits for one fails
+	local      []int32   // per component of the graph: its index in t.comps
+	seqs       [][]int32 // per own component: its nodes in chain order (plan.linkSeq)
+	starved    bool      // nothing in flight can free a slot: a head that waits for one fails
 }
 
 func (l *linkMode) begin() {
@@ -48,6 +49,10 @@ func (l *linkMode) begin() {
 	if len(l.pos) != k {
 		l.pos, l.out, l.last, l.at = make([]int32, k), make([]int32, k), make([]int32, k), make([]int32, k)
 		l.ready = make([]int32, 0, k)
+		l.seqs = make([][]int32, k)
+		for j, c := range l.t.comps {
+			l.seqs[j] = l.t.p.linkSeq(c)
+		}
 	}
 	l.ready, l.rhead = l.ready[:0], 0
 	for j := range l.t.comps {
@@ -56,16 +61,10 @@ func (l *linkMode) begin() {
 	}
 	l.flying = l.flying[:0]
 	l.ends, l.cqes = 0, 0
-	for _, i := range l.t.roots {
-		l.t.st.node[i].status = stReady
-	}
 }
 
-// readied: a node's turn comes in its chain's order, not when it is ready.
-func (l *linkMode) readied(int32) {}
-
 // seq returns own component k's nodes in chain order.
-func (l *linkMode) seq(k int32) []int32 { return l.t.p.linkSeq(l.t.comps[k]) }
+func (l *linkMode) seq(k int32) []int32 { return l.seqs[k] }
 
 func (l *linkMode) prep(w *worker.Worker) {
 	l.pass(w)
@@ -97,15 +96,18 @@ func (l *linkMode) pass(w *worker.Worker) {
 	}
 }
 
-// head returns component k's next node to run, from its position on:
-// one that is ready. Nodes already final are passed over; a cleanup whose
-// predecessors have not all settled cannot be (the chain order is
-// topological and every node before it is final).
-func (l *linkMode) head(k int32) int32 {
-	st, seq := l.t.st, l.seq(k)
+// head returns component k's next node to run, from its position on,
+// decided (rule.go) now that every node before it in the chain's order,
+// and so every predecessor, is final: nodes that are final already, or
+// that decide ends, are passed over.
+func (l *linkMode) head(w *worker.Worker, k int32) int32 {
+	t, seq := l.t, l.seq(k)
 	pos := int(l.pos[k])
-	for pos < len(seq) && st.node[seq[pos]].status > stReady {
-		pos++
+	for ; pos < len(seq); pos++ {
+		x := seq[pos]
+		if s := t.st.node[x].status; s == stReady || s == stPending && !t.decide(w, x) {
+			break
+		}
 	}
 	l.pos[k] = int32(pos)
 	if pos == len(seq) {
@@ -139,7 +141,7 @@ func (l *linkMode) segment(w *worker.Worker, k int32) {
 		if seq[j-1] != prev {
 			link = t.p.kernelLink(prev, x) // nodes between them ended early
 		}
-		if link == 0 || nd.skip || nd.cancel || !t.canFollow(x) || !seg.allows(t.p, prev, x, link) {
+		if link == 0 || !t.mayFollow(x) || !t.canFollow(x) || !seg.allows(t.p, prev, x, link) {
 			t.linkBreaks()
 			break
 		}
@@ -149,7 +151,11 @@ func (l *linkMode) segment(w *worker.Worker, k int32) {
 		seg.add(t.p, prev, link)
 		sqe.Flags |= link
 		nd.linkedFrom, nd.hard = prev, link == uring.SQEIOHardlink
-		sqe = t.prep(w, x, 0)
+		if hot[x].needs {
+			sqe = t.prep(w, x, 0)
+		} else {
+			sqe = t.prepPlain(w, x) // room counts it
+		}
 		prev, n, room = x, n+1, w.Room()
 		l.pos[k] = int32(j)
 	}
@@ -167,7 +173,7 @@ func (l *linkMode) segment(w *worker.Worker, k int32) {
 func (l *linkMode) start(w *worker.Worker, k int32) int32 {
 	t := l.t
 	for {
-		x := l.head(k)
+		x := l.head(w, k)
 		if x < 0 {
 			return -1
 		}
@@ -203,12 +209,19 @@ func (l *linkMode) send(k, last int32, n int) {
 	}
 }
 
+// settled counts node i of a segment in flight complete; the segment's
+// last applies the chain rule (segmentDone).
 func (l *linkMode) settled(w *worker.Worker, i int32) {
 	k := l.local[l.t.p.compOf[i]]
 	l.cqes--
-	if l.out[k]--; l.out[k] > 0 {
-		return
+	if l.out[k]--; l.out[k] == 0 {
+		l.segmentDone(w, k)
 	}
+}
+
+// segmentDone takes component k's segment, complete, out of flight, and
+// puts the component back in line if its chain goes on.
+func (l *linkMode) segmentDone(w *worker.Worker, k int32) {
 	last := l.flying[len(l.flying)-1]
 	l.flying[l.at[k]], l.at[last] = last, l.at[k]
 	l.flying = l.flying[:len(l.flying)-1]
@@ -233,7 +246,7 @@ func (l *linkMode) after(w *worker.Worker, k int32, x int32) {
 	case stOK, stSkipped:
 		return
 	case stFailed:
-		if next := l.head(k); next >= 0 && t.p.kernelLink(x, next) == uring.SQEIOHardlink {
+		if next := l.next(k); next >= 0 && t.p.kernelLink(x, next) == uring.SQEIOHardlink {
 			return
 		}
 	}
@@ -243,6 +256,17 @@ func (l *linkMode) after(w *worker.Worker, k int32, x int32) {
 			t.cancel(w, v, cause)
 		}
 	}
+}
+
+// next returns component k's first node, from its position on, that is
+// not final, or -1.
+func (l *linkMode) next(k int32) int32 {
+	for _, x := range l.seq(k)[l.pos[k]:] {
+		if l.t.st.node[x].status <= stReady {
+			return x
+		}
+	}
+	return -1
 }
 
 // want returns the fewest CQEs a segment in flight still needs, if some

@@ -32,8 +32,9 @@ type plan struct {
 	fresh    []nodeState // every node's state before a run
 	compOf   []int32
 	// succs holds every node's successors, node after node:
-	// succs[hot[i].succLo:hot[i].succHi] are Graph.Succs(i).
-	succs []dag.Edge
+	// succs[hot[i].succLo:hot[i].succHi] are Graph.Succs(i); preds
+	// likewise its predecessors.
+	succs, preds []dag.Edge
 
 	// Files and handles.
 	files   []dag.FileSpec
@@ -78,8 +79,9 @@ type planNode struct {
 	// link (see kernelLink), or -1; chainLink is the SQE flag for it.
 	chainLink uint8
 	chainNext int32
-	// succLo and succHi delimit the node's successors in plan.succs.
-	succLo, succHi int32
+	// succLo and succHi delimit the node's successors in plan.succs,
+	// predLo and predHi its predecessors in plan.preds.
+	succLo, succHi, predLo, predHi int32
 	// seqLink is kernelLink from the node to the one after it in its
 	// component's chain (linkSeq), or 0 at the end.
 	seqLink uint8
@@ -114,7 +116,7 @@ func newPlan(g *dag.Graph) *plan {
 	n := g.Len()
 	p := &plan{g: g, n: n, nodes: g.Nodes(), crc: castagnoli, files: g.Files(), allPlain: true,
 		hot: make([]planNode, n), then: make([]func(dag.Inputs, dag.Result) error, n), fresh: make([]nodeState, n)}
-	p.succs = make([]dag.Edge, 0, g.Edges())
+	p.succs, p.preds = make([]dag.Edge, 0, g.Edges()), make([]dag.Edge, 0, g.Edges())
 	carve(n, &p.direct)
 	carve(n, &p.npred, &p.file, &p.handle, &p.pathOff, &p.dirOf, &p.baseOff, &p.toDirOf, &p.toBaseOff, &p.compOf)
 	p.useFile = make([]bool, len(p.files))
@@ -232,6 +234,9 @@ func (p *plan) addNode(i int32, ix *indexer) {
 	h.succLo = int32(len(p.succs))
 	p.succs = append(p.succs, s...)
 	h.succHi = int32(len(p.succs))
+	h.predLo = int32(len(p.preds))
+	p.preds = append(p.preds, g.Preds(i)...)
+	h.predHi = int32(len(p.preds))
 	p.fresh[i] = freshState(p.npred[i])
 	p.compOf[i] = int32(g.Component(i))
 	p.file[i] = -1
@@ -389,6 +394,12 @@ func (p *plan) makeLinkSeqs() {
 func (p *plan) succsOf(i int32) []dag.Edge {
 	h := &p.hot[i]
 	return p.succs[h.succLo:h.succHi:h.succHi]
+}
+
+// predsOf returns node i's predecessors (Graph.Preds).
+func (p *plan) predsOf(i int32) []dag.Edge {
+	h := &p.hot[i]
+	return p.preds[h.predLo:h.predHi:h.predHi]
 }
 
 // timeoutOf returns node i's deadline, 0 if none.

@@ -6,30 +6,100 @@ import (
 )
 
 // The rule every mode follows to decide what a node's predecessors mean
-// for it. It lives here alone: release applies a final status to the
-// successors, decide gives a node whose predecessors have all settled its
-// fate. Modes differ only in when they dispatch the nodes decide makes
-// ready (t.s.readied).
+// for it lives here alone: verdict, a function of the predecessors' final
+// statuses. Modes differ only in when they ask it: graph mode once a
+// node's last predecessor has settled (it counts them down: release),
+// waves and link mode when the node's turn comes, all its predecessors
+// final by then.
 //
-// For a pending node v and a predecessor u that settled:
+// For a node v and each predecessor u:
 //   - an after-edge holds if u succeeded; if u failed or was canceled, v
 //     is canceled (its cause the failure that started it); if u was
 //     skipped, v is skipped;
 //   - a finally-edge holds whatever u's status, like a deferred call (a
 //     node that uses a handle still needs its open to have succeeded:
 //     take cancels it otherwise);
-//   - an on_failure edge holds whatever u's status, and counts whether u
-//     failed or was canceled: a node with on_failure edges runs only if
-//     one of those predecessors did not succeed, and is skipped otherwise.
+//   - an on_failure edge holds whatever u's status: a node with
+//     on_failure edges runs only if one of those predecessors failed or
+//     was canceled, and is skipped otherwise.
 //
-// A node is decided once all its predecessors have settled, never
-// before: a cleanup after it (an on_failure edge) then runs only after
-// everything before the node has settled, in every mode. Cancellation
-// wins over skipping.
+// Cancellation wins over skipping; of several predecessors that cancel
+// v, the first in index order names the cause. A cleanup after v (an
+// on_failure edge) runs only after everything before v has settled, in
+// every mode.
 
-// release applies node i's final status to its pending successors, and
-// decides every successor whose last predecessor that was. A node that
-// decide ends without running releases its own successors in turn (from
+// verdict returns what node v's predecessors, all final, make of it:
+// stReady if it runs, else stCanceled with the cause, or stSkipped.
+func (t *task) verdict(v int32) (uint8, int32) {
+	node := t.st.node
+	skip, onFail, trig := false, false, false
+	for _, e := range t.p.predsOf(v) {
+		switch s := node[e.Node].status; {
+		case e.Kind == dag.OnFailure:
+			onFail = true
+			trig = trig || s == stFailed || s == stCanceled
+		case e.Kind == dag.Finally, s == stOK:
+		case s == stSkipped:
+			skip = true
+		default:
+			return stCanceled, t.rootOf(e.Node)
+		}
+	}
+	if skip || onFail && !trig {
+		return stSkipped, causeNone
+	}
+	return stReady, causeNone
+}
+
+// decide gives node v, whose predecessors are all final, its verdict: it
+// is ready, or it ends canceled or skipped without running, and decide
+// reports true. While every node of the iteration so far succeeded
+// (t.allOK), every edge holds: the verdict needs no look at the
+// predecessors.
+func (t *task) decide(w *worker.Worker, v int32) (ended bool) {
+	status, cause := stReady, causeNone
+	switch {
+	case !t.allOK:
+		status, cause = t.verdict(v)
+	case t.hot[v].onFail:
+		status = stSkipped // nothing failed
+	}
+	if status == stReady {
+		t.st.node[v].status = stReady
+		return false
+	}
+	t.end(w, v, status, cause)
+	return true
+}
+
+// predsFinal reports whether every predecessor of node v is final.
+func (t *task) predsFinal(v int32) bool {
+	for _, e := range t.p.predsOf(v) {
+		if t.st.node[e.Node].status < stOK {
+			return false
+		}
+	}
+	return true
+}
+
+// mayFollow reports whether node x, whose predecessors that are not
+// final are in flight ahead of it in a kernel chain, is to run if they
+// succeed: no final after-predecessor says otherwise (link mode).
+func (t *task) mayFollow(x int32) bool {
+	if t.allOK {
+		return true
+	}
+	for _, e := range t.p.predsOf(x) {
+		if s := t.st.node[e.Node].status; e.Kind == dag.After && s >= stFailed {
+			return false
+		}
+	}
+	return true
+}
+
+// release counts node i's end down in its pending successors (graph
+// mode): one that waited for i alone is decided, and made ready (queued)
+// or ended; the successors of one that ends are released in turn (from
 // t.stack, so that a long chain of cancellations needs no deep stack).
 // Successors already in flight (kernel-linked behind i) settle by their
 // own completions.
@@ -42,54 +112,28 @@ func (t *task) release(w *worker.Worker, i int32) {
 	}
 }
 
-// releaseOne is release for node u alone: the successors it ends without
-// running go on t.stack.
+// releaseOne is release for node u alone: the successors it ends go on
+// t.stack.
 func (t *task) releaseOne(w *worker.Worker, u int32) {
-	node := t.st.node
-	s := node[u].status
+	node, hot := t.st.node, t.hot
+	least := t.minPending
 	for _, e := range t.p.succsOf(u) {
 		n := &node[e.Node]
-		if n.status != stPending {
-			continue
-		}
 		switch {
-		case e.Kind == dag.OnFailure:
-			if s == stFailed || s == stCanceled {
-				n.trig++
-			}
-		case e.Kind == dag.Finally, s == stOK:
-		case s == stSkipped:
-			n.skip = true
-		case !n.cancel:
-			n.cancel, n.cause = true, t.rootOf(u)
-		}
-		if n.pending--; n.pending > 0 {
-			t.minPending = min(t.minPending, n.pending)
-			continue
-		}
-		if t.decide(w, e.Node) {
+		case n.status != stPending:
+		case n.pending > 1:
+			n.pending--
+			least = min(least, n.pending)
+		case t.allOK && !hot[e.Node].onFail:
+			n.pending, n.status = 0, stReady // decide's verdict while every edge holds
+			t.ready = append(t.ready, e.Node)
+		case t.decide(w, e.Node):
 			t.stack = append(t.stack, e.Node)
+		default:
+			t.ready = append(t.ready, e.Node)
 		}
 	}
-}
-
-// decide gives node v, whose predecessors have all settled, its fate: it
-// is ready (the mode dispatches it), or it ends canceled or skipped
-// without running, and decide reports true: its successors are to be
-// released.
-func (t *task) decide(w *worker.Worker, v int32) bool {
-	n := &t.st.node[v]
-	switch {
-	case n.cancel:
-		t.end(w, v, stCanceled, n.cause)
-	case n.skip, t.hot[v].onFail && n.trig == 0:
-		t.end(w, v, stSkipped, causeNone)
-	default:
-		n.status = stReady
-		t.s.readied(v)
-		return false
-	}
-	return true
+	t.minPending = least
 }
 
 // rootOf returns the cause to give a node canceled because of node u: u,

@@ -74,10 +74,6 @@ type state struct {
 // every node.
 type nodeState struct {
 	status uint8
-	// skip and cancel: an edge into the pending node said it is to be
-	// skipped or canceled (from the predecessor in cause, the first
-	// such), which happens once its last predecessor settles (rule.go).
-	skip, cancel bool
 	// hard: the kernel link from linkedFrom is IOSQE_IO_HARDLINK.
 	hard bool
 	// parts counts the CQEs the node's SQEs owe besides the one that
@@ -89,9 +85,8 @@ type nodeState struct {
 	cause   int32 // the failure that started the cancellations that reached it, or causeContext
 	// linkedFrom is the node's kernel-link predecessor in this run, or -1.
 	linkedFrom int32
-	pending    int32 // predecessors not yet settled
+	pending    int32 // graph mode: predecessors not yet settled
 	chain      int32 // graph mode: the in-flight kernel chain holding the node, or -1
-	trig       int32 // on_failure predecessors that failed or were canceled
 	start, end int64 // pool clock, ns
 }
 
@@ -123,16 +118,12 @@ func newState(p *plan) *state {
 // the worker's thread.
 type strategy interface {
 	// begin starts an iteration: every node of the task is pending, and
-	// the roots are to be made ready (readied).
+	// the roots are ready.
 	begin()
-	// readied is told of each node whose predecessors have all settled
-	// so that it may run (rule.go's decide).
-	readied(v int32)
-	// prep dispatches what may go down now, as the worker's room allows.
+	// prep dispatches what may go down now, as the worker's room allows:
+	// graph and waves from the ready queue (rule.go's decide fills it),
+	// link in its chains' order.
 	prep(w *worker.Worker)
-	// settled is told of each node that ran (it had SQEs or a Go
-	// function) once it is final and its successors are released.
-	settled(w *worker.Worker, i int32)
 	// want returns how many completions the task needs before prep can
 	// dispatch more; it may say more than it needs (exact is asked when
 	// fewer are in).
@@ -148,19 +139,24 @@ type task struct {
 	p     *plan
 	st    *state
 	hot   []planNode
+	mode  Mode
 	s     strategy // one of graph, link, waves
 	graph graphMode
 	link  linkMode
 	waves waveMode
 	comps []int32 // its components
 	nodes []int32 // their nodes, components one after the other
+	// levels holds the nodes level by level: levels[levelOff[l]:
+	// levelOff[l+1]] is level l (made on first use, by byLevel).
+	levels, levelOff []int32
 	roots []int32 // its nodes without predecessors
 	opens []int32 // its open nodes
 	wid   int     // the worker's index
 
 	// The iteration (Options.Repeat).
 	repeat, iter int
-	remaining    int // nodes of this iteration not final
+	remaining    int  // nodes of this iteration not final
+	allOK        bool // every node of this iteration that is final succeeded (rule.go's decide)
 	// ready holds the nodes decide made ready, in order: graph and waves
 	// dispatch them from rhead on.
 	ready []int32
@@ -234,6 +230,7 @@ func newTask(r *Runner) *task {
 
 // use sets the mode of the next run.
 func (t *task) use(m Mode) {
+	t.mode = m
 	switch m {
 	case Link:
 		t.s = &t.link
@@ -276,6 +273,7 @@ func (t *task) begin(w *worker.Worker) {
 		t.iterStart = w.Now()
 	}
 	t.minPending = math.MaxInt32
+	t.allOK = true
 	t.ready, t.rhead = t.ready[:0], 0
 	t.s.begin()
 }
@@ -302,6 +300,28 @@ func (t *task) reset() {
 		st.size[i], st.digest[i], st.moved[i] = 0, 0, 0
 		st.data[i], st.err[i] = nil, nil
 	}
+}
+
+// byLevel returns the task's nodes level by level, each level in the
+// graph's order, and where each level starts, made on the first call.
+func (t *task) byLevel() (order, off []int32) {
+	if t.levelOff == nil {
+		mine := make([]bool, t.p.n)
+		for _, i := range t.nodes {
+			mine[i] = true
+		}
+		t.levels = make([]int32, 0, len(t.nodes))
+		t.levelOff = append(t.levelOff, 0)
+		for _, level := range t.p.g.Levels() {
+			for _, i := range level {
+				if mine[i] {
+					t.levels = append(t.levels, i)
+				}
+			}
+			t.levelOff = append(t.levelOff, int32(len(t.levels)))
+		}
+	}
+	return t.levels, t.levelOff
 }
 
 // readyRoots makes the task's roots ready, in order: they are the first
@@ -487,8 +507,27 @@ func (t *task) Complete(w *worker.Worker, cqes []uring.CQE) {
 		}
 		t.remaining--
 		t.observe(i)
-		t.release(w, i)
-		t.s.settled(w, i)
+		switch {
+		case t.mode == Graph && !t.graph.byLevels:
+			t.release(w, i)
+			if n.chain >= 0 || t.inflight == 0 {
+				t.graph.settled(i)
+			}
+		case t.mode == Link:
+			t.link.settled(w, i)
+		}
+	}
+}
+
+// settled does the modes' bookkeeping for node i, which ran, once it is
+// final and its successors are released: the kernel chain (graph mode)
+// or the segment (link mode) it went down in.
+func (t *task) settled(w *worker.Worker, i int32) {
+	switch t.mode {
+	case Graph:
+		t.graph.settled(i)
+	case Link:
+		t.link.settled(w, i)
 	}
 }
 
@@ -577,8 +616,17 @@ func (t *task) ran(w *worker.Worker, i int32, status uint8) {
 		}
 		st.buf[i] = nil
 	}
-	t.release(w, i)
-	t.s.settled(w, i)
+	t.ended(w, i)
+	t.settled(w, i)
+}
+
+// ended passes node i's end on to its successors in graph mode's
+// dataflow (the others, and graph mode's levels, decide a node when its
+// turn comes).
+func (t *task) ended(w *worker.Worker, i int32) {
+	if t.mode == Graph && !t.graph.byLevels {
+		t.release(w, i)
+	}
 }
 
 // brokeLink reports whether the kernel canceled linked node n because of
@@ -615,6 +663,7 @@ func (t *task) conclude(i int32) {
 		}
 		t.hooked = -1
 	}
+	t.allOK = t.allOK && st.node[i].status == stOK
 	t.remaining--
 	t.observe(i)
 }
@@ -624,15 +673,16 @@ func (t *task) conclude(i int32) {
 func (t *task) end(w *worker.Worker, i int32, status uint8, cause int32) {
 	n := &t.st.node[i]
 	n.status, n.res, n.cause, n.end = status, 0, cause, w.Now()
+	t.allOK = false
 	t.remaining--
 	t.observe(i)
 }
 
-// cancel ends node i canceled without running and releases its
+// cancel ends node i canceled without running and passes it on to its
 // successors.
 func (t *task) cancel(w *worker.Worker, i int32, cause int32) {
 	t.end(w, i, stCanceled, cause)
-	t.release(w, i)
+	t.ended(w, i)
 }
 
 // fail ends node i failed without submitting it, with res (a negative
@@ -643,7 +693,7 @@ func (t *task) fail(w *worker.Worker, i int32, res int32, err error) {
 	n.status, n.res, n.end = stFailed, res, w.Now()
 	t.st.err[i] = err
 	t.conclude(i)
-	t.release(w, i)
+	t.ended(w, i)
 }
 
 // observe reports node i's final status to the run's observer, if any.
@@ -674,11 +724,7 @@ func (t *task) cancelAll(w *worker.Worker) {
 	}
 	for _, i := range t.nodes {
 		if n := &t.st.node[i]; n.status < stInflight {
-			cause := causeContext
-			if n.cancel {
-				cause = t.rootOf(n.cause) // a failure reached it first
-			}
-			t.end(w, i, stCanceled, cause)
+			t.end(w, i, stCanceled, causeContext)
 		}
 	}
 	t.cancelPos = 0

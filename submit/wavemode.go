@@ -1,60 +1,127 @@
 package submit
 
-import "github.com/iodag/iodag/internal/worker"
+import (
+	"github.com/iodag/iodag/dag"
+	"github.com/iodag/iodag/internal/worker"
+	"golang.org/x/sys/unix"
+)
 
 // Waves mode is the baseline a kernel reviewer asked the graph RFC to
-// beat: submit everything that is ready, wait for all of it, repeat. A
-// wave is a level of the graph (the nodes whose longest path from a root
-// has the same length), except where the worker has too few fixed-file
-// slots for a level's opens: those that find none go down in a later
-// wave, after closes of the wave before free some. Each worker runs its
-// share of the graph (its components) wave by wave.
+// beat: submit a level of the graph, wait for all of it, then the next
+// level. Each worker runs its share of the graph (its components) level
+// by level. Where the worker has too few fixed-file slots for a level's
+// opens, those that find none, and the nodes after them, wait for another
+// pass over the levels, once closes have freed slots.
 type waveMode struct {
-	t    *task
-	left int // nodes of the current wave not yet taken off the ready queue
+	t          *task
+	order, off []int32 // the task's nodes level by level (task.byLevel)
+	level      int
+	pos        int  // next node of the level to look at
+	pass       int  // passes over the levels before this one
+	deferred   bool // a node of this pass waits for the next
+	moved      bool // this pass ran or ended a node
 }
 
 func (m *waveMode) begin() {
-	m.left = 0
-	m.t.readyRoots()
+	m.order, m.off = m.t.byLevel()
+	m.level, m.pos, m.pass, m.deferred, m.moved = 0, 0, 0, false, false
 }
 
-// readied queues v for the next wave.
-func (m *waveMode) readied(v int32) { m.t.ready = append(m.t.ready, v) }
-
-// prep sends the rest of the current wave, as room allows, or once the
-// wave is complete, the next: everything ready now. What becomes ready
-// meanwhile, and opens that find no slot, are the next wave's. A wave
-// whose nodes all ended without running is followed at once by the next.
+// prep sends the current level's nodes, as room allows; once they are
+// all sent and complete, the next level's. After the last level, if
+// nodes wait (for a slot, or for such a node), another pass begins.
 func (m *waveMode) prep(w *worker.Worker) {
 	t := m.t
 	for {
-		if m.left == 0 {
-			if t.inflight > 0 || t.goRunning > 0 || t.rhead == len(t.ready) {
-				return
+		if !m.sweep(w) || t.stopping || t.inflight > 0 || t.goRunning > 0 {
+			return // the level waits for room, or for its nodes in flight
+		}
+		if m.level+2 < len(m.off) {
+			m.level++
+			m.pos = int(m.off[m.level])
+			continue
+		}
+		switch {
+		case !m.deferred:
+			return // every node is final
+		case !m.moved:
+			m.starve(w)
+		}
+		m.level, m.pos, m.deferred, m.moved = 0, 0, false, false
+		m.pass++
+	}
+}
+
+// sweep sends the rest of the current level while the worker has room,
+// and reports whether it took every node of the level.
+func (m *waveMode) sweep(w *worker.Worker) bool {
+	t := m.t
+	end := int(m.off[m.level+1])
+	for room := w.Room(); m.pos < end && room > 0 && !t.stopping; room = w.Room() {
+		// In the first pass, while nothing failed and nothing waits, a
+		// run of nodes that need only an SQE each goes down in one call.
+		if t.allOK && m.pass == 0 && !m.deferred {
+			if k := t.prepBare(w, m.order[m.pos:min(end, m.pos+room)], false, true); k > 0 {
+				m.pos += k
+				m.moved = true
+				continue
 			}
-			m.left = len(t.ready) - t.rhead
 		}
-		tried, moved := t.dispatch(w, m.left, false)
-		m.left -= tried
-		t.dropReady(t.rhead)
-		if t.stopping || m.left > 0 {
-			return // the rest of the wave waits for room
+		u := m.order[m.pos]
+		m.pos++
+		m.send(w, u)
+	}
+	return m.pos == end
+}
+
+// send runs node u if its turn has come: ends it if its verdict says so,
+// or takes its resources and sends it; it waits for the next pass if a
+// predecessor is not final or no fixed-file slot is free.
+func (m *waveMode) send(w *worker.Worker, u int32) {
+	t := m.t
+	switch s := t.st.node[u].status; {
+	case s >= stInflight:
+		return
+	case s == stPending && !t.predsFinal(u):
+		m.deferred = true
+		return
+	case s == stPending && t.decide(w, u):
+		m.moved = true
+		return
+	}
+	switch v := t.take(w, u); v {
+	case taken:
+		m.moved = true
+		if t.hot[u].op == dag.OpGo {
+			t.spawn(w, u)
+		} else {
+			t.prep(w, u, 0)
 		}
-		if moved == 0 && !t.starved(w) {
-			return // its opens wait for closes in flight to free slots
+	case noSlot:
+		m.deferred = true
+	case stopped:
+	default:
+		m.moved = true
+		t.refuse(w, u, v)
+	}
+}
+
+// starve fails the opens that wait for a slot when a whole pass freed
+// none: nothing of the task is in flight.
+func (m *waveMode) starve(w *worker.Worker) {
+	t := m.t
+	for _, u := range m.order {
+		if t.st.node[u].status == stReady && t.hot[u].op == dag.OpOpen {
+			t.fail(w, u, -int32(unix.EMFILE), nil)
 		}
 	}
 }
 
-// settled: a wave's nodes need nothing more of the mode.
-func (m *waveMode) settled(*worker.Worker, int32) {}
-
-// want returns the whole wave in flight: nothing goes down before it is
-// complete.
+// want returns the whole level in flight: nothing goes down before it
+// is complete.
 func (m *waveMode) want() int {
-	if m.left > 0 {
-		return 1 // the rest of the wave waits for room
+	if m.pos < int(m.off[m.level+1]) {
+		return 1 // the rest of the level waits for room
 	}
 	return max(m.t.inflight, 1)
 }
