@@ -149,9 +149,9 @@ type task struct {
 	// levels holds the nodes level by level: levels[levelOff[l]:
 	// levelOff[l+1]] is level l (made on first use, by byLevel).
 	levels, levelOff []int32
-	roots []int32 // its nodes without predecessors
-	opens []int32 // its open nodes
-	wid   int     // the worker's index
+	roots            []int32 // its nodes without predecessors
+	opens            []int32 // its open nodes
+	wid              int     // the worker's index
 
 	// The iteration (Options.Repeat).
 	repeat, iter int
