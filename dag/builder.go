@@ -459,7 +459,9 @@ func (t Task) Then(fn func(in Inputs, r Result) error) Task {
 	return t
 }
 
-// Mode sets the mode of an open or mkdir.
+// Mode sets the mode of an open or mkdir. Build refuses a mode with bits
+// beyond 0o7777, and a mode on an open without O_CREAT (or O_TMPFILE),
+// which the kernel would refuse with EINVAL.
 func (t Task) Mode(mode uint32) Task {
 	t.node("mode").Mode = mode
 	return t

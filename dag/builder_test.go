@@ -649,27 +649,43 @@ func TestOpenRoot(t *testing.T) {
 	checkRoundTrip(t, g)
 }
 
-// TestOpenDefaultMode checks that an open with O_CREAT and no mode gets 0o644.
-func TestOpenDefaultMode(t *testing.T) {
+// TestOpenMode checks that an open with O_CREAT and no mode gets 0o644,
+// and that Build refuses, naming field "mode", the modes openat2 refuses:
+// one on an open that creates nothing, one beyond the permission bits.
+func TestOpenMode(t *testing.T) {
 	tests := []struct {
-		flags      int
-		mode, want uint32
+		flags int
+		mode  uint32
+		want  uint32 // the built node's mode, if err is ""
+		err   string
 	}{
-		{unix.O_WRONLY | unix.O_CREAT, 0, 0o644},
-		{unix.O_RDWR | unix.O_CREAT | unix.O_EXCL, 0, 0o644},
-		{unix.O_WRONLY | unix.O_CREAT, 0o600, 0o600},
-		{unix.O_WRONLY, 0, 0},
-		{unix.O_RDONLY, 0o600, 0o600},
+		{unix.O_WRONLY | unix.O_CREAT, 0, 0o644, ""},
+		{unix.O_RDWR | unix.O_CREAT | unix.O_EXCL, 0, 0o644, ""},
+		{unix.O_WRONLY | unix.O_CREAT, 0o600, 0o600, ""},
+		{unix.O_WRONLY | unix.O_CREAT, 0o7777, 0o7777, ""},
+		{unix.O_RDWR | unix.O_TMPFILE, 0o600, 0o600, ""},
+		{unix.O_WRONLY, 0, 0, ""},
+		{unix.O_RDONLY, 0o600, 0, `node "o": field "mode": mode 0o600 without flag creat: an open that creates no file takes no mode`},
+		{unix.O_RDONLY | unix.O_DIRECTORY, 0o755, 0, `node "o": field "mode": mode 0o755 without flag creat: an open that creates no file takes no mode`},
+		{unix.O_WRONLY | unix.O_CREAT, 0o10000, 0, `node "o": field "mode": mode 0o10000 has bits beyond the permission bits 0o7777`},
+		{unix.O_WRONLY | unix.O_CREAT, 0xffffffff, 0, `node "o": field "mode": mode 0o37777777777 has bits beyond the permission bits 0o7777`},
 	}
 	for _, tc := range tests {
 		b := NewBuilder("mode")
 		b.Open("o", "f", tc.flags, "h").Mode(tc.mode)
 		g, err := b.Build()
+		got, gotErr := uint32(0), ""
 		if err != nil {
-			t.Fatal(err)
+			gotErr = err.Error()
+		} else {
+			got = g.Node(0).Mode
 		}
-		if got := g.Node(0).Mode; got != tc.want {
-			t.Errorf("Build() of an open with flags %v and mode %#o: mode %#o, want %#o", FormatOpenFlags(tc.flags), tc.mode, got, tc.want)
+		if got != tc.want || gotErr != tc.err {
+			t.Errorf("Build(open, flags %v, mode %#o) = mode %#o, error %q; want mode %#o, error %q",
+				FormatOpenFlags(tc.flags), tc.mode, got, gotErr, tc.want, tc.err)
+		}
+		if tc.err != "" && !errors.Is(err, ErrBadValue) && !errors.Is(err, ErrConflict) {
+			t.Errorf("Build(open, flags %v, mode %#o) = %v, want ErrBadValue or ErrConflict", FormatOpenFlags(tc.flags), tc.mode, err)
 		}
 	}
 	s, err := ParseSpec([]byte(`{"name": "m", "nodes": [{"id": "o", "op": "open", "path": "f", "flags": ["wronly", "creat"], "as": "h"}]}`))

@@ -53,7 +53,8 @@ type Spec struct {
 // the run's root, in clean form, without ".."; only an open with flag
 // directory may have path ".", the root itself (to fsync it after a
 // rename). An open with flag creat and no mode creates with mode 0644
-// (420).
+// (420); only an open with flag creat takes a mode, and only permission
+// bits (at most 0o7777, 4095).
 //
 // keep makes a read keep the bytes it returned, for the run's report (a
 // statx takes no keep: its size is in its result whatever). Build sets it

@@ -479,9 +479,7 @@ func (v *validator) checkNode(i int32) {
 		default:
 			v.checkPathField(i, "path", nd.Path)
 		}
-		if nd.OpenFlags&unix.O_CREAT != 0 && nd.Mode == 0 {
-			nd.Mode = defaultMode
-		}
+		v.checkOpenMode(i)
 		if nd.As == "" {
 			v.nodeErr(i, "as", wrap(ErrMissingField, "missing as (the handle to produce)"))
 		}
@@ -509,6 +507,21 @@ func (v *validator) checkNode(i int32) {
 		if nd.Async {
 			v.nodeErr(i, "async", wrap(ErrUnexpectedField, "not used by op %q", nd.Op))
 		}
+	}
+}
+
+// checkOpenMode refuses the modes the kernel's openat2 refuses with
+// EINVAL, and gives an open that creates and has no mode defaultMode.
+func (v *validator) checkOpenMode(i int32) {
+	nd := &v.b.nodes[i]
+	creates := nd.OpenFlags&unix.O_CREAT != 0 || nd.OpenFlags&unix.O_TMPFILE == unix.O_TMPFILE
+	switch {
+	case nd.Mode > 0o7777:
+		v.nodeErr(i, "mode", wrap(ErrBadValue, "mode 0o%o has bits beyond the permission bits 0o7777", nd.Mode))
+	case nd.Mode != 0 && !creates:
+		v.nodeErr(i, "mode", wrap(ErrConflict, "mode 0o%o without flag creat: an open that creates no file takes no mode", nd.Mode))
+	case creates && nd.Mode == 0:
+		nd.Mode = defaultMode
 	}
 }
 
