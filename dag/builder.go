@@ -90,12 +90,11 @@ func WithMaxNodes(n int) BuilderOption {
 }
 
 // WithCapacity makes room for nodes nodes and edges edges up front, sparing
-// large graphs the cost of growing the builder's arrays.
+// large graphs the cost of growing the builder's arrays. A negative size
+// is a problem Build reports; a size over the node limit counts as the
+// limit.
 func WithCapacity(nodes, edges int) BuilderOption {
-	return func(b *Builder) {
-		b.nodes = slices.Grow(b.nodes, nodes)
-		b.edges = slices.Grow(b.edges, edges)
-	}
+	return func(b *Builder) { b.grow("WithCapacity", nodes, edges) }
 }
 
 // WithNodes makes the Builder declare its nodes into buf's memory (from
@@ -107,10 +106,18 @@ func WithNodes(buf []Node) BuilderOption {
 
 // Grow makes room for nodes more nodes and edges more edges, as
 // WithCapacity does for a Builder one creates: for a subgraph declared in
-// Inputs.Run, which makes its Builder.
-func (b *Builder) Grow(nodes, edges int) {
-	b.nodes = slices.Grow(b.nodes, nodes)
-	b.edges = slices.Grow(b.edges, edges)
+// Inputs.Run, which makes its Builder. A negative size is a problem Build
+// reports; a size over the node limit counts as the limit.
+func (b *Builder) Grow(nodes, edges int) { b.grow("Grow", nodes, edges) }
+
+// grow is Grow, for caller.
+func (b *Builder) grow(caller string, nodes, edges int) {
+	if nodes < 0 || edges < 0 {
+		b.probs.add(wrap(ErrBadValue, "%s(%d, %d): sizes must be >= 0", caller, nodes, edges))
+		return
+	}
+	b.nodes = slices.Grow(b.nodes, min(nodes, b.maxNodes))
+	b.edges = slices.Grow(b.edges, min(edges, b.maxNodes))
 }
 
 // NewBuilder returns an empty Builder for a graph called name.
@@ -147,7 +154,9 @@ func File(name string) Target { return Target{file: name} }
 func Handle(name string) Target { return Target{handle: name} }
 
 // Task is a declared node, used to add its edges and options. Methods return
-// the Task so calls chain.
+// the Task so calls chain. The zero Task is no node: its methods do
+// nothing, and a Task given one as a predecessor or source records the
+// problem for Build (ErrForeignTask).
 type Task struct {
 	b   *Builder
 	i   int32
@@ -250,8 +259,8 @@ func (b *Builder) Rename(id, path, to string) Task {
 	return b.Add(Node{ID: id, Op: OpRename, Path: path, To: to, LenFrom: -1})
 }
 
-// ID returns the task's node id ("" for a Task of an earlier Build of
-// its Builder: its node went to that Graph).
+// ID returns the task's node id ("" for the zero Task, or for a Task of
+// an earlier Build of its Builder: its node went to that Graph).
 func (t Task) ID() string {
 	if t.stale() {
 		return ""
@@ -259,16 +268,20 @@ func (t Task) ID() string {
 	return t.b.nodes[t.i].ID
 }
 
-// stale reports whether t is a Task of an earlier Build of its Builder,
-// whose nodes went to that Build's Graph: its index may name a node
-// declared since.
-func (t Task) stale() bool { return t.gen != t.b.gen }
+// stale reports whether t is the zero Task, or a Task of an earlier
+// Build of its Builder, whose nodes went to that Build's Graph: its index
+// may name a node declared since.
+func (t Task) stale() bool { return t.b == nil || t.gen != t.b.gen }
 
 // live reports whether t is of the Builder's current declarations; a
 // stale t's method records the problem (the next Build fails with it)
-// and changes nothing.
+// and changes nothing, as does the zero Task's, which has no Builder to
+// tell.
 func (t Task) live(field string) bool {
-	if t.stale() {
+	switch {
+	case t.b == nil:
+		return false
+	case t.stale():
 		t.b.probs.add(&NodeError{Field: field, Err: ErrForeignTask, idx: -1})
 		return false
 	}
@@ -284,19 +297,37 @@ func (t Task) node(field string) *Node {
 	return &t.b.nodes[t.i]
 }
 
-// Index returns the task's declaration index, its index in the built Graph.
-func (t Task) Index() int32 { return t.i }
+// ours reports whether p is a node of t's current declarations (t being
+// live); otherwise it records the problem in t's field.
+func (t Task) ours(field string, p Task) bool {
+	if p.b == t.b && p.gen == t.b.gen {
+		return true
+	}
+	err := ErrForeignTask
+	if p.b == nil {
+		err = wrap(ErrForeignTask, "the zero Task, which no Builder declared")
+	}
+	t.b.probs.add(&NodeError{Field: field, Err: err, idx: t.i})
+	return false
+}
+
+// Index returns the task's declaration index, its index in the built
+// Graph; -1 for the zero Task.
+func (t Task) Index() int32 {
+	if t.b == nil {
+		return -1
+	}
+	return t.i
+}
 
 func (t Task) edge(kind EdgeKind, preds []Task) Task {
 	if !t.live(kind.String()) {
 		return t
 	}
 	for _, p := range preds {
-		if p.b != t.b || p.gen != t.b.gen {
-			t.b.probs.add(&NodeError{Node: t.ID(), Field: kind.String(), Err: ErrForeignTask, idx: t.i})
-			continue
+		if t.ours(kind.String(), p) {
+			t.b.edges = append(t.b.edges, pendingEdge{node: t.i, pred: p.i, kind: kind})
 		}
-		t.b.edges = append(t.b.edges, pendingEdge{node: t.i, pred: p.i, kind: kind})
 	}
 	return t
 }
@@ -311,9 +342,16 @@ func (t Task) Finally(preds ...Task) Task { return t.edge(Finally, preds) }
 // cleanup. If they all succeed, t is skipped, and so is what depends on it.
 func (t Task) OnFailure(preds ...Task) Task { return t.edge(OnFailure, preds) }
 
-// Precede makes every one of succs run only if t succeeded.
+// Precede makes every one of succs run only if t succeeded. A zero Task
+// among succs is a problem of t's.
 func (t Task) Precede(succs ...Task) Task {
 	for _, s := range succs {
+		if s.b == nil {
+			if t.live("after") {
+				t.ours("after", s)
+			}
+			continue
+		}
 		s.After(t)
 	}
 	return t
@@ -341,11 +379,7 @@ func (t Task) OnFailureID(ids ...string) Task { return t.edgeID(OnFailure, ids) 
 // LenFrom makes the read t read as many bytes as the statx node s found the
 // file to hold (capped by t's length if not 0). s must be an ancestor of t.
 func (t Task) LenFrom(s Task) Task {
-	if !t.live("len_from") {
-		return t
-	}
-	if s.b != t.b || s.gen != t.b.gen {
-		t.b.probs.add(&NodeError{Node: t.ID(), Field: "len_from", Err: ErrForeignTask, idx: t.i})
+	if !t.live("len_from") || !t.ours("len_from", s) {
 		return t
 	}
 	t.b.bindings = append(t.b.bindings, binding{node: t.i, from: s.i})
@@ -382,11 +416,7 @@ func (t Task) LenAt(src Task, at int64, size int) Task {
 }
 
 func (t Task) source(kind bindKind, src Task, at int64, size int) Task {
-	if !t.live(kind.field()) {
-		return t
-	}
-	if src.b != t.b || src.gen != t.b.gen {
-		t.b.probs.add(&NodeError{Node: t.ID(), Field: kind.field(), Err: ErrForeignTask, idx: t.i})
+	if !t.live(kind.field()) || !t.ours(kind.field(), src) {
 		return t
 	}
 	t.b.bindings = append(t.b.bindings, binding{node: t.i, from: src.i, kind: kind, at: at, size: size})

@@ -3,6 +3,7 @@ package dag
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -957,5 +958,96 @@ func TestStaleReceiver(t *testing.T) {
 				t.Errorf("Build = %v, want ErrForeignTask in field %q", err, tc.field)
 			}
 		})
+	}
+}
+
+// TestBadArguments calls every exported Builder and Task method with bad
+// arguments, and the zero Task's methods: none panics, and Build reports
+// each problem, naming the node and field (or, for a size, the call).
+func TestBadArguments(t *testing.T) {
+	zero := Task{}
+	tests := []struct {
+		name    string
+		opts    []BuilderOption
+		declare func(b *Builder)
+		want    []problem // nil: Build succeeds
+	}{
+		{"WithCapacity negative", []BuilderOption{WithCapacity(-5, -7)}, func(b *Builder) { b.Nop("a") },
+			[]problem{{"", "", ErrBadValue.Error()}}},
+		{"Grow negative", nil, func(b *Builder) { b.Grow(-1, 0); b.Grow(0, -1); b.Nop("a") },
+			[]problem{{"", "", ErrBadValue.Error()}, {"", "", ErrBadValue.Error()}}},
+		{"Grow past the node limit", []BuilderOption{WithMaxNodes(4)}, func(b *Builder) { b.Grow(math.MaxInt, math.MaxInt); b.Nop("a") }, nil},
+		{"WithMaxNodes negative, WithNodes nil", []BuilderOption{WithMaxNodes(-1), WithNodes(nil)}, func(b *Builder) { b.Nop("a") }, nil},
+		{"AddFile", nil, func(b *Builder) { b.AddFile(FileSpec{Name: "/f", Size: -1}); b.Nop("a") },
+			[]problem{{"file:/f", "name", ErrBadPath.Error()}, {"file:/f", "size", ErrBadValue.Error()}}},
+		{"Add", nil, func(b *Builder) { b.Add(Node{ID: "a", Op: 200, LenFrom: 7}) }, []problem{{"a", "op", ErrUnknownOp.Error()}}},
+		{"Go", nil, func(b *Builder) { b.Go("g", nil) }, []problem{{"g", "func", ErrMissingField.Error()}}},
+		{"Nop", nil, func(b *Builder) { b.Nop("a\x00") }, []problem{{"a\x00", "id", ErrBadID.Error()}}},
+		{"Read", nil, func(b *Builder) { b.Read("r", Target{}, -1, -1) }, []problem{
+			{"r", "file", ErrMissingField.Error()}, {"r", "offset", ErrBadValue.Error()}, {"r", "len", ErrBadLength.Error()}}},
+		{"Write", nil, func(b *Builder) { b.Write("w", Target{}, -1, -1, 0) }, []problem{
+			{"w", "file", ErrMissingField.Error()}, {"w", "offset", ErrBadValue.Error()}, {"w", "len", ErrBadLength.Error()}}},
+		{"Fsync", nil, func(b *Builder) { b.Fsync("f", Target{}) }, []problem{{"f", "file", ErrMissingField.Error()}}},
+		{"Open", nil, func(b *Builder) { b.Open("o", "", 0, "") }, []problem{{"o", "path", ErrMissingField.Error()}}},
+		{"Statx", nil, func(b *Builder) { b.Statx("s", "") }, []problem{{"s", "path", ErrMissingField.Error()}}},
+		{"Close", nil, func(b *Builder) { b.Close("c", Target{}) }, []problem{{"c", "handle", ErrMissingField.Error()}}},
+		{"Timeout", nil, func(b *Builder) { b.Timeout("t", -1) }, []problem{{"t", "ns", ErrBadValue.Error()}}},
+		{"Unlink", nil, func(b *Builder) { b.Unlink("u", "..") }, []problem{{"u", "path", ErrBadPath.Error()}}},
+		{"Mkdir", nil, func(b *Builder) { b.Mkdir("m", "", 0o755) }, []problem{{"m", "path", ErrMissingField.Error()}}},
+		{"Rename", nil, func(b *Builder) { b.Rename("n", "a", "") }, []problem{{"n", "to", ErrMissingField.Error()}}},
+		{"the zero Task's methods", nil, func(b *Builder) {
+			a := b.Nop("a")
+			zero.After(a).Finally(a).OnFailure(a).Precede(a).AfterID("a").FinallyID("a").OnFailureID("a")
+			zero.LenFrom(a).LenFromID("a").OffsetAt(a, 0, 8).LenAt(a, 0, 8)
+			zero.AllowShort().Async().Buffer(nil).Keep().Bind(nil).Then(nil).Mode(0o600)
+			_ = zero.Handle()
+		}, []problem{{"a", "after", ErrForeignTask.Error()}}}, // zero.Precede(a): a after the zero Task
+		{"the zero Task as an argument", nil, func(b *Builder) {
+			b.AddFile(FileSpec{Name: "f", Size: 16})
+			a := b.Nop("a").After(zero).Finally(zero).OnFailure(zero).Precede(zero)
+			b.Read("r", File("f"), 0, 8).LenFrom(zero).OffsetAt(zero, 0, 8).LenAt(zero, 0, 4).After(a)
+		}, []problem{
+			{"a", "after", ErrForeignTask.Error()}, {"a", "finally", ErrForeignTask.Error()},
+			{"a", "on_failure", ErrForeignTask.Error()}, {"a", "after", ErrForeignTask.Error()},
+			{"r", "len_from", ErrForeignTask.Error()}, {"r", "offset_from", ErrForeignTask.Error()},
+			{"r", "len_from", ErrForeignTask.Error()},
+		}},
+		{"Task methods", nil, func(b *Builder) {
+			b.AddFile(FileSpec{Name: "f", Size: 16})
+			hdr := b.Read("hdr", File("f"), 0, 16)
+			b.Read("at", File("f"), 0, 8).OffsetAt(hdr, -1, 8).After(hdr)
+			b.Read("size", File("f"), 0, 8).LenAt(hdr, 0, 3).After(hdr)
+			b.Read("short", File("f"), 0, 8).Buffer(make([]byte, 4)).AfterID("")
+			b.Read("stat", File("f"), 0, 8).LenFromID("")
+			b.Open("o", "g", unix.O_RDONLY, "h").Mode(math.MaxUint32)
+			b.Nop("n").Keep().AllowShort().Bind(bindNothing)
+			b.Go("g", goNothing).Async()
+			b.Read("nohandle", b.Nop("n2").Handle(), 0, 8)
+		}, []problem{
+			{"at", "offset_from", ErrBadValue.Error()},
+			{"size", "len_from", ErrBadValue.Error()},
+			{"short", "after", ErrUnknownNode.Error()},
+			{"short", "buf", ErrBadLength.Error()},
+			{"stat", "len_from", ErrUnknownNode.Error()},
+			{"o", "mode", ErrBadValue.Error()},
+			{"n", "allow_short", ErrUnexpectedField.Error()},
+			{"n", "keep", ErrUnexpectedField.Error()},
+			{"n", "bind", ErrUnexpectedField.Error()},
+			{"g", "async", ErrUnexpectedField.Error()},
+			{"nohandle", "file", ErrMissingField.Error()},
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b := NewBuilder(tc.name, tc.opts...)
+			tc.declare(b)
+			_, err := b.Build()
+			if diff := cmp.Diff(tc.want, problems(err)); diff != "" {
+				t.Errorf("Build() problems mismatch (-want +got):\n%s\nerror:\n%v", diff, err)
+			}
+		})
+	}
+	if id, i := zero.ID(), zero.Index(); id != "" || i != -1 {
+		t.Errorf("Task{}.ID(), Index() = %q, %d, want \"\", -1", id, i)
 	}
 }

@@ -158,6 +158,12 @@ func (v *validator) err() error {
 		}
 		return -1 << 41
 	}
+	for _, e := range v.errs {
+		// Problems recorded while declaring name their node by index.
+		if ne, ok := e.(*NodeError); ok && ne.Node == "" && ne.idx >= 0 && int(ne.idx) < len(v.b.nodes) {
+			ne.Node = v.b.nodes[ne.idx].ID
+		}
+	}
 	slices.SortStableFunc(v.errs, func(a, b error) int { return cmp.Compare(key(a), key(b)) })
 	if v.b.src != nil {
 		lines := newLineIndex(v.b.src)
