@@ -32,7 +32,8 @@ type Builder struct {
 	edges    []pendingEdge
 	bindings []binding
 	probs    problemList      // found while declaring (a foreign Task); Build adds its own
-	badOps   map[int32]string // spec op names that are not ops, by node
+	fromSpec bool             // the nodes are a spec's: ops opMissing and opUnknown are theirs
+	badOps   map[int32]string // spec op names that are not ops, by node (the first MaxProblems)
 	src      []byte           // the parsed spec, to give errors a position
 	// gen counts the Builds: a Task of an earlier one names a node that
 	// is gone (its index may be another node's now).
@@ -179,10 +180,20 @@ func (b *Builder) Add(n Node) Task {
 // copied once, into the builder.
 func (b *Builder) add(n *Node) Task {
 	i := int32(len(b.nodes))
-	b.nodes = append(b.nodes, *n)
+	b.nodes = append(grown(b.nodes), *n)
 	nd := &b.nodes[i]
 	nd.LenFrom, nd.OffsetAt, nd.LenAt = -1, Source{}, Source{}
 	return Task{b, i, b.gen}
+}
+
+// grown returns s with room for one more element, doubling its capacity
+// when it is full: append grows a large slice by a quarter, copying it
+// four times as often.
+func grown[T any](s []T) []T {
+	if len(s) == cap(s) {
+		return slices.Grow(s, max(8, len(s)))
+	}
+	return s
 }
 
 // Go declares a node that runs fn, a Go function, on a goroutine (so that
@@ -326,7 +337,7 @@ func (t Task) edge(kind EdgeKind, preds []Task) Task {
 	}
 	for _, p := range preds {
 		if t.ours(kind.String(), p) {
-			t.b.edges = append(t.b.edges, pendingEdge{node: t.i, pred: p.i, kind: kind})
+			t.b.edges = append(grown(t.b.edges), pendingEdge{node: t.i, pred: p.i, kind: kind})
 		}
 	}
 	return t
@@ -362,7 +373,7 @@ func (t Task) edgeID(kind EdgeKind, ids []string) Task {
 		return t
 	}
 	for _, id := range ids {
-		t.b.edges = append(t.b.edges, pendingEdge{node: t.i, pred: -1, kind: kind, name: id})
+		t.b.edges = append(grown(t.b.edges), pendingEdge{node: t.i, pred: -1, kind: kind, name: id})
 	}
 	return t
 }
@@ -382,7 +393,7 @@ func (t Task) LenFrom(s Task) Task {
 	if !t.live("len_from") || !t.ours("len_from", s) {
 		return t
 	}
-	t.b.bindings = append(t.b.bindings, binding{node: t.i, from: s.i})
+	t.b.bindings = append(grown(t.b.bindings), binding{node: t.i, from: s.i})
 	return t
 }
 
@@ -391,7 +402,7 @@ func (t Task) LenFromID(id string) Task {
 	if !t.live("len_from") {
 		return t
 	}
-	t.b.bindings = append(t.b.bindings, binding{node: t.i, from: -1, name: id})
+	t.b.bindings = append(grown(t.b.bindings), binding{node: t.i, from: -1, name: id})
 	return t
 }
 
@@ -419,7 +430,7 @@ func (t Task) source(kind bindKind, src Task, at int64, size int) Task {
 	if !t.live(kind.field()) || !t.ours(kind.field(), src) {
 		return t
 	}
-	t.b.bindings = append(t.b.bindings, binding{node: t.i, from: src.i, kind: kind, at: at, size: size})
+	t.b.bindings = append(grown(t.b.bindings), binding{node: t.i, from: src.i, kind: kind, at: at, size: size})
 	return t
 }
 
@@ -428,7 +439,7 @@ func (t Task) sourceID(kind bindKind, s SourceSpec) Task {
 	if !t.live(kind.field()) {
 		return t
 	}
-	t.b.bindings = append(t.b.bindings, binding{node: t.i, from: -1, name: s.Node, kind: kind, at: s.At, size: s.Size})
+	t.b.bindings = append(grown(t.b.bindings), binding{node: t.i, from: -1, name: s.Node, kind: kind, at: s.At, size: s.Size})
 	return t
 }
 

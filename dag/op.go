@@ -28,6 +28,10 @@ const (
 	// OpGo runs a Go function (Builder.Go) instead of an io_uring request.
 	OpGo
 	numOps
+
+	// The op of a spec's node without one, or with a name no op has.
+	opMissing Op = 254
+	opUnknown Op = 255
 )
 
 // String returns the op's spec name ("nop", "read", ...).

@@ -51,7 +51,7 @@ func (g *Graph) buildAdjacency(n int, edges []pendingEdge) {
 	g.preds, g.succs = preds, succs
 }
 
-// stage computes levels, order, width, critical path and components. It
+// stage computes levels, order, width and critical path. It
 // returns false, leaving them unset, if the graph has a cycle; unstaged then
 // holds the nodes Kahn's algorithm could not reach (indegree left > 0).
 func (g *Graph) stage() (ok bool, unstaged []int32) {
@@ -127,7 +127,6 @@ func (g *Graph) stage() (ok bool, unstaged []int32) {
 		path[l] = v
 	}
 	g.critical = path
-	g.components()
 	return true, nil
 }
 

@@ -64,13 +64,25 @@ type validator struct {
 	g *Graph
 	problemList
 	files map[string]int
-	bound map[int32]bool   // nodes with a len_from, valid or not
+	bound []bool           // nodes with a len_from, valid or not (nil if none has)
 	opens map[string]int32 // handle name -> first open producing it
+	r     *reach           // see reach
 }
 
 func (v *validator) nodeErr(i int32, field string, err error) {
+	if v.full() {
+		v.dropped++ // no NodeError for one only counted
+		return
+	}
 	v.add(&NodeError{Node: v.b.nodes[i].ID, Field: field, Err: err, idx: i})
 }
+
+// Problems a spec of millions of empty nodes has millions of, made once.
+var (
+	errMissingID     = wrap(ErrMissingField, "missing id")
+	errMissingOp     = wrap(ErrMissingField, "missing op")
+	errMissingTarget = wrap(ErrMissingField, "missing file or handle")
+)
 
 func (v *validator) build() *Graph {
 	b := v.b
@@ -138,6 +150,7 @@ func (v *validator) build() *Graph {
 	v.checkBindingAncestry()
 	if len(v.errs) == 0 {
 		v.bindSources()
+		g.components() // of a graph Build returns
 	}
 	return g
 }
@@ -166,24 +179,52 @@ func (v *validator) err() error {
 	}
 	slices.SortStableFunc(v.errs, func(a, b error) int { return cmp.Compare(key(a), key(b)) })
 	if v.b.src != nil {
-		lines := newLineIndex(v.b.src)
-		nodePos, filePos := elementOffsets(v.b.src, "nodes"), elementOffsets(v.b.src, "files")
-		// A spec edited after ParseSpec no longer matches its source.
-		if len(nodePos) != len(v.b.nodes) || len(filePos) != len(v.b.files) {
-			nodePos, filePos = nil, nil
-		}
-		for _, e := range v.errs {
-			var ne *NodeError
-			var fe *FileError
-			switch {
-			case errors.As(e, &fe) && int(fe.idx) < len(filePos) && fe.Line == 0:
-				fe.Line, fe.Col = lines.pos(filePos[fe.idx])
-			case errors.As(e, &ne) && ne.idx >= 0 && int(ne.idx) < len(nodePos) && ne.Line == 0:
-				ne.Line, ne.Col = lines.pos(nodePos[ne.idx])
+		v.position()
+	}
+	return v.joined()
+}
+
+// position gives the problems of a spec's nodes and files the
+// line:column of their element, reading the spec again: only a spec's
+// first MaxProblems problems are listed.
+func (v *validator) position() {
+	nodeAt, fileAt := map[int32]int{}, map[int32]int{}
+	for _, e := range v.errs {
+		switch e := e.(type) {
+		case *NodeError:
+			if e.idx >= 0 && e.Line == 0 {
+				nodeAt[e.idx] = -1
+			}
+		case *FileError:
+			if e.idx >= 0 && e.Line == 0 {
+				fileAt[e.idx] = -1
 			}
 		}
 	}
-	return v.joined()
+	find := func(key string, at map[int32]int, want int) bool {
+		n := elements(v.b.src, key, func(k, off int) {
+			if _, ok := at[int32(k)]; ok {
+				at[int32(k)] = off
+			}
+		})
+		return n == want // else the spec was edited after ParseSpec: no positions
+	}
+	if !find("nodes", nodeAt, len(v.b.nodes)) || !find("files", fileAt, len(v.b.files)) {
+		return
+	}
+	lines := lineCursor{src: v.b.src}
+	for _, e := range v.errs {
+		switch e := e.(type) {
+		case *NodeError:
+			if off, ok := nodeAt[e.idx]; ok && off >= 0 {
+				e.Line, e.Col = lines.pos(off)
+			}
+		case *FileError:
+			if off, ok := fileAt[e.idx]; ok && off >= 0 {
+				e.Line, e.Col = lines.pos(off)
+			}
+		}
+	}
 }
 
 // fileCount returns how many files files make: one each, or a directory's
@@ -266,7 +307,9 @@ func (v *validator) checkDuplicateEdges() {
 
 func (v *validator) resolveBindings() {
 	b, g := v.b, v.g
-	v.bound = make(map[int32]bool, len(b.bindings))
+	if len(b.bindings) > 0 {
+		v.bound = make([]bool, len(b.nodes))
+	}
 	for _, bd := range b.bindings {
 		field := bd.kind.field()
 		if bd.kind != offsetAt {
@@ -446,21 +489,12 @@ func (v *validator) checkNode(i int32) {
 	nd := &v.b.nodes[i]
 	switch {
 	case nd.ID == "":
-		v.nodeErr(i, "id", wrap(ErrMissingField, "missing id"))
+		v.nodeErr(i, "id", errMissingID)
 	case !goodID(nd.ID):
 		v.nodeErr(i, "id", wrap(ErrBadID, "id must be valid UTF-8 of at most %d bytes, without quotes, backslashes or control characters", MaxIDLen))
 	}
 	if nd.Op >= numOps {
-		switch name, ok := v.b.badOps[i]; {
-		case ok && name == "":
-			v.nodeErr(i, "op", wrap(ErrMissingField, "missing op"))
-		case ok && name == OpGo.String():
-			v.nodeErr(i, "op", wrap(ErrUnknownOp, "op %q runs a Go function (Builder.Go), which a spec cannot hold", name))
-		case ok:
-			v.nodeErr(i, "op", wrap(ErrUnknownOp, "unknown op %q%s", name, didYouMean(name, specOps())))
-		default:
-			v.nodeErr(i, "op", wrap(ErrUnknownOp, "unknown op %d", nd.Op))
-		}
+		v.badOp(i)
 		return
 	}
 	if extra := setFields(nd) &^ opFields(nd.Op); extra != 0 {
@@ -513,6 +547,24 @@ func (v *validator) checkNode(i int32) {
 		if nd.Async {
 			v.nodeErr(i, "async", wrap(ErrUnexpectedField, "not used by op %q", nd.Op))
 		}
+	}
+}
+
+// badOp reports the op of node i, which is none.
+func (v *validator) badOp(i int32) {
+	op := v.b.nodes[i].Op
+	name, named := v.b.badOps[i]
+	switch {
+	case v.b.fromSpec && op == opMissing:
+		v.nodeErr(i, "op", errMissingOp)
+	case named && name == OpGo.String():
+		v.nodeErr(i, "op", wrap(ErrUnknownOp, "op %q runs a Go function (Builder.Go), which a spec cannot hold", name))
+	case named:
+		v.nodeErr(i, "op", wrap(ErrUnknownOp, "unknown op %q%s", name, didYouMean(name, specOps())))
+	case v.b.fromSpec && op == opUnknown:
+		v.nodeErr(i, "op", wrap(ErrUnknownOp, "unknown op"))
+	default:
+		v.nodeErr(i, "op", wrap(ErrUnknownOp, "unknown op %d", op))
 	}
 }
 
@@ -600,7 +652,7 @@ func (v *validator) checkTarget(i int32) {
 	case nd.File != "" && nd.Handle != "":
 		v.nodeErr(i, "handle", wrap(ErrConflict, "file and handle are exclusive"))
 	case nd.File == "" && nd.Handle == "":
-		v.nodeErr(i, "file", wrap(ErrMissingField, "missing file or handle"))
+		v.nodeErr(i, "file", errMissingTarget)
 	case nd.File != "":
 		f, ok := v.files[nd.File]
 		if !ok {
@@ -632,7 +684,7 @@ func (v *validator) checkTransfer(i int32) {
 	if nd.Offset < 0 {
 		v.nodeErr(i, "offset", wrap(ErrBadValue, "offset must be >= 0, got %d", nd.Offset))
 	}
-	lenFrom := v.bound[i]
+	lenFrom := v.bound != nil && v.bound[i]
 	switch {
 	case lenFrom && nd.Len < 0:
 		v.nodeErr(i, "len", wrap(ErrBadLength, "len (a cap with len_from) must be >= 0, got %d", nd.Len))
@@ -918,8 +970,13 @@ func (v *validator) checkHandles() {
 	// Each handle's users in node order, and its group: its open (one
 	// node), and its closes.
 	group := make([]int32, n) // of an open, 1 + its handle's group
-	var opens []int32
-	var users []query
+	nusers := 0
+	for i := range g.nodes {
+		if g.nodes[i].Handle != "" {
+			nusers++
+		}
+	}
+	opens, users := make([]int32, 0, len(v.opens)), make([]query, 0, nusers)
 	ncloses := 0
 	for i := range int32(n) {
 		h := g.nodes[i].Handle
@@ -958,7 +1015,7 @@ func (v *validator) checkHandles() {
 			at[u.group]++
 		}
 	}
-	r := newReach(g)
+	r := v.reach()
 	fromOpen := r.reached(singletons(opens), users, false)
 	afterClose := r.reached(closes, users, false)
 	for k, u := range users {
@@ -999,34 +1056,32 @@ func (v *validator) checkBindingAncestry() {
 	}
 	g := v.g
 	type binding struct {
-		node, from  int32
-		field, what string
-		afterOnly   bool
+		node, from int32
+		kind       bindKind
 	}
-	var bs []binding
+	bs := make([]binding, 0, len(v.b.bindings))
 	for i := range int32(len(g.nodes)) {
 		nd := &g.nodes[i]
 		if nd.LenFrom >= 0 {
-			bs = append(bs, binding{i, nd.LenFrom, "len_from", "ancestor", false})
+			bs = append(bs, binding{i, nd.LenFrom, lenFromStatx})
 		}
 		if nd.OffsetAt.Size != 0 {
-			bs = append(bs, binding{i, nd.OffsetAt.Node, "offset_from", "after-ancestor (no path of after edges leads from it)", true})
+			bs = append(bs, binding{i, nd.OffsetAt.Node, offsetAt})
 		}
 		if nd.LenAt.Size != 0 {
-			bs = append(bs, binding{i, nd.LenAt.Node, "len_from", "after-ancestor (no path of after edges leads from it)", true})
+			bs = append(bs, binding{i, nd.LenAt.Node, lenAt})
 		}
 	}
-	// Each source its own group, asked about over every edge or after
-	// edges only.
-	r := newReach(g)
+	// Each source its own group, asked about over every edge, or after
+	// edges only (a Source).
+	r := v.reach()
 	ok := make([]bool, len(bs))
 	index := make([]int32, len(g.nodes)) // of a source, 1 + its group
+	srcs, qs, at := make([]int32, 0, len(bs)), make([]query, 0, len(bs)), make([]int, 0, len(bs))
 	for _, afterOnly := range []bool{false, true} {
-		var srcs []int32
-		var qs []query
-		var at []int // bs index of each query
+		srcs, qs, at = srcs[:0], qs[:0], at[:0]
 		for k, b := range bs {
-			if b.afterOnly != afterOnly {
+			if (b.kind != lenFromStatx) != afterOnly {
 				continue
 			}
 			if index[b.from] == 0 {
@@ -1044,10 +1099,24 @@ func (v *validator) checkBindingAncestry() {
 		}
 	}
 	for k, b := range bs {
-		if !ok[k] {
-			v.nodeErr(b.node, b.field, wrap(ErrNotAncestor, "%s %q is not an %s", g.nodes[b.from].Op, g.nodes[b.from].ID, b.what))
+		if ok[k] {
+			continue
+		}
+		src := &g.nodes[b.from]
+		if b.kind == lenFromStatx {
+			v.nodeErr(b.node, "len_from", wrap(ErrNotAncestor, "%s %q is not an ancestor", src.Op, src.ID))
+		} else {
+			v.nodeErr(b.node, b.kind.field(), wrap(ErrNotAncestor, "%s %q is not an after-ancestor (no path of after edges leads from it)", src.Op, src.ID))
 		}
 	}
+}
+
+// reach returns the graph's reach, made on first use.
+func (v *validator) reach() *reach {
+	if v.r == nil {
+		v.r = newReach(v.g)
+	}
+	return v.r
 }
 
 // bindSources gives each node with a Source its Bind, and makes each
@@ -1070,25 +1139,4 @@ func (v *validator) bindSources() {
 			g.nodes[nd.LenAt.Node].Keep = true
 		}
 	}
-}
-
-// lineIndex converts byte offsets of a source to 1-based line:column.
-type lineIndex []int
-
-func newLineIndex(src []byte) lineIndex {
-	starts := lineIndex{0}
-	for i, c := range src {
-		if c == '\n' {
-			starts = append(starts, i+1)
-		}
-	}
-	return starts
-}
-
-func (l lineIndex) pos(off int64) (line, col int) {
-	i, found := slices.BinarySearch(l, int(off))
-	if !found {
-		i--
-	}
-	return i + 1, int(off) - l[i] + 1
 }
