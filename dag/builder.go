@@ -213,10 +213,14 @@ func (b *Builder) Read(id string, t Target, off, n int64) Task {
 	return b.Add(Node{ID: id, Op: OpRead, File: t.file, Handle: t.handle, Offset: off, Len: n, LenFrom: -1})
 }
 
-// Write declares a write of n bytes of fill at off to t. With Buffer, it
-// writes the buffer's bytes instead, and fill must be 0.
-func (b *Builder) Write(id string, t Target, off, n int64, fill byte) Task {
-	return b.Add(Node{ID: id, Op: OpWrite, File: t.file, Handle: t.handle, Offset: off, Len: n, Fill: fill, LenFrom: -1})
+// Write declares a write of data at off to t: its Buf is data, its Len
+// len(data) (with Task.LenAt, a cap). data is not copied: leave it as it
+// is until the run ends. An O_DIRECT write needs aligned data (see
+// AlignedBuffer); Build refuses an empty one. A write of n bytes of one
+// value, which a spec declares with fill and len, is Add(Node{Op:
+// OpWrite, Len: n, Fill: value, ...}).
+func (b *Builder) Write(id string, t Target, off int64, data []byte) Task {
+	return b.Add(Node{ID: id, Op: OpWrite, File: t.file, Handle: t.handle, Offset: off, Len: int64(len(data)), Buf: data, LenFrom: -1})
 }
 
 // Fsync declares an fsync of t.
@@ -456,7 +460,8 @@ func (t Task) Async() Task {
 }
 
 // Buffer makes the read or write t use buf (see AlignedBuffer for O_DIRECT):
-// a write writes buf's bytes, so Build refuses one with a fill.
+// a write writes buf's bytes instead of its data, so Build refuses one
+// with a fill.
 func (t Task) Buffer(buf []byte) Task {
 	t.node("buf").Buf = buf
 	return t

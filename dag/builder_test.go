@@ -1,6 +1,7 @@
 package dag
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
@@ -66,7 +67,7 @@ func TestBuilderOps(t *testing.T) {
 	root := b.Nop("nop")
 	mk := b.Mkdir("mkdir", "dir", 0o755).After(root)
 	op := b.Open("open", "dir/f", unix.O_RDWR|unix.O_CREAT|unix.O_DIRECT, "h").Mode(0o600).After(mk)
-	w := b.Write("write", Handle("h"), 4096, 4096, 0).Buffer(buf[:4096]).Async().After(op)
+	w := b.Write("write", Handle("h"), 4096, buf[:4096]).Async().After(op)
 	fs := b.Fsync("fsync", Handle("h")).After(w)
 	st := b.Statx("statx", "dir/f").After(fs)
 	r := b.Read("read", Handle("h"), 0, 8192).LenFrom(st).AllowShort().Buffer(buf).After(st)
@@ -75,7 +76,7 @@ func TestBuilderOps(t *testing.T) {
 	rn := b.Rename("rename", "dir/f", "dir/g").After(cl, to)
 	b.Unlink("unlink", "dir/g").After(rn)
 	b.Read("plain", File("data"), 8192, 4096).AfterID("nop")
-	b.Write("fill", File("data"), 0, 4096, 9)
+	b.Add(Node{ID: "fill", Op: OpWrite, File: "data", Len: 4096, Fill: 9})
 	g, err := b.Build()
 	if err != nil {
 		t.Fatalf("Build() = %v", err)
@@ -121,7 +122,7 @@ func TestGoFields(t *testing.T) {
 	b := NewBuilder("go")
 	b.AddFile(FileSpec{Name: "f", Size: 4096})
 	r := b.Read("r", File("f"), 0, 16).Keep().Bind(bindNothing).Then(thenNothing)
-	w := b.Write("w", File("f"), 16, 16, 1).Bind(bindNothing).After(r)
+	w := b.Write("w", File("f"), 16, bytes.Repeat([]byte{1}, 16)).Bind(bindNothing).After(r)
 	o := b.Open("o", "f", 0, "h").Bind(bindNothing).Then(thenNothing)
 	g := b.Go("g", goNothing).After(r, o).Finally(w).Then(thenNothing)
 	b.Go("cleanup", goNothing).OnFailure(g)
@@ -202,7 +203,7 @@ func TestGeneratedIDs(t *testing.T) {
 func TestOnFailureEdges(t *testing.T) {
 	b := NewBuilder("cleanup")
 	o := b.Open("o", "f", unix.O_WRONLY|unix.O_CREAT, "h")
-	w := b.Write("w", Handle("h"), 0, 512, 1).After(o)
+	w := b.Write("w", Handle("h"), 0, bytes.Repeat([]byte{1}, 512)).After(o)
 	c := b.Close("c", Handle("h")).Finally(w)
 	b.Unlink("rm", "f").OnFailure(w).After(c)
 	b.Fsync("undo", Handle("h")).OnFailure(w) // the handle flows over on_failure
@@ -377,8 +378,8 @@ func TestBuildErrors(t *testing.T) {
 		}, []problem{{"r", "buf", ErrBadLength.Error()}}},
 		{"buffer and fill", nil, func(b *Builder) {
 			b.AddFile(FileSpec{Name: "f"})
-			b.Write("w", File("f"), 0, 10, 9).Buffer(make([]byte, 10))
-			b.Write("zero fill", File("f"), 10, 10, 0).Buffer(make([]byte, 10)) // accepted
+			b.Add(Node{ID: "w", Op: OpWrite, File: "f", Len: 10, Fill: 9}).Buffer(make([]byte, 10))
+			b.Write("zero fill", File("f"), 10, make([]byte, 10)) // accepted
 		}, []problem{{"w", "buf", ErrConflict.Error()}}},
 		{"misaligned buffer", nil, func(b *Builder) {
 			b.AddFile(FileSpec{Name: "f", Direct: true})
@@ -437,8 +438,8 @@ func TestBuildErrors(t *testing.T) {
 			b.Read("size", File("f"), 0, 1).OffsetAt(hdr, 0, 2).After(hdr)
 			b.Read("at", File("f"), 0, 1).LenAt(hdr, -1, 4).After(hdr)
 			b.Read("past", File("f"), 0, 1).LenAt(hdr, 9, 8).After(hdr)
-			b.Write("finally only", File("f"), 0, 1, 1).OffsetAt(hdr, 0, 8).Finally(hdr)
-			b.Write("no path", File("f"), 0, 1, 1).LenAt(hdr, 0, 4)
+			b.Write("finally only", File("f"), 0, []byte{1}).OffsetAt(hdr, 0, 8).Finally(hdr)
+			b.Write("no path", File("f"), 0, []byte{1}).LenAt(hdr, 0, 4)
 			b.Read("and bind", File("f"), 0, 1).OffsetAt(hdr, 0, 8).Bind(bindNothing).After(hdr)
 			b.Read("and offset", File("f"), 4096, 1).OffsetAt(hdr, 0, 8).After(hdr)
 			b.Read("negative cap", File("f"), 0, -1).LenAt(hdr, 0, 8).After(hdr)
@@ -475,7 +476,7 @@ func TestBuildErrors(t *testing.T) {
 		{"timeout", nil, func(b *Builder) { b.Timeout("t", 0) }, []problem{{"t", "ns", ErrBadValue.Error()}}},
 		{"keep on other than a read", nil, func(b *Builder) {
 			b.AddFile(FileSpec{Name: "f"})
-			b.Write("w", File("f"), 0, 1, 1).Keep()
+			b.Write("w", File("f"), 0, []byte{1}).Keep()
 			b.Statx("s", "f").Keep()
 			b.Nop("n").Keep()
 		}, []problem{
@@ -985,7 +986,7 @@ func TestBadArguments(t *testing.T) {
 		{"Nop", nil, func(b *Builder) { b.Nop("a\x00") }, []problem{{"a\x00", "id", ErrBadID.Error()}}},
 		{"Read", nil, func(b *Builder) { b.Read("r", Target{}, -1, -1) }, []problem{
 			{"r", "file", ErrMissingField.Error()}, {"r", "offset", ErrBadValue.Error()}, {"r", "len", ErrBadLength.Error()}}},
-		{"Write", nil, func(b *Builder) { b.Write("w", Target{}, -1, -1, 0) }, []problem{
+		{"Write", nil, func(b *Builder) { b.Write("w", Target{}, -1, nil) }, []problem{
 			{"w", "file", ErrMissingField.Error()}, {"w", "offset", ErrBadValue.Error()}, {"w", "len", ErrBadLength.Error()}}},
 		{"Fsync", nil, func(b *Builder) { b.Fsync("f", Target{}) }, []problem{{"f", "file", ErrMissingField.Error()}}},
 		{"Open", nil, func(b *Builder) { b.Open("o", "", 0, "") }, []problem{{"o", "path", ErrMissingField.Error()}}},

@@ -1,6 +1,7 @@
 package submit
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -254,7 +255,7 @@ func dirTree(fanout, depth, files int) *dag.Graph {
 			n++
 			h := "h" + strconv.Itoa(n)
 			o := b.Open("", path+"/f"+strconv.Itoa(f), unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC, h).After(m)
-			w := b.Write("", dag.Handle(h), 0, 512, byte(n)).After(o)
+			w := b.Write("", dag.Handle(h), 0, bytes.Repeat([]byte{byte(n)}, 512)).After(o)
 			b.Close("", dag.Handle(h)).Finally(w)
 		}
 		if d+1 < depth {
@@ -726,7 +727,7 @@ func TestSplitWakesBusyWorker(t *testing.T) {
 			wr := b.Open("wr", "fifo", unix.O_WRONLY, "w").After(rd)
 			read := b.Read("read", dag.Handle("r"), 0, 1).After(rd, wr)
 			slow := b.Timeout("slow", time.Millisecond).After(lv1[31])
-			write := b.Write("write", dag.Handle("w"), 0, 1, 7).After(wr, slow)
+			write := b.Write("write", dag.Handle("w"), 0, []byte{7}).After(wr, slow)
 			b.Close("cr", dag.Handle("r")).After(read)
 			b.Close("cw", dag.Handle("w")).After(write)
 			for i := range 32 {
