@@ -17,7 +17,7 @@ var (
 	_ func(*Graph) []int32               = (*Graph).CriticalPath
 	_ func(*Graph) [][]int32             = (*Graph).Components
 	_ func(*Graph, int32) int            = (*Graph).Component
-	_                                    = []Op{OpNop, OpRead, OpWrite, OpFsync, OpOpen, OpStatx, OpClose, OpTimeout, OpUnlink, OpMkdir, OpRename}
+	_                                    = []Op{OpNop, OpRead, OpWrite, OpFsync, OpOpen, OpStatx, OpClose, OpTimeout, OpUnlink, OpMkdir, OpRename, OpReadFile, OpGo}
 	_                                    = []EdgeKind{After, Finally, OnFailure}
 	_                                    = Edge{Node: int32(0), Kind: After}
 	_                                    = FileSpec{Name: "", Size: int64(0), Fill: byte(0), Direct: false, Dir: &DirSpec{Count: 0, MinSize: int64(0), MaxSize: int64(0), Seed: int64(0)}}

@@ -213,6 +213,16 @@ func (b *Builder) Read(id string, t Target, off, n int64) Task {
 	return b.Add(Node{ID: id, Op: OpRead, File: t.file, Handle: t.handle, Offset: off, Len: n, LenFrom: -1})
 }
 
+// ReadFile declares a read of the whole file at path (relative to the run
+// root, as an open's), whatever its size: the engine opens it, reads it
+// to its end and closes it. Its Result.Data holds the contents if it
+// keeps them (Task.Keep), and its hook sees them (Task.Then) as a read's.
+// Node.Len, if set, caps the size: a larger file fails the node rather
+// than being cut short.
+func (b *Builder) ReadFile(id, path string) Task {
+	return b.Add(Node{ID: id, Op: OpReadFile, Path: path, LenFrom: -1})
+}
+
 // Write declares a write of data at off to t: its Buf is data, its Len
 // len(data) (with Task.LenAt, a cap). data is not copied: leave it as it
 // is until the run ends. An O_DIRECT write needs aligned data (see
@@ -471,9 +481,9 @@ func (t Task) Buffer(buf []byte) Task {
 // writes, fsyncs and close that use it.
 func (t Task) Handle() Target { return Handle(t.node("handle").As) }
 
-// Keep makes the read t keep the bytes it returned: its Result.Data, and
-// NodeResult.Data in the run's report. Only a read takes it: a statx's size
-// is in its Result.Size whatever.
+// Keep makes the read or readfile t keep the bytes it returned: its
+// Result.Data, and NodeResult.Data in the run's report. Only these take
+// it: a statx's size is in its Result.Size whatever.
 func (t Task) Keep() Task {
 	t.node("keep").Keep = true
 	return t
@@ -499,7 +509,8 @@ func (t Task) Bind(fn func(in Inputs, p *Params) error) Task {
 // later, fail with an error saying so. An
 // error fails t (if it had succeeded), and its after-dependents are
 // canceled with t as the cause. in.Stop ends the whole run. A read's fn
-// sees the bytes it returned in r.Data, kept or not (see Result.Data).
+// sees the bytes it returned in r.Data, kept or not (see Result.Data), and
+// so does a readfile's.
 func (t Task) Then(fn func(in Inputs, r Result) error) Task {
 	t.node("then").Then = fn
 	return t

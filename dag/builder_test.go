@@ -77,6 +77,7 @@ func TestBuilderOps(t *testing.T) {
 	b.Unlink("unlink", "dir/g").After(rn)
 	b.Read("plain", File("data"), 8192, 4096).AfterID("nop")
 	b.Add(Node{ID: "fill", Op: OpWrite, File: "data", Len: 4096, Fill: 9})
+	b.ReadFile("slurp", "dir/g").Keep().After(rn)
 	g, err := b.Build()
 	if err != nil {
 		t.Fatalf("Build() = %v", err)
@@ -95,6 +96,7 @@ func TestBuilderOps(t *testing.T) {
 		{ID: "unlink", Op: OpUnlink, Path: "dir/g", LenFrom: -1},
 		{ID: "plain", Op: OpRead, File: "data", Offset: 8192, Len: 4096, LenFrom: -1},
 		{ID: "fill", Op: OpWrite, File: "data", Len: 4096, Fill: 9, LenFrom: -1},
+		{ID: "slurp", Op: OpReadFile, Path: "dir/g", Keep: true, LenFrom: -1},
 	}
 	if diff := cmp.Diff(want, summarize(g).Nodes); diff != "" {
 		t.Errorf("Build(ops) nodes mismatch (-want +got):\n%s", diff)
@@ -474,6 +476,26 @@ func TestBuildErrors(t *testing.T) {
 			{"nul", "path", ErrBadPath.Error()}, {"empty", "to", ErrMissingField.Error()},
 		}},
 		{"timeout", nil, func(b *Builder) { b.Timeout("t", 0) }, []problem{{"t", "ns", ErrBadValue.Error()}}},
+		{"readfile", nil, func(b *Builder) {
+			b.AddFile(FileSpec{Name: "f"})
+			s := b.Statx("s", "f")
+			b.ReadFile("no path", "")
+			b.ReadFile("root", ".")
+			b.ReadFile("up", "../f")
+			b.Add(Node{ID: "cap", Op: OpReadFile, Path: "f", Len: -1})
+			b.Add(Node{ID: "target", Op: OpReadFile, Path: "f", File: "f", Offset: 8})
+			b.ReadFile("bound", "f").Bind(bindNothing).LenFrom(s).After(s)
+			b.ReadFile("ok", "f").Keep().Then(thenNothing).Async()
+		}, []problem{
+			{"no path", "path", ErrMissingField.Error()},
+			{"root", "path", ErrBadPath.Error()},
+			{"up", "path", ErrBadPath.Error()},
+			{"cap", "len", ErrBadLength.Error()},
+			{"target", "file", ErrUnexpectedField.Error()},
+			{"target", "offset", ErrUnexpectedField.Error()},
+			{"bound", "len_from", ErrUnexpectedField.Error()},
+			{"bound", "bind", ErrUnexpectedField.Error()},
+		}},
 		{"keep on other than a read", nil, func(b *Builder) {
 			b.AddFile(FileSpec{Name: "f"})
 			b.Write("w", File("f"), 0, []byte{1}).Keep()

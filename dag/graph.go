@@ -9,11 +9,11 @@ type Node struct {
 	File       string // spec file name the runner opens and registers ("" if none)
 	Handle     string // handle used by read/write/fsync/close ("" if none)
 	As         string // handle produced by an open node
-	Path, To   string // open/statx/unlink/mkdir/rename paths, relative to the run root
+	Path, To   string // open/statx/unlink/mkdir/rename/readfile paths, relative to the run root
 	OpenFlags  int    // unix.O_* flags of an open (O_DIRECT etc.), already translated
 	Mode       uint32 // open/mkdir mode
 	Offset     int64
-	Len        int64 // read/write length; with LenFrom or LenAt, a cap (0: none)
+	Len        int64 // read/write length; with LenFrom or LenAt, a cap (0: none); a readfile's size cap (0: none)
 	LenFrom    int32 // index of the statx node whose size is this read's length, -1 if none
 	Fill       byte  // byte a write writes (0 with Buf: the write writes Buf)
 	NS         int64 // timeout duration
@@ -26,8 +26,9 @@ type Node struct {
 	// a node a Bind that reads them, and makes each source read Keep its
 	// data.
 	OffsetAt, LenAt Source
-	// Keep makes a read keep the bytes it returned (Result.Data); only a
-	// read takes it (a statx's size is in Result.Size whatever).
+	// Keep makes a read or readfile keep the bytes it returned
+	// (Result.Data); only these take it (a statx's size is in
+	// Result.Size whatever).
 	Keep bool
 	// Bind, if set, computes the node's parameters from the results of
 	// the nodes before it, just before it is submitted (Go API only).

@@ -25,7 +25,12 @@ const (
 	OpUnlink
 	OpMkdir
 	OpRename
+	// OpReadFile reads a whole file of unknown size (Builder.ReadFile):
+	// it opens it confined to the run's root, reads it to its end and
+	// closes it, in one node.
+	OpReadFile
 	// OpGo runs a Go function (Builder.Go) instead of an io_uring request.
+	// It stays last.
 	OpGo
 	numOps
 
@@ -59,6 +64,8 @@ func (o Op) String() string {
 		return "mkdir"
 	case OpRename:
 		return "rename"
+	case OpReadFile:
+		return "readfile"
 	case OpGo:
 		return "go"
 	}

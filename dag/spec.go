@@ -46,6 +46,7 @@ type Spec struct {
 //	unlink   path
 //	mkdir    path, mode
 //	rename   path, to
+//	readfile path, len, keep
 //
 // file names a spec file, handle the as of an open; paths are relative to
 // the run's root, in clean form, without ".."; only an open with flag
@@ -54,9 +55,12 @@ type Spec struct {
 // (420); only an open with flag creat takes a mode, and only permission
 // bits (at most 0o7777, 4095).
 //
-// keep makes a read keep the bytes it returned, for the run's report (a
-// statx takes no keep: its size is in its result whatever). Build sets it
-// on every read an offset_from or len_from object names.
+// keep makes a read keep the bytes it returned, and a readfile the file's
+// contents, for the run's report (a statx takes no keep: its size is in its
+// result whatever). Build sets it on every read an offset_from or len_from
+// object names. A readfile reads the whole file at path, whatever its
+// size, opening and closing it; its len, if not 0, caps the size: a larger
+// file fails it.
 //
 // len_from and offset_from bind a read's or write's length and offset to
 // results of earlier nodes (see SourceSpec). len_from as a string names a

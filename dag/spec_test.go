@@ -146,8 +146,8 @@ func summarize(g *Graph) summary {
 }
 
 // roundTripSpec uses every spec field that a result feeds: on_failure
-// edges, keep, and offset_from and len_from in both forms; and an open of
-// the root with flag directory, and one with creat and no mode.
+// edges, keep, and offset_from and len_from in both forms; an open of the
+// root with flag directory, and one with creat and no mode; a readfile.
 const roundTripSpec = `{"name": "results",
  "files": [{"name": "data", "size": 1048576, "fill": 3}],
  "nodes": [
@@ -164,7 +164,8 @@ const roundTripSpec = `{"name": "results",
    {"id": "mv", "op": "rename", "path": "new", "to": "old", "after": ["nclose"]},
    {"id": "root", "op": "open", "path": ".", "flags": ["rdonly", "directory"], "as": "r", "after": ["mv"]},
    {"id": "rsync", "op": "fsync", "handle": "r", "after": ["root"]},
-   {"id": "rclose", "op": "close", "handle": "r", "finally": ["rsync"]}]}`
+   {"id": "rclose", "op": "close", "handle": "r", "finally": ["rsync"]},
+   {"id": "slurp", "op": "readfile", "path": "old", "len": 65536, "keep": true, "after": ["mv"]}]}`
 
 // TestSpecRoundTripResults checks ParseSpec -> Build -> Spec -> Marshal ->
 // ParseSpec -> Build on roundTripSpec: the spec comes back as written, but

@@ -416,6 +416,8 @@ func opFields(op Op) uint32 {
 		return fPath | fMode
 	case OpRename:
 		return fPath | fTo
+	case OpReadFile:
+		return fPath | fLen | fKeep
 	case OpGo:
 		return fFunc
 	}
@@ -528,6 +530,11 @@ func (v *validator) checkNode(i int32) {
 	case OpRename:
 		v.checkPathField(i, "path", nd.Path)
 		v.checkPathField(i, "to", nd.To)
+	case OpReadFile:
+		v.checkPathField(i, "path", nd.Path)
+		if nd.Len < 0 || nd.Len > MaxFileSize {
+			v.nodeErr(i, "len", wrap(ErrBadLength, "len (a cap on the file's size, 0 for none) must be in [0, %d], got %d", int64(MaxFileSize), nd.Len))
+		}
 	case OpClose:
 		if nd.Handle == "" {
 			if nd.File == "" { // else refused above: a close takes no file
