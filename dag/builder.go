@@ -516,6 +516,20 @@ func (t Task) Then(fn func(in Inputs, r Result) error) Task {
 	return t
 }
 
+// Timeout gives t a deadline of d, whatever its op (a go node's too): t
+// fails with an error matching os.ErrDeadlineExceeded if it has not
+// completed d after it was submitted; its dependents follow the usual
+// rules. Build refuses a d <= 0. (Builder.Timeout declares a node that
+// waits.)
+func (t Task) Timeout(d time.Duration) Task {
+	if d <= 0 && t.live("timeout") {
+		t.b.probs.add(&NodeError{Field: "timeout", Err: wrap(ErrBadValue, "timeout must be > 0, got %v", d), idx: t.i})
+		return t
+	}
+	t.node("timeout").Timeout = d
+	return t
+}
+
 // Mode sets the mode of an open or mkdir. Build refuses a mode with bits
 // beyond 0o7777, and a mode on an open without O_CREAT (or O_TMPFILE),
 // which the kernel would refuse with EINVAL.

@@ -1074,3 +1074,66 @@ func TestBadArguments(t *testing.T) {
 		t.Errorf("Task{}.ID(), Index() = %q, %d, want \"\", -1", id, i)
 	}
 }
+
+// TestNodeTimeout: every op takes a deadline, from Task.Timeout or a
+// spec's timeout, which round-trips; Build refuses one of 0 or less, or
+// a spec's that is no Go duration, naming field "timeout".
+func TestNodeTimeout(t *testing.T) {
+	b := NewBuilder("deadlines")
+	b.AddFile(FileSpec{Name: "f", Size: 4096})
+	o := b.Open("o", "f", unix.O_RDONLY, "h").Timeout(time.Second)
+	r := b.Read("r", Handle("h"), 0, 16).After(o).Timeout(250 * time.Millisecond)
+	c := b.Close("c", Handle("h")).Finally(r).Timeout(time.Millisecond)
+	rf := b.ReadFile("rf", "f").Timeout(90 * time.Minute)
+	b.Timeout("wait", time.Second).Timeout(2*time.Second).After(c, rf)
+	b.Nop("n")
+	g, err := b.Build()
+	if err != nil {
+		t.Fatalf("Build() = %v", err)
+	}
+	var got []time.Duration
+	for _, nd := range g.Nodes() {
+		got = append(got, nd.Timeout)
+	}
+	want := []time.Duration{time.Second, 250 * time.Millisecond, time.Millisecond, 90 * time.Minute, 2 * time.Second, 0}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Build() timeouts mismatch (-want +got):\n%s", diff)
+	}
+	if got, want := g.Spec().Nodes[3].Timeout, "1h30m0s"; got != want {
+		t.Errorf("Spec() of a readfile's timeout = %q, want %q", got, want)
+	}
+	checkRoundTrip(t, g)
+	gb := NewBuilder("go")
+	gb.Go("g", goNothing).Timeout(time.Nanosecond)
+	if g, err := gb.Build(); err != nil || g.Node(0).Timeout != time.Nanosecond {
+		t.Errorf("Build() of a go node with Timeout(1ns) = %v, want its Timeout 1ns", err)
+	}
+
+	bad := NewBuilder("bad")
+	bad.Nop("zero").Timeout(0)
+	bad.Nop("negative").Timeout(-time.Second)
+	bad.Add(Node{ID: "added", Op: OpNop, Timeout: -1})
+	_, err = bad.Build()
+	if diff := cmp.Diff([]problem{{"zero", "timeout", ErrBadValue.Error()}, {"negative", "timeout", ErrBadValue.Error()},
+		{"added", "timeout", ErrBadValue.Error()}}, problems(err)); diff != "" {
+		t.Errorf("Build() of bad timeouts: problems mismatch (-want +got):\n%s", diff)
+	}
+	for _, tc := range []struct {
+		timeout string // the JSON value
+		want    string
+	}{
+		{`"250ms"`, ""},
+		{`"1h2m3.5s"`, ""},
+		{`"abc"`, `2:3: node "n": field "timeout": timeout "abc" is not a Go duration such as "250ms"`},
+		{`"250"`, `2:3: node "n": field "timeout": timeout "250" is not a Go duration such as "250ms"`},
+		{`"0s"`, `2:3: node "n": field "timeout": timeout must be > 0, got "0s"`},
+		{`"-1s"`, `2:3: node "n": field "timeout": timeout must be > 0, got "-1s"`},
+		{`250`, `2:28: node "n": field "timeout": JSON number where string expected`},
+	} {
+		spec := "{\"name\": \"t\", \"nodes\": [\n  {\"id\": \"n\", \"op\": \"nop\", \"timeout\": " + tc.timeout + "}]}"
+		got := strings.TrimSuffix(loadErr([]byte(spec)), "\n")
+		if got != tc.want {
+			t.Errorf("ParseSpec and Build(timeout %s) = %q, want %q", tc.timeout, got, tc.want)
+		}
+	}
+}

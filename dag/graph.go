@@ -1,22 +1,30 @@
 package dag
 
-import "slices"
+import (
+	"slices"
+	"time"
+)
 
 // Node is the read-only, validated description of one operation.
 type Node struct {
-	ID         string
-	Op         Op
-	File       string // spec file name the runner opens and registers ("" if none)
-	Handle     string // handle used by read/write/fsync/close ("" if none)
-	As         string // handle produced by an open node
-	Path, To   string // open/statx/unlink/mkdir/rename/readfile paths, relative to the run root
-	OpenFlags  int    // unix.O_* flags of an open (O_DIRECT etc.), already translated
-	Mode       uint32 // open/mkdir mode
-	Offset     int64
-	Len        int64 // read/write length; with LenFrom or LenAt, a cap (0: none); a readfile's size cap (0: none)
-	LenFrom    int32 // index of the statx node whose size is this read's length, -1 if none
-	Fill       byte  // byte a write writes (0 with Buf: the write writes Buf)
-	NS         int64 // timeout duration
+	ID        string
+	Op        Op
+	File      string // spec file name the runner opens and registers ("" if none)
+	Handle    string // handle used by read/write/fsync/close ("" if none)
+	As        string // handle produced by an open node
+	Path, To  string // open/statx/unlink/mkdir/rename/readfile paths, relative to the run root
+	OpenFlags int    // unix.O_* flags of an open (O_DIRECT etc.), already translated
+	Mode      uint32 // open/mkdir mode
+	Offset    int64
+	Len       int64 // read/write length; with LenFrom or LenAt, a cap (0: none); a readfile's size cap (0: none)
+	LenFrom   int32 // index of the statx node whose size is this read's length, -1 if none
+	Fill      byte  // byte a write writes (0 with Buf: the write writes Buf)
+	NS        int64 // timeout duration
+	// Timeout, if not 0, is the node's deadline, whatever its op: it fails
+	// with an error matching os.ErrDeadlineExceeded if it has not
+	// completed Timeout after it was submitted; its dependents follow the
+	// usual rules (see Task.Timeout).
+	Timeout    time.Duration
 	AllowShort bool
 	Async      bool
 	Buf        []byte // caller-supplied buffer (Go API only), nil otherwise

@@ -10,6 +10,7 @@ import (
 	"os"
 	"reflect"
 	"syscall"
+	"time"
 )
 
 // Spec is the JSON form of a graph: its name, the files that must be in the
@@ -62,6 +63,12 @@ type Spec struct {
 // size, opening and closing it; its len, if not 0, caps the size: a larger
 // file fails it.
 //
+// timeout, which every op takes, is the node's deadline, a Go duration
+// ("250ms", time.ParseDuration) over 0: the node fails with an error
+// matching os.ErrDeadlineExceeded if it has not completed that long after
+// it was submitted; its dependents follow the usual rules. (Op timeout
+// is a node that waits ns nanoseconds.)
+//
 // len_from and offset_from bind a read's or write's length and offset to
 // results of earlier nodes (see SourceSpec). len_from as a string names a
 // statx, an ancestor, whose size is a read's length. In object form,
@@ -86,6 +93,7 @@ type NodeSpec struct {
 	Mode       uint32     `json:"mode,omitempty"`
 	As         string     `json:"as,omitempty"`
 	NS         int64      `json:"ns,omitempty"`
+	Timeout    string     `json:"timeout,omitempty"`
 	After      []string   `json:"after,omitempty"`
 	Finally    []string   `json:"finally,omitempty"`
 	OnFailure  []string   `json:"on_failure,omitempty"`
@@ -330,6 +338,9 @@ func (b *Builder) specNode(ns *NodeSpec) {
 			nd.OpenFlags = flags
 		}
 	}
+	if ns.Timeout != "" {
+		nd.Timeout = b.specTimeout(ns, i)
+	}
 	t := b.add(&nd)
 	t.AfterID(ns.After...)
 	t.FinallyID(ns.Finally...)
@@ -347,6 +358,20 @@ func (b *Builder) specNode(ns *NodeSpec) {
 		b.probs.add(&NodeError{Node: ns.ID, Field: "offset_from", idx: i,
 			Err: wrap(ErrBadValue, `takes an object {"node": ID, "at": BYTE, "size": 4 or 8}, not an id`)})
 	}
+}
+
+// specTimeout returns the deadline a spec's node ns, node i, gives as
+// timeout, or records why it is none.
+func (b *Builder) specTimeout(ns *NodeSpec, i int32) time.Duration {
+	d, err := time.ParseDuration(ns.Timeout)
+	switch {
+	case err != nil:
+		b.probs.add(&NodeError{Node: ns.ID, Field: "timeout", idx: i,
+			Err: wrap(ErrBadValue, "timeout %q is not a Go duration such as \"250ms\"", ns.Timeout)})
+	case d <= 0:
+		b.probs.add(&NodeError{Node: ns.ID, Field: "timeout", idx: i, Err: wrap(ErrBadValue, "timeout must be > 0, got %q", ns.Timeout)})
+	}
+	return max(d, 0)
 }
 
 // Spec returns the graph as a spec; Build of it gives an equal graph, except
@@ -373,6 +398,9 @@ func (g *Graph) Spec() *Spec {
 		}
 		if nd.Op == OpOpen {
 			ns.Flags = FormatOpenFlags(nd.OpenFlags)
+		}
+		if nd.Timeout > 0 {
+			ns.Timeout = nd.Timeout.String()
 		}
 		if nd.LenFrom >= 0 {
 			ns.LenFrom = SourceSpec{Node: g.nodes[nd.LenFrom].ID}

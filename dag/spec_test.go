@@ -165,7 +165,7 @@ const roundTripSpec = `{"name": "results",
    {"id": "root", "op": "open", "path": ".", "flags": ["rdonly", "directory"], "as": "r", "after": ["mv"]},
    {"id": "rsync", "op": "fsync", "handle": "r", "after": ["root"]},
    {"id": "rclose", "op": "close", "handle": "r", "finally": ["rsync"]},
-   {"id": "slurp", "op": "readfile", "path": "old", "len": 65536, "keep": true, "after": ["mv"]}]}`
+   {"id": "slurp", "op": "readfile", "path": "old", "len": 65536, "timeout": "250ms", "after": ["mv"], "keep": true}]}`
 
 // TestSpecRoundTripResults checks ParseSpec -> Build -> Spec -> Marshal ->
 // ParseSpec -> Build on roundTripSpec: the spec comes back as written, but

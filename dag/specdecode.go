@@ -470,6 +470,7 @@ const (
 	nMode
 	nAs
 	nNS
+	nTimeout
 	nAfter
 	nFinally
 	nOnFailure
@@ -480,7 +481,7 @@ const (
 
 // nodeFields names the node fields, by the index of their bit.
 var nodeFields = [...]string{"id", "op", "file", "handle", "path", "to", "offset", "offset_from", "len", "len_from",
-	"fill", "flags", "mode", "as", "ns", "after", "finally", "on_failure", "allow_short", "async", "keep"}
+	"fill", "flags", "mode", "as", "ns", "timeout", "after", "finally", "on_failure", "allow_short", "async", "keep"}
 
 // nodeField returns the bit of the node field key, or 0.
 func nodeField(key []byte) uint32 {
@@ -515,6 +516,8 @@ func nodeField(key []byte) uint32 {
 		return nAs
 	case "ns":
 		return nNS
+	case "timeout":
+		return nTimeout
 	case "after":
 		return nAfter
 	case "finally":
@@ -582,6 +585,8 @@ func (d *decoder) nodeMember(n *NodeSpec, e *elem, key []byte, off int) bool {
 		return v.str(&n.As)
 	case nNS:
 		return v.int64(&n.NS)
+	case nTimeout:
+		return v.str(&n.Timeout)
 	case nAfter:
 		return v.strs(&n.After)
 	case nFinally:

@@ -394,8 +394,9 @@ const (
 	fFunc
 )
 
-// opFields returns the fields op may set. Then (Task.Then) is not among
-// them: any node may have a hook.
+// opFields returns the fields op may set. Then (Task.Then) and Timeout
+// (Task.Timeout) are not among them: any node may have a hook and a
+// deadline.
 func opFields(op Op) uint32 {
 	switch op {
 	case OpRead:
@@ -498,6 +499,9 @@ func (v *validator) checkNode(i int32) {
 	if nd.Op >= numOps {
 		v.badOp(i)
 		return
+	}
+	if nd.Timeout < 0 {
+		v.nodeErr(i, "timeout", wrap(ErrBadValue, "timeout must be > 0, got %v", nd.Timeout))
 	}
 	if extra := setFields(nd) &^ opFields(nd.Op); extra != 0 {
 		for _, f := range fieldNames() {
