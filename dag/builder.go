@@ -360,7 +360,11 @@ func (t Task) edge(kind EdgeKind, preds []Task) Task {
 // After makes t run only if every one of preds succeeded.
 func (t Task) After(preds ...Task) Task { return t.edge(After, preds) }
 
-// Finally makes t run once every one of preds ran, whatever their results.
+// Finally makes t run once every one of preds has settled, whatever its
+// status (ok, failed, canceled or skipped), as a deferred call runs: to
+// close, unlink, report. If t uses a handle, it still runs only if the
+// open producing it succeeded; otherwise it is canceled, its cause the
+// open's.
 func (t Task) Finally(preds ...Task) Task { return t.edge(Finally, preds) }
 
 // OnFailure makes t run only if one of preds failed or was canceled: a
@@ -395,7 +399,8 @@ func (t Task) edgeID(kind EdgeKind, ids []string) Task {
 // AfterID is After by node id; the ids may be declared later.
 func (t Task) AfterID(ids ...string) Task { return t.edgeID(After, ids) }
 
-// FinallyID is Finally by node id; the ids may be declared later.
+// FinallyID is Finally by node id, the ids possibly declared later: t runs
+// once those nodes have settled, whatever their status (see Finally).
 func (t Task) FinallyID(ids ...string) Task { return t.edgeID(Finally, ids) }
 
 // OnFailureID is OnFailure by node id; the ids may be declared later.

@@ -101,14 +101,19 @@ type EdgeKind uint8
 const (
 	// After runs the dependent only if the predecessor succeeded (IOSQE_IO_LINK).
 	After EdgeKind = iota
-	// Finally runs the dependent once the predecessor ran, whatever its result
-	// (IOSQE_IO_HARDLINK).
+	// Finally runs the dependent once the predecessor has settled, whatever
+	// its status (ok, failed, canceled or skipped), like a deferred call
+	// (IOSQE_IO_HARDLINK where the kernel links them). A node that uses a
+	// handle (a read, write, fsync or close of an open's handle) still runs
+	// only if that open succeeded; otherwise it is canceled, its cause the
+	// open's.
 	Finally
 	// OnFailure runs the dependent only if the predecessor failed or was
 	// canceled: cleanup. When the predecessor succeeds, the dependent is
-	// skipped (which is not a failure), and so is everything after it,
+	// skipped (which is not a failure), and so is what runs only after it,
 	// except a node that another predecessor cancels: a node after both
-	// a skipped and a canceled node is canceled.
+	// a skipped and a canceled node is canceled. A finally edge runs its
+	// dependent whatever.
 	OnFailure
 )
 

@@ -29,12 +29,14 @@ type Spec struct {
 // NodeSpec is the JSON form of one node. Every node has an id and an op, and
 // may have after, finally and on_failure (the ids of the nodes it runs
 // after) and async. An after edge runs the node only if the predecessor
-// succeeded, a finally edge once it ran, whatever its result, and an
-// on_failure edge only if it failed or was canceled: otherwise the node is
-// skipped (not a failure), and so is what depends on it (see Task.After,
-// Task.Finally and Task.OnFailure). Each op takes the fields below, and
-// Build rejects a node that sets any other (op "go" is of the Go API
-// only, Builder.Go):
+// succeeded; a finally edge once it has settled, whatever its status (ok,
+// failed, canceled or skipped), like a deferred call, but a node that uses
+// a handle still runs only if its open succeeded (else it is canceled, its
+// cause the open's); an on_failure edge only if it failed or was canceled:
+// otherwise the node is skipped (not a failure), and so is what runs only
+// after it (see Task.After, Task.Finally and Task.OnFailure). Each op
+// takes the fields below, and Build rejects a node that sets any other
+// (op "go" is of the Go API only, Builder.Go):
 //
 //	nop
 //	read     file or handle, offset, offset_from, len, len_from, allow_short, keep
