@@ -3,7 +3,6 @@ package dag
 import (
 	"math"
 	"slices"
-	"strconv"
 	"time"
 )
 
@@ -14,9 +13,19 @@ const DefaultMaxNodes = 10_000_000
 // NewBuilder. Methods record problems instead of failing, and Build reports
 // them all at once. A Builder is not safe for concurrent use.
 //
-// A node declared with an empty id gets one made of its op's name, '#' and
-// its index ("read#12"); Build reports a node declared later with the same
-// id as a duplicate, as always.
+// A node declared with an empty id gets one from Build that says what it
+// does: its op and its target, "open mail/00012", "readfile src/a.go",
+// "write data" (a spec file), "rename a/tmp a/target"; a read, write,
+// fsync or close of a handle names the path of the open producing it,
+// "read mail/00012"; a node without a target, or whose target would make
+// a bad id (a quote, a control character...), its op, '#' and its index,
+// "nop#3". Generated ids yield to declared ones: one that another node's
+// id already holds, declared (before or after it) or generated (before
+// it), gets '#' and its node's index appended, "read data#7", as many
+// times as it takes. Task.ID asks for a node's id before Build, which
+// fixes it then: a node declared afterwards with that id is a duplicate.
+// An open declared without an id nor a handle produces the handle '@'
+// and its id (Task.Handle).
 //
 // The diamond:
 //
@@ -31,6 +40,11 @@ type Builder struct {
 	nodes    []Node
 	edges    []pendingEdge
 	bindings []binding
+	refs     []handleRef      // nodes using the generated handle of an open, by node
+	unnamed  int              // nodes declared without an id since nameNodes last ran
+	named    int32            // the nodes [0, named) are in ids
+	ids      *idIndex         // the ids, once nameNodes has run
+	built    *Graph           // the last Build's graph, for Task.ID
 	probs    problemList      // found while declaring (a foreign Task); Build adds its own
 	fromSpec bool             // the nodes are a spec's: ops opMissing and opUnknown are theirs
 	badOps   map[int32]string // spec op names that are not ops, by node (the first MaxProblems)
@@ -145,6 +159,7 @@ func (b *Builder) AddFile(f FileSpec) *Builder {
 // handle (a close takes only a handle).
 type Target struct {
 	file, handle string
+	open         Task // the open whose handle Build generates (Task.Handle), if not zero
 }
 
 // File targets the spec file called name, opened and registered by the runner.
@@ -166,13 +181,23 @@ type Task struct {
 
 // Add declares a node as given, except for n.LenFrom, n.OffsetAt and
 // n.LenAt, which are ignored (use Task.LenFrom, Task.OffsetAt and
-// Task.LenAt), and an empty n.ID, which gets a generated id. Prefer the
-// typed methods (Nop, Read, ...).
+// Task.LenAt), and an empty n.ID, which gets a generated id (see
+// Builder). Prefer the typed methods (Nop, Read, ...).
 func (b *Builder) Add(n Node) Task {
 	if n.ID == "" {
-		n.ID = n.Op.String() + "#" + strconv.Itoa(len(b.nodes))
+		b.unnamed++
 	}
 	return b.add(&n)
+}
+
+// use declares n, which works on tg.
+func (b *Builder) use(n Node, tg Target) Task {
+	n.File, n.Handle = tg.file, tg.handle
+	t := b.Add(n)
+	if o := tg.open; o.b != nil && t.ours("handle", o) {
+		b.refs = append(grown(b.refs), handleRef{t.i, o.i})
+	}
+	return t
 }
 
 // add is Add without generated ids, for specs: a spec node without an id
@@ -210,7 +235,7 @@ func (b *Builder) Nop(id string) Task { return b.Add(Node{ID: id, Op: OpNop, Len
 
 // Read declares a read of n bytes at off from t.
 func (b *Builder) Read(id string, t Target, off, n int64) Task {
-	return b.Add(Node{ID: id, Op: OpRead, File: t.file, Handle: t.handle, Offset: off, Len: n, LenFrom: -1})
+	return b.use(Node{ID: id, Op: OpRead, Offset: off, Len: n, LenFrom: -1}, t)
 }
 
 // ReadFile declares a read of the whole file at path (relative to the run
@@ -230,28 +255,31 @@ func (b *Builder) ReadFile(id, path string) Task {
 // value, which a spec declares with fill and len, is Add(Node{Op:
 // OpWrite, Len: n, Fill: value, ...}).
 func (b *Builder) Write(id string, t Target, off int64, data []byte) Task {
-	return b.Add(Node{ID: id, Op: OpWrite, File: t.file, Handle: t.handle, Offset: off, Len: int64(len(data)), Buf: data, LenFrom: -1})
+	return b.use(Node{ID: id, Op: OpWrite, Offset: off, Len: int64(len(data)), Buf: data, LenFrom: -1}, t)
 }
 
 // Fsync declares an fsync of t.
 func (b *Builder) Fsync(id string, t Target) Task {
-	return b.Add(Node{ID: id, Op: OpFsync, File: t.file, Handle: t.handle, LenFrom: -1})
+	return b.use(Node{ID: id, Op: OpFsync, LenFrom: -1}, t)
 }
 
 // Open declares an open of path (relative to the run root) with unix.O_*
 // flags, producing the handle as. An empty as gives the handle '@' and the
-// node's id, "@" + t.ID(), a name no other open may produce (Build refuses
-// a handle starting with '@' that is not its open's), so that it never
-// collides; Task.Handle returns it. Path "." names the root itself, which
-// only an open with O_DIRECTORY may open (to fsync the directory after a
-// rename in it). With O_CREAT and no mode (see Task.Mode), Build gives
-// the open mode 0o644.
+// node's id (generated by Build if id is empty too), "@" + t.ID(), a name
+// no other open may produce (Build refuses a handle starting with '@' that
+// is not its open's), so that it never collides; Task.Handle targets it.
+// Path "." names the root itself, which only an open with O_DIRECTORY may
+// open (to fsync the directory after a rename in it). With O_CREAT and no
+// mode (see Task.Mode), Build gives the open mode 0o644.
 func (b *Builder) Open(id, path string, flags int, as string) Task {
-	t := b.Add(Node{ID: id, Op: OpOpen, Path: path, OpenFlags: flags, As: as, LenFrom: -1})
-	if as == "" {
-		b.nodes[t.i].As = "@" + b.nodes[t.i].ID
+	switch {
+	case as != "":
+	case id == "":
+		as = genHandle
+	default:
+		as = "@" + id
 	}
-	return t
+	return b.Add(Node{ID: id, Op: OpOpen, Path: path, OpenFlags: flags, As: as, LenFrom: -1})
 }
 
 // Statx declares a statx of path.
@@ -261,7 +289,7 @@ func (b *Builder) Statx(id, path string) Task {
 
 // Close declares a close of t, which must be a handle.
 func (b *Builder) Close(id string, t Target) Task {
-	return b.Add(Node{ID: id, Op: OpClose, File: t.file, Handle: t.handle, LenFrom: -1})
+	return b.use(Node{ID: id, Op: OpClose, LenFrom: -1}, t)
 }
 
 // Timeout declares a timeout of d.
@@ -284,11 +312,23 @@ func (b *Builder) Rename(id, path, to string) Task {
 	return b.Add(Node{ID: id, Op: OpRename, Path: path, To: to, LenFrom: -1})
 }
 
-// ID returns the task's node id ("" for the zero Task, or for a Task of
-// an earlier Build of its Builder: its node went to that Graph).
+// ID returns the task's node id. A node declared without one gets it
+// from Build (see Builder); asking for it before fixes it then. For a
+// Task of the Builder's last Build, whose node went to that Graph, ID
+// returns its id there; "" for the zero Task, or a Task of an earlier
+// Build.
 func (t Task) ID() string {
-	if t.stale() {
+	switch {
+	case t.b == nil:
 		return ""
+	case t.gen != t.b.gen:
+		if g := t.b.built; g != nil && g.gen == t.gen {
+			return g.nodes[t.i].ID
+		}
+		return ""
+	}
+	if t.b.nodes[t.i].ID == "" && !t.b.fromSpec {
+		t.b.nameNodes(t.b.handles(), &t.b.probs)
 	}
 	return t.b.nodes[t.i].ID
 }
@@ -483,8 +523,14 @@ func (t Task) Buffer(buf []byte) Task {
 }
 
 // Handle returns the file the open node t produces, for the reads,
-// writes, fsyncs and close that use it.
-func (t Task) Handle() Target { return Handle(t.node("handle").As) }
+// writes, fsyncs and close that use it: its handle, or, for an open
+// declared without an id nor a handle, the one Build generates.
+func (t Task) Handle() Target {
+	if nd := t.node("handle"); nd.Op != OpOpen || nd.As != genHandle {
+		return Handle(nd.As)
+	}
+	return Target{open: t}
+}
 
 // Keep makes the read or readfile t keep the bytes it returned: its
 // Result.Data, and NodeResult.Data in the run's report. Only these take

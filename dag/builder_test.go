@@ -157,22 +157,36 @@ func TestGoFields(t *testing.T) {
 	}
 }
 
-// TestGeneratedIDs checks the ids the Builder makes for nodes declared
-// without one, and the handles it makes for opens declared without one;
-// a spec node without an id is still an error.
+// TestGeneratedIDs checks the ids Build makes for nodes declared without
+// one, each saying what its node does, and unique: a collision, with a
+// declared id (declared before or after) or a generated one, gets '#' and
+// the node's index. Task.ID, Graph.Node, Graph.Nodes and Graph.Index
+// agree on them. An open without an id nor a handle produces '@' and its
+// id; a spec node without an id is still an error.
 func TestGeneratedIDs(t *testing.T) {
 	b := NewBuilder("ids")
-	n := b.Nop("")
-	o := b.Open("", "dir", unix.O_RDONLY, "")
-	named := b.Open("named", "dir/f", 0, "")
-	s := b.Fsync("", o.Handle()).After(o)
+	b.AddFile(FileSpec{Name: "data", Size: 4096})
+	n := b.Nop("")                                   // 0
+	o := b.Open("", "mail/00012", unix.O_RDONLY, "") // 1
+	named := b.Open("named", "dir/f", 0, "")         // 2
+	s := b.Fsync("", o.Handle()).After(o)            // 3
 	r := b.Read("", named.Handle(), 0, 1).After(named)
-	b.Close("", o.Handle()).Finally(s)
-	b.Close("", named.Handle()).Finally(r)
+	b.Close("", o.Handle()).Finally(s)     // 5
+	b.Close("", named.Handle()).Finally(r) // 6
 	b.Add(Node{Op: OpTimeout, NS: 1}).After(n)
-	if got, want := o.Handle(), Handle("@open#1"); got != want {
-		t.Errorf("Handle() = %v, want %v", got, want)
-	}
+	w1 := b.Write("", File("data"), 0, []byte{1}) // 8
+	b.Write("", File("data"), 1, []byte{2}).After(w1)
+	b.Read("read data", File("data"), 0, 1)    // 10: declared, as 9's would be
+	b.Read("", File("data"), 2, 1).After(w1)   // 11: "read data" is taken
+	b.Nop("nop#12")                            // 12
+	b.Read("", File("data"), 3, 1).After(w1)   // 13: "read data", then "read data#13", taken
+	b.Read("read data#13", File("data"), 4, 1) // 14
+	b.ReadFile("", "src/a.go")                 // 15
+	b.Rename("", "a/tmp", "a/target")          // 16
+	b.Statx("", "a \"quoted\"")                // 17: no good id
+	b.Go("", goNothing)                        // 18
+	b.Mkdir("", "d", 0o755)                    // 19
+	b.Nop("open mail/00012")                   // 20: declared after the open
 	g, err := b.Build()
 	if err != nil {
 		t.Fatalf("Build() = %v", err)
@@ -182,20 +196,92 @@ func TestGeneratedIDs(t *testing.T) {
 	for i := range int32(g.Len()) {
 		nd := g.Node(i)
 		got = append(got, idAs{nd.ID, nd.As, nd.Handle})
+		if nd.ID != g.Nodes()[i].ID {
+			t.Errorf("Node(%d).ID = %q, Nodes()[%d].ID = %q", i, nd.ID, i, g.Nodes()[i].ID)
+		}
+		if j, ok := g.Index(nd.ID); !ok || j != i {
+			t.Errorf("Index(%q) = %d, %v, want %d, true", nd.ID, j, ok, i)
+		}
 	}
 	want := []idAs{
-		{"nop#0", "", ""}, {"open#1", "@open#1", ""}, {"named", "@named", ""}, {"fsync#3", "", "@open#1"},
-		{"read#4", "", "@named"}, {"close#5", "", "@open#1"}, {"close#6", "", "@named"}, {"timeout#7", "", ""},
+		{ID: "nop#0"},
+		{ID: "open mail/00012#1", As: "@open mail/00012#1"},
+		{ID: "named", As: "@named"},
+		{ID: "fsync mail/00012", Handle: "@open mail/00012#1"},
+		{ID: "read dir/f", Handle: "@named"},
+		{ID: "close mail/00012", Handle: "@open mail/00012#1"},
+		{ID: "close dir/f", Handle: "@named"},
+		{ID: "timeout#7"},
+		{ID: "write data"},
+		{ID: "write data#9"},
+		{ID: "read data"},
+		{ID: "read data#11"},
+		{ID: "nop#12"},
+		{ID: "read data#13#13"},
+		{ID: "read data#13"},
+		{ID: "readfile src/a.go"},
+		{ID: "rename a/tmp a/target"},
+		{ID: "statx#17"},
+		{ID: "go#18"},
+		{ID: "mkdir d"},
+		{ID: "open mail/00012"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("generated ids and handles (-want +got):\n%s", diff)
 	}
-	checkRoundTrip(t, g)
+	if got, want := r.ID(), "read dir/f"; got != want {
+		t.Errorf("after Build, Task.ID() = %q, want %q, its id in the Graph", got, want)
+	}
 
 	spec := &Spec{Name: "s", Nodes: []NodeSpec{{Op: "nop"}, {ID: "o", Op: "open", Path: "f"}}}
 	_, err = spec.Build()
 	if diff := cmp.Diff([]problem{{"", "id", ErrMissingField.Error()}, {"o", "as", ErrMissingField.Error()}}, problems(err)); diff != "" {
 		t.Errorf("Spec.Build() without id and as: problems (-want +got):\n%s", diff)
+	}
+}
+
+// TestIDBeforeBuild: Task.ID before Build gives the id Build keeps, and
+// fixes it then: a node declared afterwards with it is a duplicate.
+func TestIDBeforeBuild(t *testing.T) {
+	b := NewBuilder("early")
+	b.AddFile(FileSpec{Name: "data", Size: 4096})
+	b.Read("", File("data"), 0, 1)
+	r := b.Read("", File("data"), 1, 1)
+	if got, want := r.ID(), "read data#1"; got != want {
+		t.Errorf("Task.ID() before Build = %q, want %q", got, want)
+	}
+	o := b.Open("", "f", 0, "")
+	if got, want := o.ID(), "open f"; got != want {
+		t.Errorf("Task.ID() of an open before Build = %q, want %q", got, want)
+	}
+	b.Close("", o.Handle()).After(o)
+	b.Nop("open f")
+	_, err := b.Build()
+	if diff := cmp.Diff([]problem{{"open f", "id", ErrDuplicateID.Error()}}, problems(err)); diff != "" {
+		t.Errorf("Build() problems (-want +got):\n%s\n%v", diff, err)
+	}
+
+	b = NewBuilder("early")
+	b.AddFile(FileSpec{Name: "data", Size: 4096})
+	r = b.Read("", File("data"), 0, 1)
+	early := r.ID()
+	o = b.Open("", "f", 0, "")
+	c := b.Close("", o.Handle()).After(o)
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		task    Task
+		id, hdl string
+	}{{r, "read data", ""}, {o, "open f", ""}, {c, "close f", "@open f"}} {
+		i, ok := g.Index(tc.id)
+		if !ok || g.Node(i).Handle != tc.hdl || tc.task.ID() != tc.id {
+			t.Errorf("Index(%q) = %d, %v; its Handle %q, want %q; Task.ID() %q", tc.id, i, ok, g.Node(i).Handle, tc.hdl, tc.task.ID())
+		}
+	}
+	if early != "read data" {
+		t.Errorf("Task.ID() before Build = %q, want %q, as after", early, "read data")
 	}
 }
 
@@ -303,8 +389,6 @@ func TestBuildErrors(t *testing.T) {
 		{"too large", []BuilderOption{WithMaxNodes(2)}, func(b *Builder) { b.Nop("a"); b.Nop("b"); b.Nop("c") },
 			[]problem{{"", "", ErrTooLarge.Error()}}},
 		{"duplicate id", nil, func(b *Builder) { b.Nop("a"); b.Nop("a") }, []problem{{"a", "id", ErrDuplicateID.Error()}}},
-		{"generated id declared again", nil, func(b *Builder) { b.Nop(""); b.Nop("nop#0") },
-			[]problem{{"nop#0", "id", ErrDuplicateID.Error()}}},
 		{"handle named like a generated one", nil, func(b *Builder) {
 			b.Open("o", "f", 0, "@x")
 			b.Open("x", "f", 0, "@x") // its own: accepted, but a duplicate
@@ -969,8 +1053,8 @@ func TestStaleReceiver(t *testing.T) {
 			tc.use(stale, Task{}) // the Builder holds no node: this panicked
 			fresh := b.Nop("fresh")
 			tc.use(stale, fresh) // index 0 is fresh's now
-			if stale.ID() != "" {
-				t.Errorf("stale ID() = %q, want \"\"", stale.ID())
+			if stale.ID() != "old" {
+				t.Errorf("stale ID() = %q, want \"old\", its id in the last Build's Graph", stale.ID())
 			}
 			if n := b.nodes[0]; n.Then != nil || n.Bind != nil || n.Keep || n.AllowShort || n.Buf != nil || n.Mode != 0 {
 				t.Errorf("the stale Task changed the node now at its index: %+v", n)
@@ -1035,6 +1119,10 @@ func TestBadArguments(t *testing.T) {
 			{"r", "len_from", ErrForeignTask.Error()}, {"r", "offset_from", ErrForeignTask.Error()},
 			{"r", "len_from", ErrForeignTask.Error()},
 		}},
+		{"the generated handle of another Builder's open", nil, func(b *Builder) {
+			other := NewBuilder("other").Open("", "f", 0, "")
+			b.Read("r", other.Handle(), 0, 8)
+		}, []problem{{"r", "handle", ErrForeignTask.Error()}, {"r", "file", ErrMissingField.Error()}}},
 		{"Task methods", nil, func(b *Builder) {
 			b.AddFile(FileSpec{Name: "f", Size: 16})
 			hdr := b.Read("hdr", File("f"), 0, 16)

@@ -26,6 +26,7 @@ func (b *Builder) Build() (*Graph, error) {
 	if err != nil {
 		return nil, err
 	}
+	b.built = g
 	return g, nil
 }
 
@@ -104,37 +105,10 @@ func (v *validator) build() *Graph {
 		v.add(fmt.Errorf("%w: %d edges, limit %d", ErrTooLarge, len(b.edges), math.MaxInt32))
 		return nil
 	}
-	g := &Graph{name: b.name, from: b, gen: b.gen, nodes: b.nodes, files: b.files, index: newIDIndex(b.nodes)}
+	g := &Graph{name: b.name, from: b, gen: b.gen, nodes: b.nodes, files: b.files}
 	v.g = g
-	for i := range b.nodes {
-		if b.nodes[i].ID == "" {
-			continue // reported by checkNode
-		}
-		if first, dup := g.index.insert(int32(i)); dup {
-			v.nodeErr(int32(i), "id", wrap(ErrDuplicateID, "duplicate id %q (first declared as node %d)", b.nodes[i].ID, first))
-		}
-	}
-	opens := 0
-	for i := range b.nodes {
-		if b.nodes[i].Op == OpOpen {
-			opens++
-		}
-	}
-	v.opens = make(map[string]int32, opens)
-	for i := range b.nodes {
-		nd := &b.nodes[i]
-		if nd.Op != OpOpen || nd.As == "" {
-			continue
-		}
-		if own := "@" + nd.ID; strings.HasPrefix(nd.As, "@") && nd.As != own {
-			v.nodeErr(int32(i), "as", wrap(ErrBadValue, "handle %q: a name starting with '@' is the one an open gets from its id, %q for this one", nd.As, own))
-		}
-		if first, dup := v.opens[nd.As]; dup {
-			v.nodeErr(int32(i), "as", wrap(ErrDuplicateHandle, "handle %q already produced by %q", nd.As, b.nodes[first].ID))
-			continue
-		}
-		v.opens[nd.As] = int32(i)
-	}
+	v.nameNodes()
+	g.index = b.ids
 	v.resolveEdges()
 	v.resolveBindings()
 	for i := range b.nodes {
@@ -153,6 +127,42 @@ func (v *validator) build() *Graph {
 		g.components() // of a graph Build returns
 	}
 	return g
+}
+
+// nameNodes gives every node its id (Builder.nameNodes), and checks the
+// handles the opens produce: each once, and one starting with '@' only
+// as the one an open gets from its id.
+func (v *validator) nameNodes() {
+	b := v.b
+	opens := 0
+	for i := range b.nodes {
+		if b.nodes[i].Op == OpOpen {
+			opens++
+		}
+	}
+	v.opens = make(map[string]int32, opens)
+	for i := range b.nodes {
+		if nd := &b.nodes[i]; nd.Op == OpOpen && nd.As != "" && nd.As != genHandle {
+			if _, dup := v.opens[nd.As]; !dup {
+				v.opens[nd.As] = int32(i)
+			}
+		}
+	}
+	b.nameNodes(func(h string) (int32, bool) { o, ok := v.opens[h]; return o, ok }, &v.problemList)
+	for i := range int32(len(b.nodes)) {
+		nd := &b.nodes[i]
+		if nd.Op != OpOpen || nd.As == "" {
+			continue
+		}
+		if nd.As[0] == '@' && nd.As[1:] != nd.ID {
+			v.nodeErr(i, "as", wrap(ErrBadValue, "handle %q: a name starting with '@' is the one an open gets from its id, %q for this one", nd.As, "@"+nd.ID))
+		}
+		if first, ok := v.opens[nd.As]; !ok {
+			v.opens[nd.As] = i // generated
+		} else if first != i {
+			v.nodeErr(i, "as", wrap(ErrDuplicateHandle, "handle %q already produced by %q", nd.As, b.nodes[first].ID))
+		}
+	}
 }
 
 // err sorts the problems by declaration index and joins them.
