@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/dominikbraun/graph"
+	"golang.org/x/sys/unix"
 )
 
 // layeredEdges returns the edges of a layered graph of d levels of w nodes,
@@ -260,5 +261,72 @@ func BenchmarkBuildHandles(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
+	})
+}
+
+// BenchmarkDeclareBuild declares and builds the graphs users build,
+// reporting ns, CPU ns and allocations per node, declaring included: 10,000
+// files each read whole (ReadFile) by a Go task, 10,000 open -> read ->
+// close of files, all with generated ids, and a layered NOP graph of
+// 40,000 nodes with Task edges. The strings given (paths, ids) are made
+// beforehand.
+func BenchmarkDeclareBuild(b *testing.B) {
+	const files = 10000
+	paths := make([]string, files)
+	for i := range paths {
+		paths[i] = fmt.Sprintf("src/%05d.go", i)
+	}
+	parse := func(Inputs) error { return nil }
+	b.Run("readfile-go/10k", func(b *testing.B) {
+		done := measurePerNode(b, 2*files)
+		for range b.N {
+			bl := NewBuilder("files")
+			for _, p := range paths {
+				r := bl.ReadFile("", p).Keep()
+				bl.Go("", parse).After(r)
+			}
+			if _, err := bl.Build(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		done()
+	})
+	b.Run("open-read-close/10k", func(b *testing.B) {
+		done := measurePerNode(b, 3*files)
+		for range b.N {
+			bl := NewBuilder("orc")
+			for _, p := range paths {
+				o := bl.Open("", p, unix.O_RDONLY, "")
+				r := bl.Read("", o.Handle(), 0, 4096).After(o)
+				bl.Close("", o.Handle()).Finally(r)
+			}
+			if _, err := bl.Build(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		done()
+	})
+	const w, d = 200, 200
+	ids := make([]string, w*d)
+	for i := range ids {
+		ids[i] = "n" + strconv.Itoa(i)
+	}
+	edges := layeredEdges(w, d, 1)
+	b.Run("layered/40k", func(b *testing.B) {
+		tasks := make([]Task, w*d)
+		done := measurePerNode(b, w*d)
+		for range b.N {
+			bl := NewBuilder("layered")
+			for i, id := range ids {
+				tasks[i] = bl.Nop(id)
+			}
+			for _, e := range edges {
+				tasks[e[1]].After(tasks[e[0]])
+			}
+			if _, err := bl.Build(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		done()
 	})
 }
