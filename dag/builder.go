@@ -184,31 +184,45 @@ type Task struct {
 // Task.LenAt), and an empty n.ID, which gets a generated id (see
 // Builder). Prefer the typed methods (Nop, Read, ...).
 func (b *Builder) Add(n Node) Task {
-	if n.ID == "" {
-		b.unnamed++
-	}
-	return b.add(&n)
+	nd, t := b.newNode(n.Op, n.ID)
+	*nd = n
+	nd.LenFrom, nd.OffsetAt, nd.LenAt = -1, Source{}, Source{}
+	return t
 }
 
-// use declares n, which works on tg.
-func (b *Builder) use(n Node, tg Target) Task {
-	n.File, n.Handle = tg.file, tg.handle
-	t := b.Add(n)
+// newNode declares a node of op with id, and returns it for the caller
+// to set its fields in place: a Node is some 230 bytes.
+func (b *Builder) newNode(op Op, id string) (*Node, Task) {
+	if id == "" {
+		b.unnamed++
+	}
+	i := len(b.nodes)
+	if i == cap(b.nodes) {
+		// append grows a large slice by a quarter, copying it four times
+		// as often.
+		b.nodes = slices.Grow(b.nodes, max(8, i))
+	}
+	b.nodes = b.nodes[:i+1]
+	nd := &b.nodes[i]
+	*nd = Node{ID: id, Op: op, LenFrom: -1}
+	return nd, Task{b, int32(i), b.gen}
+}
+
+// use sets the target of node nd, Task t, to tg.
+func (b *Builder) use(nd *Node, t Task, tg Target) Task {
+	nd.File, nd.Handle = tg.file, tg.handle
 	if o := tg.open; o.b != nil && t.ours("handle", o) {
 		b.refs = append(grown(b.refs), handleRef{t.i, o.i})
 	}
 	return t
 }
 
-// add is Add without generated ids, for specs: a spec node without an id
-// is an error. It takes a pointer so that a Node (some 250 bytes) is
-// copied once, into the builder.
+// add declares a spec's node, copying it once into the builder.
 func (b *Builder) add(n *Node) Task {
-	i := int32(len(b.nodes))
-	b.nodes = append(grown(b.nodes), *n)
-	nd := &b.nodes[i]
+	nd, t := b.newNode(n.Op, n.ID)
+	*nd = *n
 	nd.LenFrom, nd.OffsetAt, nd.LenAt = -1, Source{}, Source{}
-	return Task{b, i, b.gen}
+	return t
 }
 
 // grown returns s with room for one more element, doubling its capacity
@@ -227,15 +241,22 @@ func grown[T any](s []T) []T {
 // decide. in gives the results of the nodes before it; an error fails the
 // node, and so does a panic or runtime.Goexit (t.FailNow) in fn.
 func (b *Builder) Go(id string, fn func(in Inputs) error) Task {
-	return b.Add(Node{ID: id, Op: OpGo, Func: fn, LenFrom: -1})
+	nd, t := b.newNode(OpGo, id)
+	nd.Func = fn
+	return t
 }
 
 // Nop declares a no-op.
-func (b *Builder) Nop(id string) Task { return b.Add(Node{ID: id, Op: OpNop, LenFrom: -1}) }
+func (b *Builder) Nop(id string) Task {
+	_, t := b.newNode(OpNop, id)
+	return t
+}
 
 // Read declares a read of n bytes at off from t.
 func (b *Builder) Read(id string, t Target, off, n int64) Task {
-	return b.use(Node{ID: id, Op: OpRead, Offset: off, Len: n, LenFrom: -1}, t)
+	nd, task := b.newNode(OpRead, id)
+	nd.Offset, nd.Len = off, n
+	return b.use(nd, task, t)
 }
 
 // ReadFile declares a read of the whole file at path (relative to the run
@@ -245,7 +266,14 @@ func (b *Builder) Read(id string, t Target, off, n int64) Task {
 // Node.Len, if set, caps the size: a larger file fails the node rather
 // than being cut short.
 func (b *Builder) ReadFile(id, path string) Task {
-	return b.Add(Node{ID: id, Op: OpReadFile, Path: path, LenFrom: -1})
+	return b.pathNode(OpReadFile, id, path)
+}
+
+// pathNode declares a node of op on path.
+func (b *Builder) pathNode(op Op, id, path string) Task {
+	nd, t := b.newNode(op, id)
+	nd.Path = path
+	return t
 }
 
 // Write declares a write of data at off to t: its Buf is data, its Len
@@ -255,12 +283,15 @@ func (b *Builder) ReadFile(id, path string) Task {
 // value, which a spec declares with fill and len, is Add(Node{Op:
 // OpWrite, Len: n, Fill: value, ...}).
 func (b *Builder) Write(id string, t Target, off int64, data []byte) Task {
-	return b.use(Node{ID: id, Op: OpWrite, Offset: off, Len: int64(len(data)), Buf: data, LenFrom: -1}, t)
+	nd, task := b.newNode(OpWrite, id)
+	nd.Offset, nd.Len, nd.Buf = off, int64(len(data)), data
+	return b.use(nd, task, t)
 }
 
 // Fsync declares an fsync of t.
 func (b *Builder) Fsync(id string, t Target) Task {
-	return b.use(Node{ID: id, Op: OpFsync, LenFrom: -1}, t)
+	nd, task := b.newNode(OpFsync, id)
+	return b.use(nd, task, t)
 }
 
 // Open declares an open of path (relative to the run root) with unix.O_*
@@ -279,37 +310,42 @@ func (b *Builder) Open(id, path string, flags int, as string) Task {
 	default:
 		as = "@" + id
 	}
-	return b.Add(Node{ID: id, Op: OpOpen, Path: path, OpenFlags: flags, As: as, LenFrom: -1})
+	nd, t := b.newNode(OpOpen, id)
+	nd.Path, nd.OpenFlags, nd.As = path, flags, as
+	return t
 }
 
 // Statx declares a statx of path.
-func (b *Builder) Statx(id, path string) Task {
-	return b.Add(Node{ID: id, Op: OpStatx, Path: path, LenFrom: -1})
-}
+func (b *Builder) Statx(id, path string) Task { return b.pathNode(OpStatx, id, path) }
 
 // Close declares a close of t, which must be a handle.
 func (b *Builder) Close(id string, t Target) Task {
-	return b.use(Node{ID: id, Op: OpClose, LenFrom: -1}, t)
+	nd, task := b.newNode(OpClose, id)
+	return b.use(nd, task, t)
 }
 
 // Timeout declares a timeout of d.
 func (b *Builder) Timeout(id string, d time.Duration) Task {
-	return b.Add(Node{ID: id, Op: OpTimeout, NS: int64(d), LenFrom: -1})
+	nd, t := b.newNode(OpTimeout, id)
+	nd.NS = int64(d)
+	return t
 }
 
 // Unlink declares an unlink of path.
-func (b *Builder) Unlink(id, path string) Task {
-	return b.Add(Node{ID: id, Op: OpUnlink, Path: path, LenFrom: -1})
-}
+func (b *Builder) Unlink(id, path string) Task { return b.pathNode(OpUnlink, id, path) }
 
 // Mkdir declares a mkdir of path with mode.
 func (b *Builder) Mkdir(id, path string, mode uint32) Task {
-	return b.Add(Node{ID: id, Op: OpMkdir, Path: path, Mode: mode, LenFrom: -1})
+	nd, t := b.newNode(OpMkdir, id)
+	nd.Path, nd.Mode = path, mode
+	return t
 }
 
 // Rename declares a rename of path to to.
 func (b *Builder) Rename(id, path, to string) Task {
-	return b.Add(Node{ID: id, Op: OpRename, Path: path, To: to, LenFrom: -1})
+	nd, t := b.newNode(OpRename, id)
+	nd.Path, nd.To = path, to
+	return t
 }
 
 // ID returns the task's node id. A node declared without one gets it

@@ -64,10 +64,11 @@ type validator struct {
 	b *Builder
 	g *Graph
 	problemList
-	files map[string]int
-	bound []bool           // nodes with a len_from, valid or not (nil if none has)
-	opens map[string]int32 // handle name -> first open producing it
-	r     *reach           // see reach
+	files  map[string]int
+	bound  []bool           // nodes with a len_from, valid or not (nil if none has)
+	opens  map[string]int32 // handle name -> first open producing it, of the handles given by name
+	openOf []int32          // each node's open, producing its handle, or -1
+	r      *reach           // see reach
 }
 
 func (v *validator) nodeErr(i int32, field string, err error) {
@@ -108,7 +109,6 @@ func (v *validator) build() *Graph {
 	g := &Graph{name: b.name, from: b, gen: b.gen, nodes: b.nodes, files: b.files}
 	v.g = g
 	v.nameNodes()
-	g.index = b.ids
 	v.resolveEdges()
 	v.resolveBindings()
 	for i := range b.nodes {
@@ -129,17 +129,18 @@ func (v *validator) build() *Graph {
 	return g
 }
 
-// nameNodes gives every node its id (Builder.nameNodes), and checks the
-// handles the opens produce: each once, and one starting with '@' only
-// as the one an open gets from its id.
+// nameNodes gives every node its id (Builder.nameNodes), checks the
+// handles the opens produce (each once, one starting with '@' only as the
+// one an open gets from its id) and finds each handle's open (openOf).
 func (v *validator) nameNodes() {
 	b := v.b
 	opens := 0
 	for i := range b.nodes {
-		if b.nodes[i].Op == OpOpen {
+		if nd := &b.nodes[i]; nd.Op == OpOpen && nd.As != "" && nd.As != genHandle {
 			opens++
 		}
 	}
+	// The handles given by name; a generated one is unique, as its id.
 	v.opens = make(map[string]int32, opens)
 	for i := range b.nodes {
 		if nd := &b.nodes[i]; nd.Op == OpOpen && nd.As != "" && nd.As != genHandle {
@@ -149,6 +150,7 @@ func (v *validator) nameNodes() {
 		}
 	}
 	b.nameNodes(func(h string) (int32, bool) { o, ok := v.opens[h]; return o, ok }, &v.problemList)
+	v.g.index = b.ids
 	for i := range int32(len(b.nodes)) {
 		nd := &b.nodes[i]
 		if nd.Op != OpOpen || nd.As == "" {
@@ -157,12 +159,44 @@ func (v *validator) nameNodes() {
 		if nd.As[0] == '@' && nd.As[1:] != nd.ID {
 			v.nodeErr(i, "as", wrap(ErrBadValue, "handle %q: a name starting with '@' is the one an open gets from its id, %q for this one", nd.As, "@"+nd.ID))
 		}
-		if first, ok := v.opens[nd.As]; !ok {
-			v.opens[nd.As] = i // generated
-		} else if first != i {
+		if first, ok := v.opens[nd.As]; ok && first != i {
 			v.nodeErr(i, "as", wrap(ErrDuplicateHandle, "handle %q already produced by %q", nd.As, b.nodes[first].ID))
 		}
 	}
+	v.findOpens()
+}
+
+// findOpens sets openOf: a node of a generated handle knows its open
+// (handleRef), one given by name is looked up.
+func (v *validator) findOpens() {
+	b := v.b
+	v.openOf = make([]int32, len(b.nodes))
+	refs := b.refs
+	for i := range int32(len(b.nodes)) {
+		v.openOf[i] = -1
+		if len(refs) > 0 && refs[0].node == i {
+			v.openOf[i] = refs[0].open
+			refs = refs[1:]
+		} else if h := b.nodes[i].Handle; h != "" {
+			if o, ok := v.openNamed(h); ok {
+				v.openOf[i] = o
+			}
+		}
+	}
+}
+
+// openNamed returns the open producing handle h: one given by name, or
+// the one whose generated handle, '@' and its id, h is.
+func (v *validator) openNamed(h string) (int32, bool) {
+	if o, ok := v.opens[h]; ok {
+		return o, true
+	}
+	if len(h) > 1 && h[0] == '@' {
+		if o, ok := v.g.index.lookup(h[1:]); ok && v.b.nodes[o].Op == OpOpen && v.b.nodes[o].As == h {
+			return o, true
+		}
+	}
+	return -1, false
 }
 
 // err sorts the problems by declaration index and joins them.
@@ -554,7 +588,7 @@ func (v *validator) checkNode(i int32) {
 			if nd.File == "" { // else refused above: a close takes no file
 				v.nodeErr(i, "handle", wrap(ErrMissingField, "missing handle"))
 			}
-		} else if _, ok := v.opens[nd.Handle]; !ok {
+		} else if v.openOf[i] < 0 {
 			v.nodeErr(i, "handle", wrap(ErrUnknownHandle, "no open produces handle %q", nd.Handle))
 		}
 	case OpTimeout:
@@ -615,10 +649,16 @@ func article(o Op) string {
 // goodID reports whether id has no quote, backslash or control character,
 // which DOT output and error messages would have to escape.
 func goodID(id string) bool {
+	ascii := true
 	for k := 0; k < len(id); k++ {
 		if c := id[k]; c < 0x20 || c == 0x7f || c == '"' || c == '\\' {
 			return false
+		} else if c >= 0x80 {
+			ascii = false
 		}
+	}
+	if ascii {
+		return len(id) <= MaxIDLen
 	}
 	// U+FFFD is what a JSON decoder makes of invalid UTF-8 or a lone
 	// surrogate: an id holding it was not what its author wrote.
@@ -682,7 +722,7 @@ func (v *validator) checkTarget(i int32) {
 			v.nodeErr(i, "file", wrap(ErrBadValue, "file %q is a directory", nd.File))
 		}
 	default:
-		if _, ok := v.opens[nd.Handle]; !ok {
+		if v.openOf[i] < 0 {
 			v.nodeErr(i, "handle", wrap(ErrUnknownHandle, "no open produces handle %q", nd.Handle))
 		}
 	}
@@ -694,7 +734,7 @@ func (v *validator) direct(i int32) bool {
 	if f, ok := v.files[nd.File]; ok && nd.File != "" {
 		return v.b.files[f].Direct
 	}
-	if o, ok := v.opens[nd.Handle]; ok && nd.Handle != "" {
+	if o := v.openOf[i]; o >= 0 {
 		return v.b.nodes[o].OpenFlags&unix.O_DIRECT != 0
 	}
 	return false
@@ -983,30 +1023,26 @@ func (r *reach) pop() int32 {
 // checkHandles checks that every node using a handle descends from the open
 // producing it and from none of its closes (other than itself).
 func (v *validator) checkHandles() {
-	if len(v.opens) == 0 {
-		return
-	}
 	g := v.g
 	n := len(g.nodes)
-	// Each handle's users in node order, and its group: its open (one
-	// node), and its closes.
-	group := make([]int32, n) // of an open, 1 + its handle's group
 	nusers := 0
 	for i := range g.nodes {
-		if g.nodes[i].Handle != "" {
+		if v.openOf[i] >= 0 {
 			nusers++
 		}
 	}
-	opens, users := make([]int32, 0, len(v.opens)), make([]query, 0, nusers)
+	if nusers == 0 {
+		return
+	}
+	// Each handle's users in node order, and its group: its open (one
+	// node), and its closes.
+	group := make([]int32, n) // of an open, 1 + its handle's group
+	opens, users := make([]int32, 0, nusers), make([]query, 0, nusers)
 	ncloses := 0
 	for i := range int32(n) {
-		h := g.nodes[i].Handle
-		if h == "" {
-			continue
-		}
-		o, ok := v.opens[h]
-		if !ok {
-			continue // reported by checkNode
+		o := v.openOf[i]
+		if o < 0 {
+			continue // none, or reported by checkNode
 		}
 		if group[o] == 0 {
 			opens = append(opens, o)
