@@ -3,6 +3,7 @@ package dag
 import (
 	"math"
 	"slices"
+	"sync"
 	"time"
 )
 
@@ -37,8 +38,15 @@ type Builder struct {
 	name     string
 	maxNodes int
 	files    []FileSpec
+	// The nodes declared: the first ones in nodes, as far as it has room
+	// (WithCapacity, WithNodes, Grow), the others in chunks, full but the
+	// last, which Build gathers after them into one array: growing one
+	// would copy every node again and again.
 	nodes    []Node
+	chunks   []*nodeChunk
+	count    int
 	edges    []pendingEdge
+	byID     []namedEdge // edges by id, which Build resolves into edges
 	bindings []binding
 	refs     []handleRef      // nodes using the generated handle of an open, by node
 	unnamed  int              // nodes declared without an id since nameNodes last ran
@@ -54,11 +62,17 @@ type Builder struct {
 	gen uint32
 }
 
-// pendingEdge is "node depends on pred", by index or, if pred < 0, by id.
+// pendingEdge is "node depends on pred", both by index.
 type pendingEdge struct {
 	node, pred int32
 	kind       EdgeKind
-	name       string
+}
+
+// namedEdge is "node depends on the node called name", which Build finds.
+type namedEdge struct {
+	node int32
+	kind EdgeKind
+	name string
 }
 
 // binding is "node's length is the size statx'ed by from" (lenFromStatx),
@@ -131,6 +145,7 @@ func (b *Builder) grow(caller string, nodes, edges int) {
 		b.probs.add(wrap(ErrBadValue, "%s(%d, %d): sizes must be >= 0", caller, nodes, edges))
 		return
 	}
+	b.gather()
 	b.nodes = slices.Grow(b.nodes, min(nodes, b.maxNodes))
 	b.edges = slices.Grow(b.edges, min(edges, b.maxNodes))
 }
@@ -145,7 +160,7 @@ func NewBuilder(name string, opts ...BuilderOption) *Builder {
 }
 
 // Len returns the number of nodes declared so far.
-func (b *Builder) Len() int { return len(b.nodes) }
+func (b *Builder) Len() int { return b.count }
 
 // AddFile declares a file the graph's nodes use, which must be in the run's
 // root before a run (scratch.Create makes it). Build refuses more than
@@ -196,16 +211,57 @@ func (b *Builder) newNode(op Op, id string) (*Node, Task) {
 	if id == "" {
 		b.unnamed++
 	}
-	i := len(b.nodes)
-	if i == cap(b.nodes) {
-		// append grows a large slice by a quarter, copying it four times
-		// as often.
-		b.nodes = slices.Grow(b.nodes, max(8, i))
+	i := b.count
+	var nd *Node
+	if k := i - len(b.nodes); k == 0 && i < cap(b.nodes) {
+		b.nodes = b.nodes[:i+1]
+		nd = &b.nodes[i]
+	} else {
+		if k%chunkNodes == 0 {
+			b.chunks = append(b.chunks, chunkPool.Get().(*nodeChunk))
+		}
+		nd = &b.chunks[k/chunkNodes][k%chunkNodes]
 	}
-	b.nodes = b.nodes[:i+1]
-	nd := &b.nodes[i]
+	b.count++
 	*nd = Node{ID: id, Op: op, LenFrom: -1}
 	return nd, Task{b, int32(i), b.gen}
+}
+
+// chunkNodes is how many nodes a chunk holds: some 60 KB.
+const chunkNodes = 256
+
+// nodeChunk holds nodes declared past the room of Builder.nodes.
+type nodeChunk [chunkNodes]Node
+
+// chunkPool keeps the chunks of gathered nodes, cleared, for the next
+// Builder: a program that builds graph after graph declares into the same
+// memory.
+var chunkPool = sync.Pool{New: func() any { return new(nodeChunk) }}
+
+// node returns node i.
+func (b *Builder) node(i int32) *Node {
+	if int(i) < len(b.nodes) {
+		return &b.nodes[i]
+	}
+	k := int(i) - len(b.nodes)
+	return &b.chunks[k/chunkNodes][k%chunkNodes]
+}
+
+// gather moves the nodes of the chunks after those of b.nodes, into one
+// array of exactly the nodes, and gives the chunks back to chunkPool.
+func (b *Builder) gather() {
+	if len(b.chunks) == 0 {
+		return
+	}
+	all := make([]Node, b.count)
+	n := copy(all, b.nodes)
+	for _, c := range b.chunks {
+		k := copy(all[n:], c[:])
+		clear(c[:k])
+		chunkPool.Put(c)
+		n += k
+	}
+	b.nodes, b.chunks = all, nil
 }
 
 // use sets the target of node nd, Task t, to tg.
@@ -363,10 +419,11 @@ func (t Task) ID() string {
 		}
 		return ""
 	}
-	if t.b.nodes[t.i].ID == "" && !t.b.fromSpec {
+	if t.b.node(t.i).ID == "" && !t.b.fromSpec {
+		t.b.gather()
 		t.b.nameNodes(t.b.handles(), &t.b.probs)
 	}
-	return t.b.nodes[t.i].ID
+	return t.b.node(t.i).ID
 }
 
 // stale reports whether t is the zero Task, or a Task of an earlier
@@ -395,7 +452,7 @@ func (t Task) node(field string) *Node {
 	if !t.live(field) {
 		return &Node{}
 	}
-	return &t.b.nodes[t.i]
+	return t.b.node(t.i)
 }
 
 // ours reports whether p is a node of t's current declarations (t being
@@ -467,7 +524,7 @@ func (t Task) edgeID(kind EdgeKind, ids []string) Task {
 		return t
 	}
 	for _, id := range ids {
-		t.b.edges = append(grown(t.b.edges), pendingEdge{node: t.i, pred: -1, kind: kind, name: id})
+		t.b.byID = append(grown(t.b.byID), namedEdge{node: t.i, kind: kind, name: id})
 	}
 	return t
 }

@@ -1056,7 +1056,7 @@ func TestStaleReceiver(t *testing.T) {
 			if stale.ID() != "old" {
 				t.Errorf("stale ID() = %q, want \"old\", its id in the last Build's Graph", stale.ID())
 			}
-			if n := b.nodes[0]; n.Then != nil || n.Bind != nil || n.Keep || n.AllowShort || n.Buf != nil || n.Mode != 0 {
+			if n := b.node(0); n.Then != nil || n.Bind != nil || n.Keep || n.AllowShort || n.Buf != nil || n.Mode != 0 {
 				t.Errorf("the stale Task changed the node now at its index: %+v", n)
 			}
 			_, err := b.Build()

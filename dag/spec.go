@@ -290,7 +290,8 @@ func (s *Spec) Build(opts ...BuilderOption) (*Graph, error) {
 	for i := range s.Nodes {
 		edges += len(s.Nodes[i].After) + len(s.Nodes[i].Finally) + len(s.Nodes[i].OnFailure)
 	}
-	b := NewBuilder(s.Name, append([]BuilderOption{WithCapacity(len(s.Nodes), edges)}, opts...)...)
+	b := NewBuilder(s.Name, append([]BuilderOption{WithCapacity(len(s.Nodes), 0)}, opts...)...)
+	b.byID = make([]namedEdge, 0, edges)
 	b.src = s.src
 	b.files = make([]FileSpec, len(s.Files))
 	for i, f := range s.Files {
@@ -309,7 +310,7 @@ func (s *Spec) Build(opts ...BuilderOption) (*Graph, error) {
 // specNode declares the node ns of a spec, which neither gets an id nor
 // a handle generated: Build reports a missing one.
 func (b *Builder) specNode(ns *NodeSpec) {
-	i := int32(len(b.nodes))
+	i := int32(b.count)
 	b.fromSpec = true
 	nd := Node{
 		ID: ns.ID, File: ns.File, Handle: ns.Handle, As: ns.As, Path: ns.Path, To: ns.To,

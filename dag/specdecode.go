@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/bits"
 	"reflect"
+	"slices"
 	"strconv"
 )
 
@@ -311,7 +312,8 @@ func (d *decoder) nodes() bool {
 	if d.spec != nil {
 		d.spec.Nodes = make([]NodeSpec, 0, objects)
 	} else {
-		d.b.Grow(objects, strs)
+		d.b.Grow(objects, 0)
+		d.b.byID = slices.Grow(d.b.byID, min(strs, DefaultMaxNodes))
 	}
 	return d.array(func(i, off int) bool {
 		n := &d.scratch

@@ -4,7 +4,7 @@ package dag
 // graph of millions of nodes stages in a fraction of a second.
 
 // buildAdjacency fills the CSR predecessor and successor arrays from edges
-// (resolved, pred >= 0). Each node's lists come out sorted by node index without
+// (those of pred < 0 left out). Each node's lists come out sorted by node index without
 // a comparison sort: the edges are transposed twice, each pass emitting them in
 // index order of the source.
 func (g *Graph) buildAdjacency(n int, edges []pendingEdge) {

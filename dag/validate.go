@@ -19,6 +19,7 @@ import (
 // then one error counting the rest), or ErrEmptyGraph or ErrTooLarge alone. Build hands the declared nodes to the Graph: the Builder
 // is empty afterwards, whatever the result.
 func (b *Builder) Build() (*Graph, error) {
+	b.gather()
 	v := &validator{b: b, problemList: b.probs}
 	g := v.build()
 	err := v.err()
@@ -102,8 +103,8 @@ func (v *validator) build() *Graph {
 		v.add(fmt.Errorf("%w: %d nodes, limit %d", ErrTooLarge, n, b.maxNodes))
 		return nil
 	}
-	if len(b.edges) > math.MaxInt32 {
-		v.add(fmt.Errorf("%w: %d edges, limit %d", ErrTooLarge, len(b.edges), math.MaxInt32))
+	if m := len(b.edges) + len(b.byID); m > math.MaxInt32 {
+		v.add(fmt.Errorf("%w: %d edges, limit %d", ErrTooLarge, m, math.MaxInt32))
 		return nil
 	}
 	g := &Graph{name: b.name, from: b, gen: b.gen, nodes: b.nodes, files: b.files}
@@ -315,19 +316,21 @@ func (v *validator) checkFiles() {
 	}
 }
 
+// resolveEdges finds the predecessors of the edges by id, adding them to
+// the edges by index, and drops self-edges, problems both.
 func (v *validator) resolveEdges() {
 	b, g := v.b, v.g
-	for k := range b.edges {
-		e := &b.edges[k]
-		if e.pred < 0 {
-			p, ok := g.index.lookup(e.name)
-			if !ok {
-				v.nodeErr(e.node, e.kind.String(), wrap(ErrUnknownNode, "unknown node %q", e.name))
-				continue
-			}
-			e.pred = p
+	b.edges = slices.Grow(b.edges, len(b.byID))
+	for _, e := range b.byID {
+		p, ok := g.index.lookup(e.name)
+		if !ok {
+			v.nodeErr(e.node, e.kind.String(), wrap(ErrUnknownNode, "unknown node %q", e.name))
+			continue
 		}
-		if e.pred == e.node {
+		b.edges = append(b.edges, pendingEdge{node: e.node, pred: p, kind: e.kind})
+	}
+	for k := range b.edges {
+		if e := &b.edges[k]; e.pred == e.node {
 			v.nodeErr(e.node, e.kind.String(), wrap(ErrSelfEdge, "self-edge"))
 			e.pred = -1
 		}
