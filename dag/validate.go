@@ -1075,9 +1075,7 @@ func (v *validator) checkHandles() {
 			at[u.group]++
 		}
 	}
-	r := v.reach()
-	fromOpen := r.reached(singletons(opens), users, false)
-	afterClose := r.reached(closes, users, false)
+	fromOpen, afterClose := v.handleReach(opens, closes, users)
 	for k, u := range users {
 		open := opens[u.group]
 		h := g.nodes[open].As
@@ -1089,15 +1087,71 @@ func (v *validator) checkHandles() {
 		case v.full():
 			v.dropped++ // naming the close costs a search
 		default:
-			c := v.closeBefore(r, closes.of(u.group), u.node)
+			c := v.closeBefore(closes.of(u.group), u.node)
 			v.nodeErr(u.node, "handle", wrap(ErrHandleClosed, "handle %q used after close %q", h, g.nodes[c].ID))
 		}
 	}
 }
 
+// handleReach answers, for each user of a handle, whether it descends
+// from the handle's open, and from one of its closes (other than
+// itself). Most graphs answer both locally, in Order: a user after its
+// open or after a user that descends from it, a handle whose closes have
+// no successors; reach searches for the others.
+func (v *validator) handleReach(opens []int32, closes groups, users []query) (fromOpen, afterClose []bool) {
+	g := v.g
+	fromOpen, afterClose = make([]bool, len(users)), make([]bool, len(users))
+	known := make([]int32, len(g.nodes)) // 1 + the group of an open, or of a user known to descend from it
+	user := make([]int32, len(g.nodes))  // 1 + the index in users of a user
+	for k, o := range opens {
+		known[o] = int32(k) + 1
+	}
+	for k, u := range users {
+		user[u.node] = int32(k) + 1
+	}
+	for _, x := range g.order {
+		k := user[x] - 1
+		if k < 0 {
+			continue
+		}
+		grp := users[k].group + 1
+		for _, e := range g.Preds(x) {
+			if known[e.Node] == grp {
+				known[x], fromOpen[k] = grp, true
+				break
+			}
+		}
+	}
+	var slowOpen, slowClose []query // the users still in doubt, and their indices
+	var openAt, closeAt []int
+	for k, u := range users {
+		if !fromOpen[k] {
+			slowOpen, openAt = append(slowOpen, u), append(openAt, k)
+		}
+		for _, c := range closes.of(u.group) {
+			if len(g.Succs(c)) > 0 {
+				slowClose, closeAt = append(slowClose, u), append(closeAt, k)
+				break
+			}
+		}
+	}
+	if len(slowOpen) > 0 {
+		for j, yes := range v.reach().reached(singletons(opens), slowOpen, false) {
+			fromOpen[openAt[j]] = yes
+		}
+	}
+	if len(slowClose) > 0 {
+		for j, yes := range v.reach().reached(closes, slowClose, false) {
+			afterClose[closeAt[j]] = yes
+		}
+	}
+	return fromOpen, afterClose
+}
+
 // closeBefore returns the first of closes (in declaration order) that u
 // descends from, to name in the error: one search per error found.
-func (v *validator) closeBefore(r *reach, closes []int32, u int32) int32 {
+func (v *validator) closeBefore(closes []int32, u int32) int32 {
+	r := v.reach()
 	for _, c := range closes {
 		if c != u && r.reached(singletons([]int32{c}), []query{{u, 0}}, false)[0] {
 			return c
