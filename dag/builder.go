@@ -52,6 +52,7 @@ type Builder struct {
 	unnamed  int              // nodes declared without an id since nameNodes last ran
 	named    int32            // the nodes [0, named) are in ids
 	ids      *idIndex         // the ids, once nameNodes has run
+	arena    idArena          // the generated ids and handles
 	built    *Graph           // the last Build's graph, for Task.ID
 	probs    problemList      // found while declaring (a foreign Task); Build adds its own
 	fromSpec bool             // the nodes are a spec's: ops opMissing and opUnknown are theirs

@@ -1,6 +1,9 @@
 package dag
 
-import "strconv"
+import (
+	"strconv"
+	"strings"
+)
 
 // genHandle is the As of an open declared without an id nor a handle
 // until its id is generated: its handle is then '@' and that id.
@@ -50,10 +53,15 @@ func (b *Builder) nameNodes(handle func(string) (int32, bool), probs *problemLis
 		}
 		nd.ID = b.genID(i, open, handle)
 		for _, taken := x.insert(i); taken; _, taken = x.insert(i) {
-			nd.ID += "#" + strconv.Itoa(int(i))
+			b.arena.writeByte('#')
+			b.arena.writeInt(int(i))
+			nd.ID = b.arena.str()
 		}
 		if nd.Op == OpOpen && nd.As == genHandle {
-			nd.As = "@" + nd.ID
+			b.arena.begin(1 + len(nd.ID))
+			b.arena.writeByte('@')
+			b.arena.write(nd.ID)
+			nd.As = b.arena.str()
 		}
 	}
 	b.named, b.unnamed = n, 0
@@ -63,15 +71,15 @@ func (b *Builder) nameNodes(handle func(string) (int32, bool), probs *problemLis
 // for suffixes within MaxIDLen.
 const maxGenTarget = MaxIDLen - 64
 
-// genID returns the id node i is given if none holds it: its op and its
-// target, "read mail/00012" ("rename a b" for a rename); for a node
-// without one, or whose target is no good id, its op, '#' and its
-// index ("nop#3"). A read, write, fsync or close of a handle names the
-// path of the open producing it: open, if not -1, or the one handle
-// finds.
+// genID returns the id node i is given if none holds it, written last in
+// b.arena (for a suffix to extend it): its op and its target, "read
+// mail/00012" ("rename a b" for a rename); for a node without one, or
+// whose target is no good id, its op, '#' and its index ("nop#3"). A
+// read, write, fsync or close of a handle names the path of the open
+// producing it: open, if not -1, or the one handle finds.
 func (b *Builder) genID(i, open int32, handle func(string) (int32, bool)) string {
 	nd := &b.nodes[i]
-	target := ""
+	target, to := "", ""
 	switch nd.Op {
 	case OpRead, OpWrite, OpFsync, OpClose:
 		switch {
@@ -88,17 +96,53 @@ func (b *Builder) genID(i, open int32, handle func(string) (int32, bool)) string
 	case OpOpen, OpStatx, OpUnlink, OpMkdir, OpReadFile:
 		target = nd.Path
 	case OpRename:
-		if nd.Path != "" && nd.To != "" {
-			target = nd.Path + " " + nd.To
+		if nd.To != "" {
+			target, to = nd.Path, nd.To
 		}
 	}
-	if target != "" && len(target) <= maxGenTarget {
-		if id := nd.Op.String() + " " + target; goodID(id) {
+	a, op := &b.arena, nd.Op.String()
+	if target != "" && len(target)+len(to) <= maxGenTarget {
+		a.begin(len(op) + len(target) + len(to) + 2)
+		a.write(op)
+		a.writeByte(' ')
+		a.write(target)
+		if to != "" {
+			a.writeByte(' ')
+			a.write(to)
+		}
+		if id := a.str(); goodID(id) {
 			return id
 		}
 	}
-	return nd.Op.String() + "#" + strconv.Itoa(int(i))
+	a.begin(len(op) + 11)
+	a.write(op)
+	a.writeByte('#')
+	a.writeInt(int(i))
+	return a.str()
 }
+
+// idArena holds generated ids and handles many to a block of memory,
+// rather than one allocation each. A string it returns shares its block,
+// whose bytes never change once written.
+type idArena struct {
+	sb   strings.Builder
+	mark int // where the string being written starts
+}
+
+// begin starts a string of about n bytes.
+func (a *idArena) begin(n int) {
+	const block = 1 << 14
+	if a.sb.Cap()-a.sb.Len() < n+16 {
+		a.sb = strings.Builder{}
+		a.sb.Grow(max(block, n+16))
+	}
+	a.mark = a.sb.Len()
+}
+
+func (a *idArena) write(s string)   { a.sb.WriteString(s) }
+func (a *idArena) writeByte(c byte) { a.sb.WriteByte(c) }
+func (a *idArena) writeInt(i int)   { var d [20]byte; a.sb.Write(strconv.AppendInt(d[:0], int64(i), 10)) }
+func (a *idArena) str() string      { return a.sb.String()[a.mark:] }
 
 // handles returns the opens of the nodes declared so far by the handle
 // each produces by name, for nameNodes before Build.
