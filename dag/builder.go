@@ -50,6 +50,8 @@ type Builder struct {
 	bindings []binding
 	refs     []handleRef      // nodes using the generated handle of an open, by node
 	unnamed  int              // nodes declared without an id since nameNodes last ran
+	opens    int              // open nodes declared
+	handled  int              // nodes declared with a handle
 	named    int32            // the nodes [0, named) are in ids
 	ids      *idIndex         // the ids, once nameNodes has run
 	arena    idArena          // the generated ids and handles
@@ -203,6 +205,9 @@ func (b *Builder) Add(n Node) Task {
 	nd, t := b.newNode(n.Op, n.ID)
 	*nd = n
 	nd.LenFrom, nd.OffsetAt, nd.LenAt = -1, Source{}, Source{}
+	if nd.Handle != "" {
+		b.handled++
+	}
 	return t
 }
 
@@ -211,6 +216,9 @@ func (b *Builder) Add(n Node) Task {
 func (b *Builder) newNode(op Op, id string) (*Node, Task) {
 	if id == "" {
 		b.unnamed++
+	}
+	if op == OpOpen {
+		b.opens++
 	}
 	i := b.count
 	var nd *Node
@@ -268,8 +276,12 @@ func (b *Builder) gather() {
 // use sets the target of node nd, Task t, to tg.
 func (b *Builder) use(nd *Node, t Task, tg Target) Task {
 	nd.File, nd.Handle = tg.file, tg.handle
+	if tg.handle != "" {
+		b.handled++
+	}
 	if o := tg.open; o.b != nil && t.ours("handle", o) {
 		b.refs = append(grown(b.refs), handleRef{t.i, o.i})
+		b.handled++
 	}
 	return t
 }
@@ -279,6 +291,9 @@ func (b *Builder) add(n *Node) Task {
 	nd, t := b.newNode(n.Op, n.ID)
 	*nd = *n
 	nd.LenFrom, nd.OffsetAt, nd.LenAt = -1, Source{}, Source{}
+	if nd.Handle != "" {
+		b.handled++
+	}
 	return t
 }
 

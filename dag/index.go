@@ -19,11 +19,11 @@ func newIDIndex(nodes []Node) *idIndex {
 	return x
 }
 
-// resize makes room for n ids, at most half the slots full, keeping those
-// indexed.
+// resize makes room for n ids, at most three quarters of the slots full,
+// keeping those indexed.
 func (x *idIndex) resize(n int) {
 	size := 16
-	for size < 2*n {
+	for 3*size < 4*n {
 		size <<= 1
 	}
 	old := x.slots
@@ -39,7 +39,7 @@ func (x *idIndex) resize(n int) {
 // since it was made, with room for all of them.
 func (x *idIndex) reserve(nodes []Node) {
 	x.nodes = nodes
-	if 2*len(nodes) > len(x.slots) {
+	if 4*len(nodes) > 3*len(x.slots) {
 		x.resize(len(nodes))
 	}
 }

@@ -68,7 +68,7 @@ type validator struct {
 	files  map[string]int
 	bound  []bool           // nodes with a len_from, valid or not (nil if none has)
 	opens  map[string]int32 // handle name -> first open producing it, of the handles given by name
-	openOf []int32          // each node's open, producing its handle, or -1
+	openOf []int32          // each node's open, producing its handle, or -1 (nil if no node has a handle)
 	r      *reach           // see reach
 }
 
@@ -135,6 +135,14 @@ func (v *validator) build() *Graph {
 // one an open gets from its id) and finds each handle's open (openOf).
 func (v *validator) nameNodes() {
 	b := v.b
+	if b.opens == 0 {
+		b.nameNodes(func(string) (int32, bool) { return -1, false }, &v.problemList)
+		v.g.index = b.ids
+		if b.handled > 0 {
+			v.findOpens()
+		}
+		return
+	}
 	opens := 0
 	for i := range b.nodes {
 		if nd := &b.nodes[i]; nd.Op == OpOpen && nd.As != "" && nd.As != genHandle {
@@ -164,7 +172,9 @@ func (v *validator) nameNodes() {
 			v.nodeErr(i, "as", wrap(ErrDuplicateHandle, "handle %q already produced by %q", nd.As, b.nodes[first].ID))
 		}
 	}
-	v.findOpens()
+	if b.handled > 0 {
+		v.findOpens()
+	}
 }
 
 // findOpens sets openOf: a node of a generated handle knows its open
@@ -737,8 +747,8 @@ func (v *validator) direct(i int32) bool {
 	if f, ok := v.files[nd.File]; ok && nd.File != "" {
 		return v.b.files[f].Direct
 	}
-	if o := v.openOf[i]; o >= 0 {
-		return v.b.nodes[o].OpenFlags&unix.O_DIRECT != 0
+	if v.openOf != nil && v.openOf[i] >= 0 {
+		return v.b.nodes[v.openOf[i]].OpenFlags&unix.O_DIRECT != 0
 	}
 	return false
 }
@@ -1026,6 +1036,9 @@ func (r *reach) pop() int32 {
 // checkHandles checks that every node using a handle descends from the open
 // producing it and from none of its closes (other than itself).
 func (v *validator) checkHandles() {
+	if v.openOf == nil {
+		return
+	}
 	g := v.g
 	n := len(g.nodes)
 	nusers := 0
