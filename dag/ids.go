@@ -15,7 +15,8 @@ type handleRef struct{ node, open int32 }
 
 // nameNodes indexes the ids of the nodes declared since it last ran, and
 // gives those declared without one their generated id (see Builder):
-// declared ids are indexed first, a duplicate among them being a problem,
+// declared ids are indexed first, a bad one or a duplicate among them
+// being a problem,
 // then each generated id takes the form its node's op and target make,
 // or, if another id holds that, a suffix: '#' and the node's index, as
 // many times as it takes. It resolves the handles of handleRefs on the
@@ -30,6 +31,9 @@ func (b *Builder) nameNodes(handle func(string) (int32, bool), probs *problemLis
 	x.reserve(b.nodes)
 	for i := b.named; i < n; i++ {
 		if id := b.nodes[i].ID; id != "" {
+			if !goodID(id) {
+				probs.add(&NodeError{Node: id, Field: "id", Err: errBadID, idx: i})
+			}
 			if first, dup := x.insert(i); dup {
 				probs.add(&NodeError{Node: id, Field: "id", idx: i,
 					Err: wrap(ErrDuplicateID, "duplicate id %q (first declared as node %d)", id, first)})

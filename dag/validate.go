@@ -82,6 +82,7 @@ func (v *validator) nodeErr(i int32, field string, err error) {
 
 // Problems a spec of millions of empty nodes has millions of, made once.
 var (
+	errBadID         = wrap(ErrBadID, "id must be valid UTF-8 of at most %d bytes, without quotes, backslashes or control characters", MaxIDLen)
 	errMissingID     = wrap(ErrMissingField, "missing id")
 	errMissingOp     = wrap(ErrMissingField, "missing op")
 	errMissingTarget = wrap(ErrMissingField, "missing file or handle")
@@ -547,11 +548,8 @@ func setFields(nd *Node) uint32 {
 
 func (v *validator) checkNode(i int32) {
 	nd := &v.b.nodes[i]
-	switch {
-	case nd.ID == "":
-		v.nodeErr(i, "id", errMissingID)
-	case !goodID(nd.ID):
-		v.nodeErr(i, "id", wrap(ErrBadID, "id must be valid UTF-8 of at most %d bytes, without quotes, backslashes or control characters", MaxIDLen))
+	if nd.ID == "" {
+		v.nodeErr(i, "id", errMissingID) // a declared id is checked as it is indexed
 	}
 	if nd.Op >= numOps {
 		v.badOp(i)
