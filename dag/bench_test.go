@@ -73,8 +73,9 @@ func maildirSpec(n int) *Spec {
 }
 
 // measurePerNode starts timing b's loop over graphs of n nodes; the
-// function it returns stops the timer and reports CPU ns, wall ns and
-// allocations per node (per node is what matters, not per op).
+// function it returns stops the timer and reports CPU ns, wall ns,
+// allocations and bytes allocated per node (per node is what matters,
+// not per op).
 func measurePerNode(b *testing.B, n int) (done func()) {
 	var before runtime.MemStats
 	runtime.ReadMemStats(&before)
@@ -89,6 +90,7 @@ func measurePerNode(b *testing.B, n int) (done func()) {
 		b.ReportMetric(float64(cpu.Nanoseconds())/nodes, "cpu-ns/node")
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/nodes, "ns/node")
 		b.ReportMetric(float64(after.Mallocs-before.Mallocs)/nodes, "allocs/node")
+		b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/nodes, "B/node")
 		b.ReportMetric(0, "ns/op")
 	}
 }

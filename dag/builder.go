@@ -45,7 +45,7 @@ type Builder struct {
 	nodes    []Node
 	chunks   []*nodeChunk
 	count    int
-	edges    []pendingEdge
+	edges    edgeList
 	byID     []namedEdge // edges by id, which Build resolves into edges
 	bindings []binding
 	refs     []handleRef      // nodes using the generated handle of an open, by node
@@ -69,6 +69,43 @@ type Builder struct {
 type pendingEdge struct {
 	node, pred int32
 	kind       EdgeKind
+}
+
+// edgeList holds the edges declared, in chunks from edgePool: memory
+// without pointers, which the GC does not scan, that Build gives back for
+// the next Builder to declare into.
+type edgeList struct {
+	chunks []*edgeChunk
+	n      int
+}
+
+// edgeChunkLen is how many edges a chunk holds: 48 KB.
+const edgeChunkLen = 4096
+
+type edgeChunk [edgeChunkLen]pendingEdge
+
+var edgePool = sync.Pool{New: func() any { return new(edgeChunk) }}
+
+func (l *edgeList) add(e pendingEdge) {
+	k := l.n % edgeChunkLen
+	if k == 0 {
+		l.chunks = append(l.chunks, edgePool.Get().(*edgeChunk))
+	}
+	l.chunks[l.n/edgeChunkLen][k] = e
+	l.n++
+}
+
+// chunk returns the edges of chunk c.
+func (l *edgeList) chunk(c int) []pendingEdge {
+	return l.chunks[c][:min(edgeChunkLen, l.n-c*edgeChunkLen)]
+}
+
+// release gives the chunks back to edgePool.
+func (l *edgeList) release() {
+	for _, c := range l.chunks {
+		edgePool.Put(c)
+	}
+	*l = edgeList{}
 }
 
 // namedEdge is "node depends on the node called name", which Build finds.
@@ -121,10 +158,10 @@ func WithMaxNodes(n int) BuilderOption {
 	}
 }
 
-// WithCapacity makes room for nodes nodes and edges edges up front, sparing
-// large graphs the cost of growing the builder's arrays. A negative size
-// is a problem Build reports; a size over the node limit counts as the
-// limit.
+// WithCapacity makes room for nodes nodes up front, sparing large graphs
+// the cost of gathering their nodes into one array; edges, declared into
+// memory Builders reuse, need none. A negative size is a problem Build
+// reports; a size over the node limit counts as the limit.
 func WithCapacity(nodes, edges int) BuilderOption {
 	return func(b *Builder) { b.grow("WithCapacity", nodes, edges) }
 }
@@ -136,10 +173,10 @@ func WithNodes(buf []Node) BuilderOption {
 	return func(b *Builder) { b.nodes = buf[:0] }
 }
 
-// Grow makes room for nodes more nodes and edges more edges, as
-// WithCapacity does for a Builder one creates: for a subgraph declared in
-// Inputs.Run, which makes its Builder. A negative size is a problem Build
-// reports; a size over the node limit counts as the limit.
+// Grow makes room for nodes more nodes, as WithCapacity does for a
+// Builder one creates: for a subgraph declared in Inputs.Run, which makes
+// its Builder. A negative size is a problem Build reports; a size over the
+// node limit counts as the limit.
 func (b *Builder) Grow(nodes, edges int) { b.grow("Grow", nodes, edges) }
 
 // grow is Grow, for caller.
@@ -150,7 +187,6 @@ func (b *Builder) grow(caller string, nodes, edges int) {
 	}
 	b.gather()
 	b.nodes = slices.Grow(b.nodes, min(nodes, b.maxNodes))
-	b.edges = slices.Grow(b.edges, min(edges, b.maxNodes))
 }
 
 // NewBuilder returns an empty Builder for a graph called name.
@@ -500,7 +536,7 @@ func (t Task) edge(kind EdgeKind, preds []Task) Task {
 	}
 	for _, p := range preds {
 		if t.ours(kind.String(), p) {
-			t.b.edges = append(grown(t.b.edges), pendingEdge{node: t.i, pred: p.i, kind: kind})
+			t.b.edges.add(pendingEdge{node: t.i, pred: p.i, kind: kind})
 		}
 	}
 	return t

@@ -22,6 +22,7 @@ func (b *Builder) Build() (*Graph, error) {
 	b.gather()
 	v := &validator{b: b, problemList: b.probs}
 	g := v.build()
+	b.edges.release()
 	err := v.err()
 	*b = Builder{name: b.name, maxNodes: b.maxNodes, gen: b.gen + 1}
 	if err != nil {
@@ -104,7 +105,7 @@ func (v *validator) build() *Graph {
 		v.add(fmt.Errorf("%w: %d nodes, limit %d", ErrTooLarge, n, b.maxNodes))
 		return nil
 	}
-	if m := len(b.edges) + len(b.byID); m > math.MaxInt32 {
+	if m := b.edges.n + len(b.byID); m > math.MaxInt32 {
 		v.add(fmt.Errorf("%w: %d edges, limit %d", ErrTooLarge, m, math.MaxInt32))
 		return nil
 	}
@@ -116,7 +117,7 @@ func (v *validator) build() *Graph {
 	for i := range b.nodes {
 		v.checkNode(int32(i))
 	}
-	g.buildAdjacency(n, b.edges)
+	g.buildAdjacency(n, &b.edges)
 	v.checkDuplicateEdges()
 	if ok, unstaged := g.stage(); !ok {
 		v.reportCycles(unstaged)
@@ -331,19 +332,21 @@ func (v *validator) checkFiles() {
 // the edges by index, and drops self-edges, problems both.
 func (v *validator) resolveEdges() {
 	b, g := v.b, v.g
-	b.edges = slices.Grow(b.edges, len(b.byID))
 	for _, e := range b.byID {
 		p, ok := g.index.lookup(e.name)
 		if !ok {
 			v.nodeErr(e.node, e.kind.String(), wrap(ErrUnknownNode, "unknown node %q", e.name))
 			continue
 		}
-		b.edges = append(b.edges, pendingEdge{node: e.node, pred: p, kind: e.kind})
+		b.edges.add(pendingEdge{node: e.node, pred: p, kind: e.kind})
 	}
-	for k := range b.edges {
-		if e := &b.edges[k]; e.pred == e.node {
-			v.nodeErr(e.node, e.kind.String(), wrap(ErrSelfEdge, "self-edge"))
-			e.pred = -1
+	for c := range b.edges.chunks {
+		edges := b.edges.chunk(c)
+		for k := range edges {
+			if e := &edges[k]; e.pred == e.node {
+				v.nodeErr(e.node, e.kind.String(), wrap(ErrSelfEdge, "self-edge"))
+				e.pred = -1
+			}
 		}
 	}
 }
