@@ -3,7 +3,7 @@ package dag
 import (
 	"math"
 	"slices"
-	"strconv"
+	"sync"
 	"time"
 )
 
@@ -14,9 +14,19 @@ const DefaultMaxNodes = 10_000_000
 // NewBuilder. Methods record problems instead of failing, and Build reports
 // them all at once. A Builder is not safe for concurrent use.
 //
-// A node declared with an empty id gets one made of its op's name, '#' and
-// its index ("read#12"); Build reports a node declared later with the same
-// id as a duplicate, as always.
+// A node declared with an empty id gets one from Build that says what it
+// does: its op and its target, "open mail/00012", "readfile src/a.go",
+// "write data" (a spec file), "rename a/tmp a/target"; a read, write,
+// fsync or close of a handle names the path of the open producing it,
+// "read mail/00012"; a node without a target, or whose target would make
+// a bad id (a quote, a control character...), its op, '#' and its index,
+// "nop#3". Generated ids yield to declared ones: one that another node's
+// id already holds, declared (before or after it) or generated (before
+// it), gets '#' and its node's index appended, "read data#7", as many
+// times as it takes. Task.ID asks for a node's id before Build, which
+// fixes it then: a node declared afterwards with that id is a duplicate.
+// An open declared without an id nor a handle produces the handle '@'
+// and its id (Task.Handle).
 //
 // The diamond:
 //
@@ -28,22 +38,81 @@ type Builder struct {
 	name     string
 	maxNodes int
 	files    []FileSpec
+	// The nodes declared: the first ones in nodes, as far as it has room
+	// (WithCapacity, WithNodes, Grow), the others in chunks, full but the
+	// last, which Build gathers after them into one array: growing one
+	// would copy every node again and again.
 	nodes    []Node
-	edges    []pendingEdge
+	chunks   []*nodeChunk
+	count    int
+	edges    edgeList
+	byID     []namedEdge // edges by id, which Build resolves into edges
 	bindings []binding
+	refs     []handleRef      // nodes using the generated handle of an open, by node
+	unnamed  int              // nodes declared without an id since nameNodes last ran
+	opens    int              // open nodes declared
+	handled  int              // nodes declared with a handle
+	named    int32            // the nodes [0, named) are in ids
+	ids      *idIndex         // the ids, once nameNodes has run
+	arena    idArena          // the generated ids and handles
+	built    *Graph           // the last Build's graph, for Task.ID
 	probs    problemList      // found while declaring (a foreign Task); Build adds its own
-	badOps   map[int32]string // spec op names that are not ops, by node
+	fromSpec bool             // the nodes are a spec's: ops opMissing and opUnknown are theirs
+	badOps   map[int32]string // spec op names that are not ops, by node (the first MaxProblems)
 	src      []byte           // the parsed spec, to give errors a position
 	// gen counts the Builds: a Task of an earlier one names a node that
 	// is gone (its index may be another node's now).
 	gen uint32
 }
 
-// pendingEdge is "node depends on pred", by index or, if pred < 0, by id.
+// pendingEdge is "node depends on pred", both by index.
 type pendingEdge struct {
 	node, pred int32
 	kind       EdgeKind
-	name       string
+}
+
+// edgeList holds the edges declared, in chunks from edgePool: memory
+// without pointers, which the GC does not scan, that Build gives back for
+// the next Builder to declare into.
+type edgeList struct {
+	chunks []*edgeChunk
+	n      int
+}
+
+// edgeChunkLen is how many edges a chunk holds: 48 KB.
+const edgeChunkLen = 4096
+
+type edgeChunk [edgeChunkLen]pendingEdge
+
+var edgePool = sync.Pool{New: func() any { return new(edgeChunk) }}
+
+func (l *edgeList) add(e pendingEdge) {
+	k := l.n % edgeChunkLen
+	if k == 0 {
+		l.chunks = append(l.chunks, edgePool.Get().(*edgeChunk))
+	}
+	l.chunks[l.n/edgeChunkLen][k] = e
+	l.n++
+}
+
+// chunk returns the edges of chunk c.
+func (l *edgeList) chunk(c int) []pendingEdge {
+	return l.chunks[c][:min(edgeChunkLen, l.n-c*edgeChunkLen)]
+}
+
+// release gives the chunks back to edgePool.
+func (l *edgeList) release() {
+	for _, c := range l.chunks {
+		edgePool.Put(c)
+	}
+	*l = edgeList{}
+}
+
+// namedEdge is "node depends on the node called name", which Build finds.
+type namedEdge struct {
+	node int32
+	kind EdgeKind
+	name string
 }
 
 // binding is "node's length is the size statx'ed by from" (lenFromStatx),
@@ -89,13 +158,12 @@ func WithMaxNodes(n int) BuilderOption {
 	}
 }
 
-// WithCapacity makes room for nodes nodes and edges edges up front, sparing
-// large graphs the cost of growing the builder's arrays.
+// WithCapacity makes room for nodes nodes up front, sparing large graphs
+// the cost of gathering their nodes into one array; edges, declared into
+// memory Builders reuse, need none. A negative size is a problem Build
+// reports; a size over the node limit counts as the limit.
 func WithCapacity(nodes, edges int) BuilderOption {
-	return func(b *Builder) {
-		b.nodes = slices.Grow(b.nodes, nodes)
-		b.edges = slices.Grow(b.edges, edges)
-	}
+	return func(b *Builder) { b.grow("WithCapacity", nodes, edges) }
 }
 
 // WithNodes makes the Builder declare its nodes into buf's memory (from
@@ -105,12 +173,20 @@ func WithNodes(buf []Node) BuilderOption {
 	return func(b *Builder) { b.nodes = buf[:0] }
 }
 
-// Grow makes room for nodes more nodes and edges more edges, as
-// WithCapacity does for a Builder one creates: for a subgraph declared in
-// Inputs.Run, which makes its Builder.
-func (b *Builder) Grow(nodes, edges int) {
-	b.nodes = slices.Grow(b.nodes, nodes)
-	b.edges = slices.Grow(b.edges, edges)
+// Grow makes room for nodes more nodes, as WithCapacity does for a
+// Builder one creates: for a subgraph declared in Inputs.Run, which makes
+// its Builder. A negative size is a problem Build reports; a size over the
+// node limit counts as the limit.
+func (b *Builder) Grow(nodes, edges int) { b.grow("Grow", nodes, edges) }
+
+// grow is Grow, for caller.
+func (b *Builder) grow(caller string, nodes, edges int) {
+	if nodes < 0 || edges < 0 {
+		b.probs.add(wrap(ErrBadValue, "%s(%d, %d): sizes must be >= 0", caller, nodes, edges))
+		return
+	}
+	b.gather()
+	b.nodes = slices.Grow(b.nodes, min(nodes, b.maxNodes))
 }
 
 // NewBuilder returns an empty Builder for a graph called name.
@@ -123,7 +199,7 @@ func NewBuilder(name string, opts ...BuilderOption) *Builder {
 }
 
 // Len returns the number of nodes declared so far.
-func (b *Builder) Len() int { return len(b.nodes) }
+func (b *Builder) Len() int { return b.count }
 
 // AddFile declares a file the graph's nodes use, which must be in the run's
 // root before a run (scratch.Create makes it). Build refuses more than
@@ -137,6 +213,7 @@ func (b *Builder) AddFile(f FileSpec) *Builder {
 // handle (a close takes only a handle).
 type Target struct {
 	file, handle string
+	open         Task // the open whose handle Build generates (Task.Handle), if not zero
 }
 
 // File targets the spec file called name, opened and registered by the runner.
@@ -147,7 +224,9 @@ func File(name string) Target { return Target{file: name} }
 func Handle(name string) Target { return Target{handle: name} }
 
 // Task is a declared node, used to add its edges and options. Methods return
-// the Task so calls chain.
+// the Task so calls chain. The zero Task is no node: its methods do
+// nothing, and a Task given one as a predecessor or source records the
+// problem for Build (ErrForeignTask).
 type Task struct {
 	b   *Builder
 	i   int32
@@ -156,24 +235,112 @@ type Task struct {
 
 // Add declares a node as given, except for n.LenFrom, n.OffsetAt and
 // n.LenAt, which are ignored (use Task.LenFrom, Task.OffsetAt and
-// Task.LenAt), and an empty n.ID, which gets a generated id. Prefer the
-// typed methods (Nop, Read, ...).
+// Task.LenAt), and an empty n.ID, which gets a generated id (see
+// Builder). Prefer the typed methods (Nop, Read, ...).
 func (b *Builder) Add(n Node) Task {
-	if n.ID == "" {
-		n.ID = n.Op.String() + "#" + strconv.Itoa(len(b.nodes))
+	nd, t := b.newNode(n.Op, n.ID)
+	*nd = n
+	nd.LenFrom, nd.OffsetAt, nd.LenAt = -1, Source{}, Source{}
+	if nd.Handle != "" {
+		b.handled++
 	}
-	return b.add(&n)
+	return t
 }
 
-// add is Add without generated ids, for specs: a spec node without an id
-// is an error. It takes a pointer so that a Node (some 250 bytes) is
-// copied once, into the builder.
+// newNode declares a node of op with id, and returns it for the caller
+// to set its fields in place: a Node is some 230 bytes.
+func (b *Builder) newNode(op Op, id string) (*Node, Task) {
+	if id == "" {
+		b.unnamed++
+	}
+	if op == OpOpen {
+		b.opens++
+	}
+	i := b.count
+	var nd *Node
+	if k := i - len(b.nodes); k == 0 && i < cap(b.nodes) {
+		b.nodes = b.nodes[:i+1]
+		nd = &b.nodes[i]
+	} else {
+		if k%chunkNodes == 0 {
+			b.chunks = append(b.chunks, chunkPool.Get().(*nodeChunk))
+		}
+		nd = &b.chunks[k/chunkNodes][k%chunkNodes]
+	}
+	b.count++
+	*nd = Node{ID: id, Op: op, LenFrom: -1}
+	return nd, Task{b, int32(i), b.gen}
+}
+
+// chunkNodes is how many nodes a chunk holds: some 60 KB.
+const chunkNodes = 256
+
+// nodeChunk holds nodes declared past the room of Builder.nodes.
+type nodeChunk [chunkNodes]Node
+
+// chunkPool keeps the chunks of gathered nodes, cleared, for the next
+// Builder: a program that builds graph after graph declares into the same
+// memory.
+var chunkPool = sync.Pool{New: func() any { return new(nodeChunk) }}
+
+// node returns node i.
+func (b *Builder) node(i int32) *Node {
+	if int(i) < len(b.nodes) {
+		return &b.nodes[i]
+	}
+	k := int(i) - len(b.nodes)
+	return &b.chunks[k/chunkNodes][k%chunkNodes]
+}
+
+// gather moves the nodes of the chunks after those of b.nodes, into one
+// array of exactly the nodes, and gives the chunks back to chunkPool.
+func (b *Builder) gather() {
+	if len(b.chunks) == 0 {
+		return
+	}
+	all := make([]Node, b.count)
+	n := copy(all, b.nodes)
+	for _, c := range b.chunks {
+		k := copy(all[n:], c[:])
+		clear(c[:k])
+		chunkPool.Put(c)
+		n += k
+	}
+	b.nodes, b.chunks = all, nil
+}
+
+// use sets the target of node nd, Task t, to tg.
+func (b *Builder) use(nd *Node, t Task, tg Target) Task {
+	nd.File, nd.Handle = tg.file, tg.handle
+	if tg.handle != "" {
+		b.handled++
+	}
+	if o := tg.open; o.b != nil && t.ours("handle", o) {
+		b.refs = append(grown(b.refs), handleRef{t.i, o.i})
+		b.handled++
+	}
+	return t
+}
+
+// add declares a spec's node, copying it once into the builder.
 func (b *Builder) add(n *Node) Task {
-	i := int32(len(b.nodes))
-	b.nodes = append(b.nodes, *n)
-	nd := &b.nodes[i]
+	nd, t := b.newNode(n.Op, n.ID)
+	*nd = *n
 	nd.LenFrom, nd.OffsetAt, nd.LenAt = -1, Source{}, Source{}
-	return Task{b, i, b.gen}
+	if nd.Handle != "" {
+		b.handled++
+	}
+	return t
+}
+
+// grown returns s with room for one more element, doubling its capacity
+// when it is full: append grows a large slice by a quarter, copying it
+// four times as often.
+func grown[T any](s []T) []T {
+	if len(s) == cap(s) {
+		return slices.Grow(s, max(8, len(s)))
+	}
+	return s
 }
 
 // Go declares a node that runs fn, a Go function, on a goroutine (so that
@@ -182,93 +349,149 @@ func (b *Builder) add(n *Node) Task {
 // decide. in gives the results of the nodes before it; an error fails the
 // node, and so does a panic or runtime.Goexit (t.FailNow) in fn.
 func (b *Builder) Go(id string, fn func(in Inputs) error) Task {
-	return b.Add(Node{ID: id, Op: OpGo, Func: fn, LenFrom: -1})
+	nd, t := b.newNode(OpGo, id)
+	nd.Func = fn
+	return t
 }
 
 // Nop declares a no-op.
-func (b *Builder) Nop(id string) Task { return b.Add(Node{ID: id, Op: OpNop, LenFrom: -1}) }
+func (b *Builder) Nop(id string) Task {
+	_, t := b.newNode(OpNop, id)
+	return t
+}
 
 // Read declares a read of n bytes at off from t.
 func (b *Builder) Read(id string, t Target, off, n int64) Task {
-	return b.Add(Node{ID: id, Op: OpRead, File: t.file, Handle: t.handle, Offset: off, Len: n, LenFrom: -1})
+	nd, task := b.newNode(OpRead, id)
+	nd.Offset, nd.Len = off, n
+	return b.use(nd, task, t)
 }
 
-// Write declares a write of n bytes of fill at off to t. With Buffer, it
-// writes the buffer's bytes instead, and fill must be 0.
-func (b *Builder) Write(id string, t Target, off, n int64, fill byte) Task {
-	return b.Add(Node{ID: id, Op: OpWrite, File: t.file, Handle: t.handle, Offset: off, Len: n, Fill: fill, LenFrom: -1})
+// ReadFile declares a read of the whole file at path (relative to the run
+// root, as an open's), whatever its size: the engine opens it, reads it
+// to its end and closes it. Its Result.Data holds the contents if it
+// keeps them (Task.Keep), and its hook sees them (Task.Then) as a read's.
+// Node.Len, if set, caps the size: a larger file fails the node rather
+// than being cut short.
+func (b *Builder) ReadFile(id, path string) Task {
+	return b.pathNode(OpReadFile, id, path)
+}
+
+// pathNode declares a node of op on path.
+func (b *Builder) pathNode(op Op, id, path string) Task {
+	nd, t := b.newNode(op, id)
+	nd.Path = path
+	return t
+}
+
+// Write declares a write of data at off to t: its Buf is data, its Len
+// len(data) (with Task.LenAt, a cap). data is not copied: leave it as it
+// is until the run ends. An O_DIRECT write needs aligned data (see
+// AlignedBuffer); Build refuses an empty one. A write of n bytes of one
+// value, which a spec declares with fill and len, is Add(Node{Op:
+// OpWrite, Len: n, Fill: value, ...}).
+func (b *Builder) Write(id string, t Target, off int64, data []byte) Task {
+	nd, task := b.newNode(OpWrite, id)
+	nd.Offset, nd.Len, nd.Buf = off, int64(len(data)), data
+	return b.use(nd, task, t)
 }
 
 // Fsync declares an fsync of t.
 func (b *Builder) Fsync(id string, t Target) Task {
-	return b.Add(Node{ID: id, Op: OpFsync, File: t.file, Handle: t.handle, LenFrom: -1})
+	nd, task := b.newNode(OpFsync, id)
+	return b.use(nd, task, t)
 }
 
 // Open declares an open of path (relative to the run root) with unix.O_*
 // flags, producing the handle as. An empty as gives the handle '@' and the
-// node's id, "@" + t.ID(), a name no other open may produce (Build refuses
-// a handle starting with '@' that is not its open's), so that it never
-// collides; Task.Handle returns it. Path "." names the root itself, which
-// only an open with O_DIRECTORY may open (to fsync the directory after a
-// rename in it). With O_CREAT and no mode (see Task.Mode), Build gives
-// the open mode 0o644.
+// node's id (generated by Build if id is empty too), "@" + t.ID(), a name
+// no other open may produce (Build refuses a handle starting with '@' that
+// is not its open's), so that it never collides; Task.Handle targets it.
+// Path "." names the root itself, which only an open with O_DIRECTORY may
+// open (to fsync the directory after a rename in it). With O_CREAT and no
+// mode (see Task.Mode), Build gives the open mode 0o644.
 func (b *Builder) Open(id, path string, flags int, as string) Task {
-	t := b.Add(Node{ID: id, Op: OpOpen, Path: path, OpenFlags: flags, As: as, LenFrom: -1})
-	if as == "" {
-		b.nodes[t.i].As = "@" + b.nodes[t.i].ID
+	switch {
+	case as != "":
+	case id == "":
+		as = genHandle
+	default:
+		as = "@" + id
 	}
+	nd, t := b.newNode(OpOpen, id)
+	nd.Path, nd.OpenFlags, nd.As = path, flags, as
 	return t
 }
 
 // Statx declares a statx of path.
-func (b *Builder) Statx(id, path string) Task {
-	return b.Add(Node{ID: id, Op: OpStatx, Path: path, LenFrom: -1})
-}
+func (b *Builder) Statx(id, path string) Task { return b.pathNode(OpStatx, id, path) }
 
 // Close declares a close of t, which must be a handle.
 func (b *Builder) Close(id string, t Target) Task {
-	return b.Add(Node{ID: id, Op: OpClose, File: t.file, Handle: t.handle, LenFrom: -1})
+	nd, task := b.newNode(OpClose, id)
+	return b.use(nd, task, t)
 }
 
 // Timeout declares a timeout of d.
 func (b *Builder) Timeout(id string, d time.Duration) Task {
-	return b.Add(Node{ID: id, Op: OpTimeout, NS: int64(d), LenFrom: -1})
+	nd, t := b.newNode(OpTimeout, id)
+	nd.NS = int64(d)
+	return t
 }
 
 // Unlink declares an unlink of path.
-func (b *Builder) Unlink(id, path string) Task {
-	return b.Add(Node{ID: id, Op: OpUnlink, Path: path, LenFrom: -1})
-}
+func (b *Builder) Unlink(id, path string) Task { return b.pathNode(OpUnlink, id, path) }
 
 // Mkdir declares a mkdir of path with mode.
 func (b *Builder) Mkdir(id, path string, mode uint32) Task {
-	return b.Add(Node{ID: id, Op: OpMkdir, Path: path, Mode: mode, LenFrom: -1})
+	nd, t := b.newNode(OpMkdir, id)
+	nd.Path, nd.Mode = path, mode
+	return t
 }
 
 // Rename declares a rename of path to to.
 func (b *Builder) Rename(id, path, to string) Task {
-	return b.Add(Node{ID: id, Op: OpRename, Path: path, To: to, LenFrom: -1})
+	nd, t := b.newNode(OpRename, id)
+	nd.Path, nd.To = path, to
+	return t
 }
 
-// ID returns the task's node id ("" for a Task of an earlier Build of
-// its Builder: its node went to that Graph).
+// ID returns the task's node id. A node declared without one gets it
+// from Build (see Builder); asking for it before fixes it then. For a
+// Task of the Builder's last Build, whose node went to that Graph, ID
+// returns its id there; "" for the zero Task, or a Task of an earlier
+// Build.
 func (t Task) ID() string {
-	if t.stale() {
+	switch {
+	case t.b == nil:
+		return ""
+	case t.gen != t.b.gen:
+		if g := t.b.built; g != nil && g.gen == t.gen {
+			return g.nodes[t.i].ID
+		}
 		return ""
 	}
-	return t.b.nodes[t.i].ID
+	if t.b.node(t.i).ID == "" && !t.b.fromSpec {
+		t.b.gather()
+		t.b.nameNodes(t.b.handles(), &t.b.probs)
+	}
+	return t.b.node(t.i).ID
 }
 
-// stale reports whether t is a Task of an earlier Build of its Builder,
-// whose nodes went to that Build's Graph: its index may name a node
-// declared since.
-func (t Task) stale() bool { return t.gen != t.b.gen }
+// stale reports whether t is the zero Task, or a Task of an earlier
+// Build of its Builder, whose nodes went to that Build's Graph: its index
+// may name a node declared since.
+func (t Task) stale() bool { return t.b == nil || t.gen != t.b.gen }
 
 // live reports whether t is of the Builder's current declarations; a
 // stale t's method records the problem (the next Build fails with it)
-// and changes nothing.
+// and changes nothing, as does the zero Task's, which has no Builder to
+// tell.
 func (t Task) live(field string) bool {
-	if t.stale() {
+	switch {
+	case t.b == nil:
+		return false
+	case t.stale():
 		t.b.probs.add(&NodeError{Field: field, Err: ErrForeignTask, idx: -1})
 		return false
 	}
@@ -281,22 +504,40 @@ func (t Task) node(field string) *Node {
 	if !t.live(field) {
 		return &Node{}
 	}
-	return &t.b.nodes[t.i]
+	return t.b.node(t.i)
 }
 
-// Index returns the task's declaration index, its index in the built Graph.
-func (t Task) Index() int32 { return t.i }
+// ours reports whether p is a node of t's current declarations (t being
+// live); otherwise it records the problem in t's field.
+func (t Task) ours(field string, p Task) bool {
+	if p.b == t.b && p.gen == t.b.gen {
+		return true
+	}
+	err := ErrForeignTask
+	if p.b == nil {
+		err = wrap(ErrForeignTask, "the zero Task, which no Builder declared")
+	}
+	t.b.probs.add(&NodeError{Field: field, Err: err, idx: t.i})
+	return false
+}
+
+// Index returns the task's declaration index, its index in the built
+// Graph; -1 for the zero Task.
+func (t Task) Index() int32 {
+	if t.b == nil {
+		return -1
+	}
+	return t.i
+}
 
 func (t Task) edge(kind EdgeKind, preds []Task) Task {
 	if !t.live(kind.String()) {
 		return t
 	}
 	for _, p := range preds {
-		if p.b != t.b || p.gen != t.b.gen {
-			t.b.probs.add(&NodeError{Node: t.ID(), Field: kind.String(), Err: ErrForeignTask, idx: t.i})
-			continue
+		if t.ours(kind.String(), p) {
+			t.b.edges.add(pendingEdge{node: t.i, pred: p.i, kind: kind})
 		}
-		t.b.edges = append(t.b.edges, pendingEdge{node: t.i, pred: p.i, kind: kind})
 	}
 	return t
 }
@@ -304,16 +545,27 @@ func (t Task) edge(kind EdgeKind, preds []Task) Task {
 // After makes t run only if every one of preds succeeded.
 func (t Task) After(preds ...Task) Task { return t.edge(After, preds) }
 
-// Finally makes t run once every one of preds ran, whatever their results.
+// Finally makes t run once every one of preds has settled, whatever its
+// status (ok, failed, canceled or skipped), as a deferred call runs: to
+// close, unlink, report. If t uses a handle, it still runs only if the
+// open producing it succeeded; otherwise it is canceled, its cause the
+// open's.
 func (t Task) Finally(preds ...Task) Task { return t.edge(Finally, preds) }
 
 // OnFailure makes t run only if one of preds failed or was canceled: a
 // cleanup. If they all succeed, t is skipped, and so is what depends on it.
 func (t Task) OnFailure(preds ...Task) Task { return t.edge(OnFailure, preds) }
 
-// Precede makes every one of succs run only if t succeeded.
+// Precede makes every one of succs run only if t succeeded. A zero Task
+// among succs is a problem of t's.
 func (t Task) Precede(succs ...Task) Task {
 	for _, s := range succs {
+		if s.b == nil {
+			if t.live("after") {
+				t.ours("after", s)
+			}
+			continue
+		}
 		s.After(t)
 	}
 	return t
@@ -324,7 +576,7 @@ func (t Task) edgeID(kind EdgeKind, ids []string) Task {
 		return t
 	}
 	for _, id := range ids {
-		t.b.edges = append(t.b.edges, pendingEdge{node: t.i, pred: -1, kind: kind, name: id})
+		t.b.byID = append(grown(t.b.byID), namedEdge{node: t.i, kind: kind, name: id})
 	}
 	return t
 }
@@ -332,7 +584,8 @@ func (t Task) edgeID(kind EdgeKind, ids []string) Task {
 // AfterID is After by node id; the ids may be declared later.
 func (t Task) AfterID(ids ...string) Task { return t.edgeID(After, ids) }
 
-// FinallyID is Finally by node id; the ids may be declared later.
+// FinallyID is Finally by node id, the ids possibly declared later: t runs
+// once those nodes have settled, whatever their status (see Finally).
 func (t Task) FinallyID(ids ...string) Task { return t.edgeID(Finally, ids) }
 
 // OnFailureID is OnFailure by node id; the ids may be declared later.
@@ -341,14 +594,10 @@ func (t Task) OnFailureID(ids ...string) Task { return t.edgeID(OnFailure, ids) 
 // LenFrom makes the read t read as many bytes as the statx node s found the
 // file to hold (capped by t's length if not 0). s must be an ancestor of t.
 func (t Task) LenFrom(s Task) Task {
-	if !t.live("len_from") {
+	if !t.live("len_from") || !t.ours("len_from", s) {
 		return t
 	}
-	if s.b != t.b || s.gen != t.b.gen {
-		t.b.probs.add(&NodeError{Node: t.ID(), Field: "len_from", Err: ErrForeignTask, idx: t.i})
-		return t
-	}
-	t.b.bindings = append(t.b.bindings, binding{node: t.i, from: s.i})
+	t.b.bindings = append(grown(t.b.bindings), binding{node: t.i, from: s.i})
 	return t
 }
 
@@ -357,7 +606,7 @@ func (t Task) LenFromID(id string) Task {
 	if !t.live("len_from") {
 		return t
 	}
-	t.b.bindings = append(t.b.bindings, binding{node: t.i, from: -1, name: id})
+	t.b.bindings = append(grown(t.b.bindings), binding{node: t.i, from: -1, name: id})
 	return t
 }
 
@@ -382,14 +631,10 @@ func (t Task) LenAt(src Task, at int64, size int) Task {
 }
 
 func (t Task) source(kind bindKind, src Task, at int64, size int) Task {
-	if !t.live(kind.field()) {
+	if !t.live(kind.field()) || !t.ours(kind.field(), src) {
 		return t
 	}
-	if src.b != t.b || src.gen != t.b.gen {
-		t.b.probs.add(&NodeError{Node: t.ID(), Field: kind.field(), Err: ErrForeignTask, idx: t.i})
-		return t
-	}
-	t.b.bindings = append(t.b.bindings, binding{node: t.i, from: src.i, kind: kind, at: at, size: size})
+	t.b.bindings = append(grown(t.b.bindings), binding{node: t.i, from: src.i, kind: kind, at: at, size: size})
 	return t
 }
 
@@ -398,7 +643,7 @@ func (t Task) sourceID(kind bindKind, s SourceSpec) Task {
 	if !t.live(kind.field()) {
 		return t
 	}
-	t.b.bindings = append(t.b.bindings, binding{node: t.i, from: -1, name: s.Node, kind: kind, at: s.At, size: s.Size})
+	t.b.bindings = append(grown(t.b.bindings), binding{node: t.i, from: -1, name: s.Node, kind: kind, at: s.At, size: s.Size})
 	return t
 }
 
@@ -415,19 +660,26 @@ func (t Task) Async() Task {
 }
 
 // Buffer makes the read or write t use buf (see AlignedBuffer for O_DIRECT):
-// a write writes buf's bytes, so Build refuses one with a fill.
+// a write writes buf's bytes instead of its data, so Build refuses one
+// with a fill.
 func (t Task) Buffer(buf []byte) Task {
 	t.node("buf").Buf = buf
 	return t
 }
 
 // Handle returns the file the open node t produces, for the reads,
-// writes, fsyncs and close that use it.
-func (t Task) Handle() Target { return Handle(t.node("handle").As) }
+// writes, fsyncs and close that use it: its handle, or, for an open
+// declared without an id nor a handle, the one Build generates.
+func (t Task) Handle() Target {
+	if nd := t.node("handle"); nd.Op != OpOpen || nd.As != genHandle {
+		return Handle(nd.As)
+	}
+	return Target{open: t}
+}
 
-// Keep makes the read t keep the bytes it returned: its Result.Data, and
-// NodeResult.Data in the run's report. Only a read takes it: a statx's size
-// is in its Result.Size whatever.
+// Keep makes the read or readfile t keep the bytes it returned: its
+// Result.Data, and NodeResult.Data in the run's report. Only these take
+// it: a statx's size is in its Result.Size whatever.
 func (t Task) Keep() Task {
 	t.node("keep").Keep = true
 	return t
@@ -453,13 +705,30 @@ func (t Task) Bind(fn func(in Inputs, p *Params) error) Task {
 // later, fail with an error saying so. An
 // error fails t (if it had succeeded), and its after-dependents are
 // canceled with t as the cause. in.Stop ends the whole run. A read's fn
-// sees the bytes it returned in r.Data, kept or not (see Result.Data).
+// sees the bytes it returned in r.Data, kept or not (see Result.Data), and
+// so does a readfile's.
 func (t Task) Then(fn func(in Inputs, r Result) error) Task {
 	t.node("then").Then = fn
 	return t
 }
 
-// Mode sets the mode of an open or mkdir.
+// Timeout gives t a deadline of d, whatever its op (a go node's too): t
+// fails with an error matching os.ErrDeadlineExceeded if it has not
+// completed d after it was submitted; its dependents follow the usual
+// rules. Build refuses a d <= 0. (Builder.Timeout declares a node that
+// waits.)
+func (t Task) Timeout(d time.Duration) Task {
+	if d <= 0 && t.live("timeout") {
+		t.b.probs.add(&NodeError{Field: "timeout", Err: wrap(ErrBadValue, "timeout must be > 0, got %v", d), idx: t.i})
+		return t
+	}
+	t.node("timeout").Timeout = d
+	return t
+}
+
+// Mode sets the mode of an open or mkdir. Build refuses a mode with bits
+// beyond 0o7777, and a mode on an open without O_CREAT (or O_TMPFILE),
+// which the kernel would refuse with EINVAL.
 func (t Task) Mode(mode uint32) Task {
 	t.node("mode").Mode = mode
 	return t

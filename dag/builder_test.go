@@ -1,8 +1,10 @@
 package dag
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -65,7 +67,7 @@ func TestBuilderOps(t *testing.T) {
 	root := b.Nop("nop")
 	mk := b.Mkdir("mkdir", "dir", 0o755).After(root)
 	op := b.Open("open", "dir/f", unix.O_RDWR|unix.O_CREAT|unix.O_DIRECT, "h").Mode(0o600).After(mk)
-	w := b.Write("write", Handle("h"), 4096, 4096, 0).Buffer(buf[:4096]).Async().After(op)
+	w := b.Write("write", Handle("h"), 4096, buf[:4096]).Async().After(op)
 	fs := b.Fsync("fsync", Handle("h")).After(w)
 	st := b.Statx("statx", "dir/f").After(fs)
 	r := b.Read("read", Handle("h"), 0, 8192).LenFrom(st).AllowShort().Buffer(buf).After(st)
@@ -74,7 +76,8 @@ func TestBuilderOps(t *testing.T) {
 	rn := b.Rename("rename", "dir/f", "dir/g").After(cl, to)
 	b.Unlink("unlink", "dir/g").After(rn)
 	b.Read("plain", File("data"), 8192, 4096).AfterID("nop")
-	b.Write("fill", File("data"), 0, 4096, 9)
+	b.Add(Node{ID: "fill", Op: OpWrite, File: "data", Len: 4096, Fill: 9})
+	b.ReadFile("slurp", "dir/g").Keep().After(rn)
 	g, err := b.Build()
 	if err != nil {
 		t.Fatalf("Build() = %v", err)
@@ -93,6 +96,7 @@ func TestBuilderOps(t *testing.T) {
 		{ID: "unlink", Op: OpUnlink, Path: "dir/g", LenFrom: -1},
 		{ID: "plain", Op: OpRead, File: "data", Offset: 8192, Len: 4096, LenFrom: -1},
 		{ID: "fill", Op: OpWrite, File: "data", Len: 4096, Fill: 9, LenFrom: -1},
+		{ID: "slurp", Op: OpReadFile, Path: "dir/g", Keep: true, LenFrom: -1},
 	}
 	if diff := cmp.Diff(want, summarize(g).Nodes); diff != "" {
 		t.Errorf("Build(ops) nodes mismatch (-want +got):\n%s", diff)
@@ -120,7 +124,7 @@ func TestGoFields(t *testing.T) {
 	b := NewBuilder("go")
 	b.AddFile(FileSpec{Name: "f", Size: 4096})
 	r := b.Read("r", File("f"), 0, 16).Keep().Bind(bindNothing).Then(thenNothing)
-	w := b.Write("w", File("f"), 16, 16, 1).Bind(bindNothing).After(r)
+	w := b.Write("w", File("f"), 16, bytes.Repeat([]byte{1}, 16)).Bind(bindNothing).After(r)
 	o := b.Open("o", "f", 0, "h").Bind(bindNothing).Then(thenNothing)
 	g := b.Go("g", goNothing).After(r, o).Finally(w).Then(thenNothing)
 	b.Go("cleanup", goNothing).OnFailure(g)
@@ -153,22 +157,36 @@ func TestGoFields(t *testing.T) {
 	}
 }
 
-// TestGeneratedIDs checks the ids the Builder makes for nodes declared
-// without one, and the handles it makes for opens declared without one;
-// a spec node without an id is still an error.
+// TestGeneratedIDs checks the ids Build makes for nodes declared without
+// one, each saying what its node does, and unique: a collision, with a
+// declared id (declared before or after) or a generated one, gets '#' and
+// the node's index. Task.ID, Graph.Node, Graph.Nodes and Graph.Index
+// agree on them. An open without an id nor a handle produces '@' and its
+// id; a spec node without an id is still an error.
 func TestGeneratedIDs(t *testing.T) {
 	b := NewBuilder("ids")
-	n := b.Nop("")
-	o := b.Open("", "dir", unix.O_RDONLY, "")
-	named := b.Open("named", "dir/f", 0, "")
-	s := b.Fsync("", o.Handle()).After(o)
+	b.AddFile(FileSpec{Name: "data", Size: 4096})
+	n := b.Nop("")                                   // 0
+	o := b.Open("", "mail/00012", unix.O_RDONLY, "") // 1
+	named := b.Open("named", "dir/f", 0, "")         // 2
+	s := b.Fsync("", o.Handle()).After(o)            // 3
 	r := b.Read("", named.Handle(), 0, 1).After(named)
-	b.Close("", o.Handle()).Finally(s)
-	b.Close("", named.Handle()).Finally(r)
+	b.Close("", o.Handle()).Finally(s)     // 5
+	b.Close("", named.Handle()).Finally(r) // 6
 	b.Add(Node{Op: OpTimeout, NS: 1}).After(n)
-	if got, want := o.Handle(), Handle("@open#1"); got != want {
-		t.Errorf("Handle() = %v, want %v", got, want)
-	}
+	w1 := b.Write("", File("data"), 0, []byte{1}) // 8
+	b.Write("", File("data"), 1, []byte{2}).After(w1)
+	b.Read("read data", File("data"), 0, 1)    // 10: declared, as 9's would be
+	b.Read("", File("data"), 2, 1).After(w1)   // 11: "read data" is taken
+	b.Nop("nop#12")                            // 12
+	b.Read("", File("data"), 3, 1).After(w1)   // 13: "read data", then "read data#13", taken
+	b.Read("read data#13", File("data"), 4, 1) // 14
+	b.ReadFile("", "src/a.go")                 // 15
+	b.Rename("", "a/tmp", "a/target")          // 16
+	b.Statx("", "a \"quoted\"")                // 17: no good id
+	b.Go("", goNothing)                        // 18
+	b.Mkdir("", "d", 0o755)                    // 19
+	b.Nop("open mail/00012")                   // 20: declared after the open
 	g, err := b.Build()
 	if err != nil {
 		t.Fatalf("Build() = %v", err)
@@ -178,20 +196,92 @@ func TestGeneratedIDs(t *testing.T) {
 	for i := range int32(g.Len()) {
 		nd := g.Node(i)
 		got = append(got, idAs{nd.ID, nd.As, nd.Handle})
+		if nd.ID != g.Nodes()[i].ID {
+			t.Errorf("Node(%d).ID = %q, Nodes()[%d].ID = %q", i, nd.ID, i, g.Nodes()[i].ID)
+		}
+		if j, ok := g.Index(nd.ID); !ok || j != i {
+			t.Errorf("Index(%q) = %d, %v, want %d, true", nd.ID, j, ok, i)
+		}
 	}
 	want := []idAs{
-		{"nop#0", "", ""}, {"open#1", "@open#1", ""}, {"named", "@named", ""}, {"fsync#3", "", "@open#1"},
-		{"read#4", "", "@named"}, {"close#5", "", "@open#1"}, {"close#6", "", "@named"}, {"timeout#7", "", ""},
+		{ID: "nop#0"},
+		{ID: "open mail/00012#1", As: "@open mail/00012#1"},
+		{ID: "named", As: "@named"},
+		{ID: "fsync mail/00012", Handle: "@open mail/00012#1"},
+		{ID: "read dir/f", Handle: "@named"},
+		{ID: "close mail/00012", Handle: "@open mail/00012#1"},
+		{ID: "close dir/f", Handle: "@named"},
+		{ID: "timeout#7"},
+		{ID: "write data"},
+		{ID: "write data#9"},
+		{ID: "read data"},
+		{ID: "read data#11"},
+		{ID: "nop#12"},
+		{ID: "read data#13#13"},
+		{ID: "read data#13"},
+		{ID: "readfile src/a.go"},
+		{ID: "rename a/tmp a/target"},
+		{ID: "statx#17"},
+		{ID: "go#18"},
+		{ID: "mkdir d"},
+		{ID: "open mail/00012"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("generated ids and handles (-want +got):\n%s", diff)
 	}
-	checkRoundTrip(t, g)
+	if got, want := r.ID(), "read dir/f"; got != want {
+		t.Errorf("after Build, Task.ID() = %q, want %q, its id in the Graph", got, want)
+	}
 
 	spec := &Spec{Name: "s", Nodes: []NodeSpec{{Op: "nop"}, {ID: "o", Op: "open", Path: "f"}}}
 	_, err = spec.Build()
 	if diff := cmp.Diff([]problem{{"", "id", ErrMissingField.Error()}, {"o", "as", ErrMissingField.Error()}}, problems(err)); diff != "" {
 		t.Errorf("Spec.Build() without id and as: problems (-want +got):\n%s", diff)
+	}
+}
+
+// TestIDBeforeBuild: Task.ID before Build gives the id Build keeps, and
+// fixes it then: a node declared afterwards with it is a duplicate.
+func TestIDBeforeBuild(t *testing.T) {
+	b := NewBuilder("early")
+	b.AddFile(FileSpec{Name: "data", Size: 4096})
+	b.Read("", File("data"), 0, 1)
+	r := b.Read("", File("data"), 1, 1)
+	if got, want := r.ID(), "read data#1"; got != want {
+		t.Errorf("Task.ID() before Build = %q, want %q", got, want)
+	}
+	o := b.Open("", "f", 0, "")
+	if got, want := o.ID(), "open f"; got != want {
+		t.Errorf("Task.ID() of an open before Build = %q, want %q", got, want)
+	}
+	b.Close("", o.Handle()).After(o)
+	b.Nop("open f")
+	_, err := b.Build()
+	if diff := cmp.Diff([]problem{{"open f", "id", ErrDuplicateID.Error()}}, problems(err)); diff != "" {
+		t.Errorf("Build() problems (-want +got):\n%s\n%v", diff, err)
+	}
+
+	b = NewBuilder("early")
+	b.AddFile(FileSpec{Name: "data", Size: 4096})
+	r = b.Read("", File("data"), 0, 1)
+	early := r.ID()
+	o = b.Open("", "f", 0, "")
+	c := b.Close("", o.Handle()).After(o)
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		task    Task
+		id, hdl string
+	}{{r, "read data", ""}, {o, "open f", ""}, {c, "close f", "@open f"}} {
+		i, ok := g.Index(tc.id)
+		if !ok || g.Node(i).Handle != tc.hdl || tc.task.ID() != tc.id {
+			t.Errorf("Index(%q) = %d, %v; its Handle %q, want %q; Task.ID() %q", tc.id, i, ok, g.Node(i).Handle, tc.hdl, tc.task.ID())
+		}
+	}
+	if early != "read data" {
+		t.Errorf("Task.ID() before Build = %q, want %q, as after", early, "read data")
 	}
 }
 
@@ -201,7 +291,7 @@ func TestGeneratedIDs(t *testing.T) {
 func TestOnFailureEdges(t *testing.T) {
 	b := NewBuilder("cleanup")
 	o := b.Open("o", "f", unix.O_WRONLY|unix.O_CREAT, "h")
-	w := b.Write("w", Handle("h"), 0, 512, 1).After(o)
+	w := b.Write("w", Handle("h"), 0, bytes.Repeat([]byte{1}, 512)).After(o)
 	c := b.Close("c", Handle("h")).Finally(w)
 	b.Unlink("rm", "f").OnFailure(w).After(c)
 	b.Fsync("undo", Handle("h")).OnFailure(w) // the handle flows over on_failure
@@ -299,8 +389,6 @@ func TestBuildErrors(t *testing.T) {
 		{"too large", []BuilderOption{WithMaxNodes(2)}, func(b *Builder) { b.Nop("a"); b.Nop("b"); b.Nop("c") },
 			[]problem{{"", "", ErrTooLarge.Error()}}},
 		{"duplicate id", nil, func(b *Builder) { b.Nop("a"); b.Nop("a") }, []problem{{"a", "id", ErrDuplicateID.Error()}}},
-		{"generated id declared again", nil, func(b *Builder) { b.Nop(""); b.Nop("nop#0") },
-			[]problem{{"nop#0", "id", ErrDuplicateID.Error()}}},
 		{"handle named like a generated one", nil, func(b *Builder) {
 			b.Open("o", "f", 0, "@x")
 			b.Open("x", "f", 0, "@x") // its own: accepted, but a duplicate
@@ -376,8 +464,8 @@ func TestBuildErrors(t *testing.T) {
 		}, []problem{{"r", "buf", ErrBadLength.Error()}}},
 		{"buffer and fill", nil, func(b *Builder) {
 			b.AddFile(FileSpec{Name: "f"})
-			b.Write("w", File("f"), 0, 10, 9).Buffer(make([]byte, 10))
-			b.Write("zero fill", File("f"), 10, 10, 0).Buffer(make([]byte, 10)) // accepted
+			b.Add(Node{ID: "w", Op: OpWrite, File: "f", Len: 10, Fill: 9}).Buffer(make([]byte, 10))
+			b.Write("zero fill", File("f"), 10, make([]byte, 10)) // accepted
 		}, []problem{{"w", "buf", ErrConflict.Error()}}},
 		{"misaligned buffer", nil, func(b *Builder) {
 			b.AddFile(FileSpec{Name: "f", Direct: true})
@@ -436,8 +524,8 @@ func TestBuildErrors(t *testing.T) {
 			b.Read("size", File("f"), 0, 1).OffsetAt(hdr, 0, 2).After(hdr)
 			b.Read("at", File("f"), 0, 1).LenAt(hdr, -1, 4).After(hdr)
 			b.Read("past", File("f"), 0, 1).LenAt(hdr, 9, 8).After(hdr)
-			b.Write("finally only", File("f"), 0, 1, 1).OffsetAt(hdr, 0, 8).Finally(hdr)
-			b.Write("no path", File("f"), 0, 1, 1).LenAt(hdr, 0, 4)
+			b.Write("finally only", File("f"), 0, []byte{1}).OffsetAt(hdr, 0, 8).Finally(hdr)
+			b.Write("no path", File("f"), 0, []byte{1}).LenAt(hdr, 0, 4)
 			b.Read("and bind", File("f"), 0, 1).OffsetAt(hdr, 0, 8).Bind(bindNothing).After(hdr)
 			b.Read("and offset", File("f"), 4096, 1).OffsetAt(hdr, 0, 8).After(hdr)
 			b.Read("negative cap", File("f"), 0, -1).LenAt(hdr, 0, 8).After(hdr)
@@ -472,9 +560,29 @@ func TestBuildErrors(t *testing.T) {
 			{"nul", "path", ErrBadPath.Error()}, {"empty", "to", ErrMissingField.Error()},
 		}},
 		{"timeout", nil, func(b *Builder) { b.Timeout("t", 0) }, []problem{{"t", "ns", ErrBadValue.Error()}}},
+		{"readfile", nil, func(b *Builder) {
+			b.AddFile(FileSpec{Name: "f"})
+			s := b.Statx("s", "f")
+			b.ReadFile("no path", "")
+			b.ReadFile("root", ".")
+			b.ReadFile("up", "../f")
+			b.Add(Node{ID: "cap", Op: OpReadFile, Path: "f", Len: -1})
+			b.Add(Node{ID: "target", Op: OpReadFile, Path: "f", File: "f", Offset: 8})
+			b.ReadFile("bound", "f").Bind(bindNothing).LenFrom(s).After(s)
+			b.ReadFile("ok", "f").Keep().Then(thenNothing).Async()
+		}, []problem{
+			{"no path", "path", ErrMissingField.Error()},
+			{"root", "path", ErrBadPath.Error()},
+			{"up", "path", ErrBadPath.Error()},
+			{"cap", "len", ErrBadLength.Error()},
+			{"target", "file", ErrUnexpectedField.Error()},
+			{"target", "offset", ErrUnexpectedField.Error()},
+			{"bound", "len_from", ErrUnexpectedField.Error()},
+			{"bound", "bind", ErrUnexpectedField.Error()},
+		}},
 		{"keep on other than a read", nil, func(b *Builder) {
 			b.AddFile(FileSpec{Name: "f"})
-			b.Write("w", File("f"), 0, 1, 1).Keep()
+			b.Write("w", File("f"), 0, []byte{1}).Keep()
 			b.Statx("s", "f").Keep()
 			b.Nop("n").Keep()
 		}, []problem{
@@ -649,27 +757,43 @@ func TestOpenRoot(t *testing.T) {
 	checkRoundTrip(t, g)
 }
 
-// TestOpenDefaultMode checks that an open with O_CREAT and no mode gets 0o644.
-func TestOpenDefaultMode(t *testing.T) {
+// TestOpenMode checks that an open with O_CREAT and no mode gets 0o644,
+// and that Build refuses, naming field "mode", the modes openat2 refuses:
+// one on an open that creates nothing, one beyond the permission bits.
+func TestOpenMode(t *testing.T) {
 	tests := []struct {
-		flags      int
-		mode, want uint32
+		flags int
+		mode  uint32
+		want  uint32 // the built node's mode, if err is ""
+		err   string
 	}{
-		{unix.O_WRONLY | unix.O_CREAT, 0, 0o644},
-		{unix.O_RDWR | unix.O_CREAT | unix.O_EXCL, 0, 0o644},
-		{unix.O_WRONLY | unix.O_CREAT, 0o600, 0o600},
-		{unix.O_WRONLY, 0, 0},
-		{unix.O_RDONLY, 0o600, 0o600},
+		{unix.O_WRONLY | unix.O_CREAT, 0, 0o644, ""},
+		{unix.O_RDWR | unix.O_CREAT | unix.O_EXCL, 0, 0o644, ""},
+		{unix.O_WRONLY | unix.O_CREAT, 0o600, 0o600, ""},
+		{unix.O_WRONLY | unix.O_CREAT, 0o7777, 0o7777, ""},
+		{unix.O_RDWR | unix.O_TMPFILE, 0o600, 0o600, ""},
+		{unix.O_WRONLY, 0, 0, ""},
+		{unix.O_RDONLY, 0o600, 0, `node "o": field "mode": mode 0o600 without flag creat: an open that creates no file takes no mode`},
+		{unix.O_RDONLY | unix.O_DIRECTORY, 0o755, 0, `node "o": field "mode": mode 0o755 without flag creat: an open that creates no file takes no mode`},
+		{unix.O_WRONLY | unix.O_CREAT, 0o10000, 0, `node "o": field "mode": mode 0o10000 has bits beyond the permission bits 0o7777`},
+		{unix.O_WRONLY | unix.O_CREAT, 0xffffffff, 0, `node "o": field "mode": mode 0o37777777777 has bits beyond the permission bits 0o7777`},
 	}
 	for _, tc := range tests {
 		b := NewBuilder("mode")
 		b.Open("o", "f", tc.flags, "h").Mode(tc.mode)
 		g, err := b.Build()
+		got, gotErr := uint32(0), ""
 		if err != nil {
-			t.Fatal(err)
+			gotErr = err.Error()
+		} else {
+			got = g.Node(0).Mode
 		}
-		if got := g.Node(0).Mode; got != tc.want {
-			t.Errorf("Build() of an open with flags %v and mode %#o: mode %#o, want %#o", FormatOpenFlags(tc.flags), tc.mode, got, tc.want)
+		if got != tc.want || gotErr != tc.err {
+			t.Errorf("Build(open, flags %v, mode %#o) = mode %#o, error %q; want mode %#o, error %q",
+				FormatOpenFlags(tc.flags), tc.mode, got, gotErr, tc.want, tc.err)
+		}
+		if tc.err != "" && !errors.Is(err, ErrBadValue) && !errors.Is(err, ErrConflict) {
+			t.Errorf("Build(open, flags %v, mode %#o) = %v, want ErrBadValue or ErrConflict", FormatOpenFlags(tc.flags), tc.mode, err)
 		}
 	}
 	s, err := ParseSpec([]byte(`{"name": "m", "nodes": [{"id": "o", "op": "open", "path": "f", "flags": ["wronly", "creat"], "as": "h"}]}`))
@@ -929,10 +1053,10 @@ func TestStaleReceiver(t *testing.T) {
 			tc.use(stale, Task{}) // the Builder holds no node: this panicked
 			fresh := b.Nop("fresh")
 			tc.use(stale, fresh) // index 0 is fresh's now
-			if stale.ID() != "" {
-				t.Errorf("stale ID() = %q, want \"\"", stale.ID())
+			if stale.ID() != "old" {
+				t.Errorf("stale ID() = %q, want \"old\", its id in the last Build's Graph", stale.ID())
 			}
-			if n := b.nodes[0]; n.Then != nil || n.Bind != nil || n.Keep || n.AllowShort || n.Buf != nil || n.Mode != 0 {
+			if n := b.node(0); n.Then != nil || n.Bind != nil || n.Keep || n.AllowShort || n.Buf != nil || n.Mode != 0 {
 				t.Errorf("the stale Task changed the node now at its index: %+v", n)
 			}
 			_, err := b.Build()
@@ -941,5 +1065,163 @@ func TestStaleReceiver(t *testing.T) {
 				t.Errorf("Build = %v, want ErrForeignTask in field %q", err, tc.field)
 			}
 		})
+	}
+}
+
+// TestBadArguments calls every exported Builder and Task method with bad
+// arguments, and the zero Task's methods: none panics, and Build reports
+// each problem, naming the node and field (or, for a size, the call).
+func TestBadArguments(t *testing.T) {
+	zero := Task{}
+	tests := []struct {
+		name    string
+		opts    []BuilderOption
+		declare func(b *Builder)
+		want    []problem // nil: Build succeeds
+	}{
+		{"WithCapacity negative", []BuilderOption{WithCapacity(-5, -7)}, func(b *Builder) { b.Nop("a") },
+			[]problem{{"", "", ErrBadValue.Error()}}},
+		{"Grow negative", nil, func(b *Builder) { b.Grow(-1, 0); b.Grow(0, -1); b.Nop("a") },
+			[]problem{{"", "", ErrBadValue.Error()}, {"", "", ErrBadValue.Error()}}},
+		{"Grow past the node limit", []BuilderOption{WithMaxNodes(4)}, func(b *Builder) { b.Grow(math.MaxInt, math.MaxInt); b.Nop("a") }, nil},
+		{"WithMaxNodes negative, WithNodes nil", []BuilderOption{WithMaxNodes(-1), WithNodes(nil)}, func(b *Builder) { b.Nop("a") }, nil},
+		{"AddFile", nil, func(b *Builder) { b.AddFile(FileSpec{Name: "/f", Size: -1}); b.Nop("a") },
+			[]problem{{"file:/f", "name", ErrBadPath.Error()}, {"file:/f", "size", ErrBadValue.Error()}}},
+		{"Add", nil, func(b *Builder) { b.Add(Node{ID: "a", Op: 200, LenFrom: 7}) }, []problem{{"a", "op", ErrUnknownOp.Error()}}},
+		{"Go", nil, func(b *Builder) { b.Go("g", nil) }, []problem{{"g", "func", ErrMissingField.Error()}}},
+		{"Nop", nil, func(b *Builder) { b.Nop("a\x00") }, []problem{{"a\x00", "id", ErrBadID.Error()}}},
+		{"Read", nil, func(b *Builder) { b.Read("r", Target{}, -1, -1) }, []problem{
+			{"r", "file", ErrMissingField.Error()}, {"r", "offset", ErrBadValue.Error()}, {"r", "len", ErrBadLength.Error()}}},
+		{"Write", nil, func(b *Builder) { b.Write("w", Target{}, -1, nil) }, []problem{
+			{"w", "file", ErrMissingField.Error()}, {"w", "offset", ErrBadValue.Error()}, {"w", "len", ErrBadLength.Error()}}},
+		{"Fsync", nil, func(b *Builder) { b.Fsync("f", Target{}) }, []problem{{"f", "file", ErrMissingField.Error()}}},
+		{"Open", nil, func(b *Builder) { b.Open("o", "", 0, "") }, []problem{{"o", "path", ErrMissingField.Error()}}},
+		{"Statx", nil, func(b *Builder) { b.Statx("s", "") }, []problem{{"s", "path", ErrMissingField.Error()}}},
+		{"Close", nil, func(b *Builder) { b.Close("c", Target{}) }, []problem{{"c", "handle", ErrMissingField.Error()}}},
+		{"Timeout", nil, func(b *Builder) { b.Timeout("t", -1) }, []problem{{"t", "ns", ErrBadValue.Error()}}},
+		{"Unlink", nil, func(b *Builder) { b.Unlink("u", "..") }, []problem{{"u", "path", ErrBadPath.Error()}}},
+		{"Mkdir", nil, func(b *Builder) { b.Mkdir("m", "", 0o755) }, []problem{{"m", "path", ErrMissingField.Error()}}},
+		{"Rename", nil, func(b *Builder) { b.Rename("n", "a", "") }, []problem{{"n", "to", ErrMissingField.Error()}}},
+		{"the zero Task's methods", nil, func(b *Builder) {
+			a := b.Nop("a")
+			zero.After(a).Finally(a).OnFailure(a).Precede(a).AfterID("a").FinallyID("a").OnFailureID("a")
+			zero.LenFrom(a).LenFromID("a").OffsetAt(a, 0, 8).LenAt(a, 0, 8)
+			zero.AllowShort().Async().Buffer(nil).Keep().Bind(nil).Then(nil).Mode(0o600)
+			_ = zero.Handle()
+		}, []problem{{"a", "after", ErrForeignTask.Error()}}}, // zero.Precede(a): a after the zero Task
+		{"the zero Task as an argument", nil, func(b *Builder) {
+			b.AddFile(FileSpec{Name: "f", Size: 16})
+			a := b.Nop("a").After(zero).Finally(zero).OnFailure(zero).Precede(zero)
+			b.Read("r", File("f"), 0, 8).LenFrom(zero).OffsetAt(zero, 0, 8).LenAt(zero, 0, 4).After(a)
+		}, []problem{
+			{"a", "after", ErrForeignTask.Error()}, {"a", "finally", ErrForeignTask.Error()},
+			{"a", "on_failure", ErrForeignTask.Error()}, {"a", "after", ErrForeignTask.Error()},
+			{"r", "len_from", ErrForeignTask.Error()}, {"r", "offset_from", ErrForeignTask.Error()},
+			{"r", "len_from", ErrForeignTask.Error()},
+		}},
+		{"the generated handle of another Builder's open", nil, func(b *Builder) {
+			other := NewBuilder("other").Open("", "f", 0, "")
+			b.Read("r", other.Handle(), 0, 8)
+		}, []problem{{"r", "handle", ErrForeignTask.Error()}, {"r", "file", ErrMissingField.Error()}}},
+		{"Task methods", nil, func(b *Builder) {
+			b.AddFile(FileSpec{Name: "f", Size: 16})
+			hdr := b.Read("hdr", File("f"), 0, 16)
+			b.Read("at", File("f"), 0, 8).OffsetAt(hdr, -1, 8).After(hdr)
+			b.Read("size", File("f"), 0, 8).LenAt(hdr, 0, 3).After(hdr)
+			b.Read("short", File("f"), 0, 8).Buffer(make([]byte, 4)).AfterID("")
+			b.Read("stat", File("f"), 0, 8).LenFromID("")
+			b.Open("o", "g", unix.O_RDONLY, "h").Mode(math.MaxUint32)
+			b.Nop("n").Keep().AllowShort().Bind(bindNothing)
+			b.Go("g", goNothing).Async()
+			b.Read("nohandle", b.Nop("n2").Handle(), 0, 8)
+		}, []problem{
+			{"at", "offset_from", ErrBadValue.Error()},
+			{"size", "len_from", ErrBadValue.Error()},
+			{"short", "after", ErrUnknownNode.Error()},
+			{"short", "buf", ErrBadLength.Error()},
+			{"stat", "len_from", ErrUnknownNode.Error()},
+			{"o", "mode", ErrBadValue.Error()},
+			{"n", "allow_short", ErrUnexpectedField.Error()},
+			{"n", "keep", ErrUnexpectedField.Error()},
+			{"n", "bind", ErrUnexpectedField.Error()},
+			{"g", "async", ErrUnexpectedField.Error()},
+			{"nohandle", "file", ErrMissingField.Error()},
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b := NewBuilder(tc.name, tc.opts...)
+			tc.declare(b)
+			_, err := b.Build()
+			if diff := cmp.Diff(tc.want, problems(err)); diff != "" {
+				t.Errorf("Build() problems mismatch (-want +got):\n%s\nerror:\n%v", diff, err)
+			}
+		})
+	}
+	if id, i := zero.ID(), zero.Index(); id != "" || i != -1 {
+		t.Errorf("Task{}.ID(), Index() = %q, %d, want \"\", -1", id, i)
+	}
+}
+
+// TestNodeTimeout: every op takes a deadline, from Task.Timeout or a
+// spec's timeout, which round-trips; Build refuses one of 0 or less, or
+// a spec's that is no Go duration, naming field "timeout".
+func TestNodeTimeout(t *testing.T) {
+	b := NewBuilder("deadlines")
+	b.AddFile(FileSpec{Name: "f", Size: 4096})
+	o := b.Open("o", "f", unix.O_RDONLY, "h").Timeout(time.Second)
+	r := b.Read("r", Handle("h"), 0, 16).After(o).Timeout(250 * time.Millisecond)
+	c := b.Close("c", Handle("h")).Finally(r).Timeout(time.Millisecond)
+	rf := b.ReadFile("rf", "f").Timeout(90 * time.Minute)
+	b.Timeout("wait", time.Second).Timeout(2*time.Second).After(c, rf)
+	b.Nop("n")
+	g, err := b.Build()
+	if err != nil {
+		t.Fatalf("Build() = %v", err)
+	}
+	var got []time.Duration
+	for _, nd := range g.Nodes() {
+		got = append(got, nd.Timeout)
+	}
+	want := []time.Duration{time.Second, 250 * time.Millisecond, time.Millisecond, 90 * time.Minute, 2 * time.Second, 0}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Build() timeouts mismatch (-want +got):\n%s", diff)
+	}
+	if got, want := g.Spec().Nodes[3].Timeout, "1h30m0s"; got != want {
+		t.Errorf("Spec() of a readfile's timeout = %q, want %q", got, want)
+	}
+	checkRoundTrip(t, g)
+	gb := NewBuilder("go")
+	gb.Go("g", goNothing).Timeout(time.Nanosecond)
+	if g, err := gb.Build(); err != nil || g.Node(0).Timeout != time.Nanosecond {
+		t.Errorf("Build() of a go node with Timeout(1ns) = %v, want its Timeout 1ns", err)
+	}
+
+	bad := NewBuilder("bad")
+	bad.Nop("zero").Timeout(0)
+	bad.Nop("negative").Timeout(-time.Second)
+	bad.Add(Node{ID: "added", Op: OpNop, Timeout: -1})
+	_, err = bad.Build()
+	if diff := cmp.Diff([]problem{{"zero", "timeout", ErrBadValue.Error()}, {"negative", "timeout", ErrBadValue.Error()},
+		{"added", "timeout", ErrBadValue.Error()}}, problems(err)); diff != "" {
+		t.Errorf("Build() of bad timeouts: problems mismatch (-want +got):\n%s", diff)
+	}
+	for _, tc := range []struct {
+		timeout string // the JSON value
+		want    string
+	}{
+		{`"250ms"`, ""},
+		{`"1h2m3.5s"`, ""},
+		{`"abc"`, `2:3: node "n": field "timeout": timeout "abc" is not a Go duration such as "250ms"`},
+		{`"250"`, `2:3: node "n": field "timeout": timeout "250" is not a Go duration such as "250ms"`},
+		{`"0s"`, `2:3: node "n": field "timeout": timeout must be > 0, got "0s"`},
+		{`"-1s"`, `2:3: node "n": field "timeout": timeout must be > 0, got "-1s"`},
+		{`250`, `2:28: node "n": field "timeout": JSON number where string expected`},
+	} {
+		spec := "{\"name\": \"t\", \"nodes\": [\n  {\"id\": \"n\", \"op\": \"nop\", \"timeout\": " + tc.timeout + "}]}"
+		got := strings.TrimSuffix(loadErr([]byte(spec)), "\n")
+		if got != tc.want {
+			t.Errorf("ParseSpec and Build(timeout %s) = %q, want %q", tc.timeout, got, tc.want)
+		}
 	}
 }

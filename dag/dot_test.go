@@ -12,9 +12,10 @@ import (
 // TestWriteDOTGolden checks WriteDOT against testdata/dot/NAME.dot, for the
 // specs testdata/NAME.json and testdata/dot/NAME.json (specs only drawn:
 // cleanup has on_failure edges, which every mode of the engine must run
-// before its specs join testdata); -update rewrites the goldens.
+// before its specs join testdata, newops the ops and fields it does not
+// run yet); -update rewrites the goldens.
 func TestWriteDOTGolden(t *testing.T) {
-	for _, name := range []string{"diamond", "maildir10", "allops", "dot/cleanup"} {
+	for _, name := range []string{"diamond", "maildir10", "allops", "dot/cleanup", "dot/newops"} {
 		t.Run(name, func(t *testing.T) {
 			g, err := LoadFile("../testdata/" + name + ".json")
 			if err != nil {

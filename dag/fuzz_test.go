@@ -1,25 +1,35 @@
 package dag
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
-// FuzzParseSpec feeds arbitrary bytes to ParseSpec and Build: no panic, and a
-// spec that builds must round-trip and stage as the oracles say.
+// FuzzParseSpec feeds arbitrary bytes to ParseSpec and Build: no panic,
+// LoadFile's way agrees, and a spec that builds must round-trip and stage
+// as the oracles say. Run it with
+//
+//	go test -run '^$' -fuzz FuzzParseSpec -fuzztime 60s -fuzzminimizetime 5s ./dag
+//
+// where -fuzzminimizetime bounds the minimizing of each new input (60 s
+// by default), during which the fuzzer runs nothing else.
 func FuzzParseSpec(f *testing.F) {
 	files, _ := filepath.Glob("../testdata/*.json")
 	invalid, _ := filepath.Glob("../testdata/invalid/*.json")
 	for _, name := range append(files, invalid...) {
 		data, err := os.ReadFile(name)
-		if err == nil && len(data) < 1<<16 {
+		if err == nil && len(data) <= maxFuzzInput {
 			f.Add(data)
 		}
 	}
@@ -27,6 +37,10 @@ func FuzzParseSpec(f *testing.F) {
 	f.Add([]byte(`{"name":"x","nodes":[{"id":"a","op":"nop"},{"id":"b","op":"nop","on_failure":["a"]},{"id":"c","op":"nop","after":["b"],"finally":["a"]}]}`))
 	f.Add([]byte(roundTripSpec))
 	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) > maxFuzzInput {
+			return
+		}
+		checkBuildSpec(t, "input", data)
 		s, err := ParseSpec(data)
 		if err != nil {
 			if err.Error() == "" {
@@ -59,9 +73,15 @@ func FuzzParseSpec(f *testing.F) {
 	})
 }
 
+// maxFuzzInput is the longest spec the fuzz targets try: a longer one
+// would cover nothing new, only take longer.
+const maxFuzzInput = 1 << 16
+
 // FuzzStage builds graphs from arbitrary edge lists (two bytes per edge, over
 // 1 + n%48 nodes): no panic, cycles found exactly when dominikbraun/graph
-// finds them, and staging agrees with the oracle.
+// finds them, and staging agrees with the oracle. Run it with
+//
+//	go test -run '^$' -fuzz FuzzStage -fuzztime 60s -fuzzminimizetime 5s ./dag
 func FuzzStage(f *testing.F) {
 	f.Add(uint8(4), []byte{0, 1, 0, 2, 1, 3, 2, 3})
 	f.Add(uint8(3), []byte{0, 1, 1, 2, 2, 0})
@@ -79,16 +99,15 @@ func FuzzStage(f *testing.F) {
 	})
 }
 
-// FuzzSpecDecoders checks that ParseSpec's three decoders agree: the fast
-// one, whenever it accepts an input, decodes it exactly as strict
-// encoding/json does, and the positioned one accepts exactly what
-// encoding/json accepts, decoding it the same but for empty lists, which it
-// may leave nil.
+// FuzzSpecDecoders checks ParseSpec against encoding/json: it accepts
+// exactly what decodeJSON does, and decodes it the same. Run it with
+//
+//	go test -run '^$' -fuzz FuzzSpecDecoders -fuzztime 60s -fuzzminimizetime 5s ./dag
 func FuzzSpecDecoders(f *testing.F) {
 	files, _ := filepath.Glob("../testdata/*.json")
 	invalid, _ := filepath.Glob("../testdata/invalid/*.json")
 	for _, name := range append(files, invalid...) {
-		if data, err := os.ReadFile(name); err == nil && len(data) < 1<<16 {
+		if data, err := os.ReadFile(name); err == nil && len(data) <= maxFuzzInput {
 			f.Add(data)
 		}
 	}
@@ -101,28 +120,115 @@ func FuzzSpecDecoders(f *testing.F) {
 	f.Add([]byte(`{"name":"n","nodes":[{"id":"a","offset_from":{},"len_from":{"node":""}},{"id":"b","len_from":{"at":-9223372036854775808,"size":9223372036854775807}}]}`))
 	f.Add([]byte(`{"name":"n","nodes":[{"id":"a","offset_from":null,"len_from":{"node":null,"at":null}}]}`))
 	f.Add([]byte(`{"name":"n","nodes":[{"id":"a","len_from":{"node":"h","at":1e2}},{"id":"b","offset_from":{"node":"h","Size":4}}]}`))
+	f.Add([]byte(`{"name":"a\u0062\ud800","nodes":[{"id":"\u00e9","fill":-0,"mode":1.5}, null, 3]}`))
+	f.Add([]byte(`null`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		fast, ok := decodeSpecFast(data)
-		slow, err := decodeSpecJSON(data)
-		pos, perr := decodeSpecPositioned(data)
-		if (err == nil) != (perr == nil) {
-			t.Fatalf("encoding/json: %v; positioned: %v\ninput:\n%s", err, perr, data)
-		}
-		if err == nil {
-			if diff := cmp.Diff(slow, pos, cmpopts.IgnoreUnexported(Spec{}), cmpopts.EquateEmpty()); diff != "" {
-				t.Fatalf("decoders differ (-json +positioned):\n%s\ninput:\n%s", diff, data)
-			}
-		}
-		if !ok {
+		if len(data) > maxFuzzInput {
 			return
 		}
-		if err != nil {
-			t.Fatalf("decodeSpecFast accepted what encoding/json rejects (%v):\n%s", err, data)
+		got, err := ParseSpec(data)
+		want, werr := decodeJSON(data)
+		if (err == nil) != (werr == nil) {
+			t.Fatalf("ParseSpec: %v; encoding/json: %v\ninput:\n%s", err, werr, data)
 		}
-		if diff := cmp.Diff(slow, fast, cmpopts.IgnoreUnexported(Spec{})); diff != "" {
-			t.Fatalf("decoders differ (-json +fast):\n%s\ninput:\n%s", diff, data)
+		if err != nil {
+			return
+		}
+		if diff := cmp.Diff(want, got, cmpopts.IgnoreUnexported(Spec{})); diff != "" {
+			t.Fatalf("ParseSpec and encoding/json differ (-json +ParseSpec):\n%s\ninput:\n%s", diff, data)
 		}
 	})
+}
+
+// decodeJSON decodes a spec with encoding/json as ParseSpec reads it:
+// strictly, every key spelled exactly (checkKeys), every element of nodes
+// and files an object, nothing after it.
+func decodeJSON(data []byte) (*Spec, error) {
+	s := &Spec{}
+	d := json.NewDecoder(bytes.NewReader(data))
+	d.DisallowUnknownFields()
+	if err := d.Decode(s); err != nil {
+		return nil, err
+	}
+	if _, err := d.Token(); err != io.EOF {
+		return nil, errors.New("data after the spec")
+	}
+	if _, msg, ok := checkKeys(data, exactKeys()); !ok {
+		return nil, errors.New(msg)
+	}
+	var raw struct{ Nodes, Files []json.RawMessage }
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return nil, err
+	}
+	for _, e := range append(raw.Nodes, raw.Files...) {
+		if e[0] != '{' {
+			return nil, errors.New("an element is not an object")
+		}
+	}
+	return s, nil
+}
+
+// exactKeys returns every field name a spec may use, at any depth, quoted:
+// the json tags of Spec, FileSpec, DirSpec and NodeSpec.
+func exactKeys() map[string]bool {
+	keys := make(map[string]bool)
+	var walk func(t reflect.Type)
+	walk = func(t reflect.Type) {
+		for f := range t.Fields() {
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if !f.IsExported() || name == "" || name == "-" {
+				continue
+			}
+			keys[strconv.Quote(name)] = true
+			ft := f.Type
+			for ft.Kind() == reflect.Pointer || ft.Kind() == reflect.Slice {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				walk(ft)
+			}
+		}
+	}
+	walk(reflect.TypeFor[Spec]())
+	return keys
+}
+
+// checkKeys scans the valid JSON document src for an object key that is not
+// in known (spelled exactly as a spec field), or that repeats within its
+// object. It returns the offset of the first such key and what is wrong, or
+// ok.
+func checkKeys(src []byte, known map[string]bool) (at int, msg string, ok bool) {
+	// seen[d] holds the key offsets of the open object at depth d.
+	var seen [][]int
+	depth := 0
+	for i := 0; i < len(src); i++ {
+		switch src[i] {
+		case '{', '[':
+			depth++
+			for len(seen) <= depth {
+				seen = append(seen, nil)
+			}
+			seen[depth] = seen[depth][:0]
+		case '}', ']':
+			depth--
+		case '"':
+			end := stringEnd(src, i)
+			if j := skipSpace(src, end); j < len(src) && src[j] == ':' {
+				key := src[i:end]
+				if !known[string(key)] {
+					return i, "unknown field", false
+				}
+				for _, k := range seen[depth] {
+					if string(src[k:stringEnd(src, k)]) == string(key) {
+						return i, "duplicate field", false
+					}
+				}
+				seen[depth] = append(seen[depth], i)
+			}
+			i = end - 1
+		}
+	}
+	return 0, "", true
 }
 
 // fillAll sets every exported field of the struct v points to, at any depth,
@@ -155,9 +261,9 @@ func fillAll(v reflect.Value) {
 }
 
 // TestSpecFieldNames checks the lists of spec field names against the one
-// source, the json tags: every key of a spec with every field set is in
-// specKeys, all three decoders take it and agree, and every field name
-// Build's op check reports is a spec key, unless it is of the Go API only.
+// source, the json tags: ParseSpec takes every key of a spec with every
+// field set, as encoding/json decodes it, and every field name Build's op
+// check reports is a spec key, unless it is of the Go API only.
 func TestSpecFieldNames(t *testing.T) {
 	var s Spec
 	fillAll(reflect.ValueOf(&s).Elem())
@@ -165,24 +271,14 @@ func TestSpecFieldNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if at, msg, ok := checkKeys(data, specKeys()); !ok {
-		t.Errorf("checkKeys(%s) = %s at %d, want ok", data, msg, at)
-	}
-	fast, ok := decodeSpecFast(data)
-	if !ok {
-		t.Fatalf("decodeSpecFast refuses a spec with every field set:\n%s", data)
-	}
-	for name, dec := range map[string]func([]byte) (*Spec, error){"json": decodeSpecJSON, "positioned": decodeSpecPositioned} {
+	for name, dec := range map[string]func([]byte) (*Spec, error){"ParseSpec": ParseSpec, "encoding/json": decodeJSON} {
 		got, err := dec(data)
 		if err != nil {
-			t.Fatalf("decodeSpec %s: %v\n%s", name, err, data)
+			t.Fatalf("%s(%s) = %v", name, data, err)
 		}
 		if diff := cmp.Diff(&s, got, cmpopts.IgnoreUnexported(Spec{})); diff != "" {
-			t.Errorf("decodeSpec %s mismatch (-want +got):\n%s", name, diff)
+			t.Errorf("%s mismatch (-want +got):\n%s", name, diff)
 		}
-	}
-	if diff := cmp.Diff(&s, fast, cmpopts.IgnoreUnexported(Spec{})); diff != "" {
-		t.Errorf("decodeSpecFast mismatch (-want +got):\n%s", diff)
 	}
 	// fieldNames and setFields list the same fields, each its own bit.
 	all := Node{File: "f", Handle: "h", Path: "p", To: "t", Offset: 1, Len: 1, Fill: 1, OpenFlags: 1, Mode: 1, As: "a",
@@ -198,7 +294,7 @@ func TestSpecFieldNames(t *testing.T) {
 	if got := setFields(&all); got != union {
 		t.Errorf("setFields(every field) = %#x, fieldNames cover %#x", got, union)
 	}
-	keys := specKeys()
+	keys := exactKeys()
 	for _, f := range fieldNames() {
 		switch key := keys[strconv.Quote(f.name)]; {
 		case f.goOnly && key:

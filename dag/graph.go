@@ -1,34 +1,34 @@
 package dag
 
-import "slices"
+import (
+	"slices"
+	"time"
+)
 
-// Node is the read-only, validated description of one operation.
+// Node is the read-only, validated description of one operation. Its
+// fields are ordered to leave no padding: a graph holds one per node.
 type Node struct {
-	ID         string
-	Op         Op
-	File       string // spec file name the runner opens and registers ("" if none)
-	Handle     string // handle used by read/write/fsync/close ("" if none)
-	As         string // handle produced by an open node
-	Path, To   string // open/statx/unlink/mkdir/rename paths, relative to the run root
-	OpenFlags  int    // unix.O_* flags of an open (O_DIRECT etc.), already translated
-	Mode       uint32 // open/mkdir mode
-	Offset     int64
-	Len        int64 // read/write length; with LenFrom or LenAt, a cap (0: none)
-	LenFrom    int32 // index of the statx node whose size is this read's length, -1 if none
-	Fill       byte  // byte a write writes (0 with Buf: the write writes Buf)
-	NS         int64 // timeout duration
-	AllowShort bool
-	Async      bool
-	Buf        []byte // caller-supplied buffer (Go API only), nil otherwise
+	ID        string
+	File      string // spec file name the runner opens and registers ("" if none)
+	Handle    string // handle used by read/write/fsync/close ("" if none)
+	As        string // handle produced by an open node
+	Path, To  string // open/statx/unlink/mkdir/rename/readfile paths, relative to the run root
+	OpenFlags int    // unix.O_* flags of an open (O_DIRECT etc.), already translated
+	Offset    int64
+	Len       int64 // read/write length; with LenFrom or LenAt, a cap (0: none); a readfile's size cap (0: none)
+	NS        int64 // timeout duration
+	// Timeout, if not 0, is the node's deadline, whatever its op: it fails
+	// with an error matching os.ErrDeadlineExceeded if it has not
+	// completed Timeout after it was submitted; its dependents follow the
+	// usual rules (see Task.Timeout).
+	Timeout time.Duration
+	Buf     []byte // caller-supplied buffer (Go API only), nil otherwise
 	// OffsetAt and LenAt, if their Size is not 0, are where a read's or
 	// write's offset and length are found in what an earlier read
 	// returned (offset_from and len_from in object form). Build gives such
 	// a node a Bind that reads them, and makes each source read Keep its
 	// data.
 	OffsetAt, LenAt Source
-	// Keep makes a read keep the bytes it returned (Result.Data); only a
-	// read takes it (a statx's size is in Result.Size whatever).
-	Keep bool
 	// Bind, if set, computes the node's parameters from the results of
 	// the nodes before it, just before it is submitted (Go API only).
 	Bind func(in Inputs, p *Params) error
@@ -37,7 +37,17 @@ type Node struct {
 	Then func(in Inputs, r Result) error
 	// Func is the function of an OpGo node, which takes no other field
 	// (Go API only).
-	Func func(in Inputs) error
+	Func    func(in Inputs) error
+	LenFrom int32  // index of the statx node whose size is this read's length, -1 if none
+	Mode    uint32 // open/mkdir mode
+	Op      Op
+	Fill    byte // byte a write writes (0 with Buf: the write writes Buf)
+	// Keep makes a read or readfile keep the bytes it returned
+	// (Result.Data); only these take it (a statx's size is in
+	// Result.Size whatever).
+	Keep       bool
+	AllowShort bool
+	Async      bool
 }
 
 // FileSpec is a file that must be in the run root before a run (scratch.Create

@@ -1,12 +1,15 @@
 package dag
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 // TestHostileSpecs checks every testdata/hostile/NAME.json (broken or
@@ -31,10 +34,10 @@ func TestHostileSpecs(t *testing.T) {
 
 // TestHugeSpecs: a spec of more nodes than a graph may have is refused
 // before its nodes are decoded (each is a few hundred bytes: 3 bytes of
-// "{}," asked the fast decoder for 30 GB), and one of more than MaxFiles
-// files before its files are, whichever decoder would take it and however
-// its key is spelled; Build counts a directory's files among them; a spec
-// of millions of problems lists MaxProblems of them and counts the rest.
+// "{}," would ask for 30 GB), and one of more than MaxFiles files before
+// its files are; a key spelled otherwise is an unknown field, whose value
+// is skipped; Build counts a directory's files among them; a spec of
+// millions of problems lists MaxProblems of them and counts the rest.
 func TestHugeSpecs(t *testing.T) {
 	many := func(prefix, elem, suffix string, n int) []byte {
 		var b strings.Builder
@@ -52,42 +55,37 @@ func TestHugeSpecs(t *testing.T) {
 	over, overFiles := DefaultMaxNodes+1, MaxFiles+1
 	nodes, files := fmt.Sprint(over, " nodes"), fmt.Sprint(overFiles, " files")
 	for _, tc := range []struct {
-		name string
-		data []byte
-		want string // what the error names
+		name     string
+		data     []byte
+		sentinel error
+		want     string // what the error names
 	}{
-		{"plain", many(`{"name":"x","nodes":[`, `{}`, `]}`, over), nodes},
-		{"an escape in the name (encoding/json)", many(`{"name":"\u0078","nodes":[`, `{}`, `]}`, over), nodes},
-		{"the key in capitals", many(`{"name":"x","NODES":[`, `{}`, `]}`, over), nodes},
-		{"the key escaped", many(`{"name":"x","nod\u0065s":[`, `{}`, `]}`, over), nodes},
-		{"numbers, not nodes", many(`{"name":"x","nodes":[`, `1`, `]}`, over), nodes},
-		{"files", many(`{"name":"x","nodes":[{"id":"a","op":"nop"}],"files":[`, `{"name":"f","size":1}`, `]}`, overFiles), files},
-		{"files before the nodes", many(`{"name":"x","files":[`, `{}`, `],"nodes":[{"id":"a","op":"nop"}]}`, overFiles), files},
-		{"the files' key in capitals", many(`{"name":"x","FILES":[`, `{}`, `],"nodes":[{"id":"a","op":"nop"}]}`, overFiles), files},
+		{"plain", many(`{"name":"x","nodes":[`, `{}`, `]}`, over), ErrTooLarge, nodes},
+		{"an escape in the name", many(`{"name":"\u0078","nodes":[`, `{}`, `]}`, over), ErrTooLarge, nodes},
+		{"the key in capitals", many(`{"name":"x","NODES":[`, `{}`, `]}`, over), ErrUnknownField, `field "NODES": unknown field`},
+		{"the key escaped", many(`{"name":"x","nod\u0065s":[`, `{}`, `]}`, over), ErrUnknownField, `field "nodes": unknown field`},
+		{"numbers, not nodes", many(`{"name":"x","nodes":[`, `1`, `]}`, over), ErrTooLarge, nodes},
+		{"files", many(`{"name":"x","nodes":[{"id":"a","op":"nop"}],"files":[`, `{"name":"f","size":1}`, `]}`, overFiles), ErrTooLarge, files},
+		{"files before the nodes", many(`{"name":"x","files":[`, `{}`, `],"nodes":[{"id":"a","op":"nop"}]}`, overFiles), ErrTooLarge, files},
+		{"the files' key in capitals", many(`{"name":"x","FILES":[`, `{}`, `],"nodes":[{"id":"a","op":"nop"}]}`, overFiles), ErrUnknownField, `field "FILES": unknown field`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
 			_, err := ParseSpec(tc.data)
 			runtime.ReadMemStats(&after)
-			if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("ParseSpec = %.200v, want ErrTooLarge naming %s", err, tc.want)
+			if !errors.Is(err, tc.sentinel) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("ParseSpec = %.200v, want %v naming %s", err, tc.sentinel, tc.want)
 			}
 			if got := after.TotalAlloc - before.TotalAlloc; got > 64<<20 {
 				t.Errorf("ParseSpec allocated %d MB to refuse it", got>>20)
 			}
 		})
 	}
-	// Exactly MaxFiles entries are within the limit: the fast decoder
-	// takes them, and so does ParseSpec's count before encoding/json
-	// (which an escape in a key sends it to).
-	exact := many(`{"name":"x","nodes":[{"id":"a","op":"nop"}],"files":[`, `{}`, `]}`, MaxFiles)
-	if s, ok := decodeSpecFast(exact); !ok || len(s.Files) != MaxFiles {
-		t.Errorf("decodeSpecFast of %d files: ok %v, want them decoded", MaxFiles, ok)
-	}
-	escaped := many(`{"name":"\u0078","nodes":[{"id":"a","op":"nop"}],"files":[`, `{}`, `]}`, MaxFiles)
-	if s, err := ParseSpec(escaped); err != nil || len(s.Files) != MaxFiles {
-		t.Errorf("ParseSpec of %d files (a key escaped) = %.200v, want them decoded", MaxFiles, err)
+	// Exactly MaxFiles entries are within the limit.
+	exact := many(`{"name":"\u0078","nodes":[{"id":"a","op":"nop"}],"files":[`, `{}`, `]}`, MaxFiles)
+	if s, err := ParseSpec(exact); err != nil || len(s.Files) != MaxFiles {
+		t.Errorf("ParseSpec of %d files = %.200v, want them decoded", MaxFiles, err)
 	}
 	// Specs made in Go: Build counts every file, a directory's too, and
 	// says so alone when they are too many.
@@ -131,5 +129,75 @@ func TestHugeSpecs(t *testing.T) {
 	if len(errs) != MaxProblems+1 || !errors.Is(errs[0], ErrDuplicateEdge) || errs[MaxProblems].Error() != "dag: 2000 more problems not listed" {
 		t.Errorf("Build listed %d problems, first %v, last %v; want %d duplicate edges and the count of 2,000 more",
 			len(errs), errs[0], errs[len(errs)-1], MaxProblems)
+	}
+}
+
+// TestSpecMemory: LoadFile takes at most specBytesPerNode bytes a node
+// besides the spec file's bytes and the graph it returns, valid or not: a
+// spec of elements of the wrong type (which took 1.3 KB each, 12.6 GB for
+// 20 MB of them) stops after MaxProblems, and one of empty objects holds
+// no more than their nodes. Memory is counted in bytes allocated
+// (TotalAlloc), the graph's own in bytes kept (HeapAlloc after a
+// collection).
+func TestSpecMemory(t *testing.T) {
+	const specBytesPerNode = 300
+	n := 200_000
+	if raceEnabled {
+		n = 20_000
+	}
+	many := func(prefix, elem, suffix string) []byte {
+		var b bytes.Buffer
+		b.WriteString(prefix)
+		for k := range n {
+			if k > 0 {
+				b.WriteString(",\n")
+			}
+			b.WriteString(elem)
+		}
+		b.WriteString(suffix)
+		return b.Bytes()
+	}
+	layered, err := layeredSpec(n/100, 100).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	maildir, err := maildirSpec(n / 4).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodeSize := int64(unsafe.Sizeof(Node{}))
+	for _, tc := range []struct {
+		name  string
+		data  []byte
+		nodes int64 // bytes of the nodes of a graph Build refused
+		err   string
+	}{
+		{"numbers", many(`{"name": "x", "nodes": [`, `0`, `]}`), 0, "1:25: node #0: expected an object"},
+		{"empty objects", many(`{"name": "x", "nodes": [`, `{}`, `]}`), int64(n) * nodeSize, `1:25: node #0: field "id": missing id`},
+		{"layered", layered, 0, ""},
+		{"maildir", maildir, 0, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "spec.json")
+			if err := os.WriteFile(path, tc.data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			g, err := LoadFile(path)
+			runtime.GC()
+			runtime.ReadMemStats(&after)
+			if got := fmt.Sprint(err); tc.err == "" && err != nil || tc.err != "" && !strings.Contains(got, tc.err) {
+				t.Fatalf("LoadFile(%s) = %.300v, want error %q", tc.name, err, tc.err)
+			}
+			kept := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+			spent := int64(after.TotalAlloc-before.TotalAlloc) - max(kept, 0) - int64(len(tc.data)) - tc.nodes
+			if limit := int64(n) * specBytesPerNode; spent > limit {
+				t.Errorf("LoadFile(%s) of %d nodes allocated %d bytes (%d a node) besides the file and the %d bytes kept, want at most %d a node",
+					tc.name, n, spent, spent/int64(n), kept, specBytesPerNode)
+			}
+			runtime.KeepAlive(g)
+		})
 	}
 }

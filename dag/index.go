@@ -14,11 +14,34 @@ type idIndex struct {
 }
 
 func newIDIndex(nodes []Node) *idIndex {
+	x := &idIndex{seed: maphash.MakeSeed(), nodes: nodes}
+	x.resize(len(nodes))
+	return x
+}
+
+// resize makes room for n ids, at most three quarters of the slots full,
+// keeping those indexed.
+func (x *idIndex) resize(n int) {
 	size := 16
-	for size < 2*len(nodes) {
+	for 3*size < 4*n {
 		size <<= 1
 	}
-	return &idIndex{seed: maphash.MakeSeed(), slots: make([]uint64, size), mask: uint64(size - 1), nodes: nodes}
+	old := x.slots
+	x.slots, x.mask = make([]uint64, size), uint64(size-1)
+	for _, s := range old {
+		if s != 0 {
+			x.insert(int32(s) - 1)
+		}
+	}
+}
+
+// reserve makes the index look ids up in nodes, which may have grown
+// since it was made, with room for all of them.
+func (x *idIndex) reserve(nodes []Node) {
+	x.nodes = nodes
+	if 4*len(nodes) > 3*len(x.slots) {
+		x.resize(len(nodes))
+	}
 }
 
 // insert adds node i under its id, unless the id is taken: then it returns

@@ -25,9 +25,18 @@ const (
 	OpUnlink
 	OpMkdir
 	OpRename
+	// OpReadFile reads a whole file of unknown size (Builder.ReadFile):
+	// it opens it confined to the run's root, reads it to its end and
+	// closes it, in one node.
+	OpReadFile
 	// OpGo runs a Go function (Builder.Go) instead of an io_uring request.
+	// It stays last.
 	OpGo
 	numOps
+
+	// The op of a spec's node without one, or with a name no op has.
+	opMissing Op = 254
+	opUnknown Op = 255
 )
 
 // String returns the op's spec name ("nop", "read", ...).
@@ -55,6 +64,8 @@ func (o Op) String() string {
 		return "mkdir"
 	case OpRename:
 		return "rename"
+	case OpReadFile:
+		return "readfile"
 	case OpGo:
 		return "go"
 	}
@@ -90,14 +101,19 @@ type EdgeKind uint8
 const (
 	// After runs the dependent only if the predecessor succeeded (IOSQE_IO_LINK).
 	After EdgeKind = iota
-	// Finally runs the dependent once the predecessor ran, whatever its result
-	// (IOSQE_IO_HARDLINK).
+	// Finally runs the dependent once the predecessor has settled, whatever
+	// its status (ok, failed, canceled or skipped), like a deferred call
+	// (IOSQE_IO_HARDLINK where the kernel links them). A node that uses a
+	// handle (a read, write, fsync or close of an open's handle) still runs
+	// only if that open succeeded; otherwise it is canceled, its cause the
+	// open's.
 	Finally
 	// OnFailure runs the dependent only if the predecessor failed or was
 	// canceled: cleanup. When the predecessor succeeds, the dependent is
-	// skipped (which is not a failure), and so is everything after it,
+	// skipped (which is not a failure), and so is what runs only after it,
 	// except a node that another predecessor cancels: a node after both
-	// a skipped and a canceled node is canceled.
+	// a skipped and a canceled node is canceled. A finally edge runs its
+	// dependent whatever.
 	OnFailure
 )
 

@@ -16,7 +16,8 @@ type Result struct {
 	// the like.
 	Err error
 	// Data is what a read that keeps its data (Task.Keep) returned, exactly
-	// Res bytes; the program owns it. A read's own hook (Task.Then) sees
+	// Res bytes, or the whole contents of a readfile that keeps them; the
+	// program owns it. A read's or readfile's own hook (Task.Then) sees
 	// its bytes here even without Keep: the engine's buffer, lent for the
 	// call only and reused after it (copy what must outlive the call).
 	// Nil for any other node.

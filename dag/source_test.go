@@ -37,7 +37,7 @@ func TestSources(t *testing.T) {
 	hdr := b.Read("hdr", File("f"), 0, 16)
 	idx := b.Read("idx", File("f"), 4096, 4096).LenAt(hdr, 12, 4).After(hdr)
 	b.Read("r", File("f"), 0, 4096).OffsetAt(idx, 0, 8).LenAt(hdr, 8, 4).After(idx)
-	b.Write("w", File("f"), 0, 0, 1).LenAt(hdr, 12, 4).After(hdr)
+	b.Add(Node{ID: "w", Op: OpWrite, File: "f", Fill: 1}).LenAt(hdr, 12, 4).After(hdr)
 	g, err := b.Build()
 	if err != nil {
 		t.Fatalf("Build() = %v", err)

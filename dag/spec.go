@@ -9,9 +9,8 @@ import (
 	"io/fs"
 	"os"
 	"reflect"
-	"strconv"
-	"strings"
 	"syscall"
+	"time"
 )
 
 // Spec is the JSON form of a graph: its name, the files that must be in the
@@ -30,12 +29,14 @@ type Spec struct {
 // NodeSpec is the JSON form of one node. Every node has an id and an op, and
 // may have after, finally and on_failure (the ids of the nodes it runs
 // after) and async. An after edge runs the node only if the predecessor
-// succeeded, a finally edge once it ran, whatever its result, and an
-// on_failure edge only if it failed or was canceled: otherwise the node is
-// skipped (not a failure), and so is what depends on it (see Task.After,
-// Task.Finally and Task.OnFailure). Each op takes the fields below, and
-// Build rejects a node that sets any other (op "go" is of the Go API
-// only, Builder.Go):
+// succeeded; a finally edge once it has settled, whatever its status (ok,
+// failed, canceled or skipped), like a deferred call, but a node that uses
+// a handle still runs only if its open succeeded (else it is canceled, its
+// cause the open's); an on_failure edge only if it failed or was canceled:
+// otherwise the node is skipped (not a failure), and so is what runs only
+// after it (see Task.After, Task.Finally and Task.OnFailure). Each op
+// takes the fields below, and Build rejects a node that sets any other
+// (op "go" is of the Go API only, Builder.Go):
 //
 //	nop
 //	read     file or handle, offset, offset_from, len, len_from, allow_short, keep
@@ -48,16 +49,27 @@ type Spec struct {
 //	unlink   path
 //	mkdir    path, mode
 //	rename   path, to
+//	readfile path, len, keep
 //
 // file names a spec file, handle the as of an open; paths are relative to
 // the run's root, in clean form, without ".."; only an open with flag
 // directory may have path ".", the root itself (to fsync it after a
 // rename). An open with flag creat and no mode creates with mode 0644
-// (420).
+// (420); only an open with flag creat takes a mode, and only permission
+// bits (at most 0o7777, 4095).
 //
-// keep makes a read keep the bytes it returned, for the run's report (a
-// statx takes no keep: its size is in its result whatever). Build sets it
-// on every read an offset_from or len_from object names.
+// keep makes a read keep the bytes it returned, and a readfile the file's
+// contents, for the run's report (a statx takes no keep: its size is in its
+// result whatever). Build sets it on every read an offset_from or len_from
+// object names. A readfile reads the whole file at path, whatever its
+// size, opening and closing it; its len, if not 0, caps the size: a larger
+// file fails it.
+//
+// timeout, which every op takes, is the node's deadline, a Go duration
+// ("250ms", time.ParseDuration) over 0: the node fails with an error
+// matching os.ErrDeadlineExceeded if it has not completed that long after
+// it was submitted; its dependents follow the usual rules. (Op timeout
+// is a node that waits ns nanoseconds.)
 //
 // len_from and offset_from bind a read's or write's length and offset to
 // results of earlier nodes (see SourceSpec). len_from as a string names a
@@ -83,6 +95,7 @@ type NodeSpec struct {
 	Mode       uint32     `json:"mode,omitempty"`
 	As         string     `json:"as,omitempty"`
 	NS         int64      `json:"ns,omitempty"`
+	Timeout    string     `json:"timeout,omitempty"`
 	After      []string   `json:"after,omitempty"`
 	Finally    []string   `json:"finally,omitempty"`
 	OnFailure  []string   `json:"on_failure,omitempty"`
@@ -161,14 +174,6 @@ func (s *SourceSpec) UnmarshalJSON(b []byte) error {
 	return &json.UnmarshalTypeError{Value: kind, Type: reflect.TypeFor[SourceSpec]()}
 }
 
-// typeName names what a spec field of Go type t holds, for errors.
-func typeName(t reflect.Type) string {
-	if t == reflect.TypeFor[SourceSpec]() {
-		return `string or {"node", "at", "size"} object`
-	}
-	return t.String()
-}
-
 // MaxSpecSize is the largest spec file LoadSpec and LoadFile read (256 MiB).
 const MaxSpecSize = 256 << 20
 
@@ -177,6 +182,15 @@ const MaxSpecSize = 256 << 20
 // device such as /dev/zero) is refused without reading it, with an
 // *fs.PathError wrapping ErrNotRegular, or ErrTooLarge for a larger file.
 func LoadSpec(path string) (*Spec, error) {
+	data, err := readSpec(path)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSpec(data)
+}
+
+// readSpec reads the spec file at path, as LoadSpec says.
+func readSpec(path string) ([]byte, error) {
 	// O_NONBLOCK: opening a FIFO that has no writer would otherwise block.
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
@@ -203,7 +217,7 @@ func LoadSpec(path string) (*Spec, error) {
 	if buf.Len() > MaxSpecSize {
 		return nil, &fs.PathError{Op: "load", Path: path, Err: errSpecTooLarge()}
 	}
-	return ParseSpec(buf.Bytes())
+	return buf.Bytes(), nil
 }
 
 func errSpecTooLarge() error {
@@ -227,289 +241,46 @@ func fileKind(m fs.FileMode) string {
 	return "type " + m.Type().String()
 }
 
-// LoadFile reads (as LoadSpec does), parses and builds the spec file at path.
+// LoadFile reads (as LoadSpec does), parses and builds the spec file at
+// path. It declares each node as it reads it, holding no Spec: a spec of
+// N nodes takes little more memory than its graph (see decodeSpec).
 func LoadFile(path string, opts ...BuilderOption) (*Graph, error) {
-	s, err := LoadSpec(path)
+	data, err := readSpec(path)
 	if err != nil {
 		return nil, err
 	}
-	return s.Build(opts...)
+	return buildSpec(data, opts...)
+}
+
+// buildSpec parses and builds the spec in data, declaring each node into
+// the Builder as it reads it: Spec.Build of ParseSpec(data), without the
+// NodeSpecs.
+func buildSpec(data []byte, opts ...BuilderOption) (*Graph, error) {
+	b := NewBuilder("", opts...)
+	if err := decodeSpec(data, nil, b); err != nil {
+		return nil, err
+	}
+	b.src = data
+	return b.Build()
 }
 
 // ParseSpec decodes a spec strictly: unknown fields (keys must be spelled
-// exactly, once per object), values of the wrong type and trailing data are
-// errors. Every error is a *NodeError (or *FileError) carrying the JSON
-// line:column; errors of separate nodes are joined. The graph itself is
-// checked by Build. The Spec keeps data, to give Build's errors positions:
-// do not modify data afterwards. A spec of more than DefaultMaxNodes nodes,
-// or more than MaxFiles files, is refused with ErrTooLarge before they are
-// decoded, whatever node limit its Build would be given: a graph of more
-// nodes is built with a Builder and WithMaxNodes (the files limit holds
-// there too).
+// exactly, once per object), values of the wrong type, elements of nodes
+// or files that are not objects, and trailing data are errors. Each error
+// is a *NodeError (or *FileError) carrying the JSON line:column, one per
+// bad element, joined; reading stops at a syntax error, or after
+// MaxProblems. The graph itself is checked by Build. The Spec keeps data,
+// to give Build's errors positions: do not modify data afterwards. A spec
+// of more than DefaultMaxNodes nodes, or more than MaxFiles files, is
+// refused with ErrTooLarge before they are decoded, whatever node limit
+// its Build would be given: a graph of more nodes is built with a Builder
+// and WithMaxNodes (the files limit holds there too).
 func ParseSpec(data []byte) (*Spec, error) {
-	// Fast paths: the plain form, then one strict encoding/json decode. Only
-	// if both fail is the spec parsed again element by element, to report
-	// every bad element with its position.
-	if s, ok := decodeSpecFast(data); ok {
-		s.src = data
-		return s, nil
-	}
-	// Each node decodes to a few hundred bytes: a spec of more nodes than
-	// a graph may have (3 bytes each, "{},") would ask for tens of GB; a
-	// file to about two hundred.
-	if n := countArray(data, "nodes"); n > DefaultMaxNodes {
-		return nil, fmt.Errorf("%w: the spec has %d nodes, limit %d (DefaultMaxNodes)", ErrTooLarge, n, DefaultMaxNodes)
-	}
-	if n := countArray(data, "files"); n > MaxFiles {
-		return nil, fmt.Errorf("%w: the spec has %d files, limit %d (MaxFiles)", ErrTooLarge, n, MaxFiles)
-	}
-	if s, err := decodeSpecJSON(data); err == nil {
-		s.src = data
-		return s, nil
-	}
-	return decodeSpecPositioned(data)
-}
-
-// decodeSpecPositioned decodes a spec element by element, so that every bad
-// element is reported with its position.
-func decodeSpecPositioned(data []byte) (*Spec, error) {
-	p := &specParser{data: data, dec: json.NewDecoder(bytes.NewReader(data)), lines: newLineIndex(data), known: specKeys()}
 	s := &Spec{src: data}
-	if err := p.parse(s); err != nil {
+	if err := decodeSpec(data, s, nil); err != nil {
 		return nil, err
 	}
-	if len(p.errs) > 0 {
-		return nil, p.joined()
-	}
 	return s, nil
-}
-
-// decodeSpecJSON decodes a spec strictly with encoding/json, reporting only
-// whether it could.
-func decodeSpecJSON(data []byte) (*Spec, error) {
-	s := &Spec{}
-	d := json.NewDecoder(bytes.NewReader(data))
-	d.DisallowUnknownFields()
-	if err := d.Decode(s); err != nil {
-		return nil, err
-	}
-	if _, err := d.Token(); err != io.EOF {
-		return nil, errors.New("data after the spec")
-	}
-	if _, msg, ok := checkKeys(data, specKeys()); !ok {
-		return nil, errors.New(msg)
-	}
-	return s, nil
-}
-
-type specParser struct {
-	data  []byte
-	dec   *json.Decoder
-	lines lineIndex
-	known map[string]bool // specKeys
-	problemList
-}
-
-// next returns the offset of the next value or key, skipping separators.
-func (p *specParser) next() int64 {
-	off := p.dec.InputOffset()
-	for int(off) < len(p.data) && strings.IndexByte(" \t\r\n:,", p.data[off]) >= 0 {
-		off++
-	}
-	return off
-}
-
-func (p *specParser) fail(off int64, idx int32, node, field string, err error) *NodeError {
-	line, col := p.lines.pos(off)
-	return &NodeError{Node: node, Field: field, Err: err, Line: line, Col: col, idx: idx}
-}
-
-// jsonErr converts an encoding/json error at base into a positioned error.
-func (p *specParser) jsonErr(base int64, err error) *NodeError {
-	var se *json.SyntaxError
-	var te *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &se):
-		return p.fail(se.Offset, -1, "", "", wrap(ErrSyntax, "%s", se.Error()))
-	case errors.As(err, &te):
-		return p.fail(base+te.Offset, -1, "", te.Field, wrap(ErrBadValue, "JSON %s where %s expected", te.Value, te.Type))
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		return p.fail(int64(len(p.data)), -1, "", "", wrap(ErrSyntax, "unexpected end of JSON input"))
-	}
-	return p.fail(base, -1, "", "", wrap(ErrSyntax, "%s", strings.TrimPrefix(err.Error(), "json: ")))
-}
-
-func (p *specParser) delim(want json.Delim) error {
-	off := p.next()
-	tok, err := p.dec.Token()
-	if err != nil {
-		return p.jsonErr(off, err)
-	}
-	if d, ok := tok.(json.Delim); !ok || d != want {
-		return p.fail(off, -1, "", "", wrap(ErrSyntax, "expected %q", string(want)))
-	}
-	return nil
-}
-
-func (p *specParser) parse(s *Spec) error {
-	if err := p.delim('{'); err != nil {
-		return err
-	}
-	seen := make(map[string]bool)
-	for p.dec.More() {
-		keyOff := p.next()
-		tok, err := p.dec.Token()
-		if err != nil {
-			return p.jsonErr(keyOff, err)
-		}
-		key, _ := tok.(string)
-		if seen[key] {
-			return p.fail(keyOff, -1, "", key, wrap(ErrSyntax, "duplicate field %q", key))
-		}
-		seen[key] = true
-		valOff := p.next()
-		switch key {
-		case "name":
-			if err := p.dec.Decode(&s.Name); err != nil {
-				var te *json.UnmarshalTypeError
-				if errors.As(err, &te) {
-					return p.fail(valOff, -1, "", "name", wrap(ErrBadValue, "JSON %s where string expected", te.Value))
-				}
-				return p.jsonErr(valOff, err)
-			}
-		case "files":
-			if err := p.array(func(i int32, off int64, raw []byte) {
-				var f FileSpec
-				if ne := p.element(raw, off, &f); ne != nil {
-					p.add(&FileError{File: f.Name, Field: ne.Field, Err: ne.Err, Line: ne.Line, Col: ne.Col, idx: i})
-				}
-				s.Files = append(s.Files, f)
-			}); err != nil {
-				return err
-			}
-		case "nodes":
-			if err := p.array(func(i int32, off int64, raw []byte) {
-				var n NodeSpec
-				if ne := p.element(raw, off, &n); ne != nil {
-					ne.Node, ne.idx = n.ID, i
-					p.add(ne)
-				}
-				s.Nodes = append(s.Nodes, n)
-			}); err != nil {
-				return err
-			}
-		default:
-			p.add(p.fail(keyOff, -1, "", key,
-				wrap(ErrUnknownField, "unknown field%s", didYouMean(key, jsonKeys(reflect.TypeFor[Spec]())))))
-			var skip json.RawMessage
-			if err := p.dec.Decode(&skip); err != nil {
-				return p.jsonErr(valOff, err)
-			}
-		}
-	}
-	if err := p.delim('}'); err != nil {
-		return err
-	}
-	off := p.next()
-	if _, err := p.dec.Token(); err != io.EOF {
-		return p.fail(off, -1, "", "", wrap(ErrSyntax, "data after the spec"))
-	}
-	return nil
-}
-
-// array calls each for every element of a JSON array, or accepts null.
-func (p *specParser) array(each func(i int32, off int64, raw []byte)) error {
-	off := p.next()
-	if bytes.HasPrefix(p.data[off:], []byte("null")) {
-		var skip json.RawMessage
-		return p.dec.Decode(&skip)
-	}
-	if err := p.delim('['); err != nil {
-		return err
-	}
-	for i := int32(0); p.dec.More(); i++ {
-		off := p.next()
-		var raw json.RawMessage
-		if err := p.dec.Decode(&raw); err != nil {
-			return p.jsonErr(off, err)
-		}
-		each(i, off, raw)
-	}
-	return p.delim(']')
-}
-
-// element decodes one object strictly into v; on error v is filled as far as
-// encoding/json got.
-// exactOnly decodes into v (a pointer) the fields of the object raw that
-// are spelled exactly as a spec spells them, and nothing else: what
-// encoding/json took from a key in other case ("Id") or a repeated one
-// is not the element's.
-func exactOnly(raw []byte, known map[string]bool, v any) {
-	var fields map[string]json.RawMessage
-	if json.Unmarshal(raw, &fields) != nil {
-		return
-	}
-	for k := range fields {
-		if !known[strconv.Quote(k)] {
-			delete(fields, k)
-		}
-	}
-	exact, err := json.Marshal(fields)
-	if err != nil {
-		return
-	}
-	reflect.ValueOf(v).Elem().SetZero()
-	json.Unmarshal(exact, v) // what fails leaves its zero value
-}
-
-func (p *specParser) element(raw []byte, off int64, v any) *NodeError {
-	if len(raw) == 0 || raw[0] != '{' {
-		return p.fail(off, -1, "", "", wrap(ErrSyntax, "expected an object"))
-	}
-	d := json.NewDecoder(bytes.NewReader(raw))
-	d.DisallowUnknownFields()
-	err := d.Decode(v)
-	if err == nil {
-		// encoding/json matches keys case-insensitively and lets a
-		// repeated key win: a spec must spell each field once, exactly.
-		at, msg, ok := checkKeys(raw, p.known)
-		if ok {
-			return nil
-		}
-		exactOnly(raw, p.known, v) // the error names the node by its "id", not an "Id"
-		key, _ := strconv.Unquote(string(raw[at:stringEnd(raw, at)]))
-		if msg == "duplicate field" {
-			return p.fail(off+int64(at), -1, "", key, wrap(ErrSyntax, "%s", msg))
-		}
-		return p.fail(off+int64(at), -1, "", key, wrap(ErrUnknownField, "%s%s", msg, didYouMean(key, keysAt(raw, at, reflect.TypeOf(v).Elem()))))
-	}
-	// Point at the key of the field at fault: for "a.b", the first "b"
-	// after the first "a".
-	keyAt := func(field string) int64 {
-		at := 0
-		for _, key := range strings.Split(field, ".") {
-			k := bytes.Index(raw[at:], []byte(strconv.Quote(key)))
-			if k < 0 {
-				break
-			}
-			at += k
-		}
-		return off + int64(at)
-	}
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) {
-		return p.fail(keyAt(te.Field), -1, "", te.Field, wrap(ErrBadValue, "JSON %s where %s expected", te.Value, typeName(te.Type)))
-	}
-	const unknown = "json: unknown field "
-	if msg := err.Error(); strings.HasPrefix(msg, unknown) {
-		key, qerr := strconv.Unquote(strings.TrimPrefix(msg, unknown))
-		if qerr == nil {
-			at := keyAt(key)
-			return p.fail(at, -1, "", key,
-				wrap(ErrUnknownField, "unknown field%s", didYouMean(key, keysAt(raw, int(at-off), reflect.TypeOf(v).Elem()))))
-		}
-	}
-	return p.jsonErr(off, err)
 }
 
 // Build turns the spec into a Graph: see Builder.Build. Errors of a spec as
@@ -519,7 +290,8 @@ func (s *Spec) Build(opts ...BuilderOption) (*Graph, error) {
 	for i := range s.Nodes {
 		edges += len(s.Nodes[i].After) + len(s.Nodes[i].Finally) + len(s.Nodes[i].OnFailure)
 	}
-	b := NewBuilder(s.Name, append([]BuilderOption{WithCapacity(len(s.Nodes), edges)}, opts...)...)
+	b := NewBuilder(s.Name, append([]BuilderOption{WithCapacity(len(s.Nodes), 0)}, opts...)...)
+	b.byID = make([]namedEdge, 0, edges)
 	b.src = s.src
 	b.files = make([]FileSpec, len(s.Files))
 	for i, f := range s.Files {
@@ -530,49 +302,79 @@ func (s *Spec) Build(opts ...BuilderOption) (*Graph, error) {
 		b.files[i] = f
 	}
 	for i := range s.Nodes {
-		ns := &s.Nodes[i]
-		nd := Node{
-			ID: ns.ID, File: ns.File, Handle: ns.Handle, As: ns.As, Path: ns.Path, To: ns.To,
-			Mode: ns.Mode, Offset: ns.Offset, Len: ns.Len, LenFrom: -1, Fill: ns.Fill, NS: ns.NS,
-			AllowShort: ns.AllowShort, Async: ns.Async, Keep: ns.Keep,
-		}
-		op, ok := ParseOp(ns.Op)
-		nd.Op = op
-		if !ok || op == OpGo {
-			nd.Op = numOps
+		b.specNode(&s.Nodes[i])
+	}
+	return b.Build()
+}
+
+// specNode declares the node ns of a spec, which neither gets an id nor
+// a handle generated: Build reports a missing one.
+func (b *Builder) specNode(ns *NodeSpec) {
+	i := int32(b.count)
+	b.fromSpec = true
+	nd := Node{
+		ID: ns.ID, File: ns.File, Handle: ns.Handle, As: ns.As, Path: ns.Path, To: ns.To,
+		Mode: ns.Mode, Offset: ns.Offset, Len: ns.Len, LenFrom: -1, Fill: ns.Fill, NS: ns.NS,
+		AllowShort: ns.AllowShort, Async: ns.Async, Keep: ns.Keep,
+	}
+	op, ok := ParseOp(ns.Op)
+	switch {
+	case ns.Op == "":
+		op = opMissing
+	case !ok || op == OpGo:
+		op = opUnknown
+		if len(b.badOps) < MaxProblems {
+			// Past MaxProblems problems, no name is listed.
 			if b.badOps == nil {
 				b.badOps = make(map[int32]string)
 			}
-			b.badOps[int32(i)] = ns.Op
-		}
-		if len(ns.Flags) > 0 {
-			if op != OpOpen {
-				b.probs.add(&NodeError{Node: ns.ID, Field: "flags", Err: wrap(ErrUnexpectedField, "not used by op %q", ns.Op), idx: int32(i)})
-			} else if flags, err := ParseOpenFlags(ns.Flags); err != nil {
-				b.probs.add(&NodeError{Node: ns.ID, Field: "flags", Err: err, idx: int32(i)})
-			} else {
-				nd.OpenFlags = flags
-			}
-		}
-		t := b.add(&nd)
-		t.AfterID(ns.After...)
-		t.FinallyID(ns.Finally...)
-		t.OnFailureID(ns.OnFailure...)
-		switch {
-		case ns.LenFrom.Data:
-			t.sourceID(lenAt, ns.LenFrom)
-		case ns.LenFrom.Node != "":
-			t.LenFromID(ns.LenFrom.Node)
-		}
-		switch {
-		case ns.OffsetFrom.Data:
-			t.sourceID(offsetAt, ns.OffsetFrom)
-		case ns.OffsetFrom.Node != "":
-			b.probs.add(&NodeError{Node: ns.ID, Field: "offset_from", idx: int32(i),
-				Err: wrap(ErrBadValue, `takes an object {"node": ID, "at": BYTE, "size": 4 or 8}, not an id`)})
+			b.badOps[i] = ns.Op
 		}
 	}
-	return b.Build()
+	nd.Op = op
+	if len(ns.Flags) > 0 {
+		if op != OpOpen {
+			b.probs.add(&NodeError{Node: ns.ID, Field: "flags", Err: wrap(ErrUnexpectedField, "not used by op %q", ns.Op), idx: i})
+		} else if flags, err := ParseOpenFlags(ns.Flags); err != nil {
+			b.probs.add(&NodeError{Node: ns.ID, Field: "flags", Err: err, idx: i})
+		} else {
+			nd.OpenFlags = flags
+		}
+	}
+	if ns.Timeout != "" {
+		nd.Timeout = b.specTimeout(ns, i)
+	}
+	t := b.add(&nd)
+	t.AfterID(ns.After...)
+	t.FinallyID(ns.Finally...)
+	t.OnFailureID(ns.OnFailure...)
+	switch {
+	case ns.LenFrom.Data:
+		t.sourceID(lenAt, ns.LenFrom)
+	case ns.LenFrom.Node != "":
+		t.LenFromID(ns.LenFrom.Node)
+	}
+	switch {
+	case ns.OffsetFrom.Data:
+		t.sourceID(offsetAt, ns.OffsetFrom)
+	case ns.OffsetFrom.Node != "":
+		b.probs.add(&NodeError{Node: ns.ID, Field: "offset_from", idx: i,
+			Err: wrap(ErrBadValue, `takes an object {"node": ID, "at": BYTE, "size": 4 or 8}, not an id`)})
+	}
+}
+
+// specTimeout returns the deadline a spec's node ns, node i, gives as
+// timeout, or records why it is none.
+func (b *Builder) specTimeout(ns *NodeSpec, i int32) time.Duration {
+	d, err := time.ParseDuration(ns.Timeout)
+	switch {
+	case err != nil:
+		b.probs.add(&NodeError{Node: ns.ID, Field: "timeout", idx: i,
+			Err: wrap(ErrBadValue, "timeout %q is not a Go duration such as \"250ms\"", ns.Timeout)})
+	case d <= 0:
+		b.probs.add(&NodeError{Node: ns.ID, Field: "timeout", idx: i, Err: wrap(ErrBadValue, "timeout must be > 0, got %q", ns.Timeout)})
+	}
+	return max(d, 0)
 }
 
 // Spec returns the graph as a spec; Build of it gives an equal graph, except
@@ -599,6 +401,9 @@ func (g *Graph) Spec() *Spec {
 		}
 		if nd.Op == OpOpen {
 			ns.Flags = FormatOpenFlags(nd.OpenFlags)
+		}
+		if nd.Timeout > 0 {
+			ns.Timeout = nd.Timeout.String()
 		}
 		if nd.LenFrom >= 0 {
 			ns.LenFrom = SourceSpec{Node: g.nodes[nd.LenFrom].ID}
@@ -680,9 +485,10 @@ func (s *Spec) String() string {
 	return string(data)
 }
 
-// elementOffsets returns the byte offsets of the elements of the array that
-// is the value of key in the top-level object of src, a valid JSON document.
-func elementOffsets(src []byte, key string) []int64 {
+// elements calls each with the index and byte offset of every element of
+// the array that is the value of key in the top-level object of src, a
+// valid JSON document, and returns how many there are.
+func elements(src []byte, key string, each func(k int, off int)) int {
 	depth := 0
 	for i := 0; i < len(src); i++ {
 		switch src[i] {
@@ -697,28 +503,28 @@ func elementOffsets(src []byte, key string) []int64 {
 				if j < len(src) && src[j] == ':' {
 					j = skipSpace(src, j+1)
 					if j < len(src) && src[j] == '[' {
-						return arrayElements(src, j)
+						return arrayElements(src, j, each)
 					}
-					return nil
+					return 0
 				}
 			}
 			i = end - 1
 		}
 	}
-	return nil
+	return 0
 }
 
-// arrayElements returns the offsets of the elements of the array at src[i].
-func arrayElements(src []byte, i int) []int64 {
-	var offs []int64
-	depth := 0
+// arrayElements calls each for every element of the array at src[i], as
+// elements does.
+func arrayElements(src []byte, i int, each func(k int, off int)) int {
+	n, depth := 0, 0
 	expect := true // the next non-space byte starts an element
 	for i++; i < len(src); i++ {
 		c := src[i]
 		if depth == 0 {
 			switch {
 			case c == ']':
-				return offs
+				return n
 			case c == ',':
 				expect = true
 				continue
@@ -726,7 +532,8 @@ func arrayElements(src []byte, i int) []int64 {
 				continue
 			}
 			if expect {
-				offs = append(offs, int64(i))
+				each(n, i)
+				n++
 				expect = false
 			}
 		}
@@ -739,7 +546,7 @@ func arrayElements(src []byte, i int) []int64 {
 			i = stringEnd(src, i) - 1
 		}
 	}
-	return offs
+	return n
 }
 
 // stringEnd returns the offset just past the JSON string starting at src[i].
@@ -760,74 +567,4 @@ func skipSpace(src []byte, i int) int {
 		i++
 	}
 	return i
-}
-
-// specKeys returns every field name a spec may use, at any depth, quoted:
-// the json tags of Spec, FileSpec, DirSpec and NodeSpec, the one list of
-// them (the fast decoder's cases are checked against it by a test).
-func specKeys() map[string]bool {
-	keys := make(map[string]bool)
-	var walk func(t reflect.Type)
-	walk = func(t reflect.Type) {
-		for f := range t.Fields() {
-			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-			if !f.IsExported() || name == "" || name == "-" {
-				continue
-			}
-			keys[strconv.Quote(name)] = true
-			ft := f.Type
-			for ft.Kind() == reflect.Pointer || ft.Kind() == reflect.Slice {
-				ft = ft.Elem()
-			}
-			if ft.Kind() == reflect.Struct {
-				walk(ft)
-			}
-		}
-	}
-	walk(reflect.TypeFor[Spec]())
-	return keys
-}
-
-// checkKeys scans the valid JSON document src for an object key that is not
-// in known (specKeys: spelled exactly as a spec field), or that repeats within
-// its object. It returns the offset of the first such key and what is wrong,
-// or ok.
-func checkKeys(src []byte, known map[string]bool) (at int, msg string, ok bool) {
-	// seen[d] holds the key offsets of the open object at depth d.
-	var seen [][]int
-	depth := 0
-	for i := 0; i < len(src); i++ {
-		switch src[i] {
-		case '{':
-			depth++
-			for len(seen) <= depth {
-				seen = append(seen, nil)
-			}
-			seen[depth] = seen[depth][:0]
-		case '[':
-			depth++
-			for len(seen) <= depth {
-				seen = append(seen, nil)
-			}
-			seen[depth] = seen[depth][:0]
-		case '}', ']':
-			depth--
-		case '"':
-			end := stringEnd(src, i)
-			if j := skipSpace(src, end); j < len(src) && src[j] == ':' {
-				key := src[i:end]
-				if !known[string(key)] {
-					return i, "unknown field", false
-				}
-				for _, k := range seen[depth] {
-					if string(src[k:stringEnd(src, k)]) == string(key) {
-						return i, "duplicate field", false
-					}
-				}
-				seen[depth] = append(seen[depth], i)
-			}
-			i = end - 1
-		}
-	}
-	return 0, "", true
 }

@@ -146,8 +146,8 @@ func summarize(g *Graph) summary {
 }
 
 // roundTripSpec uses every spec field that a result feeds: on_failure
-// edges, keep, and offset_from and len_from in both forms; and an open of
-// the root with flag directory, and one with creat and no mode.
+// edges, keep, and offset_from and len_from in both forms; an open of the
+// root with flag directory, and one with creat and no mode; a readfile.
 const roundTripSpec = `{"name": "results",
  "files": [{"name": "data", "size": 1048576, "fill": 3}],
  "nodes": [
@@ -164,7 +164,8 @@ const roundTripSpec = `{"name": "results",
    {"id": "mv", "op": "rename", "path": "new", "to": "old", "after": ["nclose"]},
    {"id": "root", "op": "open", "path": ".", "flags": ["rdonly", "directory"], "as": "r", "after": ["mv"]},
    {"id": "rsync", "op": "fsync", "handle": "r", "after": ["root"]},
-   {"id": "rclose", "op": "close", "handle": "r", "finally": ["rsync"]}]}`
+   {"id": "rclose", "op": "close", "handle": "r", "finally": ["rsync"]},
+   {"id": "slurp", "op": "readfile", "path": "old", "len": 65536, "timeout": "250ms", "after": ["mv"], "keep": true}]}`
 
 // TestSpecRoundTripResults checks ParseSpec -> Build -> Spec -> Marshal ->
 // ParseSpec -> Build on roundTripSpec: the spec comes back as written, but
@@ -207,10 +208,14 @@ func TestParseSpecErrors(t *testing.T) {
 		sentinel error
 		want     string
 	}{
-		{"not json", "nope", ErrSyntax, "1:3: invalid character 'o' in literal null (expecting 'u')"},
+		{"not json", "nope", ErrSyntax, "1:2: invalid character 'o' in literal null (expecting 'u')"},
+		{"not json at all", "@", ErrSyntax, "1:1: invalid character '@' looking for beginning of value"},
 		{"truncated", `{"name": "x", "nodes": [`, ErrSyntax, "1:25: unexpected end of JSON input"},
 		{"array at top", `[]`, ErrSyntax, `1:1: expected "{"`},
-		{"name type", `{"name": 5, "nodes": []}`, ErrBadValue, `1:10: field "name": JSON number where string expected`},
+		{"name type", `{"name": 5, "nodes": []}`, ErrBadValue, `1:2: field "name": JSON number where string expected`},
+		{"file not an object", `{"name": "x", "files": [{"name": "f"}, 1], "nodes": []}`, ErrSyntax, `1:40: field "files": element 1: expected an object`},
+		{"nodes type", `{"name": "x", "nodes": {}}`, ErrBadValue, `1:15: field "nodes": JSON object where array expected`},
+		{"not an object", "{\"name\": \"x\", \"nodes\": [\n {\"id\": \"a\", \"op\": \"nop\"},\n null]}", ErrSyntax, `3:2: node #1: expected an object`},
 		{"unknown field", "{\"name\": \"x\", \"nodes\": [\n {\"id\": \"a\", \"op\": \"nop\", \"x\": 1}]}", ErrUnknownField,
 			`2:27: node "a": field "x": unknown field`},
 		{"field type", "{\"name\": \"x\", \"nodes\": [\n {\"id\": \"a\", \"op\": \"nop\", \"ns\": \"1\"}]}", ErrBadValue,
@@ -220,7 +225,7 @@ func TestParseSpecErrors(t *testing.T) {
 		{"escaped key", "{\"name\": \"x\", \"nodes\": [\n {\"id\": \"a\", \"o\\u0070\": \"nop\"}]}", ErrUnknownField,
 			`2:14: node "a": field "op": unknown field`},
 		{"duplicate key", "{\"name\": \"x\", \"nodes\": [\n {\"id\": \"a\", \"op\": \"nop\", \"id\": \"b\"}]}", ErrSyntax,
-			`2:27: node "b": field "id": duplicate field`},
+			`2:27: node "a": field "id": duplicate field`},
 		{"file field", `{"name": "x", "files": [{"name": "d", "sise": 1}], "nodes": []}`, ErrUnknownField,
 			`1:39: file "d": field "sise": unknown field (did you mean "size"?)`},
 		{"top field", `{"name": "x", "node": []}`, ErrUnknownField, `1:15: field "node": unknown field (did you mean "nodes"?)`},
@@ -257,15 +262,26 @@ func TestParseSpecErrors(t *testing.T) {
 	}
 }
 
-func TestElementOffsets(t *testing.T) {
+func TestElements(t *testing.T) {
 	src := []byte(`{"nodesx": [1], "name": "nodes", "files": [], "nodes": [ {"a": "]\"}"}, [1, [2]] ,3 ]}`)
-	got := elementOffsets(src, "nodes")
-	want := []int64{57, 72, 82}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("elementOffsets(%s) mismatch (-want +got):\n%s", src, diff)
+	offsets := func(key string) []int {
+		var offs []int
+		n := elements(src, key, func(k, off int) {
+			if k != len(offs) {
+				t.Errorf("elements(%s): element %d reported as %d", key, len(offs), k)
+			}
+			offs = append(offs, off)
+		})
+		if n != len(offs) {
+			t.Errorf("elements(%s) = %d, reported %d elements", key, n, len(offs))
+		}
+		return offs
 	}
-	if got := elementOffsets(src, "files"); len(got) != 0 {
-		t.Errorf("elementOffsets(files) = %v, want none", got)
+	if diff := cmp.Diff([]int{57, 72, 82}, offsets("nodes")); diff != "" {
+		t.Errorf("elements(%s, nodes) mismatch (-want +got):\n%s", src, diff)
+	}
+	if got := offsets("files"); len(got) != 0 {
+		t.Errorf("elements(files) = %v, want none", got)
 	}
 }
 
@@ -321,40 +337,39 @@ func TestBuildPositions(t *testing.T) {
 	}
 }
 
-func TestFastDecoder(t *testing.T) {
+// TestParseSpecMatchesJSON: ParseSpec decodes every valid testdata spec
+// as encoding/json does, and accepts exactly what it accepts (decodeJSON)
+// of inputs at the edges of JSON: escapes, numbers, nulls, keys.
+func TestParseSpecMatchesJSON(t *testing.T) {
 	files, _ := filepath.Glob("../testdata/*.json")
+	var inputs []string
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}
-		fast, ok := decodeSpecFast(data)
-		if !ok {
-			t.Errorf("decodeSpecFast(%s) gave up, want the fast path", f)
-			continue
-		}
-		slow, err := decodeSpecJSON(data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if diff := cmp.Diff(slow, fast, cmpopts.IgnoreUnexported(Spec{})); diff != "" {
-			t.Errorf("decodeSpecFast(%s) mismatch (-json +fast):\n%s", f, diff)
-		}
+		inputs = append(inputs, string(data))
 	}
-	// Inputs outside the plain form: the fast decoder gives up on each.
-	for _, in := range []string{
+	inputs = append(inputs,
 		`{"name": "a\u0062", "nodes": []}`,
-		`{"name": "é", "nodes": []}`,
-		`{"name": null, "nodes": []}`,
+		`{"name": "\ud800\udc00 \ud800 \u00e9 é \xff", "nodes": null}`,
+		`{"name": null, "nodes": [], "files": null}`,
+		`null`,
+		` {"name": "x"} `,
 		`{"name": "x", "nodes": [{"id": "a", "op": "nop", "len": 1.0}]}`,
 		`{"name": "x", "nodes": [{"id": "a", "op": "nop", "len": 1e3}]}`,
 		`{"name": "x", "nodes": [{"id": "a", "op": "nop", "len": 01}]}`,
+		`{"name": "x", "nodes": [{"id": "a", "op": "nop", "len": -0, "offset": -9223372036854775808}]}`,
 		`{"name": "x", "nodes": [{"id": "a", "op": "nop", "len": 9223372036854775808}]}`,
 		`{"name": "x", "nodes": [{"id": "a", "op": "nop", "fill": 256}]}`,
+		`{"name": "x", "nodes": [{"id": "a", "op": "nop", "fill": -0}]}`,
 		`{"name": "x", "nodes": [{"id": "a", "op": "nop", "mode": -1}]}`,
 		`{"name": "x", "nodes": [{"id": "a", "Op": "nop"}]}`,
+		`{"name": "x", "nodes": [{"id": "a", "o\u0070": "nop"}]}`,
 		`{"name": "x", "nodes": [{"id": "a", "op": "nop", "id": "b"}]}`,
 		`{"name": "x", "nodes": [{"id": "a", "op": "nop"},]}`,
+		`{"name": "x", "nodes": [null]}`,
+		`{"name": "x", "nodes": [{"id": "a", "after": [null, "b"], "flags": null}]}`,
 		`{"name": "x", "nodes": []} x`,
 		`{"name": "x", "name": "y"}`,
 		`{"name": "x", "nodes": [{"id": "a", "len_from": null}]}`,
@@ -364,9 +379,25 @@ func TestFastDecoder(t *testing.T) {
 		`{"name": "x", "nodes": [{"id": "a", "offset_from": {"at": 1.0}}]}`,
 		`{"name": "x", "nodes": [{"id": "a", "offset_from": {"node": "b", "x": 1}}]}`,
 		`{"name": "x", "nodes": [{"id": "a", "offset_from": {"node": "b"},}]}`,
-	} {
-		if _, ok := decodeSpecFast([]byte(in)); ok {
-			t.Errorf("decodeSpecFast(%s) succeeded, want it to give up", in)
+		`{"name": "x", "files": [{"name": "d", "dir": null}, {"name": "e", "dir": {"count": 2, "seed": -1}}]}`,
+		`{"name": "x", "files": [{"name": "d", "dir": {"count": 2.5}}]}`,
+		`{"name": "x", "nodes": [{"id": "a", "async": tru}]}`,
+		`{"name": "x", "nodes": [{"id": "a", "x": [[{"y": [1, {"z": null}]}], "ok"]}]}`,
+		`{"name": "x", "nodes": [{"id": "a\q"}]}`,
+		"{\"name\": \"a\tb\"}",
+	)
+	for _, in := range inputs {
+		got, err := ParseSpec([]byte(in))
+		want, werr := decodeJSON([]byte(in))
+		if (err == nil) != (werr == nil) {
+			t.Errorf("ParseSpec(%.200s) = %v, want an error exactly if encoding/json gives one (%v)", in, err, werr)
+			continue
+		}
+		if err != nil {
+			continue
+		}
+		if diff := cmp.Diff(want, got, cmpopts.IgnoreUnexported(Spec{})); diff != "" {
+			t.Errorf("ParseSpec(%.200s) mismatch (-json +ParseSpec):\n%s", in, diff)
 		}
 	}
 }
@@ -497,5 +528,46 @@ func TestNodeSpecDoc(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("NodeSpec's doc: fields per op (-Build +doc):\n%s", diff)
+	}
+}
+
+// TestLoadFileMatchesParseSpec: LoadFile's way (buildSpec, which declares
+// each node as it reads it) gives what ParseSpec and Build give, graph or
+// errors, for every spec in testdata.
+func TestLoadFileMatchesParseSpec(t *testing.T) {
+	var files []string
+	for _, dir := range []string{"../testdata", "../testdata/invalid", "../testdata/hostile", "../testdata/dot"} {
+		f, err := filepath.Glob(dir + "/*.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f...)
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkBuildSpec(t, f, data)
+	}
+}
+
+// checkBuildSpec checks buildSpec(data) against ParseSpec and Build.
+func checkBuildSpec(t *testing.T, name string, data []byte) {
+	t.Helper()
+	want, werr := ParseSpec(data)
+	var wg *Graph
+	if werr == nil {
+		wg, werr = want.Build()
+	}
+	g, err := buildSpec(data)
+	if fmt.Sprint(err) != fmt.Sprint(werr) {
+		t.Fatalf("buildSpec(%s) = %.500v\nwant ParseSpec and Build's %.500v", name, err, werr)
+	}
+	if err != nil {
+		return
+	}
+	if diff := cmp.Diff(summarize(wg), summarize(g), cmpopts.EquateEmpty(), sameNil[func(Inputs, *Params) error]()); diff != "" {
+		t.Fatalf("buildSpec(%s) graph mismatch (-ParseSpec +buildSpec):\n%s", name, diff)
 	}
 }

@@ -2,10 +2,7 @@ package dag
 
 import (
 	"reflect"
-	"strings"
 	"testing"
-
-	"github.com/google/go-cmp/cmp"
 )
 
 func TestDidYouMean(t *testing.T) {
@@ -49,28 +46,6 @@ func TestEditDistance(t *testing.T) {
 	for _, tc := range tests {
 		if got := editDistance(tc.a, tc.b); got != tc.want {
 			t.Errorf("editDistance(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.want)
-		}
-	}
-}
-
-func TestKeysAt(t *testing.T) {
-	node := `{"id": "a", "offset_from": {"node": "b", "x": 1}, "after": ["a"], "y": 2}`
-	spec := `{"name": "s", "files": [{"name": "f", "dir": {"z": 1}}], "w": 1}`
-	tests := []struct {
-		src  string
-		key  string // the key whose object is asked for
-		t    reflect.Type
-		want []string
-	}{
-		{node, `"x"`, reflect.TypeFor[NodeSpec](), []string{"node", "at", "size"}},
-		{node, `"y"`, reflect.TypeFor[NodeSpec](), jsonKeys(reflect.TypeFor[NodeSpec]())},
-		{spec, `"z"`, reflect.TypeFor[Spec](), []string{"count", "min_size", "max_size", "seed"}},
-		{spec, `"w"`, reflect.TypeFor[Spec](), []string{"name", "files", "nodes"}},
-	}
-	for _, tc := range tests {
-		at := strings.Index(tc.src, tc.key)
-		if diff := cmp.Diff(tc.want, keysAt([]byte(tc.src), at, tc.t)); diff != "" {
-			t.Errorf("keysAt(%s, %s) mismatch (-want +got):\n%s", tc.src, tc.key, diff)
 		}
 	}
 }

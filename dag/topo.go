@@ -3,21 +3,23 @@ package dag
 // Staging: every pass below is O(V+E) over flat int32-indexed arrays, so that a
 // graph of millions of nodes stages in a fraction of a second.
 
-// buildAdjacency fills the CSR predecessor and successor arrays from edges
-// (resolved, pred >= 0). Each node's lists come out sorted by node index without
+// buildAdjacency fills the CSR predecessor and successor arrays from the
+// edges of list (those of pred < 0 left out). Each node's lists come out sorted by node index without
 // a comparison sort: the edges are transposed twice, each pass emitting them in
 // index order of the source.
-func (g *Graph) buildAdjacency(n int, edges []pendingEdge) {
+func (g *Graph) buildAdjacency(n int, list *edgeList) {
 	g.predOff = make([]int32, n+1)
 	g.succOff = make([]int32, n+1)
 	m := 0
-	for _, e := range edges {
-		if e.pred < 0 {
-			continue
+	for c := range list.chunks {
+		for _, e := range list.chunk(c) {
+			if e.pred < 0 {
+				continue
+			}
+			g.predOff[e.node+1]++
+			g.succOff[e.pred+1]++
+			m++
 		}
-		g.predOff[e.node+1]++
-		g.succOff[e.pred+1]++
-		m++
 	}
 	for i := 0; i < n; i++ {
 		g.predOff[i+1] += g.predOff[i]
@@ -26,12 +28,14 @@ func (g *Graph) buildAdjacency(n int, edges []pendingEdge) {
 	pos := make([]int32, n)
 	copy(pos, g.succOff[:n])
 	succs := make([]Edge, m)
-	for _, e := range edges {
-		if e.pred < 0 {
-			continue
+	for c := range list.chunks {
+		for _, e := range list.chunk(c) {
+			if e.pred < 0 {
+				continue
+			}
+			succs[pos[e.pred]] = Edge{Node: e.node, Kind: e.kind}
+			pos[e.pred]++
 		}
-		succs[pos[e.pred]] = Edge{Node: e.node, Kind: e.kind}
-		pos[e.pred]++
 	}
 	preds := make([]Edge, m)
 	copy(pos, g.predOff[:n])
@@ -51,7 +55,7 @@ func (g *Graph) buildAdjacency(n int, edges []pendingEdge) {
 	g.preds, g.succs = preds, succs
 }
 
-// stage computes levels, order, width, critical path and components. It
+// stage computes levels, order, width and critical path. It
 // returns false, leaving them unset, if the graph has a cycle; unstaged then
 // holds the nodes Kahn's algorithm could not reach (indegree left > 0).
 func (g *Graph) stage() (ok bool, unstaged []int32) {
@@ -127,7 +131,6 @@ func (g *Graph) stage() (ok bool, unstaged []int32) {
 		path[l] = v
 	}
 	g.critical = path
-	g.components()
 	return true, nil
 }
 

@@ -19,13 +19,16 @@ import (
 // then one error counting the rest), or ErrEmptyGraph or ErrTooLarge alone. Build hands the declared nodes to the Graph: the Builder
 // is empty afterwards, whatever the result.
 func (b *Builder) Build() (*Graph, error) {
+	b.gather()
 	v := &validator{b: b, problemList: b.probs}
 	g := v.build()
+	b.edges.release()
 	err := v.err()
 	*b = Builder{name: b.name, maxNodes: b.maxNodes, gen: b.gen + 1}
 	if err != nil {
 		return nil, err
 	}
+	b.built = g
 	return g, nil
 }
 
@@ -63,14 +66,28 @@ type validator struct {
 	b *Builder
 	g *Graph
 	problemList
-	files map[string]int
-	bound map[int32]bool   // nodes with a len_from, valid or not
-	opens map[string]int32 // handle name -> first open producing it
+	files  map[string]int
+	bound  []bool           // nodes with a len_from, valid or not (nil if none has)
+	opens  map[string]int32 // handle name -> first open producing it, of the handles given by name
+	openOf []int32          // each node's open, producing its handle, or -1 (nil if no node has a handle)
+	r      *reach           // see reach
 }
 
 func (v *validator) nodeErr(i int32, field string, err error) {
+	if v.full() {
+		v.dropped++ // no NodeError for one only counted
+		return
+	}
 	v.add(&NodeError{Node: v.b.nodes[i].ID, Field: field, Err: err, idx: i})
 }
+
+// Problems a spec of millions of empty nodes has millions of, made once.
+var (
+	errBadID         = wrap(ErrBadID, "id must be valid UTF-8 of at most %d bytes, without quotes, backslashes or control characters", MaxIDLen)
+	errMissingID     = wrap(ErrMissingField, "missing id")
+	errMissingOp     = wrap(ErrMissingField, "missing op")
+	errMissingTarget = wrap(ErrMissingField, "missing file or handle")
+)
 
 func (v *validator) build() *Graph {
 	b := v.b
@@ -88,47 +105,19 @@ func (v *validator) build() *Graph {
 		v.add(fmt.Errorf("%w: %d nodes, limit %d", ErrTooLarge, n, b.maxNodes))
 		return nil
 	}
-	if len(b.edges) > math.MaxInt32 {
-		v.add(fmt.Errorf("%w: %d edges, limit %d", ErrTooLarge, len(b.edges), math.MaxInt32))
+	if m := b.edges.n + len(b.byID); m > math.MaxInt32 {
+		v.add(fmt.Errorf("%w: %d edges, limit %d", ErrTooLarge, m, math.MaxInt32))
 		return nil
 	}
-	g := &Graph{name: b.name, from: b, gen: b.gen, nodes: b.nodes, files: b.files, index: newIDIndex(b.nodes)}
+	g := &Graph{name: b.name, from: b, gen: b.gen, nodes: b.nodes, files: b.files}
 	v.g = g
-	for i := range b.nodes {
-		if b.nodes[i].ID == "" {
-			continue // reported by checkNode
-		}
-		if first, dup := g.index.insert(int32(i)); dup {
-			v.nodeErr(int32(i), "id", wrap(ErrDuplicateID, "duplicate id %q (first declared as node %d)", b.nodes[i].ID, first))
-		}
-	}
-	opens := 0
-	for i := range b.nodes {
-		if b.nodes[i].Op == OpOpen {
-			opens++
-		}
-	}
-	v.opens = make(map[string]int32, opens)
-	for i := range b.nodes {
-		nd := &b.nodes[i]
-		if nd.Op != OpOpen || nd.As == "" {
-			continue
-		}
-		if own := "@" + nd.ID; strings.HasPrefix(nd.As, "@") && nd.As != own {
-			v.nodeErr(int32(i), "as", wrap(ErrBadValue, "handle %q: a name starting with '@' is the one an open gets from its id, %q for this one", nd.As, own))
-		}
-		if first, dup := v.opens[nd.As]; dup {
-			v.nodeErr(int32(i), "as", wrap(ErrDuplicateHandle, "handle %q already produced by %q", nd.As, b.nodes[first].ID))
-			continue
-		}
-		v.opens[nd.As] = int32(i)
-	}
+	v.nameNodes()
 	v.resolveEdges()
 	v.resolveBindings()
 	for i := range b.nodes {
 		v.checkNode(int32(i))
 	}
-	g.buildAdjacency(n, b.edges)
+	g.buildAdjacency(n, &b.edges)
 	v.checkDuplicateEdges()
 	if ok, unstaged := g.stage(); !ok {
 		v.reportCycles(unstaged)
@@ -138,8 +127,89 @@ func (v *validator) build() *Graph {
 	v.checkBindingAncestry()
 	if len(v.errs) == 0 {
 		v.bindSources()
+		g.components() // of a graph Build returns
 	}
 	return g
+}
+
+// nameNodes gives every node its id (Builder.nameNodes), checks the
+// handles the opens produce (each once, one starting with '@' only as the
+// one an open gets from its id) and finds each handle's open (openOf).
+func (v *validator) nameNodes() {
+	b := v.b
+	if b.opens == 0 {
+		b.nameNodes(func(string) (int32, bool) { return -1, false }, &v.problemList)
+		v.g.index = b.ids
+		if b.handled > 0 {
+			v.findOpens()
+		}
+		return
+	}
+	opens := 0
+	for i := range b.nodes {
+		if nd := &b.nodes[i]; nd.Op == OpOpen && nd.As != "" && nd.As != genHandle {
+			opens++
+		}
+	}
+	// The handles given by name; a generated one is unique, as its id.
+	v.opens = make(map[string]int32, opens)
+	for i := range b.nodes {
+		if nd := &b.nodes[i]; nd.Op == OpOpen && nd.As != "" && nd.As != genHandle {
+			if _, dup := v.opens[nd.As]; !dup {
+				v.opens[nd.As] = int32(i)
+			}
+		}
+	}
+	b.nameNodes(func(h string) (int32, bool) { o, ok := v.opens[h]; return o, ok }, &v.problemList)
+	v.g.index = b.ids
+	for i := range int32(len(b.nodes)) {
+		nd := &b.nodes[i]
+		if nd.Op != OpOpen || nd.As == "" {
+			continue
+		}
+		if nd.As[0] == '@' && nd.As[1:] != nd.ID {
+			v.nodeErr(i, "as", wrap(ErrBadValue, "handle %q: a name starting with '@' is the one an open gets from its id, %q for this one", nd.As, "@"+nd.ID))
+		}
+		if first, ok := v.opens[nd.As]; ok && first != i {
+			v.nodeErr(i, "as", wrap(ErrDuplicateHandle, "handle %q already produced by %q", nd.As, b.nodes[first].ID))
+		}
+	}
+	if b.handled > 0 {
+		v.findOpens()
+	}
+}
+
+// findOpens sets openOf: a node of a generated handle knows its open
+// (handleRef), one given by name is looked up.
+func (v *validator) findOpens() {
+	b := v.b
+	v.openOf = make([]int32, len(b.nodes))
+	refs := b.refs
+	for i := range int32(len(b.nodes)) {
+		v.openOf[i] = -1
+		if len(refs) > 0 && refs[0].node == i {
+			v.openOf[i] = refs[0].open
+			refs = refs[1:]
+		} else if h := b.nodes[i].Handle; h != "" {
+			if o, ok := v.openNamed(h); ok {
+				v.openOf[i] = o
+			}
+		}
+	}
+}
+
+// openNamed returns the open producing handle h: one given by name, or
+// the one whose generated handle, '@' and its id, h is.
+func (v *validator) openNamed(h string) (int32, bool) {
+	if o, ok := v.opens[h]; ok {
+		return o, true
+	}
+	if len(h) > 1 && h[0] == '@' {
+		if o, ok := v.g.index.lookup(h[1:]); ok && v.b.nodes[o].Op == OpOpen && v.b.nodes[o].As == h {
+			return o, true
+		}
+	}
+	return -1, false
 }
 
 // err sorts the problems by declaration index and joins them.
@@ -158,26 +228,60 @@ func (v *validator) err() error {
 		}
 		return -1 << 41
 	}
+	for _, e := range v.errs {
+		// Problems recorded while declaring name their node by index.
+		if ne, ok := e.(*NodeError); ok && ne.Node == "" && ne.idx >= 0 && int(ne.idx) < len(v.b.nodes) {
+			ne.Node = v.b.nodes[ne.idx].ID
+		}
+	}
 	slices.SortStableFunc(v.errs, func(a, b error) int { return cmp.Compare(key(a), key(b)) })
 	if v.b.src != nil {
-		lines := newLineIndex(v.b.src)
-		nodePos, filePos := elementOffsets(v.b.src, "nodes"), elementOffsets(v.b.src, "files")
-		// A spec edited after ParseSpec no longer matches its source.
-		if len(nodePos) != len(v.b.nodes) || len(filePos) != len(v.b.files) {
-			nodePos, filePos = nil, nil
-		}
-		for _, e := range v.errs {
-			var ne *NodeError
-			var fe *FileError
-			switch {
-			case errors.As(e, &fe) && int(fe.idx) < len(filePos) && fe.Line == 0:
-				fe.Line, fe.Col = lines.pos(filePos[fe.idx])
-			case errors.As(e, &ne) && ne.idx >= 0 && int(ne.idx) < len(nodePos) && ne.Line == 0:
-				ne.Line, ne.Col = lines.pos(nodePos[ne.idx])
+		v.position()
+	}
+	return v.joined()
+}
+
+// position gives the problems of a spec's nodes and files the
+// line:column of their element, reading the spec again: only a spec's
+// first MaxProblems problems are listed.
+func (v *validator) position() {
+	nodeAt, fileAt := map[int32]int{}, map[int32]int{}
+	for _, e := range v.errs {
+		switch e := e.(type) {
+		case *NodeError:
+			if e.idx >= 0 && e.Line == 0 {
+				nodeAt[e.idx] = -1
+			}
+		case *FileError:
+			if e.idx >= 0 && e.Line == 0 {
+				fileAt[e.idx] = -1
 			}
 		}
 	}
-	return v.joined()
+	find := func(key string, at map[int32]int, want int) bool {
+		n := elements(v.b.src, key, func(k, off int) {
+			if _, ok := at[int32(k)]; ok {
+				at[int32(k)] = off
+			}
+		})
+		return n == want // else the spec was edited after ParseSpec: no positions
+	}
+	if !find("nodes", nodeAt, len(v.b.nodes)) || !find("files", fileAt, len(v.b.files)) {
+		return
+	}
+	lines := lineCursor{src: v.b.src}
+	for _, e := range v.errs {
+		switch e := e.(type) {
+		case *NodeError:
+			if off, ok := nodeAt[e.idx]; ok && off >= 0 {
+				e.Line, e.Col = lines.pos(off)
+			}
+		case *FileError:
+			if off, ok := fileAt[e.idx]; ok && off >= 0 {
+				e.Line, e.Col = lines.pos(off)
+			}
+		}
+	}
 }
 
 // fileCount returns how many files files make: one each, or a directory's
@@ -224,21 +328,25 @@ func (v *validator) checkFiles() {
 	}
 }
 
+// resolveEdges finds the predecessors of the edges by id, adding them to
+// the edges by index, and drops self-edges, problems both.
 func (v *validator) resolveEdges() {
 	b, g := v.b, v.g
-	for k := range b.edges {
-		e := &b.edges[k]
-		if e.pred < 0 {
-			p, ok := g.index.lookup(e.name)
-			if !ok {
-				v.nodeErr(e.node, e.kind.String(), wrap(ErrUnknownNode, "unknown node %q", e.name))
-				continue
-			}
-			e.pred = p
+	for _, e := range b.byID {
+		p, ok := g.index.lookup(e.name)
+		if !ok {
+			v.nodeErr(e.node, e.kind.String(), wrap(ErrUnknownNode, "unknown node %q", e.name))
+			continue
 		}
-		if e.pred == e.node {
-			v.nodeErr(e.node, e.kind.String(), wrap(ErrSelfEdge, "self-edge"))
-			e.pred = -1
+		b.edges.add(pendingEdge{node: e.node, pred: p, kind: e.kind})
+	}
+	for c := range b.edges.chunks {
+		edges := b.edges.chunk(c)
+		for k := range edges {
+			if e := &edges[k]; e.pred == e.node {
+				v.nodeErr(e.node, e.kind.String(), wrap(ErrSelfEdge, "self-edge"))
+				e.pred = -1
+			}
 		}
 	}
 }
@@ -260,7 +368,9 @@ func (v *validator) checkDuplicateEdges() {
 
 func (v *validator) resolveBindings() {
 	b, g := v.b, v.g
-	v.bound = make(map[int32]bool, len(b.bindings))
+	if len(b.bindings) > 0 {
+		v.bound = make([]bool, len(b.nodes))
+	}
 	for _, bd := range b.bindings {
 		field := bd.kind.field()
 		if bd.kind != offsetAt {
@@ -345,8 +455,9 @@ const (
 	fFunc
 )
 
-// opFields returns the fields op may set. Then (Task.Then) is not among
-// them: any node may have a hook.
+// opFields returns the fields op may set. Then (Task.Then) and Timeout
+// (Task.Timeout) are not among them: any node may have a hook and a
+// deadline.
 func opFields(op Op) uint32 {
 	switch op {
 	case OpRead:
@@ -367,6 +478,8 @@ func opFields(op Op) uint32 {
 		return fPath | fMode
 	case OpRename:
 		return fPath | fTo
+	case OpReadFile:
+		return fPath | fLen | fKeep
 	case OpGo:
 		return fFunc
 	}
@@ -438,24 +551,15 @@ func setFields(nd *Node) uint32 {
 
 func (v *validator) checkNode(i int32) {
 	nd := &v.b.nodes[i]
-	switch {
-	case nd.ID == "":
-		v.nodeErr(i, "id", wrap(ErrMissingField, "missing id"))
-	case !goodID(nd.ID):
-		v.nodeErr(i, "id", wrap(ErrBadID, "id must be valid UTF-8 of at most %d bytes, without quotes, backslashes or control characters", MaxIDLen))
+	if nd.ID == "" {
+		v.nodeErr(i, "id", errMissingID) // a declared id is checked as it is indexed
 	}
 	if nd.Op >= numOps {
-		switch name, ok := v.b.badOps[i]; {
-		case ok && name == "":
-			v.nodeErr(i, "op", wrap(ErrMissingField, "missing op"))
-		case ok && name == OpGo.String():
-			v.nodeErr(i, "op", wrap(ErrUnknownOp, "op %q runs a Go function (Builder.Go), which a spec cannot hold", name))
-		case ok:
-			v.nodeErr(i, "op", wrap(ErrUnknownOp, "unknown op %q%s", name, didYouMean(name, specOps())))
-		default:
-			v.nodeErr(i, "op", wrap(ErrUnknownOp, "unknown op %d", nd.Op))
-		}
+		v.badOp(i)
 		return
+	}
+	if nd.Timeout < 0 {
+		v.nodeErr(i, "timeout", wrap(ErrBadValue, "timeout must be > 0, got %v", nd.Timeout))
 	}
 	if extra := setFields(nd) &^ opFields(nd.Op); extra != 0 {
 		for _, f := range fieldNames() {
@@ -479,9 +583,7 @@ func (v *validator) checkNode(i int32) {
 		default:
 			v.checkPathField(i, "path", nd.Path)
 		}
-		if nd.OpenFlags&unix.O_CREAT != 0 && nd.Mode == 0 {
-			nd.Mode = defaultMode
-		}
+		v.checkOpenMode(i)
 		if nd.As == "" {
 			v.nodeErr(i, "as", wrap(ErrMissingField, "missing as (the handle to produce)"))
 		}
@@ -490,12 +592,17 @@ func (v *validator) checkNode(i int32) {
 	case OpRename:
 		v.checkPathField(i, "path", nd.Path)
 		v.checkPathField(i, "to", nd.To)
+	case OpReadFile:
+		v.checkPathField(i, "path", nd.Path)
+		if nd.Len < 0 || nd.Len > MaxFileSize {
+			v.nodeErr(i, "len", wrap(ErrBadLength, "len (a cap on the file's size, 0 for none) must be in [0, %d], got %d", int64(MaxFileSize), nd.Len))
+		}
 	case OpClose:
 		if nd.Handle == "" {
 			if nd.File == "" { // else refused above: a close takes no file
 				v.nodeErr(i, "handle", wrap(ErrMissingField, "missing handle"))
 			}
-		} else if _, ok := v.opens[nd.Handle]; !ok {
+		} else if v.openOf[i] < 0 {
 			v.nodeErr(i, "handle", wrap(ErrUnknownHandle, "no open produces handle %q", nd.Handle))
 		}
 	case OpTimeout:
@@ -512,6 +619,39 @@ func (v *validator) checkNode(i int32) {
 	}
 }
 
+// badOp reports the op of node i, which is none.
+func (v *validator) badOp(i int32) {
+	op := v.b.nodes[i].Op
+	name, named := v.b.badOps[i]
+	switch {
+	case v.b.fromSpec && op == opMissing:
+		v.nodeErr(i, "op", errMissingOp)
+	case named && name == OpGo.String():
+		v.nodeErr(i, "op", wrap(ErrUnknownOp, "op %q runs a Go function (Builder.Go), which a spec cannot hold", name))
+	case named:
+		v.nodeErr(i, "op", wrap(ErrUnknownOp, "unknown op %q%s", name, didYouMean(name, specOps())))
+	case v.b.fromSpec && op == opUnknown:
+		v.nodeErr(i, "op", wrap(ErrUnknownOp, "unknown op"))
+	default:
+		v.nodeErr(i, "op", wrap(ErrUnknownOp, "unknown op %d", op))
+	}
+}
+
+// checkOpenMode refuses the modes the kernel's openat2 refuses with
+// EINVAL, and gives an open that creates and has no mode defaultMode.
+func (v *validator) checkOpenMode(i int32) {
+	nd := &v.b.nodes[i]
+	creates := nd.OpenFlags&unix.O_CREAT != 0 || nd.OpenFlags&unix.O_TMPFILE == unix.O_TMPFILE
+	switch {
+	case nd.Mode > 0o7777:
+		v.nodeErr(i, "mode", wrap(ErrBadValue, "mode 0o%o has bits beyond the permission bits 0o7777", nd.Mode))
+	case nd.Mode != 0 && !creates:
+		v.nodeErr(i, "mode", wrap(ErrConflict, "mode 0o%o without flag creat: an open that creates no file takes no mode", nd.Mode))
+	case creates && nd.Mode == 0:
+		nd.Mode = defaultMode
+	}
+}
+
 // article returns the op's name after "a" or "an".
 func article(o Op) string {
 	if strings.IndexByte("aeiou", o.String()[0]) >= 0 {
@@ -523,10 +663,16 @@ func article(o Op) string {
 // goodID reports whether id has no quote, backslash or control character,
 // which DOT output and error messages would have to escape.
 func goodID(id string) bool {
+	ascii := true
 	for k := 0; k < len(id); k++ {
 		if c := id[k]; c < 0x20 || c == 0x7f || c == '"' || c == '\\' {
 			return false
+		} else if c >= 0x80 {
+			ascii = false
 		}
+	}
+	if ascii {
+		return len(id) <= MaxIDLen
 	}
 	// U+FFFD is what a JSON decoder makes of invalid UTF-8 or a lone
 	// surrogate: an id holding it was not what its author wrote.
@@ -581,7 +727,7 @@ func (v *validator) checkTarget(i int32) {
 	case nd.File != "" && nd.Handle != "":
 		v.nodeErr(i, "handle", wrap(ErrConflict, "file and handle are exclusive"))
 	case nd.File == "" && nd.Handle == "":
-		v.nodeErr(i, "file", wrap(ErrMissingField, "missing file or handle"))
+		v.nodeErr(i, "file", errMissingTarget)
 	case nd.File != "":
 		f, ok := v.files[nd.File]
 		if !ok {
@@ -590,7 +736,7 @@ func (v *validator) checkTarget(i int32) {
 			v.nodeErr(i, "file", wrap(ErrBadValue, "file %q is a directory", nd.File))
 		}
 	default:
-		if _, ok := v.opens[nd.Handle]; !ok {
+		if v.openOf[i] < 0 {
 			v.nodeErr(i, "handle", wrap(ErrUnknownHandle, "no open produces handle %q", nd.Handle))
 		}
 	}
@@ -602,8 +748,8 @@ func (v *validator) direct(i int32) bool {
 	if f, ok := v.files[nd.File]; ok && nd.File != "" {
 		return v.b.files[f].Direct
 	}
-	if o, ok := v.opens[nd.Handle]; ok && nd.Handle != "" {
-		return v.b.nodes[o].OpenFlags&unix.O_DIRECT != 0
+	if v.openOf != nil && v.openOf[i] >= 0 {
+		return v.b.nodes[v.openOf[i]].OpenFlags&unix.O_DIRECT != 0
 	}
 	return false
 }
@@ -613,7 +759,7 @@ func (v *validator) checkTransfer(i int32) {
 	if nd.Offset < 0 {
 		v.nodeErr(i, "offset", wrap(ErrBadValue, "offset must be >= 0, got %d", nd.Offset))
 	}
-	lenFrom := v.bound[i]
+	lenFrom := v.bound != nil && v.bound[i]
 	switch {
 	case lenFrom && nd.Len < 0:
 		v.nodeErr(i, "len", wrap(ErrBadLength, "len (a cap with len_from) must be >= 0, got %d", nd.Len))
@@ -891,25 +1037,29 @@ func (r *reach) pop() int32 {
 // checkHandles checks that every node using a handle descends from the open
 // producing it and from none of its closes (other than itself).
 func (v *validator) checkHandles() {
-	if len(v.opens) == 0 {
+	if v.openOf == nil {
 		return
 	}
 	g := v.g
 	n := len(g.nodes)
+	nusers := 0
+	for i := range g.nodes {
+		if v.openOf[i] >= 0 {
+			nusers++
+		}
+	}
+	if nusers == 0 {
+		return
+	}
 	// Each handle's users in node order, and its group: its open (one
 	// node), and its closes.
 	group := make([]int32, n) // of an open, 1 + its handle's group
-	var opens []int32
-	var users []query
+	opens, users := make([]int32, 0, nusers), make([]query, 0, nusers)
 	ncloses := 0
 	for i := range int32(n) {
-		h := g.nodes[i].Handle
-		if h == "" {
-			continue
-		}
-		o, ok := v.opens[h]
-		if !ok {
-			continue // reported by checkNode
+		o := v.openOf[i]
+		if o < 0 {
+			continue // none, or reported by checkNode
 		}
 		if group[o] == 0 {
 			opens = append(opens, o)
@@ -939,9 +1089,7 @@ func (v *validator) checkHandles() {
 			at[u.group]++
 		}
 	}
-	r := newReach(g)
-	fromOpen := r.reached(singletons(opens), users, false)
-	afterClose := r.reached(closes, users, false)
+	fromOpen, afterClose := v.handleReach(opens, closes, users)
 	for k, u := range users {
 		open := opens[u.group]
 		h := g.nodes[open].As
@@ -953,15 +1101,71 @@ func (v *validator) checkHandles() {
 		case v.full():
 			v.dropped++ // naming the close costs a search
 		default:
-			c := v.closeBefore(r, closes.of(u.group), u.node)
+			c := v.closeBefore(closes.of(u.group), u.node)
 			v.nodeErr(u.node, "handle", wrap(ErrHandleClosed, "handle %q used after close %q", h, g.nodes[c].ID))
 		}
 	}
 }
 
+// handleReach answers, for each user of a handle, whether it descends
+// from the handle's open, and from one of its closes (other than
+// itself). Most graphs answer both locally, in Order: a user after its
+// open or after a user that descends from it, a handle whose closes have
+// no successors; reach searches for the others.
+func (v *validator) handleReach(opens []int32, closes groups, users []query) (fromOpen, afterClose []bool) {
+	g := v.g
+	fromOpen, afterClose = make([]bool, len(users)), make([]bool, len(users))
+	known := make([]int32, len(g.nodes)) // 1 + the group of an open, or of a user known to descend from it
+	user := make([]int32, len(g.nodes))  // 1 + the index in users of a user
+	for k, o := range opens {
+		known[o] = int32(k) + 1
+	}
+	for k, u := range users {
+		user[u.node] = int32(k) + 1
+	}
+	for _, x := range g.order {
+		k := user[x] - 1
+		if k < 0 {
+			continue
+		}
+		grp := users[k].group + 1
+		for _, e := range g.Preds(x) {
+			if known[e.Node] == grp {
+				known[x], fromOpen[k] = grp, true
+				break
+			}
+		}
+	}
+	var slowOpen, slowClose []query // the users still in doubt, and their indices
+	var openAt, closeAt []int
+	for k, u := range users {
+		if !fromOpen[k] {
+			slowOpen, openAt = append(slowOpen, u), append(openAt, k)
+		}
+		for _, c := range closes.of(u.group) {
+			if len(g.Succs(c)) > 0 {
+				slowClose, closeAt = append(slowClose, u), append(closeAt, k)
+				break
+			}
+		}
+	}
+	if len(slowOpen) > 0 {
+		for j, yes := range v.reach().reached(singletons(opens), slowOpen, false) {
+			fromOpen[openAt[j]] = yes
+		}
+	}
+	if len(slowClose) > 0 {
+		for j, yes := range v.reach().reached(closes, slowClose, false) {
+			afterClose[closeAt[j]] = yes
+		}
+	}
+	return fromOpen, afterClose
+}
+
 // closeBefore returns the first of closes (in declaration order) that u
 // descends from, to name in the error: one search per error found.
-func (v *validator) closeBefore(r *reach, closes []int32, u int32) int32 {
+func (v *validator) closeBefore(closes []int32, u int32) int32 {
+	r := v.reach()
 	for _, c := range closes {
 		if c != u && r.reached(singletons([]int32{c}), []query{{u, 0}}, false)[0] {
 			return c
@@ -980,34 +1184,32 @@ func (v *validator) checkBindingAncestry() {
 	}
 	g := v.g
 	type binding struct {
-		node, from  int32
-		field, what string
-		afterOnly   bool
+		node, from int32
+		kind       bindKind
 	}
-	var bs []binding
+	bs := make([]binding, 0, len(v.b.bindings))
 	for i := range int32(len(g.nodes)) {
 		nd := &g.nodes[i]
 		if nd.LenFrom >= 0 {
-			bs = append(bs, binding{i, nd.LenFrom, "len_from", "ancestor", false})
+			bs = append(bs, binding{i, nd.LenFrom, lenFromStatx})
 		}
 		if nd.OffsetAt.Size != 0 {
-			bs = append(bs, binding{i, nd.OffsetAt.Node, "offset_from", "after-ancestor (no path of after edges leads from it)", true})
+			bs = append(bs, binding{i, nd.OffsetAt.Node, offsetAt})
 		}
 		if nd.LenAt.Size != 0 {
-			bs = append(bs, binding{i, nd.LenAt.Node, "len_from", "after-ancestor (no path of after edges leads from it)", true})
+			bs = append(bs, binding{i, nd.LenAt.Node, lenAt})
 		}
 	}
-	// Each source its own group, asked about over every edge or after
-	// edges only.
-	r := newReach(g)
+	// Each source its own group, asked about over every edge, or after
+	// edges only (a Source).
+	r := v.reach()
 	ok := make([]bool, len(bs))
 	index := make([]int32, len(g.nodes)) // of a source, 1 + its group
+	srcs, qs, at := make([]int32, 0, len(bs)), make([]query, 0, len(bs)), make([]int, 0, len(bs))
 	for _, afterOnly := range []bool{false, true} {
-		var srcs []int32
-		var qs []query
-		var at []int // bs index of each query
+		srcs, qs, at = srcs[:0], qs[:0], at[:0]
 		for k, b := range bs {
-			if b.afterOnly != afterOnly {
+			if (b.kind != lenFromStatx) != afterOnly {
 				continue
 			}
 			if index[b.from] == 0 {
@@ -1025,10 +1227,24 @@ func (v *validator) checkBindingAncestry() {
 		}
 	}
 	for k, b := range bs {
-		if !ok[k] {
-			v.nodeErr(b.node, b.field, wrap(ErrNotAncestor, "%s %q is not an %s", g.nodes[b.from].Op, g.nodes[b.from].ID, b.what))
+		if ok[k] {
+			continue
+		}
+		src := &g.nodes[b.from]
+		if b.kind == lenFromStatx {
+			v.nodeErr(b.node, "len_from", wrap(ErrNotAncestor, "%s %q is not an ancestor", src.Op, src.ID))
+		} else {
+			v.nodeErr(b.node, b.kind.field(), wrap(ErrNotAncestor, "%s %q is not an after-ancestor (no path of after edges leads from it)", src.Op, src.ID))
 		}
 	}
+}
+
+// reach returns the graph's reach, made on first use.
+func (v *validator) reach() *reach {
+	if v.r == nil {
+		v.r = newReach(v.g)
+	}
+	return v.r
 }
 
 // bindSources gives each node with a Source its Bind, and makes each
@@ -1051,25 +1267,4 @@ func (v *validator) bindSources() {
 			g.nodes[nd.LenAt.Node].Keep = true
 		}
 	}
-}
-
-// lineIndex converts byte offsets of a source to 1-based line:column.
-type lineIndex []int
-
-func newLineIndex(src []byte) lineIndex {
-	starts := lineIndex{0}
-	for i, c := range src {
-		if c == '\n' {
-			starts = append(starts, i+1)
-		}
-	}
-	return starts
-}
-
-func (l lineIndex) pos(off int64) (line, col int) {
-	i, found := slices.BinarySearch(l, int(off))
-	if !found {
-		i--
-	}
-	return i + 1, int(off) - l[i] + 1
 }

@@ -71,7 +71,7 @@ func everything(t *testing.T) *dag.Graph {
 	b.AddFile(dag.FileSpec{Name: "f", Size: 4096, Fill: 2})
 	b.AddFile(dag.FileSpec{Name: "mail", Dir: &dag.DirSpec{Count: 2, MinSize: 1, MaxSize: 9, Seed: 3}})
 	r := b.Read("r", dag.File("d"), 4096, 4096).Buffer(dag.AlignedBuffer(4096))
-	w := b.Write("w", dag.File("f"), 0, 4096, 0).Buffer(dag.AlignedBuffer(4096)).After(r)
+	w := b.Write("w", dag.File("f"), 0, dag.AlignedBuffer(4096)).After(r)
 	s := b.Statx("s", "f").After(w)
 	o := b.Open("o", "f", unix.O_RDONLY|unix.O_DIRECT, "h")
 	rh := b.Read("rh", dag.Handle("h"), 0, 4096).LenFrom(s).After(o, s).AllowShort()

@@ -1,6 +1,7 @@
 package submit
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"hash/crc32"
@@ -195,7 +196,7 @@ func genFaults(seed uint64, n, pct int) (*faultGraph, error) {
 				fill := byte(1 + writes%250)
 				off := int64(writes) * faultIO
 				writes++
-				first = add(b.Write(id, dag.File("wdata"), off, faultIO, fill), 0, false)
+				first = add(b.Write(id, dag.File("wdata"), off, bytes.Repeat([]byte{fill}, faultIO)), 0, false)
 				last = add(b.Read(id+"r", dag.File("wdata"), off, faultIO).After(first), 0, false)
 				fg.wantFill[len(tasks)-1] = fill
 			}

@@ -1,6 +1,7 @@
 package submit
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -33,7 +34,7 @@ func TestRunRefuses(t *testing.T) {
 	size := int64(len(confinetest.VictimContent))
 	b.AddFile(dag.FileSpec{Name: "data", Size: size, Fill: 1})
 	r := b.Read("r", dag.File("data"), 0, size)
-	b.Write("w", dag.File("data"), 0, size, 9).After(r)
+	b.Write("w", dag.File("data"), 0, bytes.Repeat([]byte{9}, int(size))).After(r)
 	g, err := b.Build()
 	must(t, err)
 	plantSymlinkIn := func(t *testing.T, path, _ string) {

@@ -422,7 +422,7 @@ func TestGoTasks(t *testing.T) {
 func atomicGraph(t *testing.T, size int64) *dag.Graph {
 	b := dag.NewBuilder("atomic")
 	o := b.Open("open", "tmp", unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC, "h").Mode(0o644)
-	w := b.Write("write", o.Handle(), 0, size, 7).After(o)
+	w := b.Write("write", o.Handle(), 0, bytes.Repeat([]byte{7}, int(size))).After(o)
 	s := b.Fsync("fsync", o.Handle()).Finally(w)
 	c := b.Close("close", dag.Handle("h")).Finally(s)
 	mv := b.Rename("rename", "tmp", "target").After(w, s).Finally(c)

@@ -1,6 +1,7 @@
 package submit
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -289,7 +290,7 @@ func TestFailures(t *testing.T) {
 		name: "read after write sees the write",
 		build: func(b *dag.Builder) {
 			b.AddFile(dag.FileSpec{Name: "data", Size: 2 * page, Fill: 1})
-			w := b.Write("w", dag.File("data"), 0, page, 9)
+			w := b.Write("w", dag.File("data"), 0, bytes.Repeat([]byte{9}, page))
 			b.Read("r", dag.File("data"), 0, page).After(w)
 			b.Read("r2", dag.File("data"), page, page).After(w)
 		},

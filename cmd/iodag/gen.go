@@ -16,7 +16,10 @@ func genMain(args []string, stdout, stderr io.Writer) int {
 	return gen(args, stdout, stderr, dag.MaxSpecSize)
 }
 
-// gen is genMain with the largest spec it writes, in bytes.
+// gen is genMain with the largest spec it writes, in bytes. It refuses a
+// spec that would be larger before generating it, from its size
+// (shapes.SizeOf), and generates one that may fit only if the size is
+// not known exactly.
 func gen(args []string, stdout, stderr io.Writer, maxSize int) int {
 	const use = "gen SHAPE ARGS [--op nop|read4k] [--seed N]"
 	fs := newFlags("gen", use, stderr)
@@ -44,7 +47,16 @@ func gen(args []string, stdout, stderr io.Writer, maxSize int) int {
 		}
 		nums[i] = n
 	}
-	s, err := shapes.Generate(pos[0], nums, shapes.GenOptions{Op: *op, Seed: *seed})
+	o := shapes.GenOptions{Op: *op, Seed: *seed}
+	size, err := shapes.SizeOf(pos[0], nums, o)
+	if err != nil {
+		fmt.Fprintf(stderr, "iodag gen: %v\n", err)
+		return exitUsage
+	}
+	if size.MinBytes > int64(maxSize) {
+		return tooLarge(stderr, pos, size, maxSize)
+	}
+	s, err := shapes.Generate(pos[0], nums, o)
 	if err != nil {
 		fmt.Fprintf(stderr, "iodag gen: %v\n", err)
 		return exitUsage
@@ -55,13 +67,24 @@ func gen(args []string, stdout, stderr io.Writer, maxSize int) int {
 		return exitFailed
 	}
 	if len(data) > maxSize {
-		fmt.Fprintf(stderr, "iodag gen: the spec of %s would be %d bytes, more than run, compare and validate load (%d): ask for fewer nodes\n",
-			strings.Join(pos, " "), len(data), maxSize)
-		return exitUsage
+		n := int64(len(data))
+		return tooLarge(stderr, pos, shapes.Size{Nodes: len(s.Nodes), MinBytes: n, MaxBytes: n}, maxSize)
 	}
 	if _, err := stdout.Write(data); err != nil {
 		fmt.Fprintf(stderr, "iodag gen: %v\n", err)
 		return exitFailed
 	}
 	return exitOK
+}
+
+// tooLarge says that the spec of the shape and arguments pos, of size
+// size, is larger than maxSize bytes, and returns exitUsage.
+func tooLarge(stderr io.Writer, pos []string, size shapes.Size, maxSize int) int {
+	bytes := fmt.Sprintf("%d bytes", size.MinBytes)
+	if size.MaxBytes != size.MinBytes {
+		bytes = "at least " + bytes
+	}
+	fmt.Fprintf(stderr, "iodag gen: the spec of %s would be %s (%d nodes), more than run, compare and validate load (%d): ask for fewer nodes\n",
+		strings.Join(pos, " "), bytes, size.Nodes, maxSize)
+	return exitUsage
 }

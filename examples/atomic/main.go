@@ -105,7 +105,7 @@ const (
 func build(contents []byte) (*dag.Graph, error) {
 	b := dag.NewBuilder("atomic")
 	open := b.Open("open", tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC, "tmp").Mode(0o644)
-	write := b.Write("write", open.Handle(), 0, int64(len(contents)), 0).Buffer(contents).After(open)
+	write := b.Write("write", open.Handle(), 0, contents).After(open)
 	sync := b.Fsync("fsync", open.Handle()).Finally(write)
 	closed := b.Close("close", open.Handle()).Finally(sync)
 	rename := b.Rename("rename", tmp, target).After(write, sync).Finally(closed)

@@ -39,19 +39,20 @@ type genShape struct {
 	name string
 	args []string // the names of its arguments, in order
 	gen  func(args []int, o GenOptions) (*dag.Spec, error)
+	size func(args []int, o GenOptions) (Size, error) // see SizeOf
 }
 
 // shapes lists every shape Generate knows, in Shapes order: the one list of
 // shape names and argument names.
 func shapes() []genShape {
 	return []genShape{
-		{"diamond", nil, func(_ []int, o GenOptions) (*dag.Spec, error) { return Diamond(o) }},
-		{"fanout", []string{"N"}, func(a []int, o GenOptions) (*dag.Spec, error) { return Fanout(a[0], o) }},
-		{"chains", []string{"K", "L"}, func(a []int, o GenOptions) (*dag.Spec, error) { return Chains(a[0], a[1], o) }},
-		{"layered", []string{"W", "D"}, func(a []int, o GenOptions) (*dag.Spec, error) { return Layered(a[0], a[1], o) }},
-		{"tree", []string{"DEPTH"}, func(a []int, o GenOptions) (*dag.Spec, error) { return Tree(a[0], o) }},
-		{"stagger", []string{"K", "L"}, func(a []int, o GenOptions) (*dag.Spec, error) { return Stagger(a[0], a[1], o) }},
-		{"maildir", []string{"N"}, func(a []int, o GenOptions) (*dag.Spec, error) { return Maildir(a[0], o) }},
+		{"diamond", nil, func(_ []int, o GenOptions) (*dag.Spec, error) { return Diamond(o) }, diamondSize},
+		{"fanout", []string{"N"}, func(a []int, o GenOptions) (*dag.Spec, error) { return Fanout(a[0], o) }, fanoutSize},
+		{"chains", []string{"K", "L"}, func(a []int, o GenOptions) (*dag.Spec, error) { return Chains(a[0], a[1], o) }, chainsSize},
+		{"layered", []string{"W", "D"}, func(a []int, o GenOptions) (*dag.Spec, error) { return Layered(a[0], a[1], o) }, layeredSize},
+		{"tree", []string{"DEPTH"}, func(a []int, o GenOptions) (*dag.Spec, error) { return Tree(a[0], o) }, treeSize},
+		{"stagger", []string{"K", "L"}, func(a []int, o GenOptions) (*dag.Spec, error) { return Stagger(a[0], a[1], o) }, staggerSize},
+		{"maildir", []string{"N"}, func(a []int, o GenOptions) (*dag.Spec, error) { return Maildir(a[0], o) }, maildirSize},
 	}
 }
 
@@ -78,14 +79,23 @@ func Shapes() []string {
 // Generate returns the spec of a named shape (see Shapes) with integer args.
 // Every generator refuses sizes of more than dag.DefaultMaxNodes nodes.
 func Generate(name string, args []int, o GenOptions) (*dag.Spec, error) {
-	s, ok := lookupShape(name)
-	if !ok {
-		return nil, fmt.Errorf("unknown shape %q (want one of %s)", name, strings.Join(Shapes(), ", "))
-	}
-	if len(args) != len(s.args) {
-		return nil, fmt.Errorf("shape %s takes %d arguments, got %d", name, len(s.args), len(args))
+	s, err := shapeArgs(name, args)
+	if err != nil {
+		return nil, err
 	}
 	return s.gen(args, o)
+}
+
+// shapeArgs returns the shape called name if it takes len(args) arguments.
+func shapeArgs(name string, args []int) (genShape, error) {
+	s, ok := lookupShape(name)
+	if !ok {
+		return s, fmt.Errorf("unknown shape %q (want one of %s)", name, strings.Join(Shapes(), ", "))
+	}
+	if len(args) != len(s.args) {
+		return s, fmt.Errorf("shape %s takes %d arguments, got %d", name, len(s.args), len(args))
+	}
+	return s, nil
 }
 
 // gen accumulates a generated spec.
@@ -100,32 +110,70 @@ type gen struct {
 // newGen starts a spec of nodes nodes, reads of them read4k reads; nodes is
 // at most maxGenNodes (see nodeCount).
 func newGen(name string, o GenOptions, reads, nodes int) (*gen, error) {
-	g := &gen{rng: rand.New(rand.NewPCG(uint64(o.Seed), 0x9e3779b97f4a7c15))}
-	switch o.Op {
-	case "", "nop":
-	case "read4k":
-		g.read4k = true
-		name += "-read4k"
-	default:
-		return nil, fmt.Errorf("unknown op %q (want nop or read4k)", o.Op)
+	read4k, err := readOp(o)
+	if err != nil {
+		return nil, err
 	}
-	g.s = &dag.Spec{Name: name, Nodes: make([]dag.NodeSpec, 0, nodes)}
+	g := &gen{rng: newRNG(o), read4k: read4k}
+	g.s = &dag.Spec{Name: specName(name, read4k), Files: dataFiles(read4k, reads), Nodes: make([]dag.NodeSpec, 0, nodes)}
 	if g.read4k {
-		size := max(int64(DataFileMinSize), int64(reads)*ReadSize)
-		g.s.Files = []dag.FileSpec{{Name: "data", Size: size, Fill: DataFill, Direct: true}}
-		// Partial Fisher-Yates: the first reads blocks of a random permutation.
-		nb := size / ReadSize
+		nb := dataBlocks(reads)
 		g.blocks = make([]int64, nb)
 		for i := range g.blocks {
 			g.blocks[i] = int64(i)
 		}
-		for i := 0; i < reads; i++ {
-			j := i + g.rng.IntN(int(nb)-i)
-			g.blocks[i], g.blocks[j] = g.blocks[j], g.blocks[i]
-		}
+		drawBlocks(g.rng, reads, nb, func(i, j int) { g.blocks[i], g.blocks[j] = g.blocks[j], g.blocks[i] })
 		g.blocks = g.blocks[:reads]
 	}
 	return g, nil
+}
+
+// readOp reports whether o asks for read4k work nodes.
+func readOp(o GenOptions) (bool, error) {
+	switch o.Op {
+	case "", "nop":
+		return false, nil
+	case "read4k":
+		return true, nil
+	}
+	return false, fmt.Errorf("unknown op %q (want nop or read4k)", o.Op)
+}
+
+func newRNG(o GenOptions) *rand.Rand {
+	return rand.New(rand.NewPCG(uint64(o.Seed), 0x9e3779b97f4a7c15))
+}
+
+// specName is a shape's spec name, with "-read4k" for read4k work.
+func specName(name string, read4k bool) string {
+	if read4k {
+		return name + "-read4k"
+	}
+	return name
+}
+
+// dataFiles returns the files of a shape of reads read4k reads.
+func dataFiles(read4k bool, reads int) []dag.FileSpec {
+	if !read4k {
+		return nil
+	}
+	return []dag.FileSpec{{Name: "data", Size: int64(dataBlocks(reads)) * ReadSize, Fill: DataFill, Direct: true}}
+}
+
+// dataBlocks returns the number of 4 KiB blocks of the data file of reads
+// reads.
+func dataBlocks(reads int) int {
+	return max(DataFileMinSize/ReadSize, reads)
+}
+
+// drawBlocks draws a partial Fisher-Yates shuffle of nb blocks, the first
+// reads of a random permutation, calling swap for each exchange if not nil.
+func drawBlocks(rng *rand.Rand, reads, nb int, swap func(i, j int)) {
+	for i := 0; i < reads; i++ {
+		j := i + rng.IntN(nb-i)
+		if swap != nil {
+			swap(i, j)
+		}
+	}
 }
 
 // work adds a work node: a nop, or with read4k the next read.
@@ -260,13 +308,8 @@ func Layered(w, d int, o GenOptions) (*dag.Spec, error) {
 				g.work(cur[i])
 				continue
 			}
-			a := g.rng.IntN(w)
-			if w > 1 && g.rng.IntN(2) == 0 {
-				b := g.rng.IntN(w - 1)
-				if b >= a {
-					b++
-				}
-				g.work(cur[i], prev[min(a, b)], prev[max(a, b)])
+			if a, b, two := pickPreds(g.rng, w); two {
+				g.work(cur[i], prev[a], prev[b])
 			} else {
 				g.work(cur[i], prev[a])
 			}
@@ -274,6 +317,20 @@ func Layered(w, d int, o GenOptions) (*dag.Spec, error) {
 		prev, cur = cur, prev
 	}
 	return g.s, nil
+}
+
+// pickPreds draws the predecessors in the level above (of w nodes) of a
+// layered node: one, a, or two, a < b.
+func pickPreds(rng *rand.Rand, w int) (a, b int, two bool) {
+	a = rng.IntN(w)
+	if w > 1 && rng.IntN(2) == 0 {
+		b = rng.IntN(w - 1)
+		if b >= a {
+			b++
+		}
+		return min(a, b), max(a, b), true
+	}
+	return a, 0, false
 }
 
 // Tree is a binary out-tree of depth levels (2^depth-1 work nodes t1, t2, ...;
@@ -328,14 +385,11 @@ func Stagger(k, l int, o GenOptions) (*dag.Spec, error) {
 // five digits (fmt's %05d); per file i, in parallel an open of mail/<i> as
 // handle h<i> (o<i>) and a statx of it (s<i>), then a read
 // of the size the statx found (r<i>), then on a finally-edge a close (c<i>).
-// It takes no read4k.
+// It takes no read4k, nor more files than dag.MaxDirFiles.
 func Maildir(n int, o GenOptions) (*dag.Spec, error) {
-	nodes, err := nodeCount("maildir", 4, n)
+	nodes, err := maildirCheck(n, o)
 	if err != nil {
 		return nil, err
-	}
-	if o.Op == "read4k" {
-		return nil, fmt.Errorf("maildir: op read4k does not apply")
 	}
 	g, err := newGen("maildir"+strconv.Itoa(n), o, 0, nodes)
 	if err != nil {
@@ -343,7 +397,7 @@ func Maildir(n int, o GenOptions) (*dag.Spec, error) {
 	}
 	g.s.Files = []dag.FileSpec{{Name: "mail", Dir: &dag.DirSpec{Count: n, MinSize: MaildirMinSize, MaxSize: MaildirMaxSize, Seed: o.Seed}}}
 	for i := 0; i < n; i++ {
-		num := fmt.Sprintf("%05d", i) // the runner's file names
+		num := maildirNum(i) // the runner's file names
 		path := "mail/" + num
 		g.add(dag.NodeSpec{ID: "o" + num, Op: "open", Path: path, Flags: []string{"rdonly"}, As: "h" + num})
 		g.add(dag.NodeSpec{ID: "s" + num, Op: "statx", Path: path})
@@ -352,3 +406,22 @@ func Maildir(n int, o GenOptions) (*dag.Spec, error) {
 	}
 	return g.s, nil
 }
+
+// maildirCheck returns the number of nodes of Maildir(n, o), or why it
+// refuses them.
+func maildirCheck(n int, o GenOptions) (int, error) {
+	nodes, err := nodeCount("maildir", 4, n)
+	if err != nil {
+		return 0, err
+	}
+	if o.Op == "read4k" {
+		return 0, fmt.Errorf("maildir: op read4k does not apply")
+	}
+	if n > dag.MaxDirFiles {
+		return 0, fmt.Errorf("maildir: N must be <= %d (dag.MaxDirFiles), got %d", dag.MaxDirFiles, n)
+	}
+	return nodes, nil
+}
+
+// maildirNum is the name of maildir file i: fmt's %05d.
+func maildirNum(i int) string { return fmt.Sprintf("%05d", i) }

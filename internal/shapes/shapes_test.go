@@ -220,3 +220,94 @@ func checkRoundTrip(t *testing.T, g *dag.Graph) {
 		t.Errorf("round trip: %d nodes, %d edges; want %d, %d", g3.Len(), g3.Edges(), g.Len(), g.Edges())
 	}
 }
+
+// TestSizeOf checks SizeOf against the spec Generate returns: the same
+// node count, bounds around the length of its Marshal output, and exact
+// bounds wherever SizeOf says it knows the length.
+func TestSizeOf(t *testing.T) {
+	tests := []struct {
+		shape string
+		args  []int
+		op    string
+		exact bool
+	}{
+		{"diamond", nil, "", true},
+		{"diamond", nil, "read4k", true},
+		{"fanout", []int{3}, "", true},
+		{"fanout", []int{1234}, "", true},
+		{"fanout", []int{100}, "read4k", false},
+		{"fanout", []int{16386}, "read4k", true}, // 16,384 reads: every block of the file
+		{"chains", []int{7, 13}, "", true},
+		{"chains", []int{1, 1}, "read4k", false},
+		{"chains", []int{128, 130}, "read4k", true},
+		{"layered", []int{1, 5}, "", true},
+		{"layered", []int{37, 11}, "", true},
+		{"layered", []int{130, 130}, "read4k", true},
+		{"layered", []int{10, 6}, "read4k", false},
+		{"tree", []int{1}, "", true},
+		{"tree", []int{11}, "", true},
+		{"tree", []int{15}, "read4k", true},
+		{"tree", []int{5}, "read4k", false},
+		{"stagger", []int{1, 1}, "read4k", false},
+		{"stagger", []int{5, 7}, "", true},
+		{"stagger", []int{6, 9}, "read4k", false},
+		{"maildir", []int{1}, "", true},
+		{"maildir", []int{100123}, "", true}, // numbers of 5 and 6 digits
+	}
+	for _, tc := range tests {
+		for _, seed := range []int64{1, -3} {
+			o := GenOptions{Op: tc.op, Seed: seed}
+			s, err := Generate(tc.shape, tc.args, o)
+			if err != nil {
+				t.Fatalf("Generate(%s, %v, %+v) = %v", tc.shape, tc.args, o, err)
+			}
+			data, err := s.Marshal()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := SizeOf(tc.shape, tc.args, o)
+			if err != nil {
+				t.Fatalf("SizeOf(%s, %v, %+v) = %v", tc.shape, tc.args, o, err)
+			}
+			n := int64(len(data))
+			if got.Nodes != len(s.Nodes) || got.MinBytes > n || got.MaxBytes < n || tc.exact && got.MinBytes != got.MaxBytes {
+				t.Errorf("SizeOf(%s, %v, %+v) = %+v, want %d nodes and %d bytes (exactly: %v)", tc.shape, tc.args, o, got, len(s.Nodes), n, tc.exact)
+			}
+		}
+	}
+}
+
+// TestSizeOfErrors: SizeOf refuses what Generate refuses, with the same
+// error, and says why at once for the largest shapes.
+func TestSizeOfErrors(t *testing.T) {
+	const maxInt = int(^uint(0) >> 1)
+	tests := []struct {
+		shape string
+		args  []int
+		op    string
+	}{
+		{"blob", nil, ""},
+		{"fanout", nil, ""},
+		{"fanout", []int{2}, ""},
+		{"fanout", []int{maxInt}, "read4k"},
+		{"chains", []int{0, 3}, ""},
+		{"chains", []int{1 << 32, 1 << 32}, ""},
+		{"layered", []int{3, -1}, ""},
+		{"layered", []int{maxInt, maxInt}, ""},
+		{"tree", []int{40}, ""},
+		{"stagger", []int{4000, 4000}, ""},
+		{"maildir", []int{3}, "read4k"},
+		{"maildir", []int{dag.MaxDirFiles + 1}, ""},
+		{"maildir", []int{1 << 62}, ""},
+		{"diamond", nil, "write"},
+		{"layered", []int{2, 2}, "write"},
+	}
+	for _, tc := range tests {
+		o := GenOptions{Op: tc.op}
+		_, gerr := Generate(tc.shape, tc.args, o)
+		_, serr := SizeOf(tc.shape, tc.args, o)
+		if gerr == nil || serr == nil || gerr.Error() != serr.Error() {
+			t.Errorf("SizeOf(%s, %v, %q) = %v, want Generate's error %v", tc.shape, tc.args, tc.op, serr, gerr)
+		}
+	}
+}
