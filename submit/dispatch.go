@@ -33,6 +33,9 @@ func (t *task) dispatch(w *worker.Worker, n int, chains bool) (tried, moved int)
 		case noSlot:
 			t.ready = append(t.ready, u)
 			continue
+		case noRoom:
+			t.rhead-- // it waits at the front
+			return tried - 1, moved
 		case stopped:
 			return tried, moved
 		default:

@@ -141,12 +141,13 @@ func (e *FailedError) Unwrap() []error { return e.Errs }
 type UnsupportedOpError struct {
 	Graph string // the graph's name
 	Op    dag.Op // the node op the kernel cannot perform
+	Code  uint8  // the io_uring opcode it lacks
 }
 
 // Error names the graph, the op, its opcode and the fix.
 func (e *UnsupportedOpError) Error() string {
 	return fmt.Sprintf("submit: graph %q needs %s (io_uring opcode %s), which this kernel does not support: upgrade the kernel or avoid the operation",
-		e.Graph, e.Op, uring.OpName(opcode(e.Op)))
+		e.Graph, e.Op, uring.OpName(e.Code))
 }
 
 // ErrOnWorker is the error of a Run, Runner.Run or Runner.Start called
@@ -170,18 +171,17 @@ var errDeadline = errors.New("deadline passed")
 // errPoolClosing is why a run's context ends when its pool closes.
 var errPoolClosing = fmt.Errorf("%w while the run was in progress", worker.ErrClosed)
 
-// opName returns the name package os gives the system call of node i's op
-// in its errors.
-func opName(op dag.Op) string {
-	return op.String()
-}
-
 // kernelErr returns node i's failure, errno, as package os says it: with
 // the path the node worked on.
 func (r *Runner) kernelErr(i int32, err error) error {
 	p, nd := r.p, &r.p.nodes[i]
-	path := nd.Path
+	path, op := nd.Path, nd.Op.String()
 	switch {
+	case nd.Op == dag.OpReadFile:
+		op = "read"
+		if r.st.size[i] < 0 {
+			op = "open" // its open failed
+		}
 	case nd.Op == dag.OpRename:
 		return &os.LinkError{Op: "rename", Old: nd.Path, New: nd.To, Err: err}
 	case p.file[i] >= 0:
@@ -191,7 +191,7 @@ func (r *Runner) kernelErr(i int32, err error) error {
 	case nd.Op == dag.OpNop || nd.Op == dag.OpTimeout || nd.Op == dag.OpGo:
 		return err
 	}
-	return &os.PathError{Op: opName(nd.Op), Path: path, Err: err}
+	return &os.PathError{Op: op, Path: path, Err: err}
 }
 
 // errnoOf returns res, a negative errno, as a syscall.Errno.

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/iodag/iodag/dag"
 	"github.com/iodag/iodag/internal/worker"
@@ -17,7 +20,8 @@ import (
 type inputs struct {
 	t    *task
 	self int32
-	goes bool // a Go task's, on its own goroutine: it may wait
+	goes bool            // a Go task's, on its own goroutine: it may wait
+	ctx  context.Context // a Go task's with a deadline (Node.Timeout): the run's, with it
 }
 
 // Run grows the graph by a subgraph; see dag.Inputs.
@@ -108,7 +112,12 @@ func (in *inputs) Result(n dag.Task) dag.Result {
 }
 
 // Context is done when the run ends early; see dag.Inputs.
-func (in *inputs) Context() context.Context { return in.t.r.context() }
+func (in *inputs) Context() context.Context {
+	if in.ctx != nil {
+		return in.ctx
+	}
+	return in.t.r.context()
+}
 
 // Stop ends the run early; see dag.Inputs.
 func (in *inputs) Stop(err error) { in.t.r.stop(in.self, err) }
@@ -133,6 +142,8 @@ func (t *task) result(i int32) dag.Result {
 type goResult struct {
 	i   int32
 	err error
+	// late: its deadline (Node.Timeout) passed before it returned.
+	late bool
 }
 
 // spawn runs Go node i's function on a goroutine. Its end comes back to
@@ -143,18 +154,26 @@ func (t *task) spawn(w *worker.Worker, i int32) {
 	st.node[i].status, st.node[i].start = stInflight, w.Now()
 	t.goRunning++
 	in := &inputs{t: t, self: i, goes: true}
-	fn := t.p.nodes[i].Func
+	fn, limit := t.p.nodes[i].Func, t.p.timeoutOf(i)
 	w.Readied()
 	tag := w.Tag()
 	go func() {
 		err := errGoexit // unless fn returns or panics
+		var deadline time.Time
+		if limit > 0 {
+			var cancel context.CancelFunc
+			in.ctx, cancel = context.WithTimeout(t.r.context(), limit)
+			defer cancel()
+			deadline, _ = in.ctx.Deadline()
+		}
 		defer func() {
+			d := goResult{i: i, err: err, late: limit > 0 && !time.Now().Before(deadline)}
 			t.goMu.Lock()
 			if t.goOrphans {
-				t.orphanEnded(goResult{i, err})
+				t.orphanEnded(d)
 				return
 			}
-			t.goDone = append(t.goDone, goResult{i, err})
+			t.goDone = append(t.goDone, d)
 			t.goMu.Unlock()
 			w.WakeTask(tag)
 		}()
@@ -272,6 +291,8 @@ func (t *task) goEnded(d goResult, now int64) {
 	n := &st.node[d.i]
 	n.end, n.res, n.status = now, 0, stOK
 	switch {
+	case d.late && !t.cancelReq.Load():
+		n.status, n.res, st.err[d.i] = stFailed, -int32(unix.ETIME), errDeadline
 	case d.err == nil:
 	case t.cutShort(d.err):
 		n.status, n.cause, st.err[d.i] = stCanceled, causeContext, d.err

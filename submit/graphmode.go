@@ -150,7 +150,7 @@ func (g *graphMode) sendOne(w *worker.Worker, u int32, wide bool) bool {
 	switch v := t.take(w, u); v {
 	case taken:
 		t.prep(w, u, 0)
-	case noSlot:
+	case noSlot, noRoom:
 		return false
 	case stopped:
 	default:
@@ -173,12 +173,16 @@ func (g *graphMode) toDataflow(w *worker.Worker) bool {
 			t.ready = append(t.ready, i)
 		case stPending:
 			n.pending = 0
+			inflight := false
 			for _, e := range t.p.predsOf(i) {
-				if node[e.Node].status < stOK {
+				if s := node[e.Node].status; s < stOK {
 					n.pending++
+					inflight = inflight || s == stInflight
 				}
 			}
-			if n.pending > 0 {
+			if inflight {
+				// Only what is in flight bounds the wait; the nodes
+				// sent from now on are noted as they go (exact).
 				t.minPending = min(t.minPending, n.pending)
 			}
 		}

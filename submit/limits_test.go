@@ -276,15 +276,17 @@ func TestRunUnderLimits(t *testing.T) {
 // the fix, and matches errors.As.
 func TestUnsupportedOp(t *testing.T) {
 	pool := (*worker.Pool)(newPool(t, workers.Config{Workers: 1, Entries: 8}))
-	for op := dag.OpNop; op <= dag.OpRename; op++ {
-		if uop := opcode(op); !pool.Supports(uop) {
-			t.Errorf("the kernel lacks %s (opcode %d), used by dag op %s", uring.OpName(uop), uop, op)
+	for op := dag.OpNop; op <= dag.OpGo; op++ {
+		for _, uop := range opcodes(op) {
+			if !pool.Supports(uop) {
+				t.Errorf("the kernel lacks %s (opcode %d), used by dag op %s", uring.OpName(uop), uop, op)
+			}
 		}
 	}
 	if pool.Supports(255) {
 		t.Errorf("Supports(255) = true, want false")
 	}
-	var err error = &UnsupportedOpError{Graph: "g", Op: dag.OpStatx}
+	var err error = &UnsupportedOpError{Graph: "g", Op: dag.OpStatx, Code: uring.OpStatx}
 	var ue *UnsupportedOpError
 	if !errors.As(fmt.Errorf("wrapped: %w", err), &ue) || ue.Op != dag.OpStatx {
 		t.Fatalf("errors.As(%v) failed", err)

@@ -186,7 +186,7 @@ func (l *linkMode) start(w *worker.Worker, k int32) int32 {
 			return -1
 		case v == taken:
 			return x
-		case v == stopped:
+		case v == stopped, v == noRoom:
 			return -1
 		case v == noSlot && (!l.starved || t.inflight > 0 || t.goRunning > 0):
 			return -1 // a close in flight or ahead in the queue may free one

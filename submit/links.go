@@ -40,12 +40,12 @@ import (
 //     (the kernel has no such link), or with a finally-edge from another
 //     node than x (it runs after a failure the chain breaks on);
 //   - before or after a node with a deadline (its link timeout ends the
-//     chain).
+//     chain), or a readfile (it links its own requests).
 func (p *plan) kernelLink(x, next int32) uint8 {
 	switch {
 	case p.hot[x].op == dag.OpRename, p.hot[x].op == dag.OpWrite, p.hot[x].op == dag.OpGo, p.hot[next].op == dag.OpGo,
 		p.nodes[x].Then != nil, p.nodes[next].Bind != nil, p.hot[next].onFail,
-		p.timeoutOf(x) > 0, p.timeoutOf(next) > 0:
+		p.timeoutOf(x) > 0, p.timeoutOf(next) > 0, p.hot[x].op == dag.OpReadFile, p.hot[next].op == dag.OpReadFile:
 		return 0
 	}
 	k, ok := p.edge(x, next)

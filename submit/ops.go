@@ -14,31 +14,35 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// opcode returns the io_uring opcode that performs op.
-func opcode(op dag.Op) uint8 {
+// opcodes returns the io_uring opcodes that perform op.
+func opcodes(op dag.Op) []uint8 {
 	switch op {
 	case dag.OpRead:
-		return uring.OpRead
+		return []uint8{uring.OpRead}
 	case dag.OpWrite:
-		return uring.OpWrite
+		return []uint8{uring.OpWrite}
 	case dag.OpFsync:
-		return uring.OpFsync
+		return []uint8{uring.OpFsync}
 	case dag.OpOpen:
-		return uring.OpOpenat2
+		return []uint8{uring.OpOpenat2}
 	case dag.OpStatx:
-		return uring.OpStatx
+		return []uint8{uring.OpStatx}
 	case dag.OpClose:
-		return uring.OpClose
+		return []uint8{uring.OpClose}
 	case dag.OpTimeout:
-		return uring.OpTimeout
+		return []uint8{uring.OpTimeout}
 	case dag.OpUnlink:
-		return uring.OpUnlinkat
+		return []uint8{uring.OpUnlinkat}
 	case dag.OpMkdir:
-		return uring.OpMkdirat
+		return []uint8{uring.OpMkdirat}
 	case dag.OpRename:
-		return uring.OpRenameat
+		return []uint8{uring.OpRenameat}
+	case dag.OpReadFile:
+		return []uint8{uring.OpOpenat2, uring.OpRead, uring.OpClose}
+	case dag.OpGo:
+		return nil
 	}
-	return uring.OpNop
+	return []uint8{uring.OpNop}
 }
 
 // maxTransfer is the most bytes one read or write moves in Linux
@@ -53,6 +57,7 @@ const (
 	unbound  int32 = 2 // its length source did not succeed: cancel it
 	stopped  int32 = 3 // the run was canceled during its binding: dispatch nothing more
 	noHandle int32 = 4 // its handle's open did not succeed: cancel it
+	noRoom   int32 = 5 // its SQEs (a readfile's, a deadline's) need more room: it waits
 )
 
 // take gets what node i needs to run: its handle open, a fixed-file slot
@@ -71,7 +76,10 @@ func (t *task) take(w *worker.Worker, i int32) int32 {
 // takeSome is take for the ops that need something.
 func (t *task) takeSome(w *worker.Worker, i int32) int32 {
 	p, st := t.p, t.st
-	if h := p.handle[i]; h >= 0 && t.hot[i].op != dag.OpOpen && !st.alive[h] {
+	if w.Room() < t.sqesOf(i) {
+		return noRoom
+	}
+	if h := p.handle[i]; h >= 0 && t.hot[i].op != dag.OpOpen && t.hot[i].op != dag.OpReadFile && !st.alive[h] {
 		// Its open failed or never ran (a finally-edge or a cleanup
 		// reached it all the same): there is no file to use.
 		return noHandle
@@ -81,8 +89,10 @@ func (t *task) takeSome(w *worker.Worker, i int32) int32 {
 	switch t.hot[i].op {
 	case dag.OpRead, dag.OpWrite:
 		return t.takeTransfer(w, i)
-	case dag.OpFsync, dag.OpClose:
+	case dag.OpFsync, dag.OpClose, dag.OpNop, dag.OpUnlink, dag.OpMkdir, dag.OpRename, dag.OpGo:
 		return taken
+	case dag.OpReadFile:
+		return t.takeReadFile(w, i)
 	case dag.OpStatx:
 		need = int(unsafe.Sizeof(unix.Statx_t{}))
 	case dag.OpTimeout:
@@ -126,6 +136,19 @@ func (t *task) takeSome(w *worker.Worker, i int32) int32 {
 		st.alive[h] = true
 	}
 	return taken
+}
+
+// sqesOf returns how many SQEs node i goes down as: a readfile's open and
+// read, and a deadline's link timeout.
+func (t *task) sqesOf(i int32) int {
+	n := 1
+	if t.hot[i].op == dag.OpReadFile {
+		n++
+	}
+	if t.p.timeoutOf(i) > 0 {
+		n++
+	}
+	return n
 }
 
 // boundStop reports whether the run was canceled during the binding
@@ -325,6 +348,9 @@ func (t *task) prep(w *worker.Worker, i int32, link uint8) *uring.SQE {
 	case dag.OpRead:
 		s.PrepRead(t.fd(i), st.buf[i], uint64(st.offset[i]))
 		s.Flags |= uring.SQEFixedFile
+	case dag.OpReadFile:
+		t.prepReadFile(w, s, i) // its deadline follows its read
+		return s
 	default:
 		t.prepOp(s, i)
 	}
@@ -351,7 +377,7 @@ func (t *task) prepDeadline(w *worker.Worker, s *uring.SQE, i int32, d time.Dura
 	lt.PrepLinkTimeout(ts, 0)
 	t.inflight++
 	t.sqes++
-	t.st.node[i].parts = 1
+	t.st.node[i].parts++
 	w.Linked()
 }
 
@@ -522,6 +548,11 @@ func (t *task) settle(w *worker.Worker, i int32, status uint8) (_ uint8, more bo
 		if status = t.settleRead(i, status); t.lent != nil {
 			return status, false // lent to the hook; complete returns the buffer after it
 		}
+	case dag.OpReadFile:
+		if status, more = t.settleReadFile(w, i, status); more || t.lent != nil {
+			return status, more
+		}
+		b = st.buf[i] // grown
 	case dag.OpStatx:
 		if status == stOK && b != nil {
 			st.size[i] = int64((*unix.Statx_t)(unsafe.Pointer(&b[0])).Size)
@@ -584,10 +615,8 @@ func (t *task) settleWrite(w *worker.Worker, i int32, status uint8) (uint8, bool
 }
 
 // settleRead settles a read: one that returned fewer bytes than asked
-// fails (unless it allows short reads); an ok one's bytes are hashed if
-// the run asks, kept if the node keeps them (copied out of the worker's
-// memory unless read into the program's own), or lent to its hook
-// (t.lent).
+// fails (unless it allows short reads); an ok one's bytes are kept or
+// lent (keepRead).
 func (t *task) settleRead(i int32, status uint8) uint8 {
 	st, nd := t.st, &t.p.nodes[i]
 	b, res := st.buf[i], st.node[i].res
@@ -598,23 +627,33 @@ func (t *task) settleRead(i int32, status uint8) uint8 {
 	if status != stOK {
 		return status
 	}
+	return t.keepRead(i, b[:res:res], status)
+}
+
+// keepRead does what a read's or readfile's bytes are for: hashed if the
+// run asks, kept if the node keeps them (copied out of the worker's
+// memory unless read into the program's own), or lent to its hook
+// (t.lent). Keeping fails the node if the system will not map the
+// memory.
+func (t *task) keepRead(i int32, data []byte, status uint8) uint8 {
+	st, nd := t.st, &t.p.nodes[i]
 	if t.digests && t.record {
-		st.digest[i] = crc32.Update(0, t.p.crc, b[:res])
+		st.digest[i] = crc32.Update(0, t.p.crc, data)
 	}
 	switch {
 	case !nd.Keep && t.p.then[i] != nil:
-		t.lent = b[:res:res]
+		t.lent = data
 	case !nd.Keep:
 	case st.owned[i]:
-		st.data[i] = b[:res:res] // read into the program's memory
+		st.data[i] = data // read into the program's memory
 	default:
-		d := goBytes(int(res))
-		if d == nil && res > 0 {
+		d := goBytes(len(data))
+		if d == nil && len(data) > 0 {
 			st.digest[i], st.node[i].res = 0, -int32(unix.ENOMEM)
-			st.err[i] = fmt.Errorf("keeping the %d bytes read: %w", res, unix.ENOMEM)
+			st.err[i] = fmt.Errorf("keeping the %d bytes read: %w", len(data), unix.ENOMEM)
 			return stFailed
 		}
-		st.data[i] = append(d[:0], b[:res]...)
+		st.data[i] = append(d[:0], data...)
 	}
 	return status
 }

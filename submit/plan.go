@@ -125,10 +125,13 @@ func newPlan(g *dag.Graph) *plan {
 	for i := range int32(n) {
 		p.addNode(i, ix)
 	}
-	p.handles = len(ix.handles)
+	p.handles = len(ix.handles) + len(ix.readFiles)
+	for k, i := range ix.readFiles {
+		p.handle[i] = int32(len(ix.handles) + k)
+	}
 	p.openOf = make([]int32, p.handles)
 	for i := range int32(n) {
-		if p.hot[i].op == dag.OpOpen {
+		if op := p.hot[i].op; op == dag.OpOpen || op == dag.OpReadFile {
 			p.openOf[p.handle[i]] = i
 		}
 	}
@@ -140,10 +143,11 @@ func newPlan(g *dag.Graph) *plan {
 // indexer numbers a plan's files, handles and directories as its nodes
 // name them, and lays out their paths.
 type indexer struct {
-	p       *plan
-	files   map[string]int32
-	handles map[string]int32
-	dirs    map[string]int32
+	p         *plan
+	files     map[string]int32
+	handles   map[string]int32
+	dirs      map[string]int32
+	readFiles []int32 // readfile nodes, each a handle of its own
 }
 
 func newIndexer(p *plan) *indexer {
@@ -216,10 +220,16 @@ func (p *plan) addNode(i int32, ix *indexer) {
 		h.sqeFlags = uring.SQEAsync
 	}
 	switch nd.Op {
-	case dag.OpRead, dag.OpWrite, dag.OpStatx, dag.OpTimeout, dag.OpOpen:
+	case dag.OpRead, dag.OpWrite, dag.OpStatx, dag.OpTimeout, dag.OpOpen, dag.OpReadFile:
 		h.needs = true
 	}
-	h.needs = h.needs || nd.Handle != "" || nd.Bind != nil
+	h.needs = h.needs || nd.Handle != "" || nd.Bind != nil || nd.Timeout > 0
+	if nd.Timeout > 0 {
+		if p.timeout == nil {
+			p.timeout = make([]time.Duration, p.n)
+		}
+		p.timeout[i] = nd.Timeout
+	}
 	for _, e := range g.Preds(i) {
 		h.onFail = h.onFail || e.Kind == dag.OnFailure
 		h.cleanup = h.cleanup || e.Kind != dag.After
@@ -245,8 +255,11 @@ func (p *plan) addNode(i int32, ix *indexer) {
 		p.useFile[p.file[i]] = true
 	}
 	p.handle[i] = ix.handle(nd.Handle)
-	if nd.Op == dag.OpOpen {
+	switch nd.Op {
+	case dag.OpOpen:
 		p.handle[i] = ix.handle(nd.As)
+	case dag.OpReadFile:
+		ix.readFiles = append(ix.readFiles, i) // a handle of its own: numbered after the named ones
 	}
 	if nd.Buf != nil {
 		p.userBuf = append(p.userBuf, i)
@@ -261,7 +274,7 @@ func (p *plan) addPaths(i int32, ix *indexer) {
 	nd := &p.nodes[i]
 	p.pathOff[i], p.dirOf[i], p.baseOff[i], p.toDirOf[i], p.toBaseOff[i] = -1, -1, -1, -1, -1
 	switch nd.Op {
-	case dag.OpOpen:
+	case dag.OpOpen, dag.OpReadFile:
 		p.pathOff[i] = ix.path(nd.Path)
 	case dag.OpStatx, dag.OpUnlink, dag.OpMkdir, dag.OpRename:
 		p.dirOf[i], p.baseOff[i] = ix.split(nd.Path)
@@ -276,7 +289,7 @@ func (p *plan) addPaths(i int32, ix *indexer) {
 func (p *plan) findDirect() {
 	openDirect := make([]bool, p.handles)
 	for h, o := range p.openOf {
-		openDirect[h] = p.nodes[o].OpenFlags&unix.O_DIRECT != 0
+		openDirect[h] = p.hot[o].op == dag.OpOpen && p.nodes[o].OpenFlags&unix.O_DIRECT != 0
 	}
 	for i := range p.nodes {
 		h := &p.hot[i]

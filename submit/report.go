@@ -354,7 +354,7 @@ func (r *Runner) fillResult(n *NodeResult, i int32) {
 	case stOK:
 		n.Status = StatusOK
 		switch op {
-		case dag.OpRead:
+		case dag.OpRead, dag.OpReadFile:
 			n.Digest, n.Data = Digest(st.digest[i]), st.data[i]
 		case dag.OpStatx:
 			n.Size = st.size[i]

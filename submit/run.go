@@ -489,8 +489,13 @@ func (r *Runner) endContext(why error) {
 // opcode the graph needs.
 func (r *Runner) checkOps() error {
 	for op, used := range r.p.opsUsed {
-		if used && !r.pool.Supports(opcode(dag.Op(op))) {
-			return &UnsupportedOpError{Graph: r.p.g.Name(), Op: dag.Op(op)}
+		if !used {
+			continue
+		}
+		for _, code := range opcodes(dag.Op(op)) {
+			if !r.pool.Supports(code) {
+				return &UnsupportedOpError{Graph: r.p.g.Name(), Op: dag.Op(op), Code: code}
+			}
 		}
 	}
 	return nil

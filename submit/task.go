@@ -544,6 +544,10 @@ func (t *task) complete(w *worker.Worker, c *uring.CQE) {
 	case ud&auxBit != 0:
 		t.completeAux(w, c)
 		return
+	case ud&rfOpenBit != 0: // a readfile's open: its read is still to come
+		if c.Res < 0 {
+			t.st.size[int32(ud&indexMask)] = int64(c.Res)
+		}
 	default:
 		t.st.node[int32(ud&indexMask)].res = c.Res
 	}
@@ -587,10 +591,6 @@ func (t *task) statusOf(i int32) uint8 {
 	}
 	return stOK
 }
-
-// completeAux handles the completion of a request a node left behind
-// and no longer waits for.
-func (t *task) completeAux(*worker.Worker, *uring.CQE) {}
 
 // errRestartSys is the kernel's ERESTARTSYS, which an io-wq worker
 // interrupted by a cancellation returns as the request's result.

@@ -67,27 +67,29 @@ func (m *waveMode) sweep(w *worker.Worker) bool {
 				continue
 			}
 		}
-		u := m.order[m.pos]
+		if !m.send(w, m.order[m.pos]) {
+			return false // it waits for room
+		}
 		m.pos++
-		m.send(w, u)
 	}
 	return m.pos == end
 }
 
 // send runs node u if its turn has come: ends it if its verdict says so,
 // or takes its resources and sends it; it waits for the next pass if a
-// predecessor is not final or no fixed-file slot is free.
-func (m *waveMode) send(w *worker.Worker, u int32) {
+// predecessor is not final or no fixed-file slot is free. It reports
+// false if u waits for room in this turn.
+func (m *waveMode) send(w *worker.Worker, u int32) bool {
 	t := m.t
 	switch s := t.st.node[u].status; {
 	case s >= stInflight:
-		return
+		return true
 	case s == stPending && !t.predsFinal(u):
 		m.deferred = true
-		return
+		return true
 	case s == stPending && t.decide(w, u):
 		m.moved = true
-		return
+		return true
 	}
 	switch v := t.take(w, u); v {
 	case taken:
@@ -97,6 +99,8 @@ func (m *waveMode) send(w *worker.Worker, u int32) {
 		} else {
 			t.prep(w, u, 0)
 		}
+	case noRoom:
+		return false
 	case noSlot:
 		m.deferred = true
 	case stopped:
@@ -104,6 +108,7 @@ func (m *waveMode) send(w *worker.Worker, u int32) {
 		m.moved = true
 		t.refuse(w, u, v)
 	}
+	return true
 }
 
 // starve fails the opens that wait for a slot when a whole pass freed

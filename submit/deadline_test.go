@@ -1,0 +1,73 @@
+package submit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/iodag/iodag/dag"
+	"github.com/iodag/iodag/workers"
+	"golang.org/x/sys/unix"
+)
+
+// TestDeadline: a node with a deadline (Task.Timeout) that has not
+// completed by then fails with an error matching os.ErrDeadlineExceeded,
+// whatever its op, in every mode; its dependents follow the usual rules
+// (an after-edge cancels, a finally-edge runs); a node that completes in
+// time is not touched.
+func TestDeadline(t *testing.T) {
+	root := t.TempDir()
+	must(t, unix.Mkfifo(filepath.Join(root, "fifo"), 0o644))
+	must(t, os.WriteFile(filepath.Join(root, "file"), []byte("hello"), 0o644))
+	const short = 20 * time.Millisecond
+	b := dag.NewBuilder("deadlines")
+	// A read of a FIFO nobody writes to (opened read-write, so the open
+	// does not wait for a writer) never completes by itself.
+	o := b.Open("open fifo", "fifo", unix.O_RDWR, "")
+	r := b.Read("read fifo", o.Handle(), 0, 16).After(o).Timeout(short)
+	b.Nop("after read").After(r)
+	b.Close("close fifo", o.Handle()).Finally(r)
+	slow := b.Timeout("slow", time.Hour).Timeout(short)
+	b.Nop("after slow").After(slow)
+	b.Go("go", func(in dag.Inputs) error {
+		<-in.Context().Done()
+		return in.Context().Err()
+	}).Timeout(short)
+	b.ReadFile("readfile", "file").Timeout(time.Hour)
+	b.Nop("nop").Timeout(time.Hour)
+	g := mustBuild(t, b)
+	pool := newPool(t, workers.Config{Workers: 2})
+	for _, m := range Modes() {
+		t.Run(m.String(), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a backstop
+			defer cancel()
+			rep, err := Run(ctx, pool, g, m, Options{Root: root})
+			if rep == nil {
+				t.Fatal(err)
+			}
+			checkFinal(t, g, rep)
+			got := map[string]string{}
+			for _, n := range rep.Nodes {
+				got[n.ID] = string(n.Status)
+				if n.Status == StatusFailed && !errors.Is(n.Err, os.ErrDeadlineExceeded) {
+					got[n.ID] += fmt.Sprintf(" (%v)", n.Err)
+				}
+			}
+			want := map[string]string{
+				"open fifo": "ok", "read fifo": "failed", "after read": "canceled", "close fifo": "ok",
+				"slow": "failed", "after slow": "canceled", "go": "failed", "readfile": "ok", "nop": "ok",
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+			if !errors.Is(err, os.ErrDeadlineExceeded) || ctx.Err() != nil {
+				t.Errorf("Run = %v, want the deadlines' errors", err)
+			}
+		})
+	}
+}

@@ -1,0 +1,119 @@
+package submit
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/iodag/iodag/dag"
+	"github.com/iodag/iodag/workers"
+)
+
+// TestReadFile: a readfile reads a whole file of any size in one node, in
+// every mode: its bytes kept, or lent to its hook; a missing file fails
+// with the open's error, a file over the node's cap with EFBIG.
+func TestReadFile(t *testing.T) {
+	root := t.TempDir()
+	sizes := []int{0, 5, rfFirst - 1, rfFirst, rfFirst + 1, 3*rfFirst + 17, 1 << 20}
+	content := func(n int) []byte {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte(i*7 + n)
+		}
+		return b
+	}
+	for _, n := range sizes {
+		must(t, os.WriteFile(filepath.Join(root, fmt.Sprint(n)), content(n), 0o644))
+	}
+	b := dag.NewBuilder("readfile")
+	lent := make([][]byte, len(sizes))
+	for k, n := range sizes {
+		b.ReadFile(fmt.Sprint("kept ", n), fmt.Sprint(n)).Keep()
+		b.ReadFile(fmt.Sprint("lent ", n), fmt.Sprint(n)).Then(func(_ dag.Inputs, r dag.Result) error {
+			lent[k] = bytes.Clone(r.Data)
+			return nil
+		})
+	}
+	b.ReadFile("missing", "nothere").Keep()
+	capped := b.ReadFile("capped", fmt.Sprint(rfFirst+1)).Keep()
+	b.Add(dag.Node{ID: "cap ok", Op: dag.OpReadFile, Path: "5", Len: 5, Keep: true})
+	_ = capped
+	g := mustBuild(t, b)
+	g2 := g
+	if n, ok := g2.Index("capped"); ok {
+		_ = n
+	}
+	pool := newPool(t, workers.Config{Workers: 2, Entries: 16})
+	for _, m := range Modes() {
+		t.Run(m.String(), func(t *testing.T) {
+			clear(lent)
+			rep, err := Run(context.Background(), pool, g, m, Options{Root: root})
+			if rep == nil {
+				t.Fatal(err)
+			}
+			checkFinal(t, g, rep)
+			byID := map[string]NodeResult{}
+			for _, n := range rep.Nodes {
+				byID[n.ID] = n
+			}
+			for k, n := range sizes {
+				want := content(n)
+				if got := byID[fmt.Sprint("kept ", n)]; got.Status != StatusOK || int(got.Res) != n || !bytes.Equal(got.Data, want) {
+					t.Errorf("kept %d: %s, res %d, %d bytes (%v); want ok, all %d bytes", n, got.Status, got.Res, len(got.Data), got.Err, n)
+				}
+				if !bytes.Equal(lent[k], want) || byID[fmt.Sprint("lent ", n)].Data != nil {
+					t.Errorf("lent %d: the hook saw %d bytes, want %d; Data kept %d, want none", n, len(lent[k]), n, len(byID[fmt.Sprint("lent ", n)].Data))
+				}
+			}
+			var pe *os.PathError
+			if got := byID["missing"]; got.Status != StatusFailed || !errors.As(got.Err, &pe) || pe.Op != "open" || pe.Path != "nothere" || !errors.Is(got.Err, fs.ErrNotExist) {
+				t.Errorf("missing: %s, %v; want failed, open nothere: ENOENT", got.Status, got.Err)
+			}
+			if got := byID["capped"]; got.Status != StatusOK {
+				t.Errorf("capped (no cap): %s, %v", got.Status, got.Err)
+			}
+			if got := byID["cap ok"]; got.Status != StatusOK || string(got.Data) != string(content(5)) {
+				t.Errorf("cap ok: %s, %v", got.Status, got.Err)
+			}
+			if !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("Run = %v, want the missing file's error", err)
+			}
+		})
+	}
+}
+
+// TestReadFileCap: a file over a readfile's cap (Node.Len) fails with
+// EFBIG rather than being cut short, at the first read or a later one.
+func TestReadFileCap(t *testing.T) {
+	root := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(root, "small"), make([]byte, 100), 0o644))
+	must(t, os.WriteFile(filepath.Join(root, "big"), make([]byte, 3*rfFirst), 0o644))
+	b := dag.NewBuilder("cap")
+	b.Add(dag.Node{ID: "small over", Op: dag.OpReadFile, Path: "small", Len: 99})
+	b.Add(dag.Node{ID: "small at", Op: dag.OpReadFile, Path: "small", Len: 100})
+	b.Add(dag.Node{ID: "big over", Op: dag.OpReadFile, Path: "big", Len: 2*rfFirst + 1})
+	b.Add(dag.Node{ID: "big at", Op: dag.OpReadFile, Path: "big", Len: 3 * rfFirst})
+	g := mustBuild(t, b)
+	pool := newPool(t, workers.Config{Workers: 1})
+	for _, m := range Modes() {
+		rep, _ := Run(context.Background(), pool, g, m, Options{Root: root})
+		got := map[string]string{}
+		for _, n := range rep.Nodes {
+			got[n.ID] = fmt.Sprint(n.Status, " ", n.Errno.String())
+			if n.Status == StatusFailed && !errors.Is(n.Err, syscall.EFBIG) {
+				t.Errorf("%s: %v, want EFBIG", n.ID, n.Err)
+			}
+		}
+		want := map[string]string{"small over": "failed EFBIG", "small at": "ok ", "big over": "failed EFBIG", "big at": "ok "}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", m, diff)
+		}
+	}
+}
