@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"text/tabwriter"
 
+	"github.com/iodag/iodag/chrometrace"
 	"github.com/iodag/iodag/dag"
 	"github.com/iodag/iodag/internal/batch"
 	"github.com/iodag/iodag/internal/human"
@@ -262,7 +263,7 @@ func writeTraceFile(path string, reports ...*submit.Report) error {
 	if err != nil {
 		return err
 	}
-	if err := submit.WriteTrace(f, reports...); err != nil {
+	if err := chrometrace.Write(f, reports...); err != nil {
 		f.Close()
 		return fmt.Errorf("write %s: %w", path, err)
 	}

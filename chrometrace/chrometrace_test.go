@@ -1,4 +1,4 @@
-package submit_test
+package chrometrace_test
 
 import (
 	"bytes"
@@ -11,13 +11,14 @@ import (
 	"testing"
 
 	gocmp "github.com/google/go-cmp/cmp"
+	"github.com/iodag/iodag/chrometrace"
 	"github.com/iodag/iodag/dag"
 	"github.com/iodag/iodag/scratch"
 	"github.com/iodag/iodag/submit"
 	"github.com/iodag/iodag/workers"
 )
 
-// traceFile is what TestWriteTrace reads back of a trace.
+// traceFile is what TestWrite reads back of a trace.
 type traceFile struct {
 	DisplayTimeUnit string `json:"displayTimeUnit"`
 	TraceEvents     []struct {
@@ -32,19 +33,19 @@ type traceFile struct {
 	} `json:"traceEvents"`
 }
 
-// traceNode is a node's event as TestWriteTrace compares it: the process
+// traceNode is a node's event as TestWrite compares it: the process
 // and track named, and the args.
 type traceNode struct {
 	Process, Track, Ph string
 	Args               map[string]any
 }
 
-// TestWriteTrace runs a graph with a node of every outcome (ok, failed,
+// TestWrite runs a graph with a node of every outcome (ok, failed,
 // canceled, skipped, a Go task) in every mode, writes the reports as one
 // trace and reads it back: every node is in it once, in its report's
 // process, on its worker's track or the Go tasks', with its outcome; the
 // nodes that ran as spans within the run, the others as instants.
-func TestWriteTrace(t *testing.T) {
+func TestWrite(t *testing.T) {
 	b := dag.NewBuilder("traced")
 	b.AddFile(dag.FileSpec{Name: "data", Size: 4096, Fill: 1})
 	start := b.Nop("start")
@@ -76,12 +77,12 @@ func TestWriteTrace(t *testing.T) {
 		reports = append(reports, rep)
 	}
 	var buf bytes.Buffer
-	if err := submit.WriteTrace(&buf, reports...); err != nil {
-		t.Fatalf("WriteTrace: %v", err)
+	if err := chrometrace.Write(&buf, reports...); err != nil {
+		t.Fatalf("Write: %v", err)
 	}
 	var tf traceFile
 	if err := json.Unmarshal(buf.Bytes(), &tf); err != nil {
-		t.Fatalf("WriteTrace wrote no JSON: %v\n%s", err, &buf)
+		t.Fatalf("Write wrote no JSON: %v\n%s", err, &buf)
 	}
 	if tf.DisplayTimeUnit != "ns" {
 		t.Errorf("displayTimeUnit %q, want ns", tf.DisplayTimeUnit)

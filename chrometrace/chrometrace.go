@@ -1,4 +1,6 @@
-package submit
+// Package chrometrace writes the runs of package submit as Chrome traces,
+// which Perfetto UI (https://ui.perfetto.dev) and chrome://tracing open.
+package chrometrace
 
 import (
 	"bufio"
@@ -10,11 +12,11 @@ import (
 	"slices"
 
 	"github.com/iodag/iodag/dag"
+	"github.com/iodag/iodag/submit"
 )
 
-// WriteTrace writes reports as a Chrome trace (the Trace Event Format's
-// JSON object), which Perfetto UI (https://ui.perfetto.dev) and
-// chrome://tracing open. Each report is a process, named after its graph
+// Write writes reports as a Chrome trace (the Trace Event Format's JSON
+// object). Each report is a process, named after its graph
 // and mode, with a track (thread) per worker, "worker N", and one, "Go
 // tasks", for the nodes of op dag.OpGo, which run on goroutines of their
 // own. A node that ran (ok or failed) is a complete event from its StartNS
@@ -23,12 +25,12 @@ import (
 // its node and carries its op, status, res, errno, cause and error text.
 // Times are microseconds since the report's last repeat began, whose
 // nodes a report holds: each report has a clock of its own.
-func WriteTrace(w io.Writer, reports ...*Report) error {
+func Write(w io.Writer, reports ...*submit.Report) error {
 	tw := traceWriter{w: bufio.NewWriter(w)}
 	tw.raw(`{"displayTimeUnit":"ns","traceEvents":[`)
 	for k, rep := range reports {
 		if rep == nil {
-			return fmt.Errorf("submit: WriteTrace: report %d is nil", k)
+			return fmt.Errorf("chrometrace: report %d is nil", k)
 		}
 		tw.report(k+1, rep)
 	}
@@ -54,12 +56,12 @@ type traceEvent struct {
 
 // traceArgs is what a node's event says of it.
 type traceArgs struct {
-	Op     dag.Op `json:"op"`
-	Status Status `json:"status"`
-	Res    int32  `json:"res"`
-	Errno  Errno  `json:"errno,omitempty"`
-	Cause  string `json:"cause,omitempty"`
-	Error  string `json:"error,omitempty"`
+	Op     dag.Op        `json:"op"`
+	Status submit.Status `json:"status"`
+	Res    int32         `json:"res"`
+	Errno  submit.Errno  `json:"errno,omitempty"`
+	Cause  string        `json:"cause,omitempty"`
+	Error  string        `json:"error,omitempty"`
 }
 
 // traceWriter writes a trace's events, keeping the first error.
@@ -96,7 +98,7 @@ func (t *traceWriter) event(e traceEvent) {
 
 // report writes one report as process pid: its name and tracks, then its
 // nodes.
-func (t *traceWriter) report(pid int, rep *Report) {
+func (t *traceWriter) report(pid int, rep *submit.Report) {
 	meta := func(name string, tid int, args any) {
 		t.event(traceEvent{Name: name, Ph: "M", Pid: pid, Tid: tid, Args: args})
 	}
@@ -126,8 +128,8 @@ func (t *traceWriter) report(pid int, rep *Report) {
 
 // ran reports whether node n ran to its end, ok or failed, from StartNS
 // to EndNS.
-func ran(n *NodeResult) bool {
-	return (n.Status == StatusOK || n.Status == StatusFailed) && n.EndNS >= n.StartNS
+func ran(n *submit.NodeResult) bool {
+	return (n.Status == submit.StatusOK || n.Status == submit.StatusFailed) && n.EndNS >= n.StartNS
 }
 
 // traceTracks returns the track (thread id, from 1) of each of rep's
@@ -137,7 +139,7 @@ func ran(n *NodeResult) bool {
 // spans of a worker (or of the Go tasks) that overlap go on tracks of
 // the same name, as few as fit them (rows of a timeline). A node that did
 // not run goes on its worker's first track.
-func traceTracks(rep *Report) (tids []int, names []string) {
+func traceTracks(rep *submit.Report) (tids []int, names []string) {
 	workers, goTasks := rep.Workers, false
 	for i := range rep.Nodes {
 		workers = max(workers, rep.Nodes[i].Worker+1)
@@ -147,7 +149,7 @@ func traceTracks(rep *Report) (tids []int, names []string) {
 	if goTasks {
 		groups++
 	}
-	group := func(n *NodeResult) int {
+	group := func(n *submit.NodeResult) int {
 		if n.Op == dag.OpGo {
 			return workers
 		}
