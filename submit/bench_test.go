@@ -340,3 +340,36 @@ func BenchmarkSubgraphs(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkGraphLevels runs graph mode with and without its levels
+// (graphMode.byLevels) on shapes whose levels complete within the enter
+// that sends them, and on one that does not (4 KiB reads):
+//
+//	go test -run '^$' -bench GraphLevels -count 5 ./submit
+func BenchmarkGraphLevels(b *testing.B) {
+	for _, s := range []struct {
+		name string
+		g    *dag.Graph
+	}{
+		{"diamond", graphOf(shapes.Diamond(shapes.GenOptions{}))},
+		{"fanout100", graphOf(shapes.Fanout(100, shapes.GenOptions{}))},
+		{"layered16x8", graphOf(shapes.Layered(16, 8, shapes.GenOptions{}))},
+		{"layered64x64", graphOf(shapes.Layered(64, 64, shapes.GenOptions{}))},
+		{"fanout100-read4k", graphOf(shapes.Fanout(100, shapes.GenOptions{Op: "read4k"}))},
+	} {
+		root := b.TempDir()
+		if err := scratch.Create(root, s.g); err != nil {
+			b.Fatal(err)
+		}
+		pool := newPool(b, workers.Config{Workers: 1})
+		for _, on := range []bool{true, false} {
+			b.Run(fmt.Sprintf("%s/levels=%v", s.name, on), func(b *testing.B) {
+				defer func(v bool) { levelsFirst = v }(levelsFirst)
+				levelsFirst = on
+				r := NewRunner(pool, s.g)
+				defer r.Close()
+				benchRun(b, r, Graph, root)
+			})
+		}
+	}
+}
