@@ -7,8 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log"
 	"os"
+	"path"
 	"path/filepath"
+	"sync/atomic"
 
 	"github.com/iodag/iodag/dag"
 	"github.com/iodag/iodag/submit"
@@ -16,8 +19,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Read whole files into a Go program: per file an open and a statx in
-// parallel, a read sized by the statx that keeps its bytes, a close.
+// Read whole files into a Go program, one node a file; a failed node
+// carries its path, as the os package's errors do.
 func Example_readFiles() {
 	dir, _ := os.MkdirTemp("", "iodag-example-")
 	defer os.RemoveAll(dir)
@@ -26,37 +29,34 @@ func Example_readFiles() {
 
 	b := dag.NewBuilder("read files")
 	for _, name := range []string{"a.txt", "b.txt", "c.txt"} {
-		o := b.Open("", name, unix.O_RDONLY, "") // generated id and handle
-		s := b.Statx("", name)
-		r := b.Read(name, o.Handle(), 0, 0).After(o, s).LenFrom(s).Keep()
-		b.Close("", o.Handle()).Finally(r)
+		b.ReadFile(name, name).Keep()
 	}
 	g, err := b.Build()
 	if err != nil {
-		fmt.Println(err)
-		return
+		log.Fatal(err)
 	}
 	pool, err := workers.New(workers.Config{})
 	if err != nil {
-		fmt.Println(err)
-		return
+		log.Fatal(err)
 	}
 	defer pool.Close()
 	rep, err := submit.Run(context.Background(), pool, g, submit.Graph, submit.Options{Root: dir})
 	if rep == nil {
-		fmt.Println(err) // the run could not start
-		return
+		log.Fatal(err) // the run could not start
 	}
 	for _, n := range rep.Nodes {
-		if n.Op == dag.OpRead && n.Status == submit.StatusOK {
+		if n.Status == submit.StatusOK {
 			fmt.Printf("%s: %q\n", n.ID, n.Data)
 		}
 	}
-	fmt.Println("missing:", errors.Is(err, fs.ErrNotExist))
+	var pe *os.PathError
+	if errors.As(err, &pe) && errors.Is(err, fs.ErrNotExist) {
+		fmt.Println(pe.Op, pe.Path, "does not exist")
+	}
 	// Output:
 	// a.txt: "hello"
 	// b.txt: "world!"
-	// missing: true
+	// open c.txt does not exist
 }
 
 // React to results in one graph: read a file's footer, then the block its
@@ -108,4 +108,58 @@ func Example_react() {
 	fmt.Printf("%q %v\n", rep.Nodes[2].Data, rep.Err())
 	// Output:
 	// "block one" <nil>
+}
+
+// Grow the graph as it runs: sum the sizes of a tree's files, a Go task
+// per directory listing it and running a subgraph of a statx per file
+// and a Go task per subdirectory (dag.Inputs.Run), which gives back the
+// subgraph's results.
+func Example_grow() {
+	dir, _ := os.MkdirTemp("", "iodag-example-")
+	defer os.RemoveAll(dir)
+	os.MkdirAll(filepath.Join(dir, "a/b"), 0o755)
+	os.WriteFile(filepath.Join(dir, "a/x"), []byte("abc"), 0o644)
+	os.WriteFile(filepath.Join(dir, "a/b/y"), []byte("defgh"), 0o644)
+	os.WriteFile(filepath.Join(dir, "z"), []byte("ijklmno"), 0o644)
+
+	var total atomic.Int64
+	var du func(rel string) func(dag.Inputs) error
+	du = func(rel string) func(dag.Inputs) error {
+		return func(in dag.Inputs) error {
+			entries, err := os.ReadDir(filepath.Join(dir, rel))
+			if err != nil {
+				return err
+			}
+			results, err := in.Run(rel, func(b *dag.Builder) {
+				for _, e := range entries {
+					if p := path.Join(rel, e.Name()); e.IsDir() {
+						b.Go("", du(p))
+					} else {
+						b.Statx("", p)
+					}
+				}
+			})
+			for _, r := range results {
+				total.Add(r.Size)
+			}
+			return err
+		}
+	}
+	b := dag.NewBuilder("du")
+	b.Go("walk", du("."))
+	g, err := b.Build()
+	if err != nil {
+		log.Fatal(err)
+	}
+	pool, err := workers.New(workers.Config{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer pool.Close()
+	if _, err := submit.Run(context.Background(), pool, g, submit.Graph, submit.Options{Root: dir}); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(total.Load(), "bytes")
+	// Output:
+	// 15 bytes
 }

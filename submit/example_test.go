@@ -3,6 +3,7 @@ package submit_test
 import (
 	"context"
 	"fmt"
+	"log"
 	"os"
 
 	"github.com/iodag/iodag/dag"
@@ -10,8 +11,49 @@ import (
 	"github.com/iodag/iodag/workers"
 )
 
-// Run the diamond a -> {b, c} -> d of NOPs in graph mode.
+// Write a file, close it whatever the write did (a finally-edge is a
+// deferred call), then read the whole file back.
 func Example() {
+	dir, err := os.MkdirTemp("", "iodag-quickstart-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+
+	b := dag.NewBuilder("quickstart")
+	open := b.Open("open", "greeting.txt", os.O_WRONLY|os.O_CREATE|os.O_TRUNC, "f")
+	write := b.Write("write", dag.Handle("f"), 0, []byte("hello, world\n")).After(open)
+	closed := b.Close("close", dag.Handle("f")).Finally(write)
+	read := b.ReadFile("read", "greeting.txt").After(closed).Keep()
+	g, err := b.Build() // every problem at once, each naming its node and field
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	pool, err := workers.New(workers.Config{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer pool.Close()
+
+	rep, err := submit.Run(context.Background(), pool, g, submit.Graph, submit.Options{Root: dir})
+	if err != nil {
+		log.Fatal(err) // a node failed (*submit.FailedError), or the run ended early
+	}
+	for _, n := range rep.Nodes {
+		fmt.Println(n.ID, n.Status)
+	}
+	fmt.Printf("%q\n", rep.Nodes[read.Index()].Data)
+	// Output:
+	// open ok
+	// write ok
+	// close ok
+	// read ok
+	// "hello, world\n"
+}
+
+// Run the diamond a -> {b, c} -> d of NOPs in graph mode.
+func ExampleRun() {
 	b := dag.NewBuilder("diamond")
 	a := b.Nop("a")
 	x := b.Nop("b").After(a)
