@@ -140,11 +140,11 @@ func TestHugeSpecs(t *testing.T) {
 // (TotalAlloc), the graph's own in bytes kept (HeapAlloc after a
 // collection).
 func TestSpecMemory(t *testing.T) {
-	const specBytesPerNode = 300
-	n := 200_000
 	if raceEnabled {
-		n = 20_000
+		t.Skip("the race detector allocates for itself, and sync.Pool drops what it is given")
 	}
+	const specBytesPerNode = 300
+	const n = 200_000
 	many := func(prefix, elem, suffix string) []byte {
 		var b bytes.Buffer
 		b.WriteString(prefix)
