@@ -372,7 +372,8 @@ func (b *Builder) Read(id string, t Target, off, n int64) Task {
 // to its end and closes it. Its Result.Data holds the contents if it
 // keeps them (Task.Keep), and its hook sees them (Task.Then) as a read's.
 // Node.Len, if set, caps the size: a larger file fails the node rather
-// than being cut short.
+// than being cut short. Build refuses a path an open would not take (not
+// clean, leaving the root, the root itself).
 func (b *Builder) ReadFile(id, path string) Task {
 	return b.pathNode(OpReadFile, id, path)
 }

@@ -1225,3 +1225,21 @@ func TestNodeTimeout(t *testing.T) {
 		}
 	}
 }
+
+// TestPlainPath checks plainPath, checkPath's fast path, against
+// checkPath on every string of up to 6 bytes of 'a', '.', '/' and NUL.
+func TestPlainPath(t *testing.T) {
+	alphabet := []byte{'a', '.', '/', 0}
+	var walk func(p []byte)
+	walk = func(p []byte) {
+		if got, want := plainPath(string(p)), checkPath(string(p)) == nil; got != want {
+			t.Errorf("plainPath(%q) = %v, want %v (checkPath: %v)", p, got, want, checkPath(string(p)))
+		}
+		if len(p) < 6 {
+			for _, c := range alphabet {
+				walk(append(p, c))
+			}
+		}
+	}
+	walk(nil)
+}

@@ -2,5 +2,5 @@
 
 package dag
 
-// raceEnabled is whether the race detector is on: tests size their work down.
+// raceEnabled is whether the race detector is on, which allocates memory of its own.
 const raceEnabled = true

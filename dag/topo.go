@@ -4,9 +4,9 @@ package dag
 // graph of millions of nodes stages in a fraction of a second.
 
 // buildAdjacency fills the CSR predecessor and successor arrays from the
-// edges of list (those of pred < 0 left out). Each node's lists come out sorted by node index without
-// a comparison sort: the edges are transposed twice, each pass emitting them in
-// index order of the source.
+// edges of list (those of pred < 0 left out). Each node's lists come out
+// sorted by node index without a comparison sort: the edges are
+// transposed twice, each pass emitting them in index order of the source.
 func (g *Graph) buildAdjacency(n int, list *edgeList) {
 	g.predOff = make([]int32, n+1)
 	g.succOff = make([]int32, n+1)

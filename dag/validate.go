@@ -578,7 +578,7 @@ func (v *validator) checkNode(i int32) {
 		switch {
 		case nd.Path == "." && nd.OpenFlags&unix.O_DIRECTORY != 0:
 			// The run's root itself, to fsync it after a rename.
-		case nd.Path != "" && !dotDot(nd.Path) && path.Clean(nd.Path) == ".":
+		case nd.Path != "" && !plainPath(nd.Path) && !dotDot(nd.Path) && path.Clean(nd.Path) == ".":
 			v.nodeErr(i, "path", wrap(ErrBadPath, "path %q names the root itself: only an open with O_DIRECTORY (flag \"directory\") of \".\" may", nd.Path))
 		default:
 			v.checkPathField(i, "path", nd.Path)
@@ -698,6 +698,8 @@ func (v *validator) checkPathField(i int32, field, p string) {
 // no '..' names the same file both ways.
 func checkPath(p string) error {
 	switch {
+	case plainPath(p):
+		return nil
 	case p == "":
 		return wrap(ErrMissingField, "missing name")
 	case strings.ContainsRune(p, 0):
@@ -714,6 +716,29 @@ func checkPath(p string) error {
 		return wrap(ErrBadPath, "path %q is not clean (no empty or '.' components, no trailing '/'): write it %q", p, c)
 	}
 	return nil
+}
+
+// plainPath reports, in one pass, whether checkPath accepts p: a relative
+// path of components neither empty, '.' nor '..', without NUL bytes.
+func plainPath(p string) bool {
+	if p == "" || p[0] == '/' {
+		return false
+	}
+	start := 0
+	for i := 0; i <= len(p); i++ {
+		if i < len(p) && p[i] != '/' {
+			if p[i] == 0 {
+				return false
+			}
+			continue
+		}
+		switch p[start:i] {
+		case "", ".", "..":
+			return false
+		}
+		start = i + 1
+	}
+	return true
 }
 
 // dotDot reports whether p has a '..' component.

@@ -21,8 +21,8 @@ type Size struct {
 
 // SizeOf returns the size of the spec Generate(name, args, o) returns, or
 // the error Generate returns, in a time that does not grow with the
-// spec's size but for layered, whose random edges it draws (about 20 ns a
-// node).
+// spec's size but for layered, whose random edges it draws as Layered
+// does, without making the nodes.
 func SizeOf(name string, args []int, o GenOptions) (Size, error) {
 	s, err := shapeArgs(name, args)
 	if err != nil {
