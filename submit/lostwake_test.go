@@ -1,8 +1,10 @@
 package submit
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -10,23 +12,29 @@ import (
 	"time"
 
 	"github.com/iodag/iodag/dag"
+	"github.com/iodag/iodag/internal/worker"
 	"github.com/iodag/iodag/workers"
+	"golang.org/x/sys/unix"
 )
 
-// TestIdleWaitKeepsWakes: a run handed to a worker while it ends its last
-// task, in the turn after a doorbell woke it, runs at once; a worker with
-// buffer memory to trim once slept IdleTrim with the run in its queue
-// (the wake came before it said it would sleep), and ran it only after
-// it had trimmed. The observer hands the run over from the worker's
-// thread and holds the thread for a moment, so that the hand-over lands
-// in that window.
+// TestIdleWaitKeepsWakes: a run handed to a worker while it ends its
+// last task, in the turn after a doorbell woke it, runs at once. A worker
+// with buffer memory to trim once slept IdleTrim with the run in its
+// queue (the hand-over's wake came before it said it would sleep, and
+// the doorbell's read was to be submitted again), and ran it only after
+// it had trimmed. The Go task returns once the worker blocks in
+// io_uring_enter, so that its end rings the doorbell; the observer of
+// that node hands the run over from the worker's thread and returns once
+// the run waits in the worker's queue. (A worker that spins after its
+// last task finds the run there too: the wait is reached when it does
+// not, and then the test fails 3 rounds of 3 without the fix.)
 func TestIdleWaitKeepsWakes(t *testing.T) {
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(max(2, runtime.GOMAXPROCS(0))))
 	root := t.TempDir()
 	if err := os.WriteFile(filepath.Join(root, "f"), []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	pool := newPool(t, workers.Config{Workers: 1, IdleTrim: 2 * time.Second})
+	waiters := (*worker.Pool)(pool).Waiters()
 	bs := dag.NewBuilder("statx")
 	bs.Statx("s", "f") // maps buffer memory
 	statx := NewRunner(pool, mustBuild(t, bs))
@@ -35,19 +43,24 @@ func TestIdleWaitKeepsWakes(t *testing.T) {
 	bn.Nop("n")
 	nop := NewRunner(pool, mustBuild(t, bn))
 	defer nop.Close()
-	bg := dag.NewBuilder("go")
-	bg.Go("g", func(dag.Inputs) error {
-		time.Sleep(2 * time.Millisecond) // the worker sleeps in the kernel, and its end rings the doorbell
+	var tid int
+	bl := dag.NewBuilder("last")
+	first := bl.Nop("first").Then(func(dag.Inputs, dag.Result) error {
+		tid = unix.Gettid() // the worker's thread
 		return nil
 	})
-	gor := NewRunner(pool, mustBuild(t, bg))
-	defer gor.Close()
+	bl.Go("g", func(dag.Inputs) error { return inEnter(tid) }).After(first)
+	last := NewRunner(pool, mustBuild(t, bl))
+	defer last.Close()
 	for i := range 3 {
 		if _, err := statx.Run(context.Background(), Graph, Options{Root: root}); err != nil {
 			t.Fatal(err)
 		}
 		errc := make(chan error, 1)
-		obs := func(NodeResult) {
+		obs := func(n NodeResult) {
+			if n.ID != "g" {
+				return
+			}
 			go func() {
 				_, err := nop.Run(context.Background(), Graph, Options{})
 				if err == nil && pool.Stats()[0].Mapped == 0 {
@@ -55,13 +68,31 @@ func TestIdleWaitKeepsWakes(t *testing.T) {
 				}
 				errc <- err
 			}()
-			time.Sleep(5 * time.Millisecond) // widen the window: the hand-over comes meanwhile
+			for waiters.Load() < 2 { // this run's caller, and nop's once its task is queued
+				runtime.Gosched()
+			}
 		}
-		if _, err := gor.Run(context.Background(), Graph, Options{Observe: obs}); err != nil {
+		if _, err := last.Run(context.Background(), Graph, Options{Observe: obs}); err != nil {
 			t.Fatal(err)
 		}
 		if err := <-errc; err != nil {
 			t.Errorf("round %d: a run handed over as the worker ended its last task: %v", i, err)
 		}
+	}
+}
+
+// inEnter returns once thread tid of this process is blocked in
+// io_uring_enter.
+func inEnter(tid int) error {
+	path := fmt.Sprintf("/proc/self/task/%d/syscall", tid)
+	for {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if bytes.HasPrefix(b, []byte("426 ")) { // io_uring_enter, on every architecture
+			return nil
+		}
+		runtime.Gosched()
 	}
 }
