@@ -140,17 +140,19 @@ func TestLinkRules(t *testing.T) {
 			return map[uint64]int32{1: eEXIST, 2: 0}
 		}},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			e := &env{t: t, r: newRing(t, 16, Options{}), a: newArena(t, 1<<16), dir: dir, dfd: openDir(t, dir)}
-			want := tc.prep(e)
-			got := results(t, reap(t, e.r, len(want)), want)
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("res by user_data (-want +got):\n%s", diff)
-			}
-		})
-	}
+	eachKind(t, func(t *testing.T, k ringKind) {
+		for _, tc := range tests {
+			t.Run(tc.name, func(t *testing.T) {
+				dir := t.TempDir()
+				e := &env{t: t, r: k.ring(t, 16, Options{}), a: newArena(t, 1<<16), dir: dir, dfd: openDir(t, dir)}
+				want := tc.prep(e)
+				got := results(t, reap(t, e.r, len(want)), want)
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Errorf("res by user_data (-want +got):\n%s", diff)
+				}
+			})
+		}
+	})
 }
 
 // prepNop preps a NOP with user_data ud and SQE flags.

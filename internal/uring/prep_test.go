@@ -298,18 +298,20 @@ func TestPrep(t *testing.T) {
 			}
 		}},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			e := &env{t: t, r: newRing(t, 16, Options{}), a: newArena(t, 1<<16), dir: dir, dfd: openDir(t, dir)}
-			want, check := tc.prep(e)
-			got := results(t, reap(t, e.r, len(want)), want)
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("res by user_data (-want +got):\n%s", diff)
-			}
-			if check != nil {
-				check()
-			}
-		})
-	}
+	eachKind(t, func(t *testing.T, k ringKind) {
+		for _, tc := range tests {
+			t.Run(tc.name, func(t *testing.T) {
+				dir := t.TempDir()
+				e := &env{t: t, r: k.ring(t, 16, Options{}), a: newArena(t, 1<<16), dir: dir, dfd: openDir(t, dir)}
+				want, check := tc.prep(e)
+				got := results(t, reap(t, e.r, len(want)), want)
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Errorf("res by user_data (-want +got):\n%s", diff)
+				}
+				if check != nil {
+					check()
+				}
+			})
+		}
+	})
 }
