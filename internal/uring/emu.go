@@ -225,6 +225,7 @@ type req struct {
 	prepErr   int32      // an error the SQE has before it runs (-EINVAL, -EFAULT)
 	done      int        // bytes a READ or WRITE moved so far
 	first     unix.Errno // what its attempt inside the enter met (tryNowait)
+	f         *fileRef   // its fixed file, held from its issue until it is done
 	cancelFd  int        // eventfd that wakes it from poll, or -1
 	// lt is the LINK_TIMEOUT linked after it; ltOf, for a link timeout,
 	// the request it guards.
@@ -572,6 +573,7 @@ func (e *emu) advance(ch *chain, inline bool) {
 			// more runs.
 			q.state = stDone
 			e.live.remove(q)
+			q.dropFile()
 			ch.i++
 			continue
 		}
@@ -579,6 +581,7 @@ func (e *emu) advance(ch *chain, inline bool) {
 		case q.state == stDone:
 			// Canceled before it started, or a link timeout whose
 			// request completed it.
+			q.dropFile()
 		case ch.broken:
 			e.complete(q, -int32(unix.ECANCELED), 0)
 		case q.prepErr != 0:

@@ -46,20 +46,32 @@ func (f *fileRef) release() {
 	}
 }
 
-// file returns the fd q works on, with the fixed file it took a
-// reference to (or nil); ok is false if its fixed slot is empty; lock
-// held.
-func (e *emu) file(q *req) (fd int, f *fileRef, ok bool) {
+// file resolves q's fd once, when it is first issued, as the kernel
+// does: a fixed file is looked up in the table then, and q keeps a
+// reference to it (q.f) until q is done, so emptying the slot later
+// does not take the file from under it. ok is false if the slot is
+// empty; lock held.
+func (e *emu) file(q *req) (fd int, ok bool) {
 	if q.sqe.Flags&SQEFixedFile == 0 {
-		return int(q.sqe.Fd), nil, true
+		return int(q.sqe.Fd), true
 	}
-	i := q.sqe.Fd
-	if i < 0 || int(i) >= len(e.files) || e.files[i] == nil {
-		return -1, nil, false
+	if q.f == nil {
+		i := q.sqe.Fd
+		if i < 0 || int(i) >= len(e.files) || e.files[i] == nil {
+			return -1, false
+		}
+		q.f = e.files[i]
+		q.f.refs.Add(1)
 	}
-	f = e.files[i]
-	f.refs.Add(1)
-	return f.fd, f, true
+	return q.f.fd, true
+}
+
+// dropFile releases q's fixed file, if it holds one.
+func (q *req) dropFile() {
+	if q.f != nil {
+		q.f.release()
+		q.f = nil
+	}
 }
 
 // tryNowait makes a READ's or WRITE's first attempt inside the enter,
@@ -69,7 +81,7 @@ func (e *emu) file(q *req) (fd int, f *fileRef, ok bool) {
 // what it moved in q.done for a goroutine to go on with. It reports
 // false if Close took q over meanwhile.
 func (e *emu) tryNowait(q *req) bool {
-	fd, f, ok := e.file(q)
+	fd, ok := e.file(q)
 	if !ok {
 		e.complete(q, -int32(unix.EBADF), 0)
 		return true
@@ -77,18 +89,18 @@ func (e *emu) tryNowait(q *req) bool {
 	q.state = stRunning
 	e.mu.Unlock()
 	res, again := nowaitOnce(q, fd)
-	if f != nil {
-		f.release()
-	}
 	e.mu.Lock()
 	switch {
 	case q.state == stDone:
+		q.dropFile()
 		return false
 	case again && q.cancelReq:
+		q.dropFile()
 		e.complete(q, -int32(unix.ECANCELED), 0) // canceled meanwhile; no call under way
 	case again:
-		q.state = stQueued
+		q.state = stQueued // keeps its file for the goroutine
 	default:
+		q.dropFile()
 		e.complete(q, res, 0)
 	}
 	return true
@@ -129,7 +141,7 @@ func xfer(write bool, fd int, addr uint64, n int, off int64, flags int) (int, un
 // cancel, its link timeout, Close): the taker goes on with the chain,
 // and what the call made is undone here.
 func (e *emu) run(q *req) bool {
-	fd, f, ok := e.file(q)
+	fd, ok := e.file(q)
 	if !ok {
 		e.complete(q, -int32(unix.EBADF), 0)
 		return true
@@ -140,10 +152,8 @@ func (e *emu) run(q *req) bool {
 	}
 	e.mu.Unlock()
 	res, newFd := e.do(q, fd)
-	if f != nil {
-		f.release()
-	}
 	e.mu.Lock()
+	q.dropFile()
 	cfd := q.cancelFd
 	q.cancelFd = -1
 	if q.state == stDone {
