@@ -200,6 +200,7 @@ type emu struct {
 	hint    uint32    // where a FileIndexAlloc open looks first
 	iowq    [2]uint32 // SetIOWQMaxWorkers' limits, recorded only
 	idleFds []int     // eventfds that wake a request parked in poll, for reuse
+	first   firstTry  // fastRW's attempt, for startChain
 	closed  bool
 }
 
@@ -224,7 +225,8 @@ type req struct {
 	fail      bool       // its result fails its link (see linkFails)
 	prepErr   int32      // an error the SQE has before it runs (-EINVAL, -EFAULT)
 	done      int        // bytes a READ or WRITE moved so far
-	first     unix.Errno // what its attempt inside the enter met (tryNowait)
+	first     unix.Errno // what its attempt inside the enter met (tryNowait, fastRW)
+	tried     bool       // it had that attempt
 	f         *fileRef   // its fixed file, held from its issue until it is done
 	cancelFd  int        // eventfd that wakes it from poll, or -1
 	// lt is the LINK_TIMEOUT linked after it; ltOf, for a link timeout,
@@ -434,9 +436,11 @@ func (e *emu) consume() int {
 				break
 			}
 		}
-		if inline {
+		switch {
+		case inline:
 			e.runInline(start, head)
-		} else {
+		case head-start == 1 && e.fastRW(&r.sqes[start&r.sqMask]):
+		default:
 			e.startChain(start, head)
 		}
 	}
@@ -484,6 +488,56 @@ func nopRes(s *SQE) int32 {
 	return -int32(unix.EINVAL)
 }
 
+// fastRW makes the attempt inside the enter (see tryNowait) of a READ or
+// WRITE that is a chain of its own, without a req: a read of cached data
+// allocates nothing. It reports whether it completed the SQE; if not,
+// e.first says what it met (and how much it moved) for startChain; lock
+// held, released around the call.
+func (e *emu) fastRW(s *SQE) bool {
+	if s.Opcode != OpRead && s.Opcode != OpWrite || s.Flags&^(SQEAsync|SQEFixedFile) != 0 {
+		return false
+	}
+	fd := int(s.Fd)
+	var f *fileRef
+	if s.Flags&SQEFixedFile != 0 {
+		if s.Fd < 0 || int(s.Fd) >= len(e.files) || e.files[s.Fd] == nil {
+			e.post(s.UserData, -int32(unix.EBADF), 0)
+			return true
+		}
+		f = e.files[s.Fd]
+		f.refs.Add(1)
+		fd = f.fd
+	}
+	e.mu.Unlock()
+	n, errno := xfer(s.Opcode == OpWrite, fd, s.Addr, int(s.Len), int64(s.Off), unix.RWF_NOWAIT)
+	e.mu.Lock()
+	switch errno {
+	case 0:
+		if n != int(s.Len) && n != 0 {
+			e.first = firstTry{done: n, f: f} // the req keeps the file
+			return false
+		}
+	case unix.EAGAIN, unix.EOPNOTSUPP, unix.ESPIPE, unix.EINTR:
+		e.first = firstTry{errno: errno, f: f}
+		return false
+	default:
+		n = -int(errno)
+	}
+	if f != nil {
+		f.release()
+	}
+	e.post(s.UserData, int32(n), 0)
+	return true
+}
+
+// firstTry is what fastRW's attempt met, for the req that goes on: its
+// errno or what it moved, and the fixed file it holds.
+type firstTry struct {
+	errno unix.Errno
+	done  int
+	f     *fileRef
+}
+
 // startChain copies the SQEs start to end into a chain and runs what it
 // can here; lock held.
 func (e *emu) startChain(start, end uint32) {
@@ -516,6 +570,11 @@ func (e *emu) startChain(start, end uint32) {
 			ch.reqs[k-1].lt, q.ltOf = q, &ch.reqs[k-1]
 		}
 		e.live.push(q)
+	}
+	if e.first != (firstTry{}) {
+		q := &ch.reqs[0]
+		q.first, q.done, q.f, q.tried = e.first.errno, e.first.done, e.first.f, true
+		e.first = firstTry{}
 	}
 	e.advance(ch, true)
 }
@@ -601,7 +660,7 @@ func (e *emu) advance(ch *chain, inline bool) {
 		case !emuBlocking(q.sqe.Opcode):
 			e.complete(q, -int32(unix.EINVAL), 0)
 		case inline:
-			if (q.sqe.Opcode == OpRead || q.sqe.Opcode == OpWrite) && q.done == 0 {
+			if (q.sqe.Opcode == OpRead || q.sqe.Opcode == OpWrite) && !q.tried {
 				if !e.tryNowait(q) {
 					return // taken over (Close)
 				}

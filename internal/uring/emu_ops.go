@@ -86,7 +86,7 @@ func (e *emu) tryNowait(q *req) bool {
 		e.complete(q, -int32(unix.EBADF), 0)
 		return true
 	}
-	q.state = stRunning
+	q.state, q.tried = stRunning, true
 	e.mu.Unlock()
 	res, again := nowaitOnce(q, fd)
 	e.mu.Lock()

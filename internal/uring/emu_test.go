@@ -2,6 +2,7 @@ package uring
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -62,14 +63,20 @@ func mkfifo(t testing.TB, dir, name string) string {
 	return p
 }
 
-// fdCount returns how many fds the process has open.
-func fdCount(t testing.TB) int {
+// fdsTo returns how many of the process's fds refer to path.
+func fdsTo(t testing.TB, path string) int {
 	t.Helper()
 	ents, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return len(ents) - 1 // ReadDir's own
+	n := 0
+	for _, d := range ents {
+		if p, err := os.Readlink("/proc/self/fd/" + d.Name()); err == nil && p == path {
+			n++
+		}
+	}
+	return n
 }
 
 // waitFor polls cond until it holds, failing the test after 10 s.
@@ -176,7 +183,6 @@ func TestLinkTimeout(t *testing.T) {
 			}, []uint64{2, 1}},
 			{"a FIFO open that times out", func(e *env) (map[uint64]outcome, func()) {
 				path := mkfifo(e.t, e.dir, "fifo")
-				before := fdCount(e.t)
 				s := e.sqe()
 				s.PrepOpenat2(e.dfd, e.path("fifo"), e.beneath(unix.O_WRONLY|unix.O_CLOEXEC))
 				s.UserData, s.Flags = 1, SQEIOLink
@@ -197,7 +203,7 @@ func TestLinkTimeout(t *testing.T) {
 						e.t.Fatal(err)
 					}
 					defer unix.Close(rfd)
-					waitFor(e.t, "the abandoned open's fd to be closed", func() bool { return fdCount(e.t) == before+1 })
+					waitFor(e.t, "the abandoned open's fd to be closed", func() bool { return fdsTo(e.t, path) == 1 })
 				}
 			}, []uint64{2, 1}},
 			{"a chain that goes on after the timeout", func(e *env) (map[uint64]outcome, func()) {
@@ -302,7 +308,6 @@ func TestCancelBlockedOpen(t *testing.T) {
 	a := newArena(t, 4096)
 	path := mkfifo(t, dir, "fifo")
 	dfd := openDir(t, dir)
-	before := fdCount(t)
 	s := getSQE(t, r)
 	s.PrepOpenat2(dfd, cString(a, "fifo"), arenaValue(a, OpenHow{Flags: unix.O_WRONLY | unix.O_CLOEXEC}))
 	s.UserData = 1
@@ -325,7 +330,7 @@ func TestCancelBlockedOpen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the abandoned open's fd to be closed", func() bool { return fdCount(t) == before+1 })
+	waitFor(t, "the abandoned open's fd to be closed", func() bool { return fdsTo(t, path) == 1 })
 	unix.Close(rfd)
 	if n := r.CQReady(); n != 0 {
 		t.Errorf("the abandoned open posted %d more CQEs", n)
@@ -427,7 +432,10 @@ func TestSyscallsClose(t *testing.T) {
 	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
 		t.Fatal(err)
 	}
-	before := fdCount(t)
+	pipeName, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", p[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
 	r, err := NewSyscalls(8, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -469,9 +477,12 @@ func TestSyscallsClose(t *testing.T) {
 	if err := goleak.Find(others); err != nil {
 		t.Errorf("goroutines left after Close: %v", err)
 	}
+	if r.emu.idleFds != nil {
+		t.Errorf("Close kept %d eventfds", len(r.emu.idleFds))
+	}
 	unix.Close(p[0])
 	unix.Close(p[1])
-	waitFor(t, "the ring's fds to be closed", func() bool { return fdCount(t) == before-2 })
+	waitFor(t, "the fixed table's dup of the pipe to be closed", func() bool { return fdsTo(t, pipeName) == 0 })
 }
 
 // TestWake: Wake ends a blocked wait at once, from another goroutine;
