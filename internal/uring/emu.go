@@ -80,7 +80,10 @@ type emuWords struct {
 // waits and Wake. Sizes follow New: entries and Options.CQEntries are
 // rounded up to powers of two (Clamp caps them); the other options are
 // accepted and ignored. See CQEAbandoned for the one difference callers
-// must handle.
+// must handle. Close does not wait either: requests in flight are
+// dropped without CQEs, those inside a system call finish on their own
+// (what they make is undone), and the table's files are closed once no
+// running request uses them; later enters fail with EBADF.
 func NewSyscalls(entries uint32, o Options) (*Ring, error) {
 	sq, cq, err := emuSizes(entries, o)
 	if err != nil {
@@ -156,8 +159,10 @@ func (r *Ring) Syscalls() bool { return r.emu != nil }
 // fewer CQEs than it wanted. A Wake while no wait is blocked ends the
 // next one at once, so a wake cannot be lost between a caller's last look
 // and its wait. On a kernel ring it does nothing: wake it with a CQE (a
-// write to an eventfd that a READ in flight waits on), which also works
-// on the emulated ring, a few microseconds slower.
+// write to an eventfd that a READ in flight waits on). That works on the
+// emulated ring too, but slower: the READ waits in poll(2) on a
+// goroutine, which must be scheduled and make two more system calls
+// before it posts, where Wake is one channel send.
 func (r *Ring) Wake() {
 	if r.emu != nil {
 		select {
