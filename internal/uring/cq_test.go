@@ -146,115 +146,123 @@ func TestSetupClampLarge(t *testing.T) {
 // keeps the rest on its overflow list (FEAT_NODROP) and flushes them as
 // the CQ is reaped.
 func TestCQOverflow(t *testing.T) {
-	for _, tc := range setups {
-		if tc.o.CQEntries != 0 {
-			continue
-		}
-		t.Run(tc.name, func(t *testing.T) {
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-			r := newRing(t, 8, tc.o)
-			if r.features&FeatNoDrop == 0 {
-				t.Skip("kernel lacks IORING_FEAT_NODROP")
+	eachKind(t, func(t *testing.T, k ringKind) {
+		for _, tc := range setups {
+			if tc.o.CQEntries != 0 {
+				continue
 			}
-			const n = 400
-			prepNops(t, r, 0, n)
-			if _, err := r.Submit(); err != nil {
-				t.Fatal(err)
-			}
-			if r.flags&SetupSQPoll != 0 {
-				// The SQ thread consumes on its own time; wait for
-				// the kernel to have taken every SQE.
-				for r.SQPending() > 0 {
-					runtime.Gosched()
+			t.Run(tc.name, func(t *testing.T) {
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				r := k.ring(t, 8, tc.o)
+				if r.features&FeatNoDrop == 0 {
+					t.Skip("kernel lacks IORING_FEAT_NODROP")
 				}
-			}
-			if r.flags&SetupDeferTaskrun != 0 || r.flags&SetupSQPoll != 0 {
-				if err := r.GetEvents(); err != nil {
+				const n = 400
+				prepNops(t, r, 0, n)
+				if _, err := r.Submit(); err != nil {
 					t.Fatal(err)
 				}
-			}
-			if !r.Overflowed() {
-				t.Errorf("Overflowed() = false after %d NOPs on a CQ of %d", n, r.CQEntries())
-			}
-			seenOnce(t, reap(t, r, n), n)
-		})
-	}
+				if r.flags&SetupSQPoll != 0 {
+					// The SQ thread consumes on its own time; wait for
+					// the kernel to have taken every SQE.
+					for r.SQPending() > 0 {
+						runtime.Gosched()
+					}
+				}
+				if r.flags&SetupDeferTaskrun != 0 || r.flags&SetupSQPoll != 0 {
+					if err := r.GetEvents(); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if !r.Overflowed() {
+					t.Errorf("Overflowed() = false after %d NOPs on a CQ of %d", n, r.CQEntries())
+				}
+				seenOnce(t, reap(t, r, n), n)
+			})
+		}
+	})
 }
 
 // TestSubmitAndWaitMoreThanCQ: the kernel caps a wait at the CQ size,
 // so SubmitAndWait must too, or it spins forever with a full CQ.
 func TestSubmitAndWaitMoreThanCQ(t *testing.T) {
-	r, err := New(8, Options{CQEntries: 8})
-	if err != nil {
-		t.Fatal(err)
-	}
-	prepNops(t, r, 0, 8)
-	if _, err := r.Submit(); err != nil {
-		t.Fatal(err)
-	}
-	prepNops(t, r, 8, 8)
-	done := make(chan error, 1)
-	go func() {
-		_, err := r.SubmitAndWait(16) // 16 done, but only 8 fit the CQ
-		done <- err
-	}()
-	select {
-	case err := <-done:
+	eachKind(t, func(t *testing.T, k ringKind) {
+		r, err := k.new(8, Options{CQEntries: 8})
 		if err != nil {
 			t.Fatal(err)
 		}
-	case <-time.After(10 * time.Second):
-		// The goroutine spins on in r: leave r open.
-		t.Fatal("SubmitAndWait(16) on a CQ of 8 did not return")
-	}
-	seenOnce(t, reap(t, r, 16), 16)
-	r.Close()
+		prepNops(t, r, 0, 8)
+		if _, err := r.Submit(); err != nil {
+			t.Fatal(err)
+		}
+		prepNops(t, r, 8, 8)
+		done := make(chan error, 1)
+		go func() {
+			_, err := r.SubmitAndWait(16) // 16 done, but only 8 fit the CQ
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(10 * time.Second):
+			// The goroutine spins on in r: leave r open.
+			t.Fatal("SubmitAndWait(16) on a CQ of 8 did not return")
+		}
+		seenOnce(t, reap(t, r, 16), 16)
+		r.Close()
+	})
 }
 
 // TestWaitTimeoutETime: a wait that nothing satisfies ends with ETIME
 // after its duration.
 func TestWaitTimeoutETime(t *testing.T) {
-	for _, tc := range setups {
-		t.Run(tc.name, func(t *testing.T) {
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-			r := newRing(t, 8, tc.o)
-			start := time.Now()
-			n, err := r.WaitTimeout(1, 5*time.Millisecond)
-			if n != 0 || !errors.Is(err, unix.ETIME) {
-				t.Errorf("WaitTimeout(1, 5ms) on an idle ring = %d, %v; want 0, ETIME", n, err)
-			}
-			if d := time.Since(start); d < 5*time.Millisecond {
-				t.Errorf("WaitTimeout(1, 5ms) returned after %v", d)
-			}
-			// A NOP submitted by the same call is there at once.
-			prepNops(t, r, 0, 1)
-			if _, err := r.WaitTimeout(1, time.Second); err != nil {
-				t.Errorf("WaitTimeout with a NOP: %v", err)
-			}
-			seenOnce(t, reap(t, r, 1), 1)
-		})
-	}
+	eachKind(t, func(t *testing.T, k ringKind) {
+		for _, tc := range setups {
+			t.Run(tc.name, func(t *testing.T) {
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				r := k.ring(t, 8, tc.o)
+				start := time.Now()
+				n, err := r.WaitTimeout(1, 5*time.Millisecond)
+				if n != 0 || !errors.Is(err, unix.ETIME) {
+					t.Errorf("WaitTimeout(1, 5ms) on an idle ring = %d, %v; want 0, ETIME", n, err)
+				}
+				if d := time.Since(start); d < 5*time.Millisecond {
+					t.Errorf("WaitTimeout(1, 5ms) returned after %v", d)
+				}
+				// A NOP submitted by the same call is there at once.
+				prepNops(t, r, 0, 1)
+				if _, err := r.WaitTimeout(1, time.Second); err != nil {
+					t.Errorf("WaitTimeout with a NOP: %v", err)
+				}
+				seenOnce(t, reap(t, r, 1), 1)
+			})
+		}
+	})
 }
 
 // TestWaitTimeoutTimeoutsDoNotEndIt: every IORING_OP_TIMEOUT that fires
 // wakes the waiter whatever min_complete says; WaitTimeout must go back
 // to waiting for want CQEs rather than return early.
 func TestWaitTimeoutTimeoutsDoNotEndIt(t *testing.T) {
-	r := newRing(t, 8, Options{})
-	a := newArena(t, 4096)
-	for i := range 3 {
-		s := getSQE(t, r)
-		s.PrepTimeout(timespec(a, int64(i+1)*1e6), 0, 0)
-		s.UserData = uint64(i)
-	}
-	if _, err := r.WaitTimeout(3, 10*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	if got := r.CQReady(); got != 3 {
-		t.Errorf("WaitTimeout(3, 10s) returned with %d CQEs ready", got)
-	}
+	eachKind(t, func(t *testing.T, k ringKind) {
+		r := k.ring(t, 8, Options{})
+		a := newArena(t, 4096)
+		for i := range 3 {
+			s := getSQE(t, r)
+			s.PrepTimeout(timespec(a, int64(i+1)*1e6), 0, 0)
+			s.UserData = uint64(i)
+		}
+		if _, err := r.WaitTimeout(3, 10*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if got := r.CQReady(); got != 3 {
+			t.Errorf("WaitTimeout(3, 10s) returned with %d CQEs ready", got)
+		}
+	})
 }
 
 // signalStorm sends SIGURG (the Go runtime's preemption signal, which
@@ -308,79 +316,83 @@ func signalStorm(t testing.TB, tid int) (stop func()) {
 // WaitTimeout while the waiting thread is flooded with signals: every
 // CQE arrives exactly once and nothing fails.
 func TestPreemption(t *testing.T) {
-	for _, tc := range setups[:3] {
-		t.Run(tc.name, func(t *testing.T) {
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-			r := newRing(t, 32, tc.o)
-			a := newArena(t, 4096)
-			ts := timespec(a, 50e3) // 50 µs
-			stop := signalStorm(t, unix.Gettid())
-			defer stop()
-			const rounds, per = 200, 16
-			var cqes []CQE
-			buf := make([]CQE, 64)
-			for round := range rounds {
-				base := uint64(round * per)
-				for i := range per {
-					s := getSQE(t, r)
-					if i%2 == 0 {
-						s.PrepTimeout(ts, 0, TimeoutETimeSuccess)
-					} else {
-						s.PrepNop()
-					}
-					s.UserData = base + uint64(i)
-				}
-				var err error
-				if round%2 == 0 {
-					_, err = r.SubmitAndWait(per)
-				} else {
-					_, err = r.WaitTimeout(per, 10*time.Second)
-				}
-				if err != nil {
-					t.Fatalf("round %d: %v", round, err)
-				}
-				if got := r.CQReady(); got < per {
-					t.Fatalf("round %d: wait returned with %d of %d CQEs", round, got, per)
-				}
-				for k := 0; k < per; {
-					m := r.PeekBatch(buf[:per-k])
-					k += m
-					for _, c := range buf[:m] {
-						if c.Res == eTIME {
-							c.Res = 0
+	eachKind(t, func(t *testing.T, k ringKind) {
+		for _, tc := range setups[:3] {
+			t.Run(tc.name, func(t *testing.T) {
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				r := k.ring(t, 32, tc.o)
+				a := newArena(t, 4096)
+				ts := timespec(a, 50e3) // 50 µs
+				stop := signalStorm(t, unix.Gettid())
+				defer stop()
+				const rounds, per = 200, 16
+				var cqes []CQE
+				buf := make([]CQE, 64)
+				for round := range rounds {
+					base := uint64(round * per)
+					for i := range per {
+						s := getSQE(t, r)
+						if i%2 == 0 {
+							s.PrepTimeout(ts, 0, TimeoutETimeSuccess)
+						} else {
+							s.PrepNop()
 						}
-						cqes = append(cqes, c)
+						s.UserData = base + uint64(i)
+					}
+					var err error
+					if round%2 == 0 {
+						_, err = r.SubmitAndWait(per)
+					} else {
+						_, err = r.WaitTimeout(per, 10*time.Second)
+					}
+					if err != nil {
+						t.Fatalf("round %d: %v", round, err)
+					}
+					if got := r.CQReady(); got < per {
+						t.Fatalf("round %d: wait returned with %d of %d CQEs", round, got, per)
+					}
+					for k := 0; k < per; {
+						m := r.PeekBatch(buf[:per-k])
+						k += m
+						for _, c := range buf[:m] {
+							if c.Res == eTIME {
+								c.Res = 0
+							}
+							cqes = append(cqes, c)
+						}
 					}
 				}
-			}
-			seenOnce(t, cqes, rounds*per)
-			t.Logf("%d enters, %d interrupted", r.Enters(), r.interrupts)
-		})
-	}
+				seenOnce(t, cqes, rounds*per)
+				t.Logf("%d enters, %d interrupted", r.Enters(), r.interrupts)
+			})
+		}
+	})
 }
 
 // TestWaitTimeoutDeadlineUnderSignals: EINTR must not restart the wait's
 // full duration, or a thread that keeps getting signals never times out.
 func TestWaitTimeoutDeadlineUnderSignals(t *testing.T) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	r := newRing(t, 8, Options{})
-	stop := signalStorm(t, unix.Gettid())
-	start := time.Now()
-	stopped := time.AfterFunc(3*time.Second, stop) // ends the storm if the wait never does
-	_, err := r.WaitTimeout(1, 20*time.Millisecond)
-	d := time.Since(start)
-	if stopped.Stop() {
-		stop()
-	}
-	if !errors.Is(err, unix.ETIME) {
-		t.Errorf("WaitTimeout(1, 20ms) = %v, want ETIME", err)
-	}
-	if d > 2*time.Second {
-		t.Errorf("WaitTimeout(1, 20ms) under signals took %v", d)
-	}
-	t.Logf("returned after %v, %d enters, %d interrupted", d, r.Enters(), r.interrupts)
+	eachKind(t, func(t *testing.T, k ringKind) {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		r := k.ring(t, 8, Options{})
+		stop := signalStorm(t, unix.Gettid())
+		start := time.Now()
+		stopped := time.AfterFunc(3*time.Second, stop) // ends the storm if the wait never does
+		_, err := r.WaitTimeout(1, 20*time.Millisecond)
+		d := time.Since(start)
+		if stopped.Stop() {
+			stop()
+		}
+		if !errors.Is(err, unix.ETIME) {
+			t.Errorf("WaitTimeout(1, 20ms) = %v, want ETIME", err)
+		}
+		if d > 2*time.Second {
+			t.Errorf("WaitTimeout(1, 20ms) under signals took %v", d)
+		}
+		t.Logf("returned after %v, %d enters, %d interrupted", d, r.Enters(), r.interrupts)
+	})
 }
 
 // TestRegisteredRingClose: closing a ring must drop its registered ring
@@ -474,48 +486,52 @@ func kernelAtLeast(t *testing.T, major, minor int) bool {
 // copied in); with nothing in flight it reports false at once, without
 // an error and without blocking.
 func TestTryWaitDoesNotBlock(t *testing.T) {
-	for _, copied := range []bool{false, true} {
-		t.Run(fmt.Sprintf("copied=%v", copied), func(t *testing.T) {
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-			r := newRing(t, 8, Options{SingleIssuer: true, DeferTaskrun: true})
-			if copied {
-				r.waitMem = nil
-			}
-			ok, err := r.TryWait(2, 2)
-			if diff := cmp.Diff([2]any{false, nil}, [2]any{ok, err}); diff != "" {
-				t.Errorf("TryWait(2, 2) with nothing in flight (-want +got):\n%s", diff)
-			}
-		})
-	}
+	eachKind(t, func(t *testing.T, k ringKind) {
+		for _, copied := range []bool{false, true} {
+			t.Run(fmt.Sprintf("copied=%v", copied), func(t *testing.T) {
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				r := k.ring(t, 8, Options{SingleIssuer: true, DeferTaskrun: true})
+				if copied {
+					r.waitMem = nil
+				}
+				ok, err := r.TryWait(2, 2)
+				if diff := cmp.Diff([2]any{false, nil}, [2]any{ok, err}); diff != "" {
+					t.Errorf("TryWait(2, 2) with nothing in flight (-want +got):\n%s", diff)
+				}
+			})
+		}
+	})
 }
 
 // TestReached checks the second look after a TryWait that fell short:
 // it says yes only with every SQE submitted and enough CQEs in, and a
 // yes undoes the try's back-off (the next TryWait enters again).
 func TestReached(t *testing.T) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	r := newRing(t, 8, Options{SingleIssuer: true, DeferTaskrun: true})
-	getSQE(t, r).PrepNop()
-	if ok, err := r.TryWait(2, 0); ok || err != nil {
-		t.Fatalf("TryWait(2) with one NOP = %v, %v; want false, nil", ok, err)
-	}
-	getSQE(t, r).PrepNop() // prepared, not submitted
-	got := []bool{r.Reached(1)}
-	if _, err := r.Submit(); err != nil {
-		t.Fatal(err)
-	}
-	got = append(got, r.Reached(3), r.Reached(2))
-	before := r.Enters()
-	getSQE(t, r).PrepNop()
-	if ok, err := r.TryWait(3, 0); !ok || err != nil {
-		t.Errorf("TryWait(3) after a Reached = %v, %v; want true, nil", ok, err)
-	}
-	got = append(got, r.Enters() == before+1)
-	if diff := cmp.Diff([]bool{false, false, true, true}, got); diff != "" {
-		t.Errorf("Reached(1) with an SQE unsubmitted, Reached(3) and Reached(2) with 2 CQEs in, TryWait entered (-want +got):\n%s", diff)
-	}
+	eachKind(t, func(t *testing.T, k ringKind) {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		r := k.ring(t, 8, Options{SingleIssuer: true, DeferTaskrun: true})
+		getSQE(t, r).PrepNop()
+		if ok, err := r.TryWait(2, 0); ok || err != nil {
+			t.Fatalf("TryWait(2) with one NOP = %v, %v; want false, nil", ok, err)
+		}
+		getSQE(t, r).PrepNop() // prepared, not submitted
+		got := []bool{r.Reached(1)}
+		if _, err := r.Submit(); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, r.Reached(3), r.Reached(2))
+		before := r.Enters()
+		getSQE(t, r).PrepNop()
+		if ok, err := r.TryWait(3, 0); !ok || err != nil {
+			t.Errorf("TryWait(3) after a Reached = %v, %v; want true, nil", ok, err)
+		}
+		got = append(got, r.Enters() == before+1)
+		if diff := cmp.Diff([]bool{false, false, true, true}, got); diff != "" {
+			t.Errorf("Reached(1) with an SQE unsubmitted, Reached(3) and Reached(2) with 2 CQEs in, TryWait entered (-want +got):\n%s", diff)
+		}
+	})
 }
 
 // TestWaitEnters pins what TryWait costs before a wait: for NOPs, which
@@ -525,58 +541,60 @@ func TestReached(t *testing.T) {
 // it linked, else the extra enter it makes is ever rarer.
 func TestWaitEnters(t *testing.T) {
 	const waits = 100
-	for _, tc := range []struct {
-		name   string
-		link   uint8
-		runFor uint32 // what TryWait is told is in flight, if linked
-		copied bool   // the zero timeout is copied in, not read from the wait region
-		most   uint64 // enters for all the waits
-		least  uint64
-	}{
-		{"NOPs", 0, 0, false, waits, waits},
-		{"linked NOPs", SQEIOLink, 4, false, waits, waits},
-		{"linked NOPs, timeout copied in", SQEIOLink, 4, true, waits, waits},
-		// Tries at waits 1, 3, 6, 11, 20, 37 and 70 (the gap doubles).
-		{"linked NOPs, untold", SQEIOLink, 0, false, waits + 7, waits},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-			r := newRing(t, 8, Options{SingleIssuer: true, DeferTaskrun: true})
-			if region := kernelAtLeast(t, 6, 13); (r.waitMem != nil) != region {
-				t.Fatalf("wait region registered: %v, want %v (Linux 6.13 has them)", r.waitMem != nil, region)
-			}
-			if tc.copied {
-				r.waitMem = nil // registered, but TryWait no longer uses it
-			}
-			cqes := make([]CQE, 8)
-			before := r.Enters()
-			for w := 0; w < waits; w++ {
-				for i := range 4 {
-					s := getSQE(t, r)
-					s.PrepNop()
-					s.UserData = uint64(i)
-					if i < 3 {
-						s.Flags |= tc.link
-					}
+	eachKind(t, func(t *testing.T, k ringKind) {
+		for _, tc := range []struct {
+			name   string
+			link   uint8
+			runFor uint32 // what TryWait is told is in flight, if linked
+			copied bool   // the zero timeout is copied in, not read from the wait region
+			most   uint64 // enters for all the waits
+			least  uint64
+		}{
+			{"NOPs", 0, 0, false, waits, waits},
+			{"linked NOPs", SQEIOLink, 4, false, waits, waits},
+			{"linked NOPs, timeout copied in", SQEIOLink, 4, true, waits, waits},
+			// Tries at waits 1, 3, 6, 11, 20, 37 and 70 (the gap doubles).
+			{"linked NOPs, untold", SQEIOLink, 0, false, waits + 7, waits},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				r := k.ring(t, 8, Options{SingleIssuer: true, DeferTaskrun: true})
+				if region := kernelAtLeast(t, 6, 13) && k.name == "kernel"; (r.waitMem != nil) != region {
+					t.Fatalf("wait region registered: %v, want %v (Linux 6.13 has them)", r.waitMem != nil, region)
 				}
-				if ok, err := r.TryWait(4, tc.runFor); err != nil {
-					t.Fatal(err)
-				} else if !ok {
-					if _, err := r.SubmitAndWait(4); err != nil {
+				if tc.copied {
+					r.waitMem = nil // registered, but TryWait no longer uses it
+				}
+				cqes := make([]CQE, 8)
+				before := r.Enters()
+				for w := 0; w < waits; w++ {
+					for i := range 4 {
+						s := getSQE(t, r)
+						s.PrepNop()
+						s.UserData = uint64(i)
+						if i < 3 {
+							s.Flags |= tc.link
+						}
+					}
+					if ok, err := r.TryWait(4, tc.runFor); err != nil {
 						t.Fatal(err)
+					} else if !ok {
+						if _, err := r.SubmitAndWait(4); err != nil {
+							t.Fatal(err)
+						}
 					}
+					if n := r.PeekBatch(cqes); n != 4 {
+						t.Fatalf("wait %d: %d CQEs, want 4", w, n)
+					}
+					seenOnce(t, cqes[:4], 4)
 				}
-				if n := r.PeekBatch(cqes); n != 4 {
-					t.Fatalf("wait %d: %d CQEs, want 4", w, n)
+				if got := r.Enters() - before; got < tc.least || got > tc.most {
+					t.Errorf("%d waits took %d enters, want %d to %d", waits, got, tc.least, tc.most)
 				}
-				seenOnce(t, cqes[:4], 4)
-			}
-			if got := r.Enters() - before; got < tc.least || got > tc.most {
-				t.Errorf("%d waits took %d enters, want %d to %d", waits, got, tc.least, tc.most)
-			}
-		})
-	}
+			})
+		}
+	})
 }
 
 // TestTryWaitRunsFor: told what is in flight, one TryWait that wants a
@@ -586,25 +604,27 @@ func TestWaitEnters(t *testing.T) {
 // chains cost the caller more enters.)
 func TestTryWaitRunsFor(t *testing.T) {
 	const chains, links = 4, 8
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	r := newRing(t, 64, Options{SingleIssuer: true, DeferTaskrun: true})
-	for c := range chains {
-		for i := range links {
-			s := getSQE(t, r)
-			s.PrepNop()
-			s.UserData = uint64(c*links + i)
-			if i < links-1 {
-				s.Flags |= SQEIOLink
+	eachKind(t, func(t *testing.T, k ringKind) {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		r := k.ring(t, 64, Options{SingleIssuer: true, DeferTaskrun: true})
+		for c := range chains {
+			for i := range links {
+				s := getSQE(t, r)
+				s.PrepNop()
+				s.UserData = uint64(c*links + i)
+				if i < links-1 {
+					s.Flags |= SQEIOLink
+				}
 			}
 		}
-	}
-	before := r.Enters()
-	ok, err := r.TryWait(1, chains*links)
-	got := []any{ok, err, r.Enters() - before, r.CQReady()}
-	if diff := cmp.Diff([]any{true, nil, uint64(1), uint32(chains * links)}, got); diff != "" {
-		t.Errorf("TryWait(1, %d) after %d chains of %d linked NOPs: ok, err, enters, CQEs ready (-want +got):\n%s", chains*links, chains, links, diff)
-	}
+		before := r.Enters()
+		ok, err := r.TryWait(1, chains*links)
+		got := []any{ok, err, r.Enters() - before, r.CQReady()}
+		if diff := cmp.Diff([]any{true, nil, uint64(1), uint32(chains * links)}, got); diff != "" {
+			t.Errorf("TryWait(1, %d) after %d chains of %d linked NOPs: ok, err, enters, CQEs ready (-want +got):\n%s", chains*links, chains, links, diff)
+		}
+	})
 }
 
 // TestEnterErrors: an enter the kernel refuses reports the error, from
@@ -652,65 +672,67 @@ func TestEnterErrors(t *testing.T) {
 func TestReadyInPlace(t *testing.T) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	for _, su := range setups {
-		t.Run(su.name, func(t *testing.T) {
-			r := newRing(t, 8, su.o)
-			cq := r.CQEntries()
-			const per, rounds = 5, 40
-			var got []uint64
-			wraps := 0
-			for round := range rounds {
-				// With SQPoll the kernel thread may post a batch's CQEs
-				// before it moves the SQ head past its SQEs: wait for it.
-				for deadline := time.Now().Add(time.Second); r.SQSpace() < per && su.o.SQPoll && time.Now().Before(deadline); {
-					runtime.Gosched()
-				}
-				if r.SQSpace() < per {
-					t.Fatalf("round %d: SQ space %d, want %d", round, r.SQSpace(), per)
-				}
-				for i := range per {
-					s := r.NextSQE()
-					s.PrepNop()
-					s.UserData = uint64(round*per + i)
-				}
-				if _, err := r.SubmitAndWait(per); err != nil {
-					t.Fatalf("round %d: %v", round, err)
-				}
-				for k := 0; k < per; {
-					head := *r.cqHead
-					c := r.Ready()
-					if len(c) == 0 {
-						if _, err := r.SubmitAndWait(uint32(per - k)); err != nil {
-							t.Fatal(err)
+	eachKind(t, func(t *testing.T, k ringKind) {
+		for _, su := range setups {
+			t.Run(su.name, func(t *testing.T) {
+				r := k.ring(t, 8, su.o)
+				cq := r.CQEntries()
+				const per, rounds = 5, 40
+				var got []uint64
+				wraps := 0
+				for round := range rounds {
+					// With SQPoll the kernel thread may post a batch's CQEs
+					// before it moves the SQ head past its SQEs: wait for it.
+					for deadline := time.Now().Add(time.Second); r.SQSpace() < per && su.o.SQPoll && time.Now().Before(deadline); {
+						runtime.Gosched()
+					}
+					if r.SQSpace() < per {
+						t.Fatalf("round %d: SQ space %d, want %d", round, r.SQSpace(), per)
+					}
+					for i := range per {
+						s := r.NextSQE()
+						s.PrepNop()
+						s.UserData = uint64(round*per + i)
+					}
+					if _, err := r.SubmitAndWait(per); err != nil {
+						t.Fatalf("round %d: %v", round, err)
+					}
+					for k := 0; k < per; {
+						head := *r.cqHead
+						c := r.Ready()
+						if len(c) == 0 {
+							if _, err := r.SubmitAndWait(uint32(per - k)); err != nil {
+								t.Fatal(err)
+							}
+							continue
 						}
-						continue
-					}
-					if end := cq - head%cq; uint32(len(c)) > end {
-						t.Fatalf("round %d: Ready gave %d CQEs from slot %d of %d", round, len(c), head%cq, cq)
-					}
-					for _, e := range c {
-						got = append(got, e.UserData)
-					}
-					r.Seen(len(c))
-					k += len(c)
-					if (head+uint32(len(c)))%cq == 0 && k < per {
-						wraps++ // the rest of the batch is at the array's start
+						if end := cq - head%cq; uint32(len(c)) > end {
+							t.Fatalf("round %d: Ready gave %d CQEs from slot %d of %d", round, len(c), head%cq, cq)
+						}
+						for _, e := range c {
+							got = append(got, e.UserData)
+						}
+						r.Seen(len(c))
+						k += len(c)
+						if (head+uint32(len(c)))%cq == 0 && k < per {
+							wraps++ // the rest of the batch is at the array's start
+						}
 					}
 				}
-			}
-			if wraps == 0 {
-				t.Errorf("no batch met the end of the CQ's array (%d entries)", cq)
-			}
-			want := make([]uint64, rounds*per)
-			for i := range want {
-				want[i] = uint64(i)
-			}
-			if d := cmp.Diff(want, got); d != "" {
-				t.Errorf("user data reaped in place (-want +got):\n%s", d)
-			}
-			if n := r.CQReady(); n != 0 {
-				t.Errorf("%d CQEs left unseen", n)
-			}
-		})
-	}
+				if wraps == 0 {
+					t.Errorf("no batch met the end of the CQ's array (%d entries)", cq)
+				}
+				want := make([]uint64, rounds*per)
+				for i := range want {
+					want[i] = uint64(i)
+				}
+				if d := cmp.Diff(want, got); d != "" {
+					t.Errorf("user data reaped in place (-want +got):\n%s", d)
+				}
+				if n := r.CQReady(); n != 0 {
+					t.Errorf("%d CQEs left unseen", n)
+				}
+			})
+		}
+	})
 }

@@ -162,6 +162,9 @@ func (r *Ring) GetEvents() error {
 // passes). want is capped at the CQ size: the kernel never makes more CQEs
 // ready at once, so a larger want would spin forever.
 func (r *Ring) submit(want, flags uint32) (int, error) {
+	if r.emu != nil {
+		return r.emu.submit(want, flags)
+	}
 	if want > r.cqEntries {
 		want = r.cqEntries
 	}
@@ -255,6 +258,9 @@ const maxTryGap = 64
 // 2-7% slower in alternated runs). One that fails goes round enterLoop,
 // which repeats it (nothing was submitted) and handles the error.
 func (r *Ring) enter(toSubmit, minComplete, flags uint32) (int, error) {
+	if r.emu != nil {
+		return r.emu.enter(minComplete, flags)
+	}
 	if flags&enterExtArgReg != 0 || flags&(enterExtArg|enterSQWait) == 0 && (flags&enterGetEvents == 0 || minComplete == 0) {
 		var argSz uintptr
 		if flags&enterExtArgReg != 0 {

@@ -170,19 +170,36 @@ func installFilter(prog []unix.SockFilter, all bool) error {
 	return nil
 }
 
-// TestSupports: the kernel implements every opcode the engine submits,
-// and the probe says so; an opcode past the kernel's last one is not.
+// TestSupports: both kinds of ring implement every opcode the engine
+// submits, and say so; an opcode past the kernel's last one is not. The
+// emulated ring supports exactly the opcodes it implements.
 func TestSupports(t *testing.T) {
-	r := newRing(t, 4, Options{})
-	for _, op := range []uint8{OpNop, OpRead, OpWrite, OpFsync, OpOpenat2, OpStatx, OpClose, OpTimeout,
-		OpAsyncCancel, OpRenameat, OpUnlinkat, OpMkdirat} {
-		if !r.Supports(op) {
-			t.Errorf("Supports(%s) = false, want true", OpName(op))
+	eachKind(t, func(t *testing.T, k ringKind) {
+		r := k.ring(t, 4, Options{})
+		for _, op := range []uint8{OpNop, OpRead, OpWrite, OpFsync, OpOpenat2, OpStatx, OpClose, OpTimeout,
+			OpAsyncCancel, OpLinkTimeout, OpRenameat, OpUnlinkat, OpMkdirat} {
+			if !r.Supports(op) {
+				t.Errorf("Supports(%s) = false, want true", OpName(op))
+			}
 		}
-	}
-	if r.Supports(250) {
-		t.Error("Supports(250) = true, want false")
-	}
+		if r.Supports(250) {
+			t.Error("Supports(250) = true, want false")
+		}
+		if !r.Syscalls() {
+			return
+		}
+		var got []string
+		for op := range 256 {
+			if r.Supports(uint8(op)) {
+				got = append(got, OpName(uint8(op)))
+			}
+		}
+		want := []string{"NOP", "FSYNC", "TIMEOUT", "ASYNC_CANCEL", "LINK_TIMEOUT", "CLOSE", "STATX", "READ", "WRITE",
+			"OPENAT2", "RENAMEAT", "UNLINKAT", "MKDIRAT"}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("opcodes the emulated ring supports (-want +got):\n%s", diff)
+		}
+	})
 }
 
 // TestOpName: the kernel's names, and a number for unknown opcodes.

@@ -13,15 +13,38 @@ import (
 // anyRes in a wanted result map matches any res >= 0 (an fd number).
 const anyRes int32 = 1<<31 - 1
 
-// newRing sets up a ring closed at the end of the test.
+// newRing sets up a kernel ring closed at the end of the test.
 func newRing(t testing.TB, entries uint32, o Options) *Ring {
 	t.Helper()
-	r, err := New(entries, o)
+	return ringKinds[0].ring(t, entries, o)
+}
+
+// ringKind is one way to set up a ring: the kernel's (New) or the
+// emulated one (NewSyscalls).
+type ringKind struct {
+	name string
+	new  func(uint32, Options) (*Ring, error)
+}
+
+// ringKinds are the kinds of ring the tests that apply to both run on.
+var ringKinds = []ringKind{{"kernel", New}, {"syscalls", NewSyscalls}}
+
+// ring sets up a ring of kind k closed at the end of the test.
+func (k ringKind) ring(t testing.TB, entries uint32, o Options) *Ring {
+	t.Helper()
+	r, err := k.new(entries, o)
 	if err != nil {
-		t.Fatalf("New(%d, %+v): %v", entries, o, err)
+		t.Fatalf("%s ring (%d, %+v): %v", k.name, entries, o, err)
 	}
 	t.Cleanup(func() { r.Close() })
 	return r
+}
+
+// eachKind runs f as a subtest on each kind of ring.
+func eachKind(t *testing.T, f func(t *testing.T, k ringKind)) {
+	for _, k := range ringKinds {
+		t.Run(k.name, func(t *testing.T) { f(t, k) })
+	}
 }
 
 // newArena maps an arena freed at the end of the test.

@@ -106,6 +106,57 @@ func TestLinkRules(t *testing.T) {
 			prepNop(e, 2, 0) // first SQE of the next: not part of the chain
 			return map[uint64]int32{1: eBADF, 2: 0}
 		}},
+		{"fsync of a bad fd breaks an IO_LINK chain", func(e *env) map[uint64]int32 {
+			s := e.sqe()
+			s.PrepFsync(badFd, 0)
+			s.UserData, s.Flags = 1, SQEIOLink
+			prepNop(e, 2, 0)
+			return map[uint64]int32{1: eBADF, 2: eCANCELED}
+		}},
+		{"fsync that fails after its file is found does not", func(e *env) map[uint64]int32 {
+			rfd, _ := pipe(e.t) // fsync of a pipe: EINVAL
+			s := e.sqe()
+			s.PrepFsync(int32(rfd), 0)
+			s.UserData, s.Flags = 1, SQEIOLink
+			prepNop(e, 2, 0)
+			return map[uint64]int32{1: errnoRes(unix.EINVAL), 2: 0}
+		}},
+		{"a cancel that finds nothing breaks an IO_LINK chain", func(e *env) map[uint64]int32 {
+			s := e.sqe()
+			s.PrepCancel(12345, 0)
+			s.UserData, s.Flags = 1, SQEIOLink
+			prepNop(e, 2, 0)
+			return map[uint64]int32{1: eNOENT, 2: eCANCELED}
+		}},
+		{"close direct without a file table breaks an IO_LINK chain", func(e *env) map[uint64]int32 {
+			s := e.sqe()
+			s.PrepCloseDirect(0)
+			s.UserData, s.Flags = 1, SQEIOLink
+			prepNop(e, 2, 0)
+			return map[uint64]int32{1: errnoRes(unix.ENXIO), 2: eCANCELED}
+		}},
+		{"open, read, statx and close of one file as one chain", func(e *env) map[uint64]int32 {
+			e.file("f", "four")
+			if err := e.r.RegisterFilesSparse(1); err != nil {
+				e.t.Fatal(err)
+			}
+			s := e.sqe()
+			s.PrepOpenat2Direct(e.dfd, e.path("f"), e.beneath(unix.O_RDONLY), 0)
+			s.UserData, s.Flags = 1, SQEIOLink
+			s = e.sqe()
+			s.PrepRead(0, e.buf(4), 0)
+			s.UserData, s.Flags = 2, SQEIOLink|SQEFixedFile
+			s = e.sqe()
+			s.PrepStatx(e.dfd, e.path("f"), 0, unix.STATX_SIZE, arenaValue(e.a, unix.Statx_t{}))
+			s.UserData, s.Flags = 3, SQEIOLink
+			s = e.sqe()
+			s.PrepCloseDirect(0)
+			s.UserData, s.Flags = 4, SQEIOLink
+			s = e.sqe()
+			s.PrepRead(0, e.buf(4), 0) // the slot is empty now
+			s.UserData, s.Flags = 5, SQEFixedFile
+			return map[uint64]int32{1: 0, 2: 4, 3: 0, 4: 0, 5: eBADF}
+		}},
 		// Linux 6.18: a failed statx, unlinkat, renameat or mkdirat
 		// completes its link like a success, and the next request runs.
 		// The engine never kernel-links an after-edge out of these ops
@@ -140,17 +191,19 @@ func TestLinkRules(t *testing.T) {
 			return map[uint64]int32{1: eEXIST, 2: 0}
 		}},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			e := &env{t: t, r: newRing(t, 16, Options{}), a: newArena(t, 1<<16), dir: dir, dfd: openDir(t, dir)}
-			want := tc.prep(e)
-			got := results(t, reap(t, e.r, len(want)), want)
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("res by user_data (-want +got):\n%s", diff)
-			}
-		})
-	}
+	eachKind(t, func(t *testing.T, k ringKind) {
+		for _, tc := range tests {
+			t.Run(tc.name, func(t *testing.T) {
+				dir := t.TempDir()
+				e := &env{t: t, k: k, r: k.ring(t, 16, Options{}), a: newArena(t, 1<<16), dir: dir, dfd: openDir(t, dir)}
+				want := tc.prep(e)
+				got := results(t, reap(t, e.r, len(want)), want)
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Errorf("res by user_data (-want +got):\n%s", diff)
+				}
+			})
+		}
+	})
 }
 
 // prepNop preps a NOP with user_data ud and SQE flags.

@@ -13,6 +13,7 @@ import (
 // directory.
 type env struct {
 	t   *testing.T
+	k   ringKind
 	r   *Ring
 	a   *Arena
 	dir string
@@ -122,6 +123,23 @@ func TestPrep(t *testing.T) {
 			s.PrepWrite(badFd, b, 0)
 			s.UserData = 2
 			return map[uint64]int32{1: 3, 2: eBADF}, func() { e.check("file", "01abc56789", e.content("f")) }
+		}},
+		{"read and write at the file position", func(e *env) (map[uint64]int32, func()) {
+			fd := openFile(e.t, e.file("f", "hello world"), unix.O_RDWR)
+			b1, b2 := e.buf(5), e.buf(3)
+			s := e.sqe()
+			s.PrepRead(fd, b1, ^uint64(0))
+			s.UserData, s.Flags = 1, SQEIOLink // in order
+			s = e.sqe()
+			s.PrepWrite(fd, []byte("___"), ^uint64(0))
+			s.UserData, s.Flags = 2, SQEIOLink
+			s = e.sqe()
+			s.PrepRead(fd, b2, ^uint64(0))
+			s.UserData = 3
+			return map[uint64]int32{1: 5, 2: 3, 3: 3}, func() {
+				e.check("reads", [2]string{"hello", "rld"}, [2]string{string(b1), string(b2)})
+				e.check("file", "hello___rld", e.content("f"))
+			}
 		}},
 		{"fsync", func(e *env) (map[uint64]int32, func()) {
 			fd := openFile(e.t, e.file("f", "x"), unix.O_WRONLY)
@@ -298,18 +316,20 @@ func TestPrep(t *testing.T) {
 			}
 		}},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			e := &env{t: t, r: newRing(t, 16, Options{}), a: newArena(t, 1<<16), dir: dir, dfd: openDir(t, dir)}
-			want, check := tc.prep(e)
-			got := results(t, reap(t, e.r, len(want)), want)
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("res by user_data (-want +got):\n%s", diff)
-			}
-			if check != nil {
-				check()
-			}
-		})
-	}
+	eachKind(t, func(t *testing.T, k ringKind) {
+		for _, tc := range tests {
+			t.Run(tc.name, func(t *testing.T) {
+				dir := t.TempDir()
+				e := &env{t: t, k: k, r: k.ring(t, 16, Options{}), a: newArena(t, 1<<16), dir: dir, dfd: openDir(t, dir)}
+				want, check := tc.prep(e)
+				got := results(t, reap(t, e.r, len(want)), want)
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Errorf("res by user_data (-want +got):\n%s", diff)
+				}
+				if check != nil {
+					check()
+				}
+			})
+		}
+	})
 }

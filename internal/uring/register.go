@@ -9,6 +9,9 @@ import (
 )
 
 func (r *Ring) register(op uintptr, arg unsafe.Pointer, nr uintptr) (int, error) {
+	if r.emu != nil {
+		return r.emu.register(op, arg, nr)
+	}
 	fd, op2 := uintptr(r.fd), op
 	for {
 		n, _, errno := unix.Syscall6(unix.SYS_IO_URING_REGISTER, fd, op2, uintptr(arg), nr, 0, 0)

@@ -13,62 +13,64 @@ func TestRegister(t *testing.T) {
 	// The io-wq registrations act on the calling thread's io-wq.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	r := newRing(t, 4, Options{})
-	a := newArena(t, 3*4096)
+	eachKind(t, func(t *testing.T, k ringKind) {
+		r := k.ring(t, 4, Options{})
+		a := newArena(t, 3*4096)
 
-	if _, err := r.SetIOWQMaxWorkers(3, 5); err != nil {
-		t.Fatal(err)
-	}
-	prev, err := r.SetIOWQMaxWorkers(0, 0) // 0 reads without changing
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff([2]uint32{3, 5}, prev); diff != "" {
-		t.Errorf("SetIOWQMaxWorkers(0, 0) previous limits (-want +got):\n%s", diff)
-	}
+		if _, err := r.SetIOWQMaxWorkers(3, 5); err != nil {
+			t.Fatal(err)
+		}
+		prev, err := r.SetIOWQMaxWorkers(0, 0) // 0 reads without changing
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([2]uint32{3, 5}, prev); diff != "" {
+			t.Errorf("SetIOWQMaxWorkers(0, 0) previous limits (-want +got):\n%s", diff)
+		}
 
-	// One CPU this process may run on (its cpuset may exclude CPU 0).
-	var allowed, set unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &allowed); err != nil {
-		t.Fatal(err)
-	}
-	cpu := 0
-	for !allowed.IsSet(cpu) {
-		cpu++
-	}
-	set.Set(cpu)
-	if err := r.SetIOWQAffinity(&set); err != nil {
-		t.Errorf("SetIOWQAffinity(cpu %d) = %v", cpu, err)
-	}
+		// One CPU this process may run on (its cpuset may exclude CPU 0).
+		var allowed, set unix.CPUSet
+		if err := unix.SchedGetaffinity(0, &allowed); err != nil {
+			t.Fatal(err)
+		}
+		cpu := 0
+		for !allowed.IsSet(cpu) {
+			cpu++
+		}
+		set.Set(cpu)
+		if err := r.SetIOWQAffinity(&set); err != nil {
+			t.Errorf("SetIOWQAffinity(cpu %d) = %v", cpu, err)
+		}
 
-	if n, err := r.UpdateFiles(0, []int32{0}); err == nil {
-		t.Errorf("UpdateFiles without a file table = %d, nil; want an error", n)
-	}
-	if err := r.RegisterFilesSparse(4); err != nil {
-		t.Fatal(err)
-	}
-	fd := openFile(t, writeFile(t, t.TempDir(), "f", "abc"), unix.O_RDONLY)
-	if n, err := r.UpdateFiles(2, []int32{fd, fd}); n != 2 || err != nil {
-		t.Errorf("UpdateFiles(2, two fds) = %d, %v; want 2, nil", n, err)
-	}
-	if n, err := r.UpdateFiles(3, []int32{-1}); n != 1 || err != nil {
-		t.Errorf("UpdateFiles(3, [-1]) = %d, %v; want 1, nil", n, err)
-	}
-	if n, err := r.UpdateFiles(0, nil); n != 0 || err != nil {
-		t.Errorf("UpdateFiles(0, nil) = %d, %v; want 0, nil", n, err)
-	}
-	// Slot 2 reads the file; slot 3 was emptied again.
-	buf := a.Alloc(3, 1)
-	for i, slot := range []int32{2, 3} {
-		s := getSQE(t, r)
-		s.PrepRead(slot, buf, 0)
-		s.Flags = SQEFixedFile
-		s.UserData = uint64(i)
-	}
-	got := results(t, reap(t, r, 2), nil)
-	if diff := cmp.Diff(map[uint64]int32{0: 3, 1: eBADF}, got); diff != "" {
-		t.Errorf("reads through slots 2 and 3 (-want +got):\n%s", diff)
-	}
+		if n, err := r.UpdateFiles(0, []int32{0}); err == nil {
+			t.Errorf("UpdateFiles without a file table = %d, nil; want an error", n)
+		}
+		if err := r.RegisterFilesSparse(4); err != nil {
+			t.Fatal(err)
+		}
+		fd := openFile(t, writeFile(t, t.TempDir(), "f", "abc"), unix.O_RDONLY)
+		if n, err := r.UpdateFiles(2, []int32{fd, fd}); n != 2 || err != nil {
+			t.Errorf("UpdateFiles(2, two fds) = %d, %v; want 2, nil", n, err)
+		}
+		if n, err := r.UpdateFiles(3, []int32{-1}); n != 1 || err != nil {
+			t.Errorf("UpdateFiles(3, [-1]) = %d, %v; want 1, nil", n, err)
+		}
+		if n, err := r.UpdateFiles(0, nil); n != 0 || err != nil {
+			t.Errorf("UpdateFiles(0, nil) = %d, %v; want 0, nil", n, err)
+		}
+		// Slot 2 reads the file; slot 3 was emptied again.
+		buf := a.Alloc(3, 1)
+		for i, slot := range []int32{2, 3} {
+			s := getSQE(t, r)
+			s.PrepRead(slot, buf, 0)
+			s.Flags = SQEFixedFile
+			s.UserData = uint64(i)
+		}
+		got := results(t, reap(t, r, 2), nil)
+		if diff := cmp.Diff(map[uint64]int32{0: 3, 1: eBADF}, got); diff != "" {
+			t.Errorf("reads through slots 2 and 3 (-want +got):\n%s", diff)
+		}
+	})
 }
 
 // TestArena covers page rounding, alignment, exhaustion and Free.

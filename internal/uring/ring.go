@@ -78,6 +78,11 @@ type Ring struct {
 	// tryIn is how many more TryWait calls report false without
 	// entering; tryGap how many did after the last try fell short.
 	tryIn, tryGap uint32
+
+	// emu is the emulated kernel side of a ring made by NewSyscalls
+	// (nil for a kernel ring): enter, submit, register and Close hand
+	// their work to it.
+	emu *emu
 }
 
 // New sets up a ring with at least entries SQ entries.
@@ -215,6 +220,9 @@ func (r *Ring) unmap() {
 // ring: the registered ring fd is a reference held by that thread, and
 // while it lives the kernel keeps the ring (and its requests) alive.
 func (r *Ring) Close() error {
+	if r.emu != nil {
+		return r.emu.close()
+	}
 	if r.fd < 0 {
 		return nil
 	}

@@ -11,16 +11,18 @@ import (
 // write to the old copy. Prep functions make their buffers escape to the
 // heap, so the read lands where the caller looks.
 func TestPrepBufferOnStack(t *testing.T) {
-	r := newRing(t, 4, Options{})
-	var p [2]int
-	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(p[0])
-	defer unix.Close(p[1])
-	if got := readAcrossStackGrowth(t, r, p[0], p[1]); got != "12345678" {
-		t.Errorf("read %q into a local buffer, want %q", got, "12345678")
-	}
+	eachKind(t, func(t *testing.T, k ringKind) {
+		r := k.ring(t, 4, Options{})
+		var p [2]int
+		if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+			t.Fatal(err)
+		}
+		defer unix.Close(p[0])
+		defer unix.Close(p[1])
+		if got := readAcrossStackGrowth(t, r, p[0], p[1]); got != "12345678" {
+			t.Errorf("read %q into a local buffer, want %q", got, "12345678")
+		}
+	})
 }
 
 // readAcrossStackGrowth starts a read into a local array, grows the stack

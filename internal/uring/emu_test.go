@@ -1,0 +1,616 @@
+package uring
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"go.uber.org/goleak"
+	"golang.org/x/sys/unix"
+)
+
+// The emulated ring's own tests; the tables shared with the kernel ring
+// run on both through eachKind. Where both kinds run a case, the kernel
+// is the reference the emulation must match.
+
+// outcome is a CQE as these tests compare it: res and flags by user_data.
+type outcome struct {
+	Res   int32
+	Flags uint32
+}
+
+// outcomes maps the CQEs by user_data, in the order they came.
+func outcomes(t testing.TB, cqes []CQE) (map[uint64]outcome, []uint64) {
+	t.Helper()
+	m := make(map[uint64]outcome, len(cqes))
+	var order []uint64
+	for _, c := range cqes {
+		if _, dup := m[c.UserData]; dup {
+			t.Errorf("user_data %d completed twice", c.UserData)
+		}
+		m[c.UserData] = outcome{c.Res, c.Flags}
+		order = append(order, c.UserData)
+	}
+	return m, order
+}
+
+// pipe makes a pipe closed at the end of the test.
+func pipe(t testing.TB) (r, w int) {
+	t.Helper()
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		unix.Close(p[0])
+		unix.Close(p[1])
+	})
+	return p[0], p[1]
+}
+
+// mkfifo makes a FIFO dir/name.
+func mkfifo(t testing.TB, dir, name string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := unix.Mkfifo(p, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// fdsTo returns how many of the process's fds refer to path.
+func fdsTo(t testing.TB, path string) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, d := range ents {
+		if p, err := os.Readlink("/proc/self/fd/" + d.Name()); err == nil && p == path {
+			n++
+		}
+	}
+	return n
+}
+
+// waitFor polls cond until it holds, failing the test after 10 s.
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("still waiting after 10 s for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// submit submits what is prepared, failing the test on an error.
+func submit(t testing.TB, r *Ring) {
+	t.Helper()
+	if _, err := r.Submit(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// inSyscall waits until the emulated ring's request ud is inside its
+// system call (running and not parked in poll).
+func inSyscall(t testing.TB, r *Ring, ud uint64) {
+	t.Helper()
+	waitFor(t, "the request to be in its system call", func() bool {
+		e := r.emu
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		for q := e.live.first; q != nil; q = q.next {
+			if q.sqe.UserData == ud {
+				return q.state == stRunning && !q.parked
+			}
+		}
+		return false
+	})
+}
+
+// parked waits until the emulated ring has n requests parked in poll (a
+// kernel ring's are armed as they are submitted).
+func parked(t testing.TB, r *Ring, n int) {
+	t.Helper()
+	if !r.Syscalls() {
+		return
+	}
+	waitFor(t, "requests to park", func() bool {
+		e := r.emu
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		k := 0
+		for q := e.live.first; q != nil; q = q.next {
+			if q.parked && q.sqe.Opcode != OpTimeout {
+				k++
+			}
+		}
+		return k >= n
+	})
+}
+
+// TestLinkTimeout: a LINK_TIMEOUT after a request that completes first is
+// canceled; one that fires first cancels the request. A read waiting for
+// a pipe is truly canceled (it takes no data later); an open blocked on a
+// FIFO is interrupted by the kernel and abandoned by the emulation.
+func TestLinkTimeout(t *testing.T) {
+	eachKind(t, func(t *testing.T, k ringKind) {
+		tests := []struct {
+			name string
+			// prep preps user_data 1 (the request), 2 (its timeout),
+			// and maybe 3; after runs once the CQEs are in.
+			prep  func(e *env) (want map[uint64]outcome, after func())
+			order []uint64 // the CQEs' order, if it matters
+		}{
+			{"a read that completes first", func(e *env) (map[uint64]outcome, func()) {
+				fd := openFile(e.t, e.file("f", "eleven byte"), unix.O_RDONLY)
+				s := e.sqe()
+				s.PrepRead(fd, e.buf(11), 0)
+				s.UserData, s.Flags = 1, SQEIOLink
+				s = e.sqe()
+				s.PrepLinkTimeout(timespec(e.a, 10e9), 0)
+				s.UserData = 2
+				return map[uint64]outcome{1: {11, 0}, 2: {eCANCELED, 0}}, nil
+			}, []uint64{1, 2}},
+			{"a pipe read that times out", func(e *env) (map[uint64]outcome, func()) {
+				rfd, wfd := pipe(e.t)
+				s := e.sqe()
+				s.PrepRead(int32(rfd), e.buf(4), 0)
+				s.UserData, s.Flags = 1, SQEIOLink
+				s = e.sqe()
+				s.PrepLinkTimeout(timespec(e.a, 20e6), 0)
+				s.UserData = 2
+				return map[uint64]outcome{1: {eCANCELED, 0}, 2: {eTIME, 0}}, func() {
+					// The canceled read took nothing: what is written
+					// now is all there.
+					if _, err := unix.Write(wfd, []byte("abcd")); err != nil {
+						e.t.Fatal(err)
+					}
+					got := make([]byte, 8)
+					n, err := unix.Read(rfd, got)
+					e.check("pipe read after the canceled one", "abcd", string(got[:max(n, 0)]))
+					if err != nil {
+						e.t.Error(err)
+					}
+				}
+			}, []uint64{2, 1}},
+			{"a FIFO open that times out", func(e *env) (map[uint64]outcome, func()) {
+				path := mkfifo(e.t, e.dir, "fifo")
+				s := e.sqe()
+				s.PrepOpenat2(e.dfd, e.path("fifo"), e.beneath(unix.O_WRONLY|unix.O_CLOEXEC))
+				s.UserData, s.Flags = 1, SQEIOLink
+				s = e.sqe()
+				s.PrepLinkTimeout(timespec(e.a, 20e6), 0)
+				s.UserData = 2
+				if e.k.name == "kernel" {
+					// io_uring opens with O_NONBLOCK first, and a FIFO
+					// without a reader refuses that with ENXIO, which
+					// the kernel reports (Linux 6.18): it never blocks.
+					return map[uint64]outcome{1: {errnoRes(unix.ENXIO), 0}, 2: {eCANCELED, 0}}, nil
+				}
+				return map[uint64]outcome{1: {eCANCELED, CQEAbandoned}, 2: {eTIME, 0}}, func() {
+					// A reader lets an abandoned open return: the fd it
+					// made is closed, never reported.
+					rfd, err := unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+					if err != nil {
+						e.t.Fatal(err)
+					}
+					defer unix.Close(rfd)
+					waitFor(e.t, "the abandoned open's fd to be closed", func() bool { return fdsTo(e.t, path) == 1 })
+				}
+			}, []uint64{2, 1}},
+			{"a chain that goes on after the timeout", func(e *env) (map[uint64]outcome, func()) {
+				rfd, _ := pipe(e.t)
+				s := e.sqe()
+				s.PrepRead(int32(rfd), e.buf(4), 0)
+				s.UserData, s.Flags = 1, SQEIOLink
+				s = e.sqe()
+				s.PrepLinkTimeout(timespec(e.a, 10e6), 0)
+				s.UserData, s.Flags = 2, SQEIOLink
+				prepNop(e, 3, 0)
+				return map[uint64]outcome{1: {eCANCELED, 0}, 2: {eTIME, 0}, 3: {eCANCELED, 0}}, nil
+			}, nil},
+			{"a timeout first in its chain", func(e *env) (map[uint64]outcome, func()) {
+				s := e.sqe()
+				s.PrepLinkTimeout(timespec(e.a, 1e6), 0)
+				s.UserData, s.Flags = 1, SQEIOLink
+				prepNop(e, 2, 0)
+				return map[uint64]outcome{1: {errnoRes(unix.EINVAL), 0}, 2: {eCANCELED, 0}}, nil
+			}, nil},
+		}
+		for _, tc := range tests {
+			t.Run(tc.name, func(t *testing.T) {
+				dir := t.TempDir()
+				e := &env{t: t, k: k, r: k.ring(t, 16, Options{}), a: newArena(t, 1<<16), dir: dir, dfd: openDir(t, dir)}
+				want, after := tc.prep(e)
+				got, order := outcomes(t, reap(t, e.r, len(want)))
+				e.check("res and flags by user_data", want, got)
+				if tc.order != nil && (k.name != "kernel" || tc.name != "a FIFO open that times out") {
+					e.check("CQE order", tc.order, order)
+				}
+				if after != nil {
+					after()
+				}
+			})
+		}
+	})
+}
+
+// TestCancelParkedRead: an ASYNC_CANCEL of a read waiting for a pipe
+// cancels it for good (the cancel's res 0), on both kinds of ring.
+func TestCancelParkedRead(t *testing.T) {
+	eachKind(t, func(t *testing.T, k ringKind) {
+		r := k.ring(t, 8, Options{})
+		a := newArena(t, 4096)
+		rfd, wfd := pipe(t)
+		s := getSQE(t, r)
+		s.PrepRead(int32(rfd), a.Alloc(4, 1), 0)
+		s.UserData = 1
+		submit(t, r)
+		parked(t, r, 1)
+		getSQE(t, r).PrepCancel(1, 0)
+		got, order := outcomes(t, reap(t, r, 2))
+		want := map[uint64]outcome{1: {eCANCELED, 0}, 0: {0, 0}}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("read and cancel (-want +got):\n%s", diff)
+		}
+		if diff := cmp.Diff([]uint64{0, 1}, order); diff != "" {
+			t.Errorf("CQE order (-want +got):\n%s", diff)
+		}
+		if _, err := unix.Write(wfd, []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		b := make([]byte, 2)
+		if n, err := unix.Read(rfd, b); n != 1 || err != nil {
+			t.Errorf("read after the cancel = %d, %v; want the byte written", n, err)
+		}
+	})
+}
+
+// TestCancelAll cancels every queued timeout with one user_data.
+func TestCancelAll(t *testing.T) {
+	eachKind(t, func(t *testing.T, k ringKind) {
+		r := k.ring(t, 8, Options{})
+		a := newArena(t, 4096)
+		for range 2 {
+			s := getSQE(t, r)
+			s.PrepTimeout(timespec(a, 3600e9), 0, 0)
+			s.UserData = 7
+		}
+		s := getSQE(t, r)
+		s.PrepCancel(7, CancelAll)
+		s.UserData = 1
+		var res []int32
+		for _, c := range reap(t, r, 3) {
+			res = append(res, c.Res)
+		}
+		if diff := cmp.Diff([]int32{2, eCANCELED, eCANCELED}, res); diff != "" {
+			t.Errorf("CancelAll of two timeouts: cancel, then the timeouts (-want +got):\n%s", diff)
+		}
+	})
+}
+
+// TestCancelBlockedOpen: an open blocked on a FIFO without a reader
+// cannot be interrupted from Go: after the grace its CQE is -ECANCELED
+// with CQEAbandoned, well within a second, and the fd it makes when a
+// reader comes is closed, never reported.
+func TestCancelBlockedOpen(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	dir := t.TempDir()
+	r := ringKinds[1].ring(t, 8, Options{})
+	a := newArena(t, 4096)
+	path := mkfifo(t, dir, "fifo")
+	dfd := openDir(t, dir)
+	s := getSQE(t, r)
+	s.PrepOpenat2(dfd, cString(a, "fifo"), arenaValue(a, OpenHow{Flags: unix.O_WRONLY | unix.O_CLOEXEC}))
+	s.UserData = 1
+	submit(t, r)
+	inSyscall(t, r, 1)
+	start := time.Now()
+	s = getSQE(t, r)
+	s.PrepCancel(1, 0)
+	s.UserData = 2
+	got, _ := outcomes(t, reap(t, r, 2))
+	took := time.Since(start)
+	want := map[uint64]outcome{1: {eCANCELED, CQEAbandoned}, 2: {errnoRes(unix.EALREADY), 0}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("open and its cancel (-want +got):\n%s", diff)
+	}
+	if took > 500*time.Millisecond {
+		t.Errorf("the cancel took %v", took)
+	}
+	rfd, err := unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the abandoned open's fd to be closed", func() bool { return fdsTo(t, path) == 1 })
+	unix.Close(rfd)
+	if n := r.CQReady(); n != 0 {
+		t.Errorf("the abandoned open posted %d more CQEs", n)
+	}
+}
+
+// TestFixedFileHeld: a fixed file stays open while a request issued on
+// it runs, though its slot is emptied (and the caller's fd closed)
+// meanwhile; once the request is done, the file is closed.
+func TestFixedFileHeld(t *testing.T) {
+	eachKind(t, func(t *testing.T, k ringKind) {
+		r := k.ring(t, 8, Options{})
+		a := newArena(t, 4096)
+		var p [2]int
+		if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+			t.Fatal(err)
+		}
+		defer unix.Close(p[1])
+		if err := r.RegisterFilesSparse(2); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := r.UpdateFiles(1, []int32{int32(p[0])}); n != 1 || err != nil {
+			t.Fatalf("UpdateFiles = %d, %v", n, err)
+		}
+		unix.Close(p[0]) // the ring holds its own reference
+		buf := a.Alloc(4, 1)
+		s := getSQE(t, r)
+		s.PrepRead(1, buf, 0)
+		s.Flags |= SQEFixedFile
+		s.UserData = 1
+		submit(t, r)
+		if n, err := r.UpdateFiles(1, []int32{-1}); n != 1 || err != nil {
+			t.Fatalf("UpdateFiles(1, [-1]) = %d, %v", n, err)
+		}
+		if _, err := unix.Write(p[1], []byte("wxyz")); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]CQE{{UserData: 1, Res: 4}}, reap(t, r, 1)); diff != "" {
+			t.Errorf("read through the emptied slot (-want +got):\n%s", diff)
+		}
+		if string(buf) != "wxyz" {
+			t.Errorf("read %q, want %q", buf, "wxyz")
+		}
+		// The last reference gone, the read end is closed.
+		waitFor(t, "the pipe's read end to close", func() bool {
+			_, err := unix.Write(p[1], []byte("x"))
+			return err == unix.EPIPE
+		})
+	})
+}
+
+// TestOverflowFromGoroutines: completions that come from goroutines
+// while nobody reaps (reads of 8 pipes on a CQ of 4) wait on the overflow
+// list and are all reaped, once each.
+func TestOverflowFromGoroutines(t *testing.T) {
+	eachKind(t, func(t *testing.T, k ringKind) {
+		r := k.ring(t, 4, Options{CQEntries: 4})
+		a := newArena(t, 4096)
+		const n = 8
+		var wfds []int
+		for i := range n {
+			rfd, wfd := pipe(t)
+			wfds = append(wfds, wfd)
+			s := r.GetSQE()
+			if s == nil {
+				submit(t, r)
+				s = getSQE(t, r)
+			}
+			s.PrepRead(int32(rfd), a.Alloc(1, 1), 0)
+			s.UserData = uint64(i)
+		}
+		submit(t, r)
+		parked(t, r, n)
+		for _, wfd := range wfds {
+			if _, err := unix.Write(wfd, []byte{0}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		waitFor(t, "the CQ to overflow", r.Overflowed)
+		got := reap(t, r, n)
+		for i := range got {
+			got[i].Res-- // each read 1 byte: seenOnce wants res 0
+		}
+		seenOnce(t, got, n)
+		if r.Overflowed() {
+			t.Error("Overflowed() after reaping everything")
+		}
+	})
+}
+
+// TestSyscallsClose: Close does not wait for requests in flight; the
+// goroutines of parked reads, timers and link timeouts end; the fixed
+// table's files and the ring's eventfds are closed; later enters fail,
+// saying the ring is closed.
+func TestSyscallsClose(t *testing.T) {
+	others := goleak.IgnoreCurrent()
+	a := newArena(t, 4096)
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	pipeName, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", p[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewSyscalls(8, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.RegisterFilesSparse(2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.UpdateFiles(0, []int32{int32(p[0])}); err != nil {
+		t.Fatal(err)
+	}
+	s := getSQE(t, r)
+	s.PrepRead(int32(p[0]), a.Alloc(4, 1), 0)
+	s = getSQE(t, r)
+	s.PrepRead(0, a.Alloc(4, 1), 0)
+	s.Flags |= SQEFixedFile
+	s = getSQE(t, r)
+	s.PrepTimeout(timespec(a, 3600e9), 0, 0)
+	s = getSQE(t, r)
+	s.PrepRead(int32(p[0]), a.Alloc(4, 1), 0)
+	s.Flags |= SQEIOLink
+	getSQE(t, r).PrepLinkTimeout(timespec(a, 3600e9), 0)
+	submit(t, r)
+	parked(t, r, 3)
+	if err := r.Close(); err != nil {
+		t.Fatalf("Close() = %v", err)
+	}
+	getSQE(t, r).PrepNop()
+	_, err = r.SubmitAndWait(1)
+	if !errors.Is(err, unix.EBADF) || !strings.Contains(err.Error(), "closed") {
+		t.Errorf("SubmitAndWait after Close = %v, want an EBADF that says the ring is closed", err)
+	}
+	if _, err := r.WaitTimeout(1, time.Second); !errors.Is(err, unix.EBADF) {
+		t.Errorf("WaitTimeout after Close = %v, want EBADF", err)
+	}
+	if err := r.Close(); err != nil {
+		t.Errorf("second Close() = %v", err)
+	}
+	// Before the pipe closes, which would wake the reads anyway.
+	if err := goleak.Find(others); err != nil {
+		t.Errorf("goroutines left after Close: %v", err)
+	}
+	if r.emu.idleFds != nil {
+		t.Errorf("Close kept %d eventfds", len(r.emu.idleFds))
+	}
+	unix.Close(p[0])
+	unix.Close(p[1])
+	waitFor(t, "the fixed table's dup of the pipe to be closed", func() bool { return fdsTo(t, pipeName) == 0 })
+}
+
+// TestWake: Wake ends a blocked wait at once, from another goroutine;
+// one that comes before the wait ends it as it starts.
+func TestWake(t *testing.T) {
+	r := ringKinds[1].ring(t, 8, Options{})
+	for _, tc := range []struct {
+		name string
+		wait func() error
+	}{
+		{"SubmitAndWait", func() error { _, err := r.SubmitAndWait(1); return err }},
+		{"WaitTimeout", func() error { _, err := r.WaitTimeout(1, time.Hour); return err }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			done := make(chan error, 1)
+			go func() { done <- tc.wait() }()
+			// Woken before or while it blocks: either way it returns.
+			r.Wake()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("woken wait = %v, want nil", err)
+				}
+			case <-time.After(10 * time.Second):
+				r.Close() // ends the wait
+				t.Fatal("Wake did not end the wait")
+			}
+			r.Wake()
+			if err := tc.wait(); err != nil {
+				t.Errorf("wait after a Wake = %v, want nil at once", err)
+			}
+		})
+	}
+	// A Kernel ring's Wake does nothing.
+	newRing(t, 4, Options{}).Wake()
+}
+
+// TestDoorbell: a worker's doorbell, a READ of an eventfd that a wake
+// writes, ends a wait on both kinds of ring.
+func TestDoorbell(t *testing.T) {
+	eachKind(t, func(t *testing.T, k ringKind) {
+		r := k.ring(t, 8, Options{})
+		a := newArena(t, 4096)
+		efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer unix.Close(efd)
+		bell := a.Alloc(8, 8)
+		for round := range 3 {
+			s := getSQE(t, r)
+			s.PrepRead(int32(efd), bell, 0)
+			s.UserData = uint64(round)
+			submit(t, r)
+			go func() {
+				one := [8]byte{1}
+				unix.Write(efd, one[:])
+			}()
+			if _, err := r.SubmitAndWait(1); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff([]CQE{{UserData: uint64(round), Res: 8}}, reap(t, r, 1)); diff != "" {
+				t.Errorf("round %d: doorbell CQE (-want +got):\n%s", round, diff)
+			}
+		}
+	})
+}
+
+// TestSyscallsNopAllocs: NOPs, linked or not, cost no allocation.
+func TestSyscallsNopAllocs(t *testing.T) {
+	r := ringKinds[1].ring(t, 16, Options{})
+	cqes := make([]CQE, 16)
+	allocs := testing.AllocsPerRun(100, func() {
+		for i := range 8 {
+			s := r.GetSQE()
+			s.PrepNop()
+			if i%2 == 0 {
+				s.Flags |= SQEIOLink
+			}
+		}
+		if _, err := r.SubmitAndWait(8); err != nil {
+			t.Fatal(err)
+		}
+		if n := r.PeekBatch(cqes); n != 8 {
+			t.Fatalf("%d CQEs, want 8", n)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("8 NOPs through the emulated ring: %v allocations, want 0", allocs)
+	}
+}
+
+// TestNewSyscallsSizes: sizes are rounded and checked as New does.
+func TestNewSyscallsSizes(t *testing.T) {
+	for _, tc := range []struct {
+		entries uint32
+		o       Options
+		sq, cq  uint32
+		fails   bool
+	}{
+		{entries: 8, sq: 8, cq: 16},
+		{entries: 5, sq: 8, cq: 16},
+		{entries: 8, o: Options{CQEntries: 100}, sq: 8, cq: 128},
+		{entries: 1 << 20, o: Options{Clamp: true}, sq: 32768, cq: 65536},
+		{entries: 0, fails: true},
+		{entries: 1 << 20, fails: true},
+		{entries: 64, o: Options{CQEntries: 8}, fails: true},
+	} {
+		r, err := NewSyscalls(tc.entries, tc.o)
+		if tc.fails {
+			if err == nil || !errors.Is(err, unix.EINVAL) {
+				t.Errorf("NewSyscalls(%d, %+v) = %v, want EINVAL", tc.entries, tc.o, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("NewSyscalls(%d, %+v): %v", tc.entries, tc.o, err)
+			continue
+		}
+		if diff := cmp.Diff([2]uint32{tc.sq, tc.cq}, [2]uint32{r.SQEntries(), r.CQEntries()}); diff != "" {
+			t.Errorf("NewSyscalls(%d, %+v) SQ, CQ sizes (-want +got):\n%s", tc.entries, tc.o, diff)
+		}
+		if !r.Syscalls() {
+			t.Errorf("NewSyscalls(...).Syscalls() = false")
+		}
+		r.Close()
+	}
+	if newRing(t, 4, Options{}).Syscalls() {
+		t.Error("New(...).Syscalls() = true")
+	}
+}
