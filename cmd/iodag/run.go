@@ -287,7 +287,7 @@ type poolFlags struct{ workers, ring *int }
 
 func addPoolFlags(fs *flag.FlagSet) poolFlags {
 	return poolFlags{
-		workers: fs.Int("workers", 1, "`N` fixed workers, one ring each; a graph's components spread over them (in graph mode, a large one with wide levels over all of them if N is 2 to 4 and GOMAXPROCS is at least N)"),
+		workers: fs.Int("workers", 1, "`N` fixed workers, one ring each; a graph's components spread over them, each component on one worker"),
 		ring:    fs.Int("ring", 256, "`N` SQ entries in each worker's ring (the CQ has twice as many)"),
 	}
 }
