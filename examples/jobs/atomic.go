@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -34,13 +35,13 @@ func setupAtomic(ctx context.Context, e *env) (*contest, error) {
 		plain: func(ctx context.Context) (any, error) { return nil, atomicPlain(ctx, abs, names, data, e.limit) },
 		iodag: func(ctx context.Context) (any, error) { return nil, atomicIodag(ctx, e.pool, e.data, dir, names, data) },
 		reset: func() error { // the old contents back, and no tmp file
-			if err := os.RemoveAll(abs); err != nil {
-				return err
-			}
 			if err := os.MkdirAll(abs, 0o755); err != nil {
 				return err
 			}
 			for _, n := range names {
+				if err := os.Remove(filepath.Join(abs, n+".tmp")); err != nil && !errors.Is(err, fs.ErrNotExist) {
+					return err
+				}
 				if err := os.WriteFile(filepath.Join(abs, n), old, 0o644); err != nil {
 					return err
 				}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -18,17 +19,18 @@ import (
 // copytree: copy a tree of directories and regular files.
 
 func setupCopytree(ctx context.Context, e *env) (*contest, error) {
-	src, err := e.tree(ctx)
+	src, err := e.tree(ctx, e.sizes.writeFiles, e.sizes.writeBytes)
 	if err != nil {
 		return nil, err
 	}
-	const dst = "work/copy"
+	var dst string
+	runs := 0
 	return &contest{
 		plain: func(ctx context.Context) (any, error) {
 			return nil, copytreePlain(ctx, filepath.Join(e.data, src), filepath.Join(e.data, dst), e.limit)
 		},
 		iodag:   func(ctx context.Context) (any, error) { return nil, copytreeIodag(ctx, e.pool, e.data, src, dst) },
-		reset:   func() error { return os.RemoveAll(filepath.Join(e.data, dst)) },
+		reset:   func() error { runs++; dst = fmt.Sprintf("work/copy%03d", runs); return nil },
 		outcome: func() (any, error) { return treeSums(filepath.Join(e.data, dst)) },
 	}, nil
 }

@@ -17,16 +17,16 @@ import (
 
 // sizes are the data sets' sizes.
 type sizes struct {
-	treeFiles    int   // hashtree, du, copytree: a tree like a source checkout
-	treeBytes    int64 // its bytes in all
-	smallFiles   int   // firstmatch, readall: small files in one directory
-	headerFiles  int   // header: files of a header and 64 blocks
-	bigBytes     int64 // lookups: one file this large
-	lookups      int   // random 4 KiB reads of it per run
-	archiveFiles int   // extract: files of the archive
-	archiveBytes int64
-	atomicFiles  int // atomic: files replaced per run
-	atomicSize   int // bytes of each
+	treeFiles   int   // hashtree, du, copytree: a tree like a source checkout
+	treeBytes   int64 // its bytes in all
+	smallFiles  int   // firstmatch, readall: small files in one directory
+	headerFiles int   // header: files of a header and 64 blocks
+	bigBytes    int64 // lookups: one file this large
+	lookups     int   // random 4 KiB reads of it per run
+	writeFiles  int   // copytree, extract: files of the tree they write
+	writeBytes  int64 // its bytes in all
+	atomicFiles int   // atomic: files replaced per run
+	atomicSize  int   // bytes of each
 }
 
 var (
@@ -168,14 +168,15 @@ func seedBytes(seed uint64) [32]byte {
 	return s
 }
 
-// tree makes the source-like tree (hashtree, du, copytree) and returns
-// its directory, relative to e.data.
-func (e *env) tree(ctx context.Context) (string, error) {
-	s := e.sizes
-	t := layoutTree("src", s.treeFiles, s.treeBytes, 1)
-	return e.dataset(ctx, fmt.Sprintf("tree-%d-%d", s.treeFiles, s.treeBytes), func(ctx context.Context, dir string) error {
+// tree makes a source-like tree of files and bytes (hashtree and du read
+// the large one, copytree the one of writeFiles) and returns its
+// directory, relative to e.data.
+func (e *env) tree(ctx context.Context, files int, bytes int64) (string, error) {
+	t := layoutTree("src", files, bytes, 1)
+	name, err := e.dataset(ctx, fmt.Sprintf("tree-%d-%d", files, bytes), func(ctx context.Context, dir string) error {
 		return makeTree(ctx, dir, t, 1)
 	})
+	return name + "/src", err
 }
 
 // The small files (firstmatch, readall): sizes from smallMin to smallMax
@@ -299,7 +300,7 @@ func lookupOffsets(n int, size int64) []int64 {
 // archive returns an in-memory tar archive of a source-like tree under
 // "pkg": its directories (parents first), then its files.
 func (e *env) archive() ([]byte, error) {
-	t := layoutTree("pkg", e.sizes.archiveFiles, e.sizes.archiveBytes, 7)
+	t := layoutTree("pkg", e.sizes.writeFiles, e.sizes.writeBytes, 7)
 	var out bytes.Buffer
 	tw := tar.NewWriter(&out)
 	for _, d := range t.dirs {

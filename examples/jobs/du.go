@@ -18,7 +18,7 @@ import (
 
 func setupDu(serial bool) func(ctx context.Context, e *env) (*contest, error) {
 	return func(ctx context.Context, e *env) (*contest, error) {
-		top, err := e.tree(ctx)
+		top, err := e.tree(ctx, e.sizes.treeFiles, e.sizes.treeBytes)
 		if err != nil {
 			return nil, err
 		}

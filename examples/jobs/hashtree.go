@@ -20,7 +20,7 @@ import (
 // relative to root.
 
 func setupHashtree(ctx context.Context, e *env) (*contest, error) {
-	top, err := e.tree(ctx)
+	top, err := e.tree(ctx, e.sizes.treeFiles, e.sizes.treeBytes)
 	if err != nil {
 		return nil, err
 	}

@@ -162,8 +162,11 @@ var jobs = []job{
 // A contest is a job ready to run on its data.
 type contest struct {
 	plain, iodag func(ctx context.Context) (any, error)
-	// reset, if set, undoes a run's effects before the next (untimed):
-	// removes what it wrote.
+	// reset, if set, readies the next run (untimed): puts back what a
+	// run changed, or picks a fresh directory to write in (the jobs
+	// that write many files do not remove them until the program ends:
+	// ext4 makes files much more slowly while it avoids the inodes of
+	// files just removed, which would time the file system's bookkeeping).
 	reset func() error
 	// outcome, if set, is what a run left on disk (untimed), compared
 	// between the two ways after their first runs.
@@ -210,6 +213,7 @@ func run(ctx context.Context, w io.Writer, c config) error {
 	fmt.Fprintf(w, "jobs: %d alternated pairs a job after an untimed run of each way; ratio = plain time / iodag time (> 1: iodag faster)\n", c.pairs)
 	fmt.Fprintf(w, "%s, GOMAXPROCS %d, errgroup limit %d, %d busy processes; data in %s\n\n",
 		pool, runtime.GOMAXPROCS(0), c.limit, c.busy, e.data)
+	printHeader(w)
 	var rows []row
 	for _, name := range c.jobs {
 		j := findJob(name)
@@ -218,9 +222,10 @@ func run(ctx context.Context, w io.Writer, c config) error {
 			return fmt.Errorf("%s: %w", name, err)
 		}
 		r.lplain, r.liodg = sumLines(lines, j.plain), sumLines(lines, j.iodag)
+		printRow(w, r)
 		rows = append(rows, r)
 	}
-	printTable(w, rows)
+	printNotes(w, rows)
 	return nil
 }
 
@@ -319,32 +324,36 @@ func timeRun(ctx context.Context, c *contest, way func(context.Context) (any, er
 	return time.Since(t0), err
 }
 
-func printTable(w io.Writer, rows []row) {
-	const f = "%-14s %6s %6s %11s %4s %8s %8s %10s\n"
-	fmt.Fprintf(w, f, "job", "target", "ratio", "min-max", "met", "plain", "iodag", "lines p/i")
-	var notes []string
-	for _, r := range rows {
-		if r.note != "" {
-			notes = append(notes, r.job.name+": "+r.note)
-		}
-		target, ratio, span, met, plain, iodag := "-", "-", "-", "-", "-", "-"
-		if r.job.target > 0 {
-			target = fmt.Sprintf("%.2fx", r.job.target)
-		}
-		if len(r.ratios) > 0 {
-			ratio = fmt.Sprintf("%.2fx", median(r.ratios))
-			span = fmt.Sprintf("%.2f-%.2fx", slices.Min(r.ratios), slices.Max(r.ratios))
-			plain, iodag = duration(median(r.plain)), duration(median(r.iodag))
-			if r.job.target > 0 {
-				met = map[bool]string{true: "yes", false: "no"}[median(r.ratios) >= r.job.target]
-			}
-		}
-		fmt.Fprintf(w, f, r.job.name, target, ratio, span, met, plain, iodag, fmt.Sprintf("%d/%d", r.lplain, r.liodg))
+// The table's row format.
+const rowFormat = "%-14s %6s %6s %11s %4s %8s %8s %10s\n"
+
+func printHeader(w io.Writer) {
+	fmt.Fprintf(w, rowFormat, "job", "target", "ratio", "min-max", "met", "plain", "iodag", "lines p/i")
+}
+
+func printRow(w io.Writer, r row) {
+	target, ratio, span, met, plain, iodag := "-", "-", "-", "-", "-", "-"
+	if r.job.target > 0 {
+		target = fmt.Sprintf("%.2fx", r.job.target)
 	}
+	if len(r.ratios) > 0 {
+		ratio = fmt.Sprintf("%.2fx", median(r.ratios))
+		span = fmt.Sprintf("%.2f-%.2fx", slices.Min(r.ratios), slices.Max(r.ratios))
+		plain, iodag = duration(median(r.plain)), duration(median(r.iodag))
+		if r.job.target > 0 {
+			met = map[bool]string{true: "yes", false: "no"}[median(r.ratios) >= r.job.target]
+		}
+	}
+	fmt.Fprintf(w, rowFormat, r.job.name, target, ratio, span, met, plain, iodag, fmt.Sprintf("%d/%d", r.lplain, r.liodg))
+}
+
+func printNotes(w io.Writer, rows []row) {
 	fmt.Fprintln(w, "\nratio: median of the pairs' plain/iodag (min-max); plain, iodag: median times; lines p/i: of the job's\n"+
 		"functions of each way, without blank and comment lines")
-	for _, n := range notes {
-		fmt.Fprintln(w, n)
+	for _, r := range rows {
+		if r.note != "" {
+			fmt.Fprintln(w, r.job.name+": "+r.note)
+		}
 	}
 }
 

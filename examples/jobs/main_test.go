@@ -153,11 +153,14 @@ func TestAtomicFails(t *testing.T) {
 	}
 	dir := filepath.Join(e.data, "work/atomic")
 	var outs [2]any
+	bad := filepath.Join(dir, "conf001")
 	for k, way := range []func(context.Context) (any, error){c.plain, c.iodag} {
+		if err := os.RemoveAll(bad); err != nil {
+			t.Fatal(err)
+		}
 		if err := c.reset(); err != nil {
 			t.Fatal(err)
 		}
-		bad := filepath.Join(dir, "conf001")
 		if err := os.Remove(bad); err != nil {
 			t.Fatal(err)
 		}
