@@ -74,9 +74,12 @@ func copytreePlainFile(src, dst string) error {
 }
 
 // copytreeIodag walks the tree, then copies it in one graph: a mkdir per
-// directory after its parent's; per file a read of the whole file and an
-// open of the copy (after its directory's mkdir), then a write of what the
-// read returned (a binding gives it the bytes) and a close.
+// directory after its parent's; per file an open, a statx and a read of
+// the size the statx found, and an open of the copy (after its directory's
+// mkdir), then a write of what the read returned (a binding gives it the
+// bytes), and a close of each file. (Builder.ReadFile, one node instead of
+// the first four, crashed the program here: see the commit that replaced
+// it.)
 func copytreeIodag(ctx context.Context, pool *workers.Pool, root, src, dst string) error {
 	b := dag.NewBuilder("copytree")
 	mkdirs := map[string]dag.Task{dst: b.Mkdir("", dst, 0o755)}
@@ -91,9 +94,12 @@ func copytreeIodag(ctx context.Context, pool *workers.Pool, root, src, dst strin
 		case d.IsDir():
 			mkdirs[to] = b.Mkdir("", to, 0o755).After(parent)
 		case d.Type().IsRegular():
-			read := b.ReadFile("", from).Keep()
-			open := b.Open("", to, unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC, "").Mode(0o644).After(parent)
-			write := b.Write("", open.Handle(), 0, []byte{0}).After(read, open).Bind(func(in dag.Inputs, p *dag.Params) error {
+			in := b.Open("", from, unix.O_RDONLY, "")
+			size := b.Statx("", from)
+			read := b.Read("", in.Handle(), 0, 0).After(in, size).LenFrom(size).Keep()
+			b.Close("", in.Handle()).Finally(read)
+			out := b.Open("", to, unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC, "").Mode(0o644).After(parent)
+			write := b.Write("", out.Handle(), 0, []byte{0}).After(read, out).Bind(func(in dag.Inputs, p *dag.Params) error {
 				p.Buf = in.Result(read).Data
 				p.Len = int64(len(p.Buf))
 				if p.Len == 0 {
@@ -101,7 +107,7 @@ func copytreeIodag(ctx context.Context, pool *workers.Pool, root, src, dst strin
 				}
 				return nil
 			})
-			b.Close("", open.Handle()).Finally(write)
+			b.Close("", out.Handle()).Finally(write)
 		}
 		return nil
 	})

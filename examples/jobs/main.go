@@ -62,7 +62,8 @@ type config struct {
 	busy    int
 	cache   string // where the data sets are kept; "": a temporary directory
 	workers int
-	limit   int // the errgroups' SetLimit
+	ring    uint // the workers' SQ size; 0: the default
+	limit   int  // the errgroups' SetLimit
 }
 
 func main() {
@@ -84,6 +85,7 @@ func mainStatus() int {
 	flag.IntVar(&c.busy, "busy", 0, "start this many processes that spin on a CPU while the jobs run")
 	flag.StringVar(&c.cache, "cache", "", "keep the data sets in this directory and reuse them on later runs (default: a temporary directory removed at exit)")
 	flag.IntVar(&c.workers, "workers", runtime.GOMAXPROCS(0), "the pool's workers")
+	flag.UintVar(&c.ring, "ring", 0, "each worker's SQ entries (workers.Config.Entries; 0: its default)")
 	flag.IntVar(&c.limit, "limit", 64, "goroutines each plain errgroup runs at once (SetLimit)")
 	flag.Parse()
 	set := map[string]bool{}
@@ -199,7 +201,7 @@ func run(ctx context.Context, w io.Writer, c config) error {
 		return err
 	}
 	defer e.close()
-	pool, err := workers.New(workers.Config{Workers: c.workers})
+	pool, err := workers.New(workers.Config{Workers: c.workers, Entries: uint32(c.ring)})
 	if err != nil {
 		return err
 	}
