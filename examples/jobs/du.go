@@ -74,8 +74,8 @@ func duSerial(top string) (int64, error) {
 }
 
 // duIodag runs a graph that grows as it goes: a Go task per directory
-// lists it and runs a subgraph of a statx per file and a Go task per
-// subdirectory.
+// lists it and runs a subgraph of a statx per file, whose hook adds up
+// the sizes, and a Go task per subdirectory.
 func duIodag(ctx context.Context, pool *workers.Pool, root, top string) (int64, error) {
 	var total atomic.Int64
 	b := dag.NewBuilder("du")
@@ -94,24 +94,20 @@ func duIodagDir(root, dir string, total *atomic.Int64) func(dag.Inputs) error {
 		if err != nil {
 			return err
 		}
-		var stats []dag.Task
-		res, err := in.Run(dir, func(b *dag.Builder) {
+		_, err = in.Run(dir, func(b *dag.Builder) {
 			for _, ent := range ents {
 				path := dir + "/" + ent.Name()
 				switch {
 				case ent.IsDir():
 					b.Go("", duIodagDir(root, path, total))
 				case ent.Type().IsRegular():
-					stats = append(stats, b.Statx("", path))
+					b.Statx("", path).Then(func(_ dag.Inputs, r dag.Result) error {
+						total.Add(r.Size)
+						return nil
+					})
 				}
 			}
 		})
-		if err != nil {
-			return err
-		}
-		for _, s := range stats {
-			total.Add(res[s.Index()].Size)
-		}
-		return nil
+		return err
 	}
 }
