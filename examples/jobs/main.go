@@ -26,7 +26,10 @@
 // The files are made first (some seconds for the full sizes) in a
 // temporary directory removed at exit, or with -cache in a directory
 // kept for later runs. -busy N starts N processes that spin on a CPU for
-// as long as the program runs, to time the jobs on a busy machine.
+// as long as the program runs, to time the jobs on a busy machine. The
+// iodag ways run on one pool of -workers workers (default: GOMAXPROCS)
+// with rings of -ring entries; the plain ways' errgroups run at most -limit
+// goroutines at once.
 //
 //	go run ./examples/jobs
 //	go run ./examples/jobs -job hashtree,du -pairs 11 -cache ~/.cache/iodag-jobs
