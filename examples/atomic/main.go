@@ -47,9 +47,9 @@ import (
 	"strconv"
 	"syscall"
 	"text/tabwriter"
+	"time"
 
 	"github.com/iodag/iodag/dag"
-	"github.com/iodag/iodag/internal/human"
 	"github.com/iodag/iodag/submit"
 	"github.com/iodag/iodag/workers"
 	"golang.org/x/sys/unix"
@@ -190,7 +190,7 @@ func run(ctx context.Context, w io.Writer, c config) error {
 		if rep == nil {
 			return fmt.Errorf("%s: %w", m, err) // the run could not start
 		}
-		fmt.Fprintf(w, "\n%s (%s):\n", m, human.Duration(rep.WallNS))
+		fmt.Fprintf(w, "\n%s (%s):\n", m, duration(time.Duration(rep.WallNS)))
 		printNodes(w, rep)
 		verdict, err := check(rep, root, old, contents, expect, c.full)
 		fmt.Fprintf(w, "=> %s\n", verdict)
@@ -268,4 +268,15 @@ func check(rep *submit.Report, root string, old, contents []byte, expect string,
 		return verdict, fmt.Errorf("the replace failed: %w", cause)
 	}
 	return verdict, nil
+}
+
+// duration formats d with three significant digits: 999ns, 1.23µs,
+// 12.3ms, 1.38s.
+func duration(d time.Duration) string {
+	for r := time.Duration(1); r < time.Hour; r *= 10 {
+		if d < 1000*r {
+			return d.Round(r).String()
+		}
+	}
+	return d.Round(time.Second).String()
 }

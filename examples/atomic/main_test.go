@@ -7,13 +7,14 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 
-	"github.com/iodag/iodag/internal/ramfstest"
 	"github.com/iodag/iodag/submit"
 	"github.com/iodag/iodag/workers"
+	"golang.org/x/sys/unix"
 )
 
 // TestReplace: in every mode the replace succeeds, the cleanup is skipped,
@@ -52,7 +53,7 @@ func TestFullDisk(t *testing.T) {
 				return config{dir: t.TempDir(), size: 1 << 20, full: true, mode: m.String()}
 			}},
 			{"-dir tmpfs", func(t *testing.T) config {
-				return config{dir: ramfstest.Tmpfs(t, tmpfsSize), size: 1 << 20, expect: "fail", mode: m.String()}
+				return config{dir: tmpfsDir(t, tmpfsSize), size: 1 << 20, expect: "fail", mode: m.String()}
 			}},
 		} {
 			t.Run(tc.name+"/"+m.String(), func(t *testing.T) {
@@ -147,4 +148,22 @@ func runOut(c config) (string, error) {
 	var buf bytes.Buffer
 	err := run(context.Background(), &buf, c)
 	return buf.String(), err
+}
+
+// tmpfsDir mounts a tmpfs of size bytes on a fresh directory, unmounted at
+// the end of the test: a disk that fills up (ENOSPC). It skips the test
+// where it cannot mount: that needs CAP_SYS_ADMIN.
+func tmpfsDir(t *testing.T, size int) string {
+	t.Helper()
+	dir := t.TempDir()
+	opts := "mode=755,size=" + strconv.Itoa(size)
+	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+		t.Skipf("cannot mount a %d-byte tmpfs on %s: %v", size, dir, err)
+	}
+	t.Cleanup(func() {
+		if err := unix.Unmount(dir, unix.MNT_DETACH); err != nil {
+			t.Errorf("unmount %s: %v", dir, err)
+		}
+	})
+	return dir
 }

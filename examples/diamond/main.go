@@ -17,7 +17,6 @@ import (
 	"text/tabwriter"
 
 	"github.com/iodag/iodag/dag"
-	"github.com/iodag/iodag/internal/shapes"
 	"github.com/iodag/iodag/scratch"
 	"github.com/iodag/iodag/submit"
 	"github.com/iodag/iodag/workers"
@@ -33,7 +32,7 @@ func main() {
 // build declares the diamond; "data" is opened with O_DIRECT.
 func build() (*dag.Graph, error) {
 	b := dag.NewBuilder("diamond")
-	b.AddFile(dag.FileSpec{Name: "data", Size: 1 << 20, Fill: shapes.DataFill, Direct: true})
+	b.AddFile(dag.FileSpec{Name: "data", Size: 1 << 20, Fill: 7, Direct: true})
 	a := b.Nop("a")
 	x := b.Read("b", dag.File("data"), 0, 4096).After(a)
 	y := b.Read("c", dag.File("data"), 4096, 4096).After(a)

@@ -16,14 +16,13 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
 	"os"
 	"os/signal"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/iodag/iodag/dag"
-	"github.com/iodag/iodag/internal/human"
-	"github.com/iodag/iodag/internal/shapes"
 	"github.com/iodag/iodag/scratch"
 	"github.com/iodag/iodag/submit"
 	"github.com/iodag/iodag/workers"
@@ -57,13 +56,21 @@ func main() {
 	}
 }
 
-// graph builds the fanout, whose reads are O_DIRECT.
+// graph builds the fanout: a nop "src", 98 reads of 4 KiB at distinct
+// offsets of "data", a 64 MiB file read with O_DIRECT (offsets drawn from
+// a fixed seed), and a nop "sink" after them all.
 func graph() (*dag.Graph, error) {
-	s, err := shapes.Fanout(100, shapes.GenOptions{Op: "read4k"})
-	if err != nil {
-		return nil, err
+	const size, block, reads = 64 << 20, 4096, 98
+	b := dag.NewBuilder("fanout100-read4k")
+	b.AddFile(dag.FileSpec{Name: "data", Size: size, Fill: 7, Direct: true})
+	src := b.Nop("src")
+	mid := make([]dag.Task, reads)
+	blocks := rand.New(rand.NewPCG(1, 2)).Perm(size / block)
+	for i := range mid {
+		mid[i] = b.Read(fmt.Sprintf("w%02d", i), dag.File("data"), int64(blocks[i])*block, block).After(src)
 	}
-	return s.Build()
+	b.Nop("sink").After(mid...)
+	return b.Build()
 }
 
 // result is what one mode did over the whole duration.
@@ -125,7 +132,7 @@ func run(ctx context.Context, w io.Writer, c config) error {
 	for _, res := range results {
 		by[res.mode] = res
 		fmt.Fprintf(w, "%-6s IOPS=%s  (%d runs of %d reads in %s, %.1f enters/run)\n", res.mode.String()+":",
-			human.Rate(res.iops()), res.runs, res.reads/max(res.runs, 1), human.Duration(res.elapsed.Nanoseconds()), float64(res.enters)/float64(res.runs))
+			rate(res.iops()), res.runs, res.reads/max(res.runs, 1), duration(res.elapsed), float64(res.enters)/float64(res.runs))
 	}
 	fmt.Fprintf(w, "graph/link:  %.2fx\ngraph/waves: %.2fx\n", by[submit.Graph].iops()/by[submit.Link].iops(),
 		by[submit.Graph].iops()/by[submit.Waves].iops())
@@ -196,4 +203,35 @@ func printLatency(w io.Writer, res *result) {
 func isTmpfs(dir string) bool {
 	var st unix.Statfs_t
 	return unix.Statfs(dir, &st) == nil && st.Type == unix.TMPFS_MAGIC
+}
+
+// rate formats a rate with three significant digits and a k or M suffix:
+// 999, 1.23k, 18.1k, 101k, 2.40M.
+func rate(v float64) string {
+	switch {
+	case v >= 100e6:
+		return fmt.Sprintf("%.0fM", v/1e6)
+	case v >= 10e6:
+		return fmt.Sprintf("%.1fM", v/1e6)
+	case v >= 1e6:
+		return fmt.Sprintf("%.2fM", v/1e6)
+	case v >= 100e3:
+		return fmt.Sprintf("%.0fk", v/1e3)
+	case v >= 10e3:
+		return fmt.Sprintf("%.1fk", v/1e3)
+	case v >= 1e3:
+		return fmt.Sprintf("%.2fk", v/1e3)
+	}
+	return fmt.Sprintf("%.0f", v)
+}
+
+// duration formats d with three significant digits: 999ns, 1.23µs,
+// 12.3ms, 1.38s.
+func duration(d time.Duration) string {
+	for r := time.Duration(1); r < time.Hour; r *= 10 {
+		if d < 1000*r {
+			return d.Round(r).String()
+		}
+	}
+	return d.Round(time.Second).String()
 }

@@ -57,7 +57,6 @@ import (
 	"time"
 
 	"github.com/iodag/iodag/dag"
-	"github.com/iodag/iodag/internal/human"
 	"github.com/iodag/iodag/scratch"
 	"github.com/iodag/iodag/submit"
 	"github.com/iodag/iodag/workers"
@@ -384,7 +383,7 @@ func run(ctx context.Context, w io.Writer, c config) error {
 		return err
 	}
 	fmt.Fprintf(w, "index file: %d keys, %s bytes (data blocks, index, footer) in %s, written in %s\n",
-		c.blocks, strconv.FormatInt(l.size, 10), c.dir, human.Duration(time.Since(t0).Nanoseconds()))
+		c.blocks, strconv.FormatInt(l.size, 10), c.dir, duration(time.Since(t0)))
 	if ios[0] {
 		ok, err := scratch.DirectIO(root)
 		if err != nil {
@@ -514,8 +513,8 @@ func compare(ctx context.Context, w io.Writer, c config, pool *workers.Pool, roo
 	const row = "%-22s %8s %8s %8s %10s %12s\n"
 	fmt.Fprintf(w, row, "variant", "lookups", "best", "median", "lookups/s", "vs errgroup")
 	for _, v := range variants {
-		fmt.Fprintf(w, row, v.name, strconv.Itoa(v.n), human.Duration(v.best().Nanoseconds()), human.Duration(median(v.times).Nanoseconds()),
-			human.Rate(v.rate()), fmt.Sprintf("%.2fx", v.rate()/eg.rate()))
+		fmt.Fprintf(w, row, v.name, strconv.Itoa(v.n), duration(v.best()), duration(median(v.times)),
+			rate(v.rate()), fmt.Sprintf("%.2fx", v.rate()/eg.rate()))
 	}
 	graph, link := variants[2], variants[0]
 	fmt.Fprintf(w, "graph/errgroup: %.2fx   graph/link: %.2fx\n", graph.rate()/eg.rate(), graph.rate()/link.rate())
@@ -595,4 +594,35 @@ func median(ds []time.Duration) time.Duration {
 	s := slices.Clone(ds)
 	slices.Sort(s)
 	return s[len(s)/2]
+}
+
+// duration formats d with three significant digits: 999ns, 1.23µs,
+// 12.3ms, 1.38s.
+func duration(d time.Duration) string {
+	for r := time.Duration(1); r < time.Hour; r *= 10 {
+		if d < 1000*r {
+			return d.Round(r).String()
+		}
+	}
+	return d.Round(time.Second).String()
+}
+
+// rate formats a rate with three significant digits and a k or M suffix:
+// 999, 1.23k, 18.1k, 101k, 2.40M.
+func rate(v float64) string {
+	switch {
+	case v >= 100e6:
+		return fmt.Sprintf("%.0fM", v/1e6)
+	case v >= 10e6:
+		return fmt.Sprintf("%.1fM", v/1e6)
+	case v >= 1e6:
+		return fmt.Sprintf("%.2fM", v/1e6)
+	case v >= 100e3:
+		return fmt.Sprintf("%.0fk", v/1e3)
+	case v >= 10e3:
+		return fmt.Sprintf("%.1fk", v/1e3)
+	case v >= 1e3:
+		return fmt.Sprintf("%.2fk", v/1e3)
+	}
+	return fmt.Sprintf("%.0f", v)
 }

@@ -12,10 +12,10 @@ import (
 	"testing"
 
 	"github.com/iodag/iodag/dag"
-	"github.com/iodag/iodag/internal/ramfstest"
 	"github.com/iodag/iodag/scratch"
 	"github.com/iodag/iodag/submit"
 	"github.com/iodag/iodag/workers"
+	"golang.org/x/sys/unix"
 )
 
 // small is a configuration that runs in a moment.
@@ -69,7 +69,7 @@ func TestRun(t *testing.T) {
 // Where O_DIRECT is refused (ramfs), only the buffered runs are made, and
 // the output says so.
 func TestBufferedFallback(t *testing.T) {
-	c := small(ramfstest.Dir(t))
+	c := small(ramfsDir(t))
 	c.io = "direct"
 	out := runOut(t, c)
 	for _, want := range []string{"refuses O_DIRECT (EINVAL)", "\nbuffered, file opened by", "checked: every variant"} {
@@ -195,4 +195,21 @@ func runOut(t *testing.T, c config) string {
 		t.Fatalf("run: %v\n%s", err, &buf)
 	}
 	return buf.String()
+}
+
+// ramfsDir mounts a ramfs, which refuses O_DIRECT as tmpfs did before
+// Linux 6.6, on a fresh directory, unmounted at the end of the test. It
+// skips the test where it cannot mount: that needs CAP_SYS_ADMIN.
+func ramfsDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := unix.Mount("ramfs", dir, "ramfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=755"); err != nil {
+		t.Skipf("cannot mount a ramfs (a file system without O_DIRECT) on %s: %v", dir, err)
+	}
+	t.Cleanup(func() {
+		if err := unix.Unmount(dir, unix.MNT_DETACH); err != nil {
+			t.Errorf("unmount %s: %v", dir, err)
+		}
+	})
+	return dir
 }

@@ -34,12 +34,12 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/iodag/iodag/internal/human"
-	"github.com/iodag/iodag/internal/shapes"
+	"github.com/iodag/iodag/dag"
 	"github.com/iodag/iodag/scratch"
 	"github.com/iodag/iodag/submit"
 	"github.com/iodag/iodag/workers"
 	"golang.org/x/sync/errgroup"
+	"golang.org/x/sys/unix"
 )
 
 type config struct {
@@ -128,15 +128,36 @@ type variant struct {
 	crc   []uint32 // per file, of the last run
 }
 
+// The files' sizes.
+const minSize, maxSize = 10, 4096
+
+// build declares the maildir of n files: a spec directory "mail" of files
+// named by index (mail/00000, ...), which the runner makes, and per file
+// i, in parallel an open of mail/<i> as handle h<i> (node o<i>) and a
+// statx of it (s<i>), then a read of the size the statx found (r<i>, at
+// most maxSize), then on a finally-edge a close (c<i>).
+func build(n int) (*dag.Graph, error) {
+	b := dag.NewBuilder("maildir"+strconv.Itoa(n), dag.WithCapacity(4*n, 5*n))
+	b.AddFile(dag.FileSpec{Name: "mail", Dir: &dag.DirSpec{Count: n, MinSize: minSize, MaxSize: maxSize, Seed: 1}})
+	for i := range n {
+		num := fmt.Sprintf("%05d", i)
+		path := "mail/" + num
+		o := b.Open("o"+num, path, unix.O_RDONLY, "h"+num)
+		st := b.Statx("s"+num, path)
+		r := b.Read("r"+num, o.Handle(), 0, maxSize).After(o, st).LenFrom(st)
+		b.Close("c"+num, o.Handle()).Finally(r)
+	}
+	return b.Build()
+}
+
 func run(ctx context.Context, w io.Writer, c config) error {
 	if c.repeat < 1 {
 		return fmt.Errorf("-repeat must be >= 1, got %d", c.repeat)
 	}
-	s, err := shapes.Maildir(c.n, shapes.GenOptions{Seed: 1})
-	if err != nil {
-		return err
+	if c.n < 1 || c.n > dag.MaxDirFiles {
+		return fmt.Errorf("-n must be in [1, %d], got %d", dag.MaxDirFiles, c.n)
 	}
-	g, err := s.Build()
+	g, err := build(c.n)
 	if err != nil {
 		return err
 	}
@@ -148,7 +169,7 @@ func run(ctx context.Context, w io.Writer, c config) error {
 		return err
 	}
 	fmt.Fprintf(w, "%s: %d files of %d..%d bytes in %s (made or checked in %s)\n", g.Name(), c.n,
-		shapes.MaildirMinSize, shapes.MaildirMaxSize, c.cache, human.Duration(time.Since(t0).Nanoseconds()))
+		minSize, maxSize, c.cache, duration(time.Since(t0)))
 
 	reads := make([]int32, c.n) // node index of each file's read
 	for i := range reads {
@@ -228,8 +249,8 @@ func run(ctx context.Context, w io.Writer, c config) error {
 	base := slices.Min(eg.times)
 	for _, v := range variants {
 		best := slices.Min(v.times)
-		fmt.Fprintf(w, row, v.name, human.Duration(best.Nanoseconds()), human.Duration(median(v.times).Nanoseconds()),
-			human.Rate(float64(c.n)/best.Seconds()), strconv.FormatInt(v.bytes, 10), fmt.Sprintf("%.2fx", base.Seconds()/best.Seconds()))
+		fmt.Fprintf(w, row, v.name, duration(best), duration(median(v.times)),
+			rate(float64(c.n)/best.Seconds()), strconv.FormatInt(v.bytes, 10), fmt.Sprintf("%.2fx", base.Seconds()/best.Seconds()))
 	}
 	for _, v := range variants[1:] {
 		if v.bytes != variants[0].bytes {
@@ -246,7 +267,7 @@ func run(ctx context.Context, w io.Writer, c config) error {
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // bufs holds read buffers of the largest file size.
-var bufs = sync.Pool{New: func() any { return new([shapes.MaildirMaxSize]byte) }}
+var bufs = sync.Pool{New: func() any { return new([maxSize]byte) }}
 
 // readAll is the plain Go way: per file a goroutine (at most limit at
 // once) that opens, stats, reads and closes it. It returns the bytes read
@@ -272,7 +293,7 @@ func readAll(ctx context.Context, dir string, crc []uint32, limit int) (int64, e
 			if err != nil {
 				return err
 			}
-			buf := bufs.Get().(*[shapes.MaildirMaxSize]byte)
+			buf := bufs.Get().(*[maxSize]byte)
 			defer bufs.Put(buf)
 			n, err := io.ReadFull(f, buf[:min(fi.Size(), int64(len(buf)))])
 			if err != nil {
@@ -312,4 +333,35 @@ func median(ds []time.Duration) time.Duration {
 	s := slices.Clone(ds)
 	slices.Sort(s)
 	return s[len(s)/2]
+}
+
+// duration formats d with three significant digits: 999ns, 1.23µs,
+// 12.3ms, 1.38s.
+func duration(d time.Duration) string {
+	for r := time.Duration(1); r < time.Hour; r *= 10 {
+		if d < 1000*r {
+			return d.Round(r).String()
+		}
+	}
+	return d.Round(time.Second).String()
+}
+
+// rate formats a rate with three significant digits and a k or M suffix:
+// 999, 1.23k, 18.1k, 101k, 2.40M.
+func rate(v float64) string {
+	switch {
+	case v >= 100e6:
+		return fmt.Sprintf("%.0fM", v/1e6)
+	case v >= 10e6:
+		return fmt.Sprintf("%.1fM", v/1e6)
+	case v >= 1e6:
+		return fmt.Sprintf("%.2fM", v/1e6)
+	case v >= 100e3:
+		return fmt.Sprintf("%.0fk", v/1e3)
+	case v >= 10e3:
+		return fmt.Sprintf("%.1fk", v/1e3)
+	case v >= 1e3:
+		return fmt.Sprintf("%.2fk", v/1e3)
+	}
+	return fmt.Sprintf("%.0f", v)
 }

@@ -55,7 +55,6 @@ import (
 	"time"
 
 	"github.com/iodag/iodag/dag"
-	"github.com/iodag/iodag/internal/human"
 	"github.com/iodag/iodag/submit"
 	"github.com/iodag/iodag/workers"
 	"golang.org/x/sync/errgroup"
@@ -293,7 +292,7 @@ func run(ctx context.Context, w io.Writer, c config) error {
 	}
 	fmt.Fprintf(w, "walk: %d files of %d..%d bytes (%s in all) in %d directories (-dirs %d/%d), %q planted in %d;\n"+
 		"in %s (made or checked in %s)\n", len(t.files), minSize, maxSize, strconv.FormatInt(t.bytes, 10),
-		len(t.dirs), c.fanout, c.depth, c.needle, len(t.planted), c.cache, human.Duration(time.Since(t0).Nanoseconds()))
+		len(t.dirs), c.fanout, c.depth, c.needle, len(t.planted), c.cache, duration(time.Since(t0)))
 
 	pool, err := workers.New(workers.Config{Workers: c.workers, Entries: uint32(c.ring)})
 	if err != nil {
@@ -362,8 +361,8 @@ func run(ctx context.Context, w io.Writer, c config) error {
 	base := min(slices.Min(egs[0].times), slices.Min(egs[1].times))
 	for _, v := range variants {
 		best := slices.Min(v.times)
-		fmt.Fprintf(w, row, v.name, strconv.Itoa(v.procs), human.Duration(best.Nanoseconds()), human.Duration(median(v.times).Nanoseconds()),
-			human.Rate(float64(v.best.files)/best.Seconds()), strconv.FormatInt(v.best.files, 10),
+		fmt.Fprintf(w, row, v.name, strconv.Itoa(v.procs), duration(best), duration(median(v.times)),
+			rate(float64(v.best.files)/best.Seconds()), strconv.FormatInt(v.best.files, 10),
 			strconv.FormatInt(v.best.bytes, 10), strconv.Itoa(len(v.best.matches)), fmt.Sprintf("%.2fx", base.Seconds()/best.Seconds()))
 	}
 	fmt.Fprintln(w)
@@ -590,4 +589,35 @@ func median(ds []time.Duration) time.Duration {
 	s := slices.Clone(ds)
 	slices.Sort(s)
 	return s[len(s)/2]
+}
+
+// duration formats d with three significant digits: 999ns, 1.23µs,
+// 12.3ms, 1.38s.
+func duration(d time.Duration) string {
+	for r := time.Duration(1); r < time.Hour; r *= 10 {
+		if d < 1000*r {
+			return d.Round(r).String()
+		}
+	}
+	return d.Round(time.Second).String()
+}
+
+// rate formats a rate with three significant digits and a k or M suffix:
+// 999, 1.23k, 18.1k, 101k, 2.40M.
+func rate(v float64) string {
+	switch {
+	case v >= 100e6:
+		return fmt.Sprintf("%.0fM", v/1e6)
+	case v >= 10e6:
+		return fmt.Sprintf("%.1fM", v/1e6)
+	case v >= 1e6:
+		return fmt.Sprintf("%.2fM", v/1e6)
+	case v >= 100e3:
+		return fmt.Sprintf("%.0fk", v/1e3)
+	case v >= 10e3:
+		return fmt.Sprintf("%.1fk", v/1e3)
+	case v >= 1e3:
+		return fmt.Sprintf("%.2fk", v/1e3)
+	}
+	return fmt.Sprintf("%.0f", v)
 }
