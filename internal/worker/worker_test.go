@@ -21,7 +21,7 @@ type startTask struct {
 }
 
 func (t startTask) Start(w *Worker) error {
-	*t.tags = append(*t.tags, w.cur>>tagShift)
+	*t.tags = append(*t.tags, w.cur>>UserDataBits)
 	return nil
 }
 func (startTask) Prep(*Worker) (int, bool)      { return 1, false }
@@ -66,9 +66,9 @@ func TestAdmitFull(t *testing.T) {
 // The last tag a task may get is not the doorbell's, and every tag fits
 // above the task's bits (a compile-time check: a constant that
 // overflows uint64 does not compile).
-const _ uint64 = (maxTasks - 1) << tagShift
+const _ uint64 = (MaxTasks - 1) << UserDataBits
 
-var _ = [1]struct{}{}[doorbellTag-maxTasks] // maxTasks == doorbellTag: every tag below the doorbell's
+var _ = [1]struct{}{}[doorbellTag-MaxTasks] // MaxTasks == doorbellTag: every tag below the doorbell's
 
 // TestAdmitDepth: once fewer than DepthReserve places are free, a task
 // at depth d takes one only while more than DepthReserve-d are, passing
