@@ -121,12 +121,10 @@ func (w *Worker) wait(want uint32) error {
 	if w.state.Swap(stateSleeping)&statePoked != 0 || w.poked || w.queue.fits(w.pool.cfg.MaxTasks-(len(w.tasks)-len(w.freeTags))) {
 		want = 0
 	}
-	if want == 0 && w.inflight == 0 && w.ring.SQPending() == 0 {
-		// Poked with nothing to submit or reap: no system call.
-		w.poked = w.state.Swap(0)&statePoked != 0
-		return nil
+	var err error
+	if want > 0 || w.inflight > 0 || w.ring.SQPending() > 0 { // else poked with nothing to do
+		err = w.sleep(want)
 	}
-	err := w.sleep(want)
 	w.poked = w.state.Swap(0)&statePoked != 0
 	return err
 }
@@ -386,9 +384,8 @@ func (w *Worker) finish(tag int, err error) {
 // retire ends task tag (Finish) and empties its place, keeping the tag.
 func (w *Worker) retire(tag int, err error) {
 	w.load.Add(-1)
-	w.lastActive.Store(w.pool.Now())
-	w.lastFinish = w.Now()
-	w.lastEnd = w.lastFinish
+	w.lastFinish, w.lastEnd = w.Now(), w.Now()
+	w.lastActive.Store(w.lastEnd)
 	w.enters.Store(w.ring.Enters())
 	w.cur = uint64(tag) << UserDataBits
 	w.tasks[tag].Finish(w, err)

@@ -147,20 +147,17 @@ type Worker struct {
 	// queue.
 	readied bool
 
-	tasksDone atomic.Uint64
-	enters    atomic.Uint64 // the ring's count, every publishEvery turns and when a task ends
-	wakes     atomic.Uint64
-	polls     atomic.Uint64
-	mapped    atomic.Int64
-	closeErr  error
-	held      [][]byte // Go memory of requests left in flight (Hold), kept while the worker lives
-	heldBytes atomic.Int64
-	dead      error // why the loop ended early (die), under the pool's closeMu
-	// tid is the worker's thread; user says it may run a program's code
-	// now (EnterUser), for OnWorker; userOn is user for the worker's reads.
-	tid        int32
-	user       atomic.Bool
-	userOn     bool
+	tasksDone  atomic.Uint64
+	enters     atomic.Uint64 // the ring's count, every publishEvery turns and when a task ends
+	wakes      atomic.Uint64
+	polls      atomic.Uint64
+	mapped     atomic.Int64
+	closeErr   error
+	held       [][]byte // Go memory of requests left in flight (Hold), kept while the worker lives
+	heldBytes  atomic.Int64
+	dead       error        // why the loop ended early (die), under the pool's closeMu
+	tid        int32        // the worker's thread
+	user       atomic.Bool  // it may run a program's code now (EnterUser, OnWorker)
 	load       atomic.Int32 // tasks handed over and not finished (Pick)
 	lastActive atomic.Int64 // when the last of them finished (Pick)
 	stopped    atomic.Bool  // dead is set
@@ -185,15 +182,13 @@ type Worker struct {
 // code, which may call into the pool (Pool.OnWorker); the flag stays up
 // until the worker next blocks.
 func (w *Worker) EnterUser() {
-	if !w.userOn {
-		w.userOn = true
+	if !w.user.Load() {
 		w.user.Store(true)
 	}
 }
 
 func (w *Worker) leaveUser() {
-	if w.userOn {
-		w.userOn = false
+	if w.user.Load() {
 		w.user.Store(false)
 	}
 }
@@ -269,16 +264,10 @@ func (w *Worker) Room() int {
 // task's tag, or nil when Room is 0. Each SQE must produce exactly one
 // CQE (no CQE_SKIP_SUCCESS).
 func (w *Worker) SQE(ud uint64) *uring.SQE {
-	if w.inflight >= w.inflightCap {
+	if w.Room() <= 0 {
 		return nil
 	}
-	s := w.ring.GetSQE()
-	if s == nil {
-		return nil
-	}
-	s.UserData = ud&userDataMask | w.cur
-	w.inflight++
-	return s
+	return w.NextSQE(ud)
 }
 
 // NextSQE is SQE without the checks, for a caller that checked Room for
