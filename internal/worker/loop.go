@@ -40,9 +40,6 @@ func (w *Worker) loop(errp *error, started func()) {
 
 // turn is one round of the loop; it reports whether the worker goes on.
 func (w *Worker) turn() bool {
-	if !w.reaped {
-		w.stale = true // no batch's clock reading to share
-	}
 	w.admit()
 	if w.pool.closing.Load() {
 		for _, tag := range w.active {
@@ -65,7 +62,7 @@ func (w *Worker) turn() bool {
 	if w.turns++; w.turns%publishEvery == 0 || len(w.active) == 0 {
 		w.enters.Store(w.ring.Enters())
 	}
-	w.reaped, w.linked = false, false
+	w.stale, w.linked = true, false // Now: of the batch reaped next, or fresh
 	if err != nil {
 		w.failAll(fmt.Errorf("worker %d: io_uring_enter: %w", w.id, err))
 		return true
@@ -146,7 +143,7 @@ func (w *Worker) sleep(want uint32) error {
 	case want == 1 && len(w.active) == 0 && w.inflight == 0 && w.mem.trimmable() && w.pool.cfg.IdleTrim > 0:
 		// IdleTrim counts from the last task's end: wakes that bring no
 		// task do not restart it.
-		left := w.pool.cfg.IdleTrim - time.Duration(w.pool.Now()-w.lastEnd)
+		left := w.pool.cfg.IdleTrim - time.Duration(w.pool.Now()-w.lastActive.Load())
 		var err error
 		if left > 0 {
 			_, err = w.ring.WaitTimeout(1, left)
@@ -172,7 +169,7 @@ func (w *Worker) reap() {
 		if n == 0 {
 			return
 		}
-		w.stale, w.reaped = true, true
+		w.stale = true
 		for k := 0; k < n; {
 			tag := cqes[k].UserData >> UserDataBits
 			if tag == doorbellTag {
@@ -384,8 +381,8 @@ func (w *Worker) finish(tag int, err error) {
 // retire ends task tag (Finish) and empties its place, keeping the tag.
 func (w *Worker) retire(tag int, err error) {
 	w.load.Add(-1)
-	w.lastFinish, w.lastEnd = w.Now(), w.Now()
-	w.lastActive.Store(w.lastEnd)
+	w.lastFinish = w.Now()
+	w.lastActive.Store(w.lastFinish)
 	w.enters.Store(w.ring.Enters())
 	w.cur = uint64(tag) << UserDataBits
 	w.tasks[tag].Finish(w, err)

@@ -79,7 +79,7 @@ func New(cfg Config) (*Pool, error) {
 	errs := make([]error, cfg.Workers)
 	var started sync.WaitGroup
 	for i := range cfg.Workers {
-		w := &Worker{pool: p, id: i, queue: &queue{}}
+		w := &Worker{pool: p, id: i, queue: &queue{}, stale: true}
 		p.workers = append(p.workers, w)
 		started.Add(1)
 		p.wg.Add(1)

@@ -138,8 +138,6 @@ type Worker struct {
 	linked      bool // a task linked SQEs in this turn (Linked)
 
 	lastFinish int64 // Now when the last task ended; -spinTime once spun
-	lastEnd    int64 // Now when the last task ended, for IdleTrim
-	reaped     bool  // the last turn reaped: the next prep shares its Now
 	poked      bool  // a wake came during the last enter
 	turns      int
 	// readied: since it last yielded its P, the worker ended a task or
@@ -159,7 +157,7 @@ type Worker struct {
 	tid        int32        // the worker's thread
 	user       atomic.Bool  // it may run a program's code now (EnterUser, OnWorker)
 	load       atomic.Int32 // tasks handed over and not finished (Pick)
-	lastActive atomic.Int64 // when the last of them finished (Pick)
+	lastActive atomic.Int64 // Now when the last of them finished (Pick, IdleTrim)
 	stopped    atomic.Bool  // dead is set
 
 	// Every hand-off writes state from any CPU: it has a cache line of its
