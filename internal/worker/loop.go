@@ -10,9 +10,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The worker's loop. A turn reads top to bottom: admit queued tasks, let
-// them prep SQEs, submit and wait in one enter, route the completions.
-
 // loop is the worker's life. Its thread is never unlocked: it exits with
 // the goroutine, taking the ring's per-thread registration with it.
 func (w *Worker) loop(errp *error, started func()) {
@@ -38,7 +35,8 @@ func (w *Worker) loop(errp *error, started func()) {
 	returned = true
 }
 
-// turn is one round of the loop; it reports whether the worker goes on.
+// turn admits queued tasks, lets them prep SQEs, submits and waits in one
+// enter and routes the completions; it reports whether the worker goes on.
 func (w *Worker) turn() bool {
 	w.admit()
 	if w.pool.closing.Load() {
@@ -71,10 +69,9 @@ func (w *Worker) turn() bool {
 	return true
 }
 
-// armBell puts the doorbell's read in the SQ if it is not in flight. If
-// the SQ is full (the kernel refused an enter for want of memory), the
-// worker submits without waiting, as if poked, and arms the bell next
-// turn: it never sleeps deaf.
+// armBell puts the doorbell's read in the SQ if it is not in flight. With
+// the SQ full (an enter refused for want of memory), the worker acts as if
+// poked and arms the bell next turn: it never sleeps deaf.
 func (w *Worker) armBell() {
 	if w.bellArmd {
 		return
@@ -88,10 +85,9 @@ func (w *Worker) armBell() {
 	}
 }
 
-// wait submits what the tasks prepped and waits for want completions or
-// a wake. A wait the completions already end (TryWait) cannot block, so
-// it skips the swaps of state that say the worker may sleep; a wake in
-// the meantime sets statePoked, which the next turn sees.
+// wait submits what the tasks prepped and waits for want completions or a
+// wake. A wait that TryWait ends cannot block, so it skips the swaps of
+// state; a wake meanwhile sets statePoked, which the next turn sees.
 func (w *Worker) wait(want uint32) error {
 	if w.inflight > 0 && !w.poked {
 		var runFor uint32
@@ -109,9 +105,8 @@ func (w *Worker) wait(want uint32) error {
 		}
 	}
 	if w.readied && !w.poked && w.queue.n.Load() == 0 {
-		// The goroutines the worker readied wait in its P's run queue, and
-		// a thread blocked in a system call keeps its P until the runtime's
-		// monitor takes it, 20 µs to 10 ms later: hand it over now.
+		// The goroutines it readied wait in its P's run queue, and a thread
+		// blocked in a system call keeps its P until sysmon takes it (µs-ms).
 		w.readied = false
 		runtime.Gosched()
 	}
@@ -127,9 +122,8 @@ func (w *Worker) wait(want uint32) error {
 }
 
 // sleep submits and blocks until want completions are in (a wake's
-// doorbell among them). A wait for several ends after maxWait all the
-// same, to notice new tasks and cancellations; an idle worker unmaps its
-// buffer memory after Config.IdleTrim.
+// doorbell among them). A wait for several ends after maxWait to notice
+// cancellations; an idle worker unmaps its buffers after IdleTrim.
 func (w *Worker) sleep(want uint32) error {
 	switch {
 	case want > 1:
@@ -141,8 +135,8 @@ func (w *Worker) sleep(want uint32) error {
 		}
 		return err
 	case want == 1 && len(w.active) == 0 && w.inflight == 0 && w.mem.trimmable() && w.pool.cfg.IdleTrim > 0:
-		// IdleTrim counts from the last task's end: wakes that bring no
-		// task do not restart it.
+		// From the last task's end: a wake that brings no task does not
+		// restart it.
 		left := w.pool.cfg.IdleTrim - time.Duration(w.pool.Now()-w.lastActive.Load())
 		var err error
 		if left > 0 {
@@ -159,9 +153,8 @@ func (w *Worker) sleep(want uint32) error {
 	return err
 }
 
-// reap routes the CQEs to their tasks, read in place: one Complete call
-// per run of consecutive CQEs of one task. A task done now is finished by
-// the next turn's prep.
+// reap routes the CQEs, in place, to their tasks: one Complete per run of
+// consecutive CQEs of one task.
 func (w *Worker) reap() {
 	for {
 		cqes := w.ring.Ready()
@@ -195,13 +188,11 @@ func (w *Worker) reap() {
 	}
 }
 
-// sweepBelow is how few active tasks a turn preps all of, news or not:
-// fewer calls than keeping count of whom to call saves.
+// sweepBelow is how few active tasks a turn preps all of, news or not.
 const sweepBelow = 4
 
-// prep lets the tasks with news (or every active one) prep their SQEs,
-// finishes those that are done, and returns how many CQEs to wait for:
-// the fewest any task needs, at least 1 (the doorbell is in flight).
+// prep lets the tasks with news (or all) prep, finishes those done, and
+// returns the fewest CQEs any task needs, at least 1 (the doorbell's).
 func (w *Worker) prep() uint32 {
 	w.takeNews()
 	want := 0
@@ -217,8 +208,7 @@ func (w *Worker) prep() uint32 {
 }
 
 // prepAll preps every active task and returns the fewest completions any
-// wants (0: none). With more than sweepBelow tasks it tracks what prepDue
-// needs: each task's index in active and its want.
+// wants (0: none); with more than sweepBelow, it tracks what prepDue needs.
 func (w *Worker) prepAll() int {
 	w.sweep = false
 	track := len(w.active) > sweepBelow
@@ -237,7 +227,7 @@ func (w *Worker) prepAll() int {
 			continue
 		}
 		if track {
-			w.at[tag], w.wants[tag] = len(kept), clampWant(n)
+			w.at[tag], w.wants[tag] = len(kept), int32(min(n, math.MaxInt32))
 		}
 		kept = append(kept, tag)
 		want = fewer(want, n)
@@ -250,9 +240,8 @@ func (w *Worker) prepAll() int {
 	return want
 }
 
-// prepDue preps the tasks due, in the order they became due (those marked
-// during the round are for the next), and returns the fewest completions
-// any active task wants (0: none).
+// prepDue preps the tasks due (those marked during the round are for the
+// next) and returns the fewest completions any active task wants (0: none).
 func (w *Worker) prepDue() int {
 	want := 0
 	end := len(w.due)
@@ -269,7 +258,7 @@ func (w *Worker) prepDue() int {
 			w.finish(tag, nil)
 			continue
 		}
-		w.wants[tag] = clampWant(n)
+		w.wants[tag] = int32(min(n, math.MaxInt32))
 		if w.Room() < 2 {
 			w.markDue(tag) // it may have stopped short for want of room
 		}
@@ -285,10 +274,7 @@ func (w *Worker) prepDue() int {
 	return want
 }
 
-func clampWant(n int) int32 { return int32(min(n, math.MaxInt32)) }
-
-// fewer returns the smaller of want and n, of those at least 1 (0 if
-// neither is).
+// fewer returns the smaller of want and n that is at least 1 (or 0).
 func fewer(want, n int) int {
 	if n >= 1 && (want == 0 || n < want) {
 		return n
@@ -306,7 +292,6 @@ func (w *Worker) exact() uint32 {
 	return uint32(max(want, 1))
 }
 
-// markDue makes task tag due for the next prepDue.
 func (w *Worker) markDue(tag int) {
 	if !w.isDue[tag] {
 		w.isDue[tag] = true
@@ -314,7 +299,6 @@ func (w *Worker) markDue(tag int) {
 	}
 }
 
-// deactivate takes task tag out of active.
 func (w *Worker) deactivate(tag int) {
 	i, last := w.at[tag], len(w.active)-1
 	moved := w.active[last]
@@ -335,16 +319,14 @@ func (w *Worker) admit() {
 	}
 	room := w.pool.cfg.MaxTasks - (len(w.tasks) - len(w.freeTags))
 	if room <= 0 {
-		return // the rest waits for a task to end (takeAll's 0 means all)
+		return // the rest waits for a task to end
 	}
 	if room > DepthReserve { // as many as fit whatever their depth, oldest first
-		w.incoming = w.queue.takeAll(w.incoming[:0], room-DepthReserve)
+		w.incoming = w.queue.take(w.incoming[:0], room-DepthReserve)
 	} else {
 		w.incoming = w.queue.takeDeep(w.incoming[:0], room, room)
 	}
-	// A task starts on the clock as of now, not as of the last batch,
-	// which may be from before it was handed over.
-	w.stale = true
+	w.stale = true // a task starts on the clock as of now
 	for i, t := range w.incoming {
 		w.incoming[i] = nil
 		var tag int
@@ -372,13 +354,13 @@ func (w *Worker) admit() {
 	}
 }
 
-// finish ends task tag and frees its tag for the next task.
+// finish ends task tag and frees the tag.
 func (w *Worker) finish(tag int, err error) {
 	w.retire(tag, err)
 	w.freeTags = append(w.freeTags, tag)
 }
 
-// retire ends task tag (Finish) and empties its place, keeping the tag.
+// retire ends task tag (Finish), keeping the tag.
 func (w *Worker) retire(tag int, err error) {
 	w.load.Add(-1)
 	w.lastFinish = w.Now()
@@ -392,8 +374,7 @@ func (w *Worker) retire(tag int, err error) {
 }
 
 // failAll ends every task after a ring error, abandoning their requests
-// to the kernel. Their tags are not reused: a CQE that still comes for
-// one is dropped, not given to a new task.
+// to the kernel. Their tags are not reused, so a late CQE is dropped.
 func (w *Worker) failAll(err error) {
 	for _, tag := range w.active {
 		w.at[tag] = -1
@@ -404,16 +385,15 @@ func (w *Worker) failAll(err error) {
 
 // drain ends the queued tasks, never started, with err.
 func (w *Worker) drain(err error) {
-	for _, t := range w.queue.takeAll(nil, 0) {
+	for _, t := range w.queue.take(nil, math.MaxInt) {
 		w.load.Add(-1)
 		t.Finish(w, err)
 	}
 }
 
-// die runs when the loop did not return: a program's code on the
-// worker's thread called runtime.Goexit, or the engine panicked. The
-// thread ends with the ring's registration, so the worker's tasks, and
-// every task handed to it later, fail instead of waiting forever.
+// die runs when the loop did not return (a program's code called
+// runtime.Goexit, or a panic): the worker's tasks, and every task handed
+// to it later, fail instead of waiting forever.
 func (w *Worker) die() {
 	err := fmt.Errorf("worker %d stopped: a hook, binding or observer called runtime.Goexit (as t.FailNow does)", w.id)
 	w.failAll(err)
@@ -424,9 +404,8 @@ func (w *Worker) die() {
 	w.drain(err)
 }
 
-// spin polls the queue for a new task (Pool.Spin) for a while after the
-// worker's last task ended: a program running small graphs one after
-// another hands the next one over sooner than a sleeping thread wakes.
+// spin polls the queue (Pool.Spin) for a while after the last task ended:
+// the next small graph often comes sooner than a sleeping thread wakes.
 // One worker of the pool spins at a time. It reports whether a task came.
 func (w *Worker) spin() bool {
 	p := w.pool

@@ -1,9 +1,8 @@
-// Package worker is the engine under iodag's public workers.Pool: N fixed
-// workers, each a goroutine locked to its own OS thread that owns one
-// io_uring ring, a registered sparse file table and a private task queue.
-// A worker runs every task it holds in one event loop: the SQEs of all
-// its tasks go into one io_uring_enter, which also waits for their
-// completions. The pool knows nothing about graphs or submission modes.
+// Package worker is the engine under workers.Pool: N fixed workers, each a
+// goroutine locked to its OS thread that owns one io_uring ring, a sparse
+// fixed-file table and a task queue. A worker runs all its tasks in one
+// event loop: their SQEs go into one io_uring_enter, which also waits for
+// their completions. The pool knows nothing about graphs or modes.
 package worker
 
 import (
@@ -50,8 +49,7 @@ type Pool struct {
 	closing atomic.Bool
 	epoch   time.Time
 	wg      sync.WaitGroup
-	// What every hand-off writes, from any CPU, on cache lines apart from
-	// the fields above, which the workers read every turn.
+	// What hand-offs write from any CPU, apart from what workers read.
 	_        [64]byte
 	closeMu  sync.RWMutex // GoOn's check and push against Close
 	waiters  atomic.Int32
@@ -116,7 +114,7 @@ func (cfg *Config) check() error {
 	return nil
 }
 
-// Waiters counts the goroutines waiting for their tasks to finish (Spin).
+// Waiters counts the goroutines waiting for their tasks (see Spin).
 func (p *Pool) Waiters() *atomic.Int32 { return &p.waiters }
 
 // Config returns the configuration in force, defaults filled in.
@@ -134,11 +132,9 @@ func (p *Pool) Supports(op uint8) bool { return p.workers[0].ring.Supports(op) }
 // ErrClosed is returned when a task is given to a closed pool.
 var ErrClosed = errors.New("workers: pool is closed")
 
-// Pick fills ws with distinct workers for len(ws) tasks (wrapping around
-// when there are more tasks than workers) and returns it: the least
-// loaded first, and of those alike the one whose last task finished
-// last, which may still be spinning for the next. It is a choice, not a
-// reservation.
+// Pick fills ws with distinct workers for len(ws) tasks (repeating when
+// they outnumber the workers) and returns it: the least loaded first, of
+// those alike the one that finished a task last, which may still spin.
 func (p *Pool) Pick(ws []int) []int {
 	n := len(p.workers)
 	var taken [64]bool // workers chosen for this call, the first 64
@@ -160,8 +156,7 @@ func (p *Pool) Pick(ws []int) []int {
 	return ws
 }
 
-// better reports whether worker a is a better place than b for a task:
-// live, less loaded, or more recently active.
+// better reports whether a is a better place for a task than b.
 func better(a, b *Worker) bool {
 	if da, db := a.stopped.Load(), b.stopped.Load(); da != db {
 		return db
@@ -189,15 +184,13 @@ func (p *Pool) OnWorker() bool {
 	return false
 }
 
-// spinTime bounds Spin, in nanoseconds: a few times a small graph's run.
+// spinTime bounds a spin, in ns: a few times a small graph's run.
 const spinTime = 50_000
 
 // Spin calls done until it reports true, for up to spinTime, and reports
-// whether it did. A goroutine that waits for what a worker does in
-// microseconds spins: waking a sleeping thread costs more than the wait.
-// With yield it yields its processor now and then (a Run's caller lets
-// the goroutines a worker readied run); a worker polls without. It does
-// not spin while more goroutines wait on the pool than there are Ps.
+// whether it did: waking a sleeping thread costs more than a wait of
+// microseconds. With yield it lets other goroutines run now and then. It
+// does not spin while more goroutines wait on the pool than there are Ps.
 func (p *Pool) Spin(done func() bool, yield bool) bool {
 	if p.waiters.Load() > int32(runtime.GOMAXPROCS(0)) {
 		return done()
@@ -217,12 +210,10 @@ func (p *Pool) Spin(done func() bool, yield bool) bool {
 	}
 }
 
-// GoOn hands t to worker i % Size(); tasks given to one worker run in one
-// event loop. It returns ErrClosed after Close.
+// GoOn hands t to worker i % Size(). It returns ErrClosed after Close.
 func (p *Pool) GoOn(i int, t Task) error {
-	// The read lock keeps Close from slipping between the check and the
-	// push: a task pushed after a worker saw an empty queue and left would
-	// never run.
+	// The read lock keeps Close out between the check and the push: a task
+	// pushed after its worker left would never run.
 	p.closeMu.RLock()
 	defer p.closeMu.RUnlock()
 	if p.closing.Load() {
@@ -239,8 +230,8 @@ func (p *Pool) GoOn(i int, t Task) error {
 	return nil
 }
 
-// Close aborts every task the workers hold or are handed later, then
-// stops the workers and closes their rings. It waits for all of it.
+// Close aborts every task, held or handed later, stops the workers and
+// closes their rings, and waits for all of it.
 func (p *Pool) Close() error {
 	p.closeMu.Lock()
 	p.closing.Store(true)
@@ -280,15 +271,13 @@ func (p *Pool) Stats() []Stats {
 type queue struct {
 	mu    sync.Mutex
 	tasks []Task
-	// deepest is at least the greatest depth queued, written under mu:
-	// while it leaves no queued task a place, takeDeep scans none and the
-	// worker may sleep.
+	// deepest bounds the depths queued (written under mu): while no queued
+	// task fits, takeDeep scans none and the worker may sleep.
 	deepest atomic.Int32
 	n       atomic.Int32
 }
 
-// fits reports whether a queued task may take one of room free places,
-// as far as deepest tells.
+// fits reports whether a queued task may fit in room free places.
 func (q *queue) fits(room int) bool {
 	return q.n.Load() > 0 && room > DepthReserve-int(q.deepest.Load())
 }
@@ -304,9 +293,8 @@ func (q *queue) push(t Task) {
 	q.mu.Unlock()
 }
 
-// takeDeep moves to dst, in order, at most most queued tasks that fit in
-// room free places (a task at depth d only while more than DepthReserve-d
-// are free), leaves the rest queued in order, and returns dst.
+// takeDeep moves to dst at most most queued tasks that fit in room free
+// places, in order, and leaves the rest queued in order.
 func (q *queue) takeDeep(dst []Task, most, room int) []Task {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -331,17 +319,13 @@ func (q *queue) takeDeep(dst []Task, most, room int) []Task {
 	return dst
 }
 
-// takeAll moves every queued task to dst (with max > 0, at most max) and
-// returns dst.
-func (q *queue) takeAll(dst []Task, max int) []Task {
+// take moves the oldest queued tasks, at most most, to dst.
+func (q *queue) take(dst []Task, most int) []Task {
 	if q.n.Load() == 0 {
 		return dst
 	}
 	q.mu.Lock()
-	n := len(q.tasks)
-	if max > 0 && n > max {
-		n = max
-	}
+	n := min(len(q.tasks), most)
 	dst = append(dst, q.tasks[:n]...)
 	clear(q.tasks[:n])
 	q.tasks = append(q.tasks[:0], q.tasks[n:]...)

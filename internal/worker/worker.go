@@ -21,44 +21,35 @@ type Task interface {
 	// called, with that error).
 	Start(w *Worker) error
 	// Prep fills SQEs (Worker.SQE) for work that is ready and returns how
-	// many of its in-flight completions the task needs before it can
-	// submit more (the worker waits for the fewest any task wants; it may
-	// say more, see Wait), or done: nothing in flight, nothing left.
+	// many in-flight completions the task needs before it can submit more
+	// (it may say more, see Wait), or done: nothing in flight or left.
 	//
-	// A turn preps only the tasks with news: after Start, after their
-	// Complete, after a WakeTask with their tag, and next turn again if
-	// their Prep left fewer than 2 SQEs of Room. It preps every task after
-	// a Wake, when the pool closes, after a fixed-file slot was freed while
-	// one was wanted, after a wait cut short by its timer, and while no
-	// more than sweepBelow tasks are active. So a task whose state another
-	// goroutine changes must say so with a wake; its want stands until its
-	// next Prep.
+	// A task is prepped after Start, after its Complete, after a WakeTask
+	// with its tag, and next turn again if its Prep left fewer than 2 SQEs
+	// of Room; every task is prepped after a Wake, when the pool closes,
+	// after a wanted fixed-file slot was freed, after a wait cut short by
+	// its timer, and while few are active. A task whose state another
+	// goroutine changes must wake the worker; its want stands till then.
 	Prep(w *Worker) (want int, done bool)
-	// Complete handles a run of this task's CQEs in ring order. The slice
-	// is the CQ, read in place: valid only during the call, not to be
-	// written.
+	// Complete handles a run of this task's CQEs in ring order, read in
+	// place from the CQ: valid only during the call, not to be written.
 	Complete(w *Worker, cqes []uring.CQE)
 	// Wait returns exactly how many completions the task needs after its
-	// last Prep. The worker asks only when fewer are in than Prep's want,
-	// which may be more, when knowing exactly costs more than it saves.
+	// last Prep; the worker asks only when fewer are in than Prep's want.
 	Wait(w *Worker) int
 	// Finish runs once, last, with the error that ended the task early.
 	Finish(w *Worker, err error)
 	// Abort asks the task to end early, the pool closing: cancel what is
-	// in flight and submit nothing new. It may be called many times, on
-	// the worker's thread.
+	// in flight, submit nothing new. It may be called many times.
 	Abort()
 }
 
-// A task that runs on behalf of another (a subgraph a Go task waits for)
-// may have a method Depth() int, 0 to DepthReserve (none: 0). A task at
-// depth d is admitted only while more than DepthReserve-d places are
-// free, so the tasks others wait for always find a place and the wait
-// for one never closes on itself.
+// A task that another waits for (a Go task's subgraph) says how deeply it
+// nests with a Depth method, 0 to DepthReserve. A task at depth d is admitted only while more
+// than DepthReserve-d places are free, so a nested task always finds one.
 type nester interface{ Depth() int }
 
-// DepthReserve is the number of places kept for nested tasks: one per
-// depth a task may nest.
+// DepthReserve is the number of places kept for nested tasks, one a depth.
 const DepthReserve = 64
 
 func depthOf(t Task) int {
@@ -68,8 +59,8 @@ func depthOf(t Task) int {
 	return 0
 }
 
-// UserDataBits is how many low bits of an SQE's user_data are the task's.
-// The 24 bits above are the task's tag.
+// UserDataBits is how many low bits of an SQE's user_data are the task's;
+// the 24 above are its tag.
 const UserDataBits = 40
 
 // MaxTasks is the most tasks a worker runs at once (Config.MaxTasks): the
@@ -80,9 +71,7 @@ const (
 	userDataMask = 1<<UserDataBits - 1
 	doorbellTag  = 1<<(64-UserDataBits) - 1
 	maxWait      = 10 * time.Millisecond // bounds a wait for more than one completion
-	// publishEvery is how many turns the enters counter that Stats reads
-	// may lag: an atomic store every turn costs more than it is worth.
-	publishEvery = 64
+	publishEvery = 64                    // turns Stats.Enters may lag: a store a turn costs
 )
 
 // Bits of Worker.state and Worker.news.
@@ -102,10 +91,9 @@ type Worker struct {
 	queue *queue
 	ring  *uring.Ring
 
-	// efd is the doorbell's eventfd. A wake writes it from any goroutine
-	// after its swap of state, so teardown closes it only under efdMu and
-	// a wake writes only while it is open: else a late wake could write
-	// into whatever file took the number after Close.
+	// efd is the doorbell's eventfd. A wake writes it after its swap of
+	// state, from any goroutine, so it is closed only under efdMu and written
+	// only while open: else a late wake could write into the fd's next file.
 	efdMu    sync.RWMutex
 	efd      int
 	bell     []byte // the doorbell read's buffer, in arena
@@ -116,9 +104,8 @@ type Worker struct {
 	freeTags []int
 	active   []int
 	incoming []Task
-	// A turn preps the tasks due (prepDue), or every active one (prepAll)
-	// when sweep is set, when no more than sweepBelow are active, or when
-	// the last prepAll did not track them.
+	// A turn preps the tasks due (prepDue), or all (prepAll) when sweep is
+	// set, few are active, or the last prepAll did not track them.
 	due        []int
 	isDue      []bool  // by tag: in due
 	at         []int   // by tag: the task's index in active, or -1
@@ -140,10 +127,7 @@ type Worker struct {
 	lastFinish int64 // Now when the last task ended; -spinTime once spun
 	poked      bool  // a wake came during the last enter
 	turns      int
-	// readied: since it last yielded its P, the worker ended a task or
-	// made a goroutine runnable (Readied), which waits in its P's run
-	// queue.
-	readied bool
+	readied    bool // it readied a goroutine since it last yielded its P
 
 	tasksDone  atomic.Uint64
 	enters     atomic.Uint64 // the ring's count, every publishEvery turns and when a task ends
@@ -160,16 +144,14 @@ type Worker struct {
 	lastActive atomic.Int64 // Now when the last of them finished (Pick, IdleTrim)
 	stopped    atomic.Bool  // dead is set
 
-	// Every hand-off writes state from any CPU: it has a cache line of its
-	// own, apart from what the loop reads every turn.
+	// Hand-offs write state from any CPU: a cache line of its own.
 	_ [64]byte
-	// state holds stateSleeping (the next enter may block: a wake must
-	// ring the doorbell) and statePoked (a wake came since the worker last
-	// looked), in one word so the loop changes both with one swap.
+	// state holds stateSleeping (the next enter may block: a wake rings the
+	// doorbell) and statePoked (a wake came), swapped together.
 	state atomic.Uint32
 	_     [64]byte
-	// news is what wakes asked for: newsSweep (Wake) and newsWoken
-	// (WakeTask: the tags in woken).
+	// news is what wakes asked for: newsSweep (Wake), newsWoken (WakeTask,
+	// the tags in woken). Read every turn: not on state's line.
 	news    atomic.Uint32
 	wokenMu sync.Mutex
 	woken   []int
@@ -177,8 +159,7 @@ type Worker struct {
 }
 
 // EnterUser tells the worker that its thread is about to run a program's
-// code, which may call into the pool (Pool.OnWorker); the flag stays up
-// until the worker next blocks.
+// code, which may call Pool.OnWorker; it holds until the worker blocks.
 func (w *Worker) EnterUser() {
 	if !w.user.Load() {
 		w.user.Store(true)
@@ -197,9 +178,8 @@ func (w *Worker) ID() int { return w.id }
 // Enters returns how many io_uring_enter calls the worker's ring made.
 func (w *Worker) Enters() uint64 { return w.ring.Enters() }
 
-// RegisterFile puts fd into a free slot of the worker's fixed-file table
-// and returns the slot; the ring holds its own reference, so the caller
-// may close fd.
+// RegisterFile puts fd into a free fixed-file slot and returns it; the
+// ring holds its own reference, so the caller may close fd.
 func (w *Worker) RegisterFile(fd int) (uint32, error) {
 	s, ok := w.AllocSlot()
 	if !ok {
@@ -243,7 +223,7 @@ func (w *Worker) FreeSlot(s uint32) {
 	}
 }
 
-// FreeSlots returns how many slots are free. A task told 0 is prepped
+// FreeSlots returns how many slots are free; a task told 0 is prepped
 // again when one is freed.
 func (w *Worker) FreeSlots() int {
 	if len(w.slots) == 0 {
@@ -258,9 +238,8 @@ func (w *Worker) Room() int {
 	return min(w.inflightCap-w.inflight, int(w.ring.SQSpace()))
 }
 
-// SQE returns a free SQE with user_data set to ud (UserDataBits) plus the
-// task's tag, or nil when Room is 0. Each SQE must produce exactly one
-// CQE (no CQE_SKIP_SUCCESS).
+// SQE returns a free SQE with user_data set to ud plus the task's tag, or
+// nil when Room is 0. Each SQE must produce one CQE (no CQE_SKIP_SUCCESS).
 func (w *Worker) SQE(ud uint64) *uring.SQE {
 	if w.Room() <= 0 {
 		return nil
@@ -278,8 +257,7 @@ func (w *Worker) NextSQE(ud uint64) *uring.SQE {
 }
 
 // Linked tells the worker that the task linked SQEs in this Prep: the
-// turn's wait then lets the kernel run a chain that needs no device in
-// one enter (uring.Ring.TryWait).
+// turn's wait then lets the kernel run the chain in one enter.
 func (w *Worker) Linked() { w.linked = true }
 
 // LinkWidth returns Config.LinkWidth.
@@ -289,10 +267,8 @@ func (w *Worker) LinkWidth() int { return w.pool.cfg.LinkWidth }
 // the key an ASYNC_CANCEL of that request needs.
 func (w *Worker) UserData(ud uint64) uint64 { return ud&userDataMask | w.cur }
 
-// Now returns the time of the current completion batch, in nanoseconds
-// since the pool started. It reads the clock at most once a batch, and
-// only if a task asks: a clock read per operation costs more than the
-// operation.
+// Now returns the time of the current completion batch in nanoseconds
+// since the pool started: the clock is read once a batch, if asked.
 func (w *Worker) Now() int64 {
 	if w.stale {
 		w.now, w.stale = w.pool.Now(), false
@@ -310,9 +286,8 @@ func (w *Worker) Wake() {
 // Tag returns the tag of the task being called (for WakeTask).
 func (w *Worker) Tag() int { return int(w.cur >> UserDataBits) }
 
-// WakeTask makes the worker run its loop soon and prep the task of tag
-// (and only it); safe from any goroutine. A tag whose task has ended may
-// have gone to another task, which then has an extra Prep.
+// WakeTask makes the worker run its loop soon and prep only the task of
+// tag (or the task that took the tag since); safe from any goroutine.
 func (w *Worker) WakeTask(tag int) {
 	w.wokenMu.Lock()
 	w.woken = append(w.woken, tag)
@@ -358,7 +333,6 @@ func (w *Worker) wake() {
 	w.efdMu.RUnlock()
 }
 
-// setup makes the worker's ring, file table and doorbell, on its thread.
 func (w *Worker) setup() error {
 	cfg := &w.pool.cfg
 	o := uring.Options{CQEntries: 2 * cfg.Entries, SingleIssuer: true, DeferTaskrun: true, RegisterRing: true}
@@ -421,9 +395,8 @@ func (w *Worker) teardown() {
 	if w.arena != nil {
 		w.arena.Free()
 	}
-	// Buffers still out belong to requests left in flight (the worker
-	// died, or its ring failed), which the kernel may still write after
-	// the ring's close: their memory stays mapped, for good.
+	// Buffers still out belong to requests left in flight, which the
+	// kernel may write after the ring's close: they stay mapped.
 	if w.mem.out == 0 {
 		w.mem.release()
 		w.mapped.Store(0)

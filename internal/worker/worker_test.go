@@ -3,6 +3,7 @@ package worker
 import (
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"sync/atomic"
 	"testing"
@@ -87,7 +88,7 @@ func TestAdmitDepth(t *testing.T) {
 		if got := len(w.active); got != max-DepthReserve {
 			t.Fatalf("%d tasks at depth 0 started, want %d", got, max-DepthReserve)
 		}
-		w.queue.takeAll(nil, 0) // the fillers not started
+		w.queue.take(nil, math.MaxInt) // the fillers not started
 		for _, d := range []int{1, 1, DepthReserve, 0, 2, DepthReserve} {
 			w.queue.push(startTask{tags: &tags, depth: d, name: fmt.Sprint("depth ", d)})
 		}
