@@ -321,11 +321,7 @@ func (w *Worker) admit() {
 	if room <= 0 {
 		return // the rest waits for a task to end
 	}
-	if room > DepthReserve { // as many as fit whatever their depth, oldest first
-		w.incoming = w.queue.take(w.incoming[:0], room-DepthReserve)
-	} else {
-		w.incoming = w.queue.takeDeep(w.incoming[:0], room, room)
-	}
+	w.incoming = w.queue.take(w.incoming[:0], room)
 	w.stale = true // a task starts on the clock as of now
 	for i, t := range w.incoming {
 		w.incoming[i] = nil

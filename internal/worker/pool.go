@@ -272,7 +272,7 @@ type queue struct {
 	mu    sync.Mutex
 	tasks []Task
 	// deepest bounds the depths queued (written under mu): while no queued
-	// task fits, takeDeep scans none and the worker may sleep.
+	// task fits, take scans none and the worker may sleep.
 	deepest atomic.Int32
 	n       atomic.Int32
 }
@@ -293,9 +293,10 @@ func (q *queue) push(t Task) {
 	q.mu.Unlock()
 }
 
-// takeDeep moves to dst at most most queued tasks that fit in room free
-// places, in order, and leaves the rest queued in order.
-func (q *queue) takeDeep(dst []Task, most, room int) []Task {
+// take moves to dst, in order, the queued tasks that fit in room free
+// places (one at depth d while more than DepthReserve-d are), and leaves
+// the rest queued in order.
+func (q *queue) take(dst []Task, room int) []Task {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if int(q.deepest.Load()) <= DepthReserve-room {
@@ -303,9 +304,8 @@ func (q *queue) takeDeep(dst []Task, most, room int) []Task {
 	}
 	kept, deepest := q.tasks[:0], 0
 	for _, t := range q.tasks {
-		if d := depthOf(t); most > 0 && d > DepthReserve-room {
+		if d := depthOf(t); d > DepthReserve-room {
 			dst = append(dst, t)
-			most--
 			room--
 		} else {
 			kept = append(kept, t)
@@ -316,23 +316,5 @@ func (q *queue) takeDeep(dst []Task, most, room int) []Task {
 	q.tasks = kept
 	q.deepest.Store(int32(deepest))
 	q.n.Store(int32(len(q.tasks)))
-	return dst
-}
-
-// take moves the oldest queued tasks, at most most, to dst.
-func (q *queue) take(dst []Task, most int) []Task {
-	if q.n.Load() == 0 {
-		return dst
-	}
-	q.mu.Lock()
-	n := min(len(q.tasks), most)
-	dst = append(dst, q.tasks[:n]...)
-	clear(q.tasks[:n])
-	q.tasks = append(q.tasks[:0], q.tasks[n:]...)
-	if len(q.tasks) == 0 {
-		q.deepest.Store(0)
-	}
-	q.n.Store(int32(len(q.tasks)))
-	q.mu.Unlock()
 	return dst
 }
