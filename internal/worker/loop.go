@@ -144,7 +144,6 @@ func (w *Worker) sleep(want uint32) error {
 		}
 		if left <= 0 || errors.Is(err, unix.ETIME) {
 			w.mem.release()
-			w.mapped.Store(0)
 			err = nil
 		}
 		return err

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"math/bits"
+	"sync/atomic"
 
 	"github.com/iodag/iodag/internal/uring"
 )
@@ -22,8 +23,8 @@ const (
 type bufPool struct {
 	arenas []*uring.Arena
 	free   [numClasses][][]byte
-	out    int   // buffers handed out and not put back
-	mapped int64 // bytes of the arenas
+	out    int          // buffers handed out and not put back
+	mapped atomic.Int64 // bytes of the arenas (Stats)
 }
 
 func classOf(n int) int { return max(bits.Len(uint(n-1)), minClassShift) - minClassShift }
@@ -50,7 +51,7 @@ func (p *bufPool) get(n int) []byte {
 		return nil
 	}
 	p.arenas = append(p.arenas, a)
-	p.mapped += int64(a.Len())
+	p.mapped.Add(int64(a.Len()))
 	p.out++
 	return a.Alloc(size, align)[:n]
 }
@@ -64,26 +65,20 @@ func (p *bufPool) put(b []byte) {
 }
 
 // trimmable reports whether memory is mapped and no request holds any.
-func (p *bufPool) trimmable() bool { return p.mapped > 0 && p.out == 0 }
+func (p *bufPool) trimmable() bool { return p.mapped.Load() > 0 && p.out == 0 }
 
 // release unmaps every arena.
 func (p *bufPool) release() {
 	for _, a := range p.arenas {
 		a.Free()
 	}
-	*p = bufPool{}
+	p.arenas, p.free = nil, [numClasses][][]byte{}
+	p.mapped.Store(0)
 }
 
 // Buf returns a buffer of n bytes (n > 0) for a request of the current
 // task, valid until PutBuf, or nil if memory cannot be mapped.
-func (w *Worker) Buf(n int) []byte {
-	m := w.mem.mapped
-	b := w.mem.get(n)
-	if w.mem.mapped != m {
-		w.mapped.Store(w.mem.mapped)
-	}
-	return b
-}
+func (w *Worker) Buf(n int) []byte { return w.mem.get(n) }
 
 // PutBuf gives back a buffer from Buf once its request has completed.
 func (w *Worker) PutBuf(b []byte) { w.mem.put(b) }

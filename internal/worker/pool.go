@@ -262,7 +262,7 @@ type Stats struct {
 func (p *Pool) Stats() []Stats {
 	out := make([]Stats, len(p.workers))
 	for i, w := range p.workers {
-		out[i] = Stats{Worker: i, Tasks: w.tasksDone.Load(), Enters: w.enters.Load(), Wakes: w.wakes.Load(), Polls: w.polls.Load(), Mapped: w.mapped.Load(), Held: w.heldBytes.Load()}
+		out[i] = Stats{Worker: i, Tasks: w.tasksDone.Load(), Enters: w.enters.Load(), Wakes: w.wakes.Load(), Polls: w.polls.Load(), Mapped: w.mem.mapped.Load(), Held: w.heldBytes.Load()}
 	}
 	return out
 }

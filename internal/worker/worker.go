@@ -133,7 +133,6 @@ type Worker struct {
 	enters     atomic.Uint64 // the ring's count, every publishEvery turns and when a task ends
 	wakes      atomic.Uint64
 	polls      atomic.Uint64
-	mapped     atomic.Int64
 	closeErr   error
 	held       [][]byte // Go memory of requests left in flight (Hold), kept while the worker lives
 	heldBytes  atomic.Int64
@@ -399,6 +398,5 @@ func (w *Worker) teardown() {
 	// kernel may write after the ring's close: they stay mapped.
 	if w.mem.out == 0 {
 		w.mem.release()
-		w.mapped.Store(0)
 	}
 }
