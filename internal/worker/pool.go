@@ -21,19 +21,17 @@ import (
 // take the defaults.
 type Config struct {
 	Workers  int    // default 1, at most MaxWorkers
-	Entries  uint32 // each ring's SQ size (default 256); the CQ is twice that
-	InFlight int    // SQEs in flight per worker (default and most: the CQ size less the doorbell's)
-	Files    uint32 // fixed-file slots per worker (default and most: RLIMIT_NOFILE, at most 65536)
-	// IOWQBounded and IOWQUnbounded cap each ring's io-wq workers (0: the
-	// kernel's default).
+	Entries  uint32 // SQ size (default 256); the CQ is twice that
+	InFlight int    // default and most: the CQ size less the doorbell's CQE
+	Files    uint32 // fixed-file slots (default and most: RLIMIT_NOFILE, 65536)
+	// IOWQBounded and IOWQUnbounded cap each ring's io-wq workers.
 	IOWQBounded, IOWQUnbounded uint32
-	CPUs                       []int         // if set, worker i and its io-wq run on CPUs[i % len(CPUs)]
-	IdleTrim                   time.Duration // how long an idle worker keeps its buffers (default 1 s; negative: until Close)
+	CPUs                       []int         // worker i runs on CPUs[i % len(CPUs)]
+	IdleTrim                   time.Duration // default 1 s; negative: until Close
 	// MaxTasks bounds the tasks each worker runs at once (default and
 	// most: MaxTasks; at least DepthReserve+1); more wait in its queue.
-	// The last DepthReserve places are kept for nested tasks.
 	MaxTasks  int
-	LinkWidth int // see workers.Config.LinkWidth (default DefaultLinkWidth)
+	LinkWidth int // default DefaultLinkWidth
 }
 
 // DefaultLinkWidth is Config.LinkWidth's default.

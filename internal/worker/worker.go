@@ -45,8 +45,9 @@ type Task interface {
 }
 
 // A task that another waits for (a Go task's subgraph) says how deeply it
-// nests with a Depth method, 0 to DepthReserve. A task at depth d is admitted only while more
-// than DepthReserve-d places are free, so a nested task always finds one.
+// nests with a Depth method, 0 to DepthReserve. A task at depth d is
+// admitted only while more than DepthReserve-d places are free, so a
+// nested task always finds one.
 type nester interface{ Depth() int }
 
 // DepthReserve is the number of places kept for nested tasks, one a depth.
