@@ -6,7 +6,7 @@ import (
 )
 
 // BenchmarkHandOff measures what a worker pays when it yields its P
-// (Worker.yield): a goroutine locked to its thread, as a worker is, makes
+// (in Worker.wait): a goroutine locked to its thread, as a worker is, makes
 // one parked goroutine runnable and calls runtime.Gosched, with a single
 // P, so that the P goes to another thread to run that goroutine and comes
 // back. One op is that round trip: two thread switches and the futex

@@ -10,19 +10,14 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The worker's loop: take tasks, let them prep SQEs, submit and wait in
-// one enter, route completions, retire finished tasks. A turn reads top
-// to bottom: admit, prep, wait, reap.
-
-// loop is the worker's life.
+// loop is the worker's life. Its thread is never unlocked: it exits with
+// the goroutine, taking the ring's per-thread registration with it.
 func (w *Worker) loop(errp *error, started func()) {
 	defer w.pool.wg.Done()
-	// The thread is never unlocked: it exits with the goroutine, taking
-	// the ring's per-thread registration with it.
 	runtime.LockOSThread()
 	w.tid = int32(unix.Gettid())
 	if err := w.setup(); err != nil {
-		*errp = err
+		*errp = fmt.Errorf("worker %d: %w", w.id, err)
 		w.teardown()
 		started()
 		return
@@ -40,14 +35,16 @@ func (w *Worker) loop(errp *error, started func()) {
 	returned = true
 }
 
-// turn is one round of the loop; it reports whether the worker goes on.
+// turn admits queued tasks, lets them prep SQEs, submits and waits in one
+// enter and routes the completions; it reports whether the worker goes on.
 func (w *Worker) turn() bool {
-	if !w.reaped {
-		w.stale = true // the clock reading Now takes is not of a batch
-	}
 	w.admit()
 	if w.pool.closing.Load() {
-		w.abortAll()
+		for _, tag := range w.active {
+			w.tasks[tag].Abort()
+		}
+		w.sweep = true
+		w.drain(ErrClosed)
 	}
 	w.armBell()
 	want := w.prep()
@@ -63,7 +60,7 @@ func (w *Worker) turn() bool {
 	if w.turns++; w.turns%publishEvery == 0 || len(w.active) == 0 {
 		w.enters.Store(w.ring.Enters())
 	}
-	w.reaped, w.linked = false, false
+	w.stale, w.linked = true, false // Now: of the batch reaped next, or fresh
 	if err != nil {
 		w.failAll(fmt.Errorf("worker %d: io_uring_enter: %w", w.id, err))
 		return true
@@ -72,29 +69,15 @@ func (w *Worker) turn() bool {
 	return true
 }
 
-// abortAll tells every task to end early, the pool closing, and ends the
-// queued tasks that never started.
-func (w *Worker) abortAll() {
-	for _, tag := range w.active {
-		w.tasks[tag].Abort()
-	}
-	w.sweep = true
-	for _, t := range w.queue.takeAll(nil, 0) {
-		w.load.Add(-1)
-		t.Finish(w, ErrClosed)
-	}
-}
-
-// armBell puts the doorbell's read in the SQ if it is not in flight. If
-// the SQ is full (an enter the kernel refused for want of memory left the
-// tasks' SQEs in it), the worker submits them without waiting, as if
-// poked, and arms the bell next turn: it never sleeps deaf.
+// armBell puts the doorbell's read in the SQ if it is not in flight. With
+// the SQ full (an enter refused for want of memory), the worker acts as if
+// poked and arms the bell next turn: it never sleeps deaf.
 func (w *Worker) armBell() {
 	if w.bellArmd {
 		return
 	}
 	if s := w.ring.GetSQE(); s != nil {
-		s.UserData = doorbellTag << tagShift
+		s.UserData = doorbellTag << UserDataBits
 		s.PrepRead(int32(w.efd), w.bell, 0)
 		w.bellArmd = true
 	} else {
@@ -102,11 +85,9 @@ func (w *Worker) armBell() {
 	}
 }
 
-// wait submits what the tasks prepped and waits for want completions (or
-// a wake). A wait that the completions already end (TryWait) cannot
-// block, so the worker need not say it may sleep: it skips the two swaps
-// of its state. A wake in the meantime only sets statePoked, which the
-// next turn sees.
+// wait submits what the tasks prepped and waits for want completions or a
+// wake. A wait that TryWait ends cannot block, so it skips the swaps of
+// state; a wake meanwhile sets statePoked, which the next turn sees.
 func (w *Worker) wait(want uint32) error {
 	if w.inflight > 0 && !w.poked {
 		var runFor uint32
@@ -117,35 +98,32 @@ func (w *Worker) wait(want uint32) error {
 		if done || err != nil {
 			return err
 		}
-		if want > 1 {
-			// Fewer are in than some task asked for: see whether they
-			// are all it needs (Task.Wait).
+		if want > 1 { // fewer are in than some task asked: are they enough?
 			if want = w.exact(); w.ring.Reached(want) {
 				return nil
 			}
 		}
 	}
 	if w.readied && !w.poked && w.queue.n.Load() == 0 {
-		w.yield()
+		// The goroutines it readied wait in its P's run queue, and a thread
+		// blocked in a system call keeps its P until sysmon takes it (µs-ms).
+		w.readied = false
+		runtime.Gosched()
 	}
 	if w.state.Swap(stateSleeping)&statePoked != 0 || w.poked || w.queue.fits(w.pool.cfg.MaxTasks-(len(w.tasks)-len(w.freeTags))) {
 		want = 0
 	}
-	if want == 0 && w.inflight == 0 && w.ring.SQPending() == 0 {
-		// Poked with nothing to submit or reap: go round without a
-		// system call.
-		w.poked = w.state.Swap(0)&statePoked != 0
-		return nil
+	var err error
+	if want > 0 || w.inflight > 0 || w.ring.SQPending() > 0 { // else poked with nothing to do
+		err = w.sleep(want)
 	}
-	err := w.sleep(want)
 	w.poked = w.state.Swap(0)&statePoked != 0
 	return err
 }
 
 // sleep submits and blocks until want completions are in (a wake's
-// doorbell among them). A wait for several wakes up now and then all the
-// same, to notice new tasks and cancellations; an idle worker with
-// buffer memory unmaps it after Config.IdleTrim.
+// doorbell among them). A wait for several ends after maxWait to notice
+// cancellations; an idle worker unmaps its buffers after IdleTrim.
 func (w *Worker) sleep(want uint32) error {
 	switch {
 	case want > 1:
@@ -157,16 +135,15 @@ func (w *Worker) sleep(want uint32) error {
 		}
 		return err
 	case want == 1 && len(w.active) == 0 && w.inflight == 0 && w.mem.trimmable() && w.pool.cfg.IdleTrim > 0:
-		// Sleep until IdleTrim after the last task ended (wakes that
-		// bring no task do not restart it), then unmap.
-		left := w.pool.cfg.IdleTrim - time.Duration(w.pool.Now()-w.lastEnd)
+		// From the last task's end: a wake that brings no task does not
+		// restart it.
+		left := w.pool.cfg.IdleTrim - time.Duration(w.pool.Now()-w.lastActive.Load())
 		var err error
 		if left > 0 {
 			_, err = w.ring.WaitTimeout(1, left)
 		}
 		if left <= 0 || errors.Is(err, unix.ETIME) {
 			w.mem.release()
-			w.mapped.Store(0)
 			err = nil
 		}
 		return err
@@ -175,10 +152,8 @@ func (w *Worker) sleep(want uint32) error {
 	return err
 }
 
-// reap routes the completions in the CQ to their tasks, read in place:
-// one Complete call per run of consecutive CQEs of one task (with a
-// single task, one per batch). A task done now is finished by the next
-// turn's prep.
+// reap routes the CQEs, in place, to their tasks: one Complete per run of
+// consecutive CQEs of one task.
 func (w *Worker) reap() {
 	for {
 		cqes := w.ring.Ready()
@@ -186,21 +161,21 @@ func (w *Worker) reap() {
 		if n == 0 {
 			return
 		}
-		w.stale, w.reaped = true, true
+		w.stale = true
 		for k := 0; k < n; {
-			tag := cqes[k].UserData >> tagShift
+			tag := cqes[k].UserData >> UserDataBits
 			if tag == doorbellTag {
 				w.bellArmd = false
 				k++
 				continue
 			}
 			j := k
-			for j < n && cqes[j].UserData>>tagShift == tag {
+			for j < n && cqes[j].UserData>>UserDataBits == tag {
 				j++
 			}
 			w.inflight -= j - k
 			if t := w.tasks[tag]; t != nil { // nil: failAll ended it
-				w.cur = tag << tagShift
+				w.cur = tag << UserDataBits
 				t.Complete(w, cqes[k:j])
 				if w.tracking {
 					w.markDue(int(tag))
@@ -212,10 +187,11 @@ func (w *Worker) reap() {
 	}
 }
 
-// prep lets the tasks with news (or, sweeping, every active task) prep
-// their SQEs, finishes those that are done, and returns how many CQEs
-// to wait for: the fewest any task needs to make progress, at least 1
-// (the doorbell is always in flight).
+// sweepBelow is how few active tasks a turn preps all of, news or not.
+const sweepBelow = 4
+
+// prep lets the tasks with news (or all) prep, finishes those done, and
+// returns the fewest CQEs any task needs, at least 1 (the doorbell's).
 func (w *Worker) prep() uint32 {
 	w.takeNews()
 	want := 0
@@ -230,10 +206,8 @@ func (w *Worker) prep() uint32 {
 	return uint32(want)
 }
 
-// prepAll preps every active task and returns the fewest completions
-// any of them wants (0: none). With more than sweepBelow tasks it keeps
-// what prepDue needs next: where each task is in active, what it wants,
-// and that one may have stopped short for want of room.
+// prepAll preps every active task and returns the fewest completions any
+// wants (0: none); with more than sweepBelow, it tracks what prepDue needs.
 func (w *Worker) prepAll() int {
 	w.sweep = false
 	track := len(w.active) > sweepBelow
@@ -244,7 +218,7 @@ func (w *Worker) prepAll() int {
 	want := 0
 	kept := w.active[:0]
 	for _, tag := range w.active {
-		w.cur = uint64(tag) << tagShift
+		w.cur = uint64(tag) << UserDataBits
 		n, done := w.tasks[tag].Prep(w)
 		if done {
 			w.at[tag] = -1
@@ -252,7 +226,7 @@ func (w *Worker) prepAll() int {
 			continue
 		}
 		if track {
-			w.at[tag], w.wants[tag] = len(kept), clampWant(n)
+			w.at[tag], w.wants[tag] = len(kept), int32(min(n, math.MaxInt32))
 		}
 		kept = append(kept, tag)
 		want = fewer(want, n)
@@ -265,9 +239,8 @@ func (w *Worker) prepAll() int {
 	return want
 }
 
-// prepDue preps the tasks due, in the order they became due (those
-// marked during the round are for the next), and returns the fewest
-// completions any active task wants (0: none).
+// prepDue preps the tasks due (those marked during the round are for the
+// next) and returns the fewest completions any active task wants (0: none).
 func (w *Worker) prepDue() int {
 	want := 0
 	end := len(w.due)
@@ -277,22 +250,21 @@ func (w *Worker) prepDue() int {
 		if w.at[tag] < 0 {
 			continue // ended, or its tag is free
 		}
-		w.cur = uint64(tag) << tagShift
+		w.cur = uint64(tag) << UserDataBits
 		n, done := w.tasks[tag].Prep(w)
 		if done {
 			w.deactivate(tag)
 			w.finish(tag, nil)
 			continue
 		}
-		w.wants[tag] = clampWant(n)
+		w.wants[tag] = int32(min(n, math.MaxInt32))
 		if w.Room() < 2 {
 			w.markDue(tag) // it may have stopped short for want of room
 		}
 		want = fewer(want, n)
 	}
 	w.due = w.due[:copy(w.due, w.due[end:])]
-	// The others want what they said.
-	for _, tag := range w.active {
+	for _, tag := range w.active { // the others want what they said
 		if want == 1 {
 			break
 		}
@@ -301,15 +273,7 @@ func (w *Worker) prepDue() int {
 	return want
 }
 
-// sweepBelow is how few active tasks a turn preps all of, news or not:
-// fewer calls than keeping count of whom to call saves.
-const sweepBelow = 4
-
-// clampWant is a Prep's want as kept: at most math.MaxInt32.
-func clampWant(n int) int32 { return int32(min(n, math.MaxInt32)) }
-
-// fewer returns the smaller of want and n, of those at least 1 (0 if
-// neither is).
+// fewer returns the smaller of want and n that is at least 1 (or 0).
 func fewer(want, n int) int {
 	if n >= 1 && (want == 0 || n < want) {
 		return n
@@ -317,7 +281,23 @@ func fewer(want, n int) int {
 	return want
 }
 
-// deactivate takes task tag out of active.
+// exact is prep's want made exact (Task.Wait), at least 1.
+func (w *Worker) exact() uint32 {
+	want := 0
+	for _, tag := range w.active {
+		w.cur = uint64(tag) << UserDataBits
+		want = fewer(want, w.tasks[tag].Wait(w))
+	}
+	return uint32(max(want, 1))
+}
+
+func (w *Worker) markDue(tag int) {
+	if !w.isDue[tag] {
+		w.isDue[tag] = true
+		w.due = append(w.due, tag)
+	}
+}
+
 func (w *Worker) deactivate(tag int) {
 	i, last := w.at[tag], len(w.active)-1
 	moved := w.active[last]
@@ -327,38 +307,9 @@ func (w *Worker) deactivate(tag int) {
 	w.at[tag] = -1
 }
 
-// yield lets the goroutines the worker made runnable run before it blocks.
-// A goroutine the worker readies (a Run caller, a Go task) goes to the
-// run queue of the worker's P, and a locked thread blocked in a system
-// call keeps its P until the runtime's monitor takes it back, 20 µs to
-// 10 ms later; with no P to spare (GOMAXPROCS no more than the workers)
-// they waited that long, the CPUs idle meanwhile. Gosched hands the P
-// over at once, at the price of two thread switches when the worker runs
-// again (measured, 64 goroutines running a NOP diamond on 2 workers at
-// GOMAXPROCS 2: 253k -> 491k graphs/s; one goroutine at GOMAXPROCS 1:
-// 122 -> 11-15 µs a Run).
-func (w *Worker) yield() {
-	w.readied = false
-	runtime.Gosched()
-}
-
-// Readied tells the worker that its thread made a goroutine runnable
-// (a Go task's, an observer's): the worker yields its P before it next
-// blocks.
+// Readied tells the worker that its thread made a goroutine runnable: the
+// worker yields its P before it next blocks.
 func (w *Worker) Readied() { w.readied = true }
-
-// exact is prep's want made exact: the fewest completions any task
-// needs, at least 1.
-func (w *Worker) exact() uint32 {
-	want := 0
-	for _, tag := range w.active {
-		w.cur = uint64(tag) << tagShift
-		if n := w.tasks[tag].Wait(w); n >= 1 && (want == 0 || n < want) {
-			want = n
-		}
-	}
-	return uint32(max(want, 1))
-}
 
 // admit takes the queued tasks that fit and starts them.
 func (w *Worker) admit() {
@@ -367,17 +318,10 @@ func (w *Worker) admit() {
 	}
 	room := w.pool.cfg.MaxTasks - (len(w.tasks) - len(w.freeTags))
 	if room <= 0 {
-		return // the rest waits for a task to end (takeAll's 0 means all)
+		return // the rest waits for a task to end
 	}
-	if room > DepthReserve {
-		// As many as fit whatever their depth, oldest first.
-		w.incoming = w.queue.takeAll(w.incoming[:0], room-DepthReserve)
-	} else {
-		w.incoming = w.queue.takeDeep(w.incoming[:0], room, room)
-	}
-	// A task starts on the clock as of now, not as of the last batch,
-	// which may be from before it was handed over (Run's start).
-	w.stale = true
+	w.incoming = w.queue.take(w.incoming[:0], room)
+	w.stale = true // a task starts on the clock as of now
 	for i, t := range w.incoming {
 		w.incoming[i] = nil
 		var tag int
@@ -392,7 +336,7 @@ func (w *Worker) admit() {
 			w.wants = append(w.wants, 0)
 		}
 		w.wants[tag] = 0 // until its first Prep
-		w.cur = uint64(tag) << tagShift
+		w.cur = uint64(tag) << UserDataBits
 		if err := t.Start(w); err != nil {
 			w.finish(tag, err)
 			continue
@@ -405,31 +349,27 @@ func (w *Worker) admit() {
 	}
 }
 
-// finish ends task tag and frees its tag for the next task.
+// finish ends task tag and frees the tag.
 func (w *Worker) finish(tag int, err error) {
 	w.retire(tag, err)
 	w.freeTags = append(w.freeTags, tag)
 }
 
-// retire ends task tag (Finish) and empties its place, without freeing
-// the tag.
+// retire ends task tag (Finish), keeping the tag.
 func (w *Worker) retire(tag int, err error) {
 	w.load.Add(-1)
-	w.lastActive.Store(w.pool.Now())
 	w.lastFinish = w.Now()
-	w.lastEnd = w.lastFinish
+	w.lastActive.Store(w.lastFinish)
 	w.enters.Store(w.ring.Enters())
-	w.cur = uint64(tag) << tagShift
+	w.cur = uint64(tag) << UserDataBits
 	w.tasks[tag].Finish(w, err)
 	w.tasks[tag] = nil
 	w.tasksDone.Add(1)
 	w.readied = true
 }
 
-// failAll ends every task after a ring error the worker cannot recover
-// from; their in-flight requests are abandoned to the kernel. Their tags
-// are not reused: a CQE that still comes for one finds no task and is
-// dropped, not given to a new task as its own.
+// failAll ends every task after a ring error, abandoning their requests
+// to the kernel. Their tags are not reused, so a late CQE is dropped.
 func (w *Worker) failAll(err error) {
 	for _, tag := range w.active {
 		w.at[tag] = -1
@@ -438,30 +378,30 @@ func (w *Worker) failAll(err error) {
 	w.active = w.active[:0]
 }
 
-// die runs when the loop did not return: user code on the worker's
-// thread (a hook, a binding, an observer) called runtime.Goexit, which
-// nothing can stop, or the engine panicked. The goroutine ends, and its
-// locked thread with the ring's registration, so the worker's tasks, and
-// every task handed to it later, fail instead of waiting for it forever.
-func (w *Worker) die() {
-	err := fmt.Errorf("worker %d stopped: a hook, binding or observer called runtime.Goexit (as t.FailNow does)", w.id)
-	w.failAll(err)
-	p := w.pool
-	p.closeMu.Lock()
-	w.dead = err
-	w.stopped.Store(true)
-	p.closeMu.Unlock()
-	for _, t := range w.queue.takeAll(nil, 0) {
+// drain ends the queued tasks, never started, with err.
+func (w *Worker) drain(err error) {
+	for _, t := range w.queue.take(nil, math.MaxInt) {
 		w.load.Add(-1)
 		t.Finish(w, err)
 	}
 }
 
-// spin polls the queue for a new task for a while after the worker's
-// last task ended (Pool.Spin): a program that runs small graphs one after
-// another hands the next one over within microseconds, sooner than a
-// sleeping thread wakes. Only one of the pool's workers spins at once. It
-// reports whether a task came.
+// die runs when the loop did not return (a program's code called
+// runtime.Goexit, or a panic): the worker's tasks, and every task handed
+// to it later, fail instead of waiting forever.
+func (w *Worker) die() {
+	err := fmt.Errorf("worker %d stopped: a hook, binding or observer called runtime.Goexit (as t.FailNow does)", w.id)
+	w.failAll(err)
+	w.pool.closeMu.Lock()
+	w.dead = err
+	w.stopped.Store(true)
+	w.pool.closeMu.Unlock()
+	w.drain(err)
+}
+
+// spin polls the queue (Pool.Spin) for a while after the last task ended:
+// the next small graph often comes sooner than a sleeping thread wakes.
+// One worker of the pool spins at a time. It reports whether a task came.
 func (w *Worker) spin() bool {
 	p := w.pool
 	if w.Now()-w.lastFinish > spinTime || !p.spinners.CompareAndSwap(0, 1) {

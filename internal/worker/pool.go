@@ -1,13 +1,12 @@
-// Package worker is the engine under iodag's public workers.Pool: N fixed
-// workers, each a goroutine locked to its own OS thread that owns one
-// io_uring ring, a registered sparse file table and a private task queue
-// fed round-robin. A worker runs every task it holds in one event loop: the SQEs of all its tasks go
-// into one io_uring_enter, which also waits for their completions.
-//
-// The pool knows nothing about graphs or submission modes: it runs Tasks.
+// Package worker is the engine under workers.Pool: N fixed workers, each a
+// goroutine locked to its OS thread that owns one io_uring ring, a sparse
+// fixed-file table and a task queue. A worker runs all its tasks in one
+// event loop: their SQEs go into one io_uring_enter, which also waits for
+// their completions. The pool knows nothing about graphs or modes.
 package worker
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"runtime"
@@ -21,42 +20,25 @@ import (
 // Config sizes a Pool; workers.Config documents each field. Zero fields
 // take the defaults.
 type Config struct {
-	// Workers is the number of fixed workers (default 1).
-	Workers int
-	// Entries is each ring's SQ size (default 256); the CQ is twice that.
-	Entries uint32
-	// InFlight bounds the SQEs one worker keeps in flight (default and
-	// maximum: the CQ size less one CQE kept for the worker's doorbell,
-	// so the CQ never overflows).
-	InFlight int
-	// Files is the size of each worker's fixed-file table: the most
-	// handles its tasks can hold open at once (default and maximum:
-	// RLIMIT_NOFILE, which the kernel applies to each table, capped at
-	// 65536).
-	Files uint32
-	// IOWQBounded and IOWQUnbounded cap each ring's io-wq workers (0: the
-	// kernel's default).
+	Workers  int    // default 1, at most MaxWorkers
+	Entries  uint32 // SQ size (default 256); the CQ is twice that
+	InFlight int    // default and most: the CQ size less the doorbell's CQE
+	Files    uint32 // fixed-file slots (default and most: RLIMIT_NOFILE, 65536)
+	// IOWQBounded and IOWQUnbounded cap each ring's io-wq workers.
 	IOWQBounded, IOWQUnbounded uint32
-	// CPUs, if set, pins worker i's thread and its io-wq workers to
-	// CPUs[i % len(CPUs)].
-	CPUs []int
-	// IdleTrim is how long a worker with no task keeps its buffer memory
-	// before it unmaps it (0: DefaultIdleTrim; negative: until Close).
-	IdleTrim time.Duration
-	// MaxTasks bounds the tasks each worker runs at once (0 and the
-	// maximum: MaxTasks, the routing tag's range; at least
-	// DepthReserve+1); more wait in its queue. The last DepthReserve
-	// places are kept for nested tasks (Task's Depth).
-	MaxTasks int
-	// LinkWidth: see workers.Config.LinkWidth (0: DefaultLinkWidth).
-	LinkWidth int
+	CPUs                       []int         // worker i runs on CPUs[i % len(CPUs)]
+	IdleTrim                   time.Duration // default 1 s; negative: until Close
+	// MaxTasks bounds the tasks each worker runs at once (default and
+	// most: MaxTasks; at least DepthReserve+1); more wait in its queue.
+	MaxTasks  int
+	LinkWidth int // default DefaultLinkWidth
 }
 
-// MaxTasks is the most tasks a worker runs at once (Config.MaxTasks).
-const MaxTasks = maxTasks
+// DefaultLinkWidth is Config.LinkWidth's default.
+const DefaultLinkWidth = 8
 
-// DefaultIdleTrim is Config.IdleTrim's default.
-const DefaultIdleTrim = time.Second
+// MaxWorkers bounds Config.Workers: each worker is an OS thread.
+const MaxWorkers = 1024
 
 // Pool is a set of fixed workers. Its methods are safe for concurrent use.
 type Pool struct {
@@ -65,8 +47,7 @@ type Pool struct {
 	closing atomic.Bool
 	epoch   time.Time
 	wg      sync.WaitGroup
-	// What every hand-off writes, from any CPU, on cache lines apart
-	// from the fields above, which the workers read every turn.
+	// What hand-offs write from any CPU, apart from what workers read.
 	_        [64]byte
 	closeMu  sync.RWMutex // GoOn's check and push against Close
 	waiters  atomic.Int32
@@ -74,48 +55,18 @@ type Pool struct {
 	_        [64]byte
 }
 
-// MaxWorkers bounds Config.Workers: each worker is an OS thread.
-const MaxWorkers = 1024
-
 // New starts the workers and sets up their rings. It fails, leaving
 // nothing running, if any ring cannot be set up.
 func New(cfg Config) (*Pool, error) {
-	switch {
-	case cfg.Workers < 0 || cfg.Workers > MaxWorkers:
-		// Each is an OS thread: thousands exhaust the Go runtime's.
-		return nil, fmt.Errorf("workers: Config.Workers %d: want 1 to %d (0 for 1)", cfg.Workers, MaxWorkers)
-	case cfg.Entries == 1:
-		return nil, errors.New("workers: Config.Entries 1: want at least 2 (each worker's doorbell takes an SQE; 0 for 256)")
-	case cfg.MaxTasks < 0 || cfg.MaxTasks > MaxTasks || cfg.MaxTasks > 0 && cfg.MaxTasks <= DepthReserve:
-		return nil, fmt.Errorf("workers: Config.MaxTasks %d: want %d to %d (0 for the most)", cfg.MaxTasks, DepthReserve+1, MaxTasks)
-	case cfg.LinkWidth < 0:
-		return nil, fmt.Errorf("workers: Config.LinkWidth %d: want 0 (the default, %d) or more", cfg.LinkWidth, DefaultLinkWidth)
-	case cfg.InFlight < 0:
-		return nil, fmt.Errorf("workers: Config.InFlight %d: want 0 (the most) or more", cfg.InFlight)
+	if err := cfg.check(); err != nil {
+		return nil, err
 	}
-	for i, c := range cfg.CPUs {
-		if c < 0 {
-			return nil, fmt.Errorf("workers: Config.CPUs[%d] %d: want a CPU number (0 or more)", i, c)
-		}
-	}
-	if cfg.Workers == 0 {
-		cfg.Workers = 1
-	}
-	if cfg.IdleTrim == 0 {
-		cfg.IdleTrim = DefaultIdleTrim
-	}
-	if cfg.MaxTasks == 0 {
-		cfg.MaxTasks = MaxTasks
-	}
-	if cfg.Entries == 0 {
-		cfg.Entries = 256
-	}
-	if cfg.LinkWidth == 0 {
-		cfg.LinkWidth = DefaultLinkWidth
-	}
-	if cfg.Files == 0 {
-		cfg.Files = 1 << 16
-	}
+	cfg.Workers = cmp.Or(cfg.Workers, 1)
+	cfg.IdleTrim = cmp.Or(cfg.IdleTrim, time.Second)
+	cfg.MaxTasks = cmp.Or(cfg.MaxTasks, MaxTasks)
+	cfg.Entries = cmp.Or(cfg.Entries, 256)
+	cfg.LinkWidth = cmp.Or(cfg.LinkWidth, DefaultLinkWidth)
+	cfg.Files = cmp.Or(cfg.Files, 1<<16)
 	var lim unix.Rlimit
 	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err == nil && uint64(cfg.Files) > lim.Cur {
 		cfg.Files = uint32(lim.Cur)
@@ -123,8 +74,8 @@ func New(cfg Config) (*Pool, error) {
 	p := &Pool{cfg: cfg, epoch: time.Now()}
 	errs := make([]error, cfg.Workers)
 	var started sync.WaitGroup
-	for i := 0; i < cfg.Workers; i++ {
-		w := &Worker{pool: p, id: i, queue: &queue{}}
+	for i := range cfg.Workers {
+		w := &Worker{pool: p, id: i, queue: &queue{}, stale: true}
 		p.workers = append(p.workers, w)
 		started.Add(1)
 		p.wg.Add(1)
@@ -140,8 +91,28 @@ func New(cfg Config) (*Pool, error) {
 	return p, nil
 }
 
-// Waiters counts the goroutines waiting for their tasks to finish, for
-// them to judge whether spinning a while pays (it does when few wait).
+func (cfg *Config) check() error {
+	switch {
+	case cfg.Workers < 0 || cfg.Workers > MaxWorkers:
+		return fmt.Errorf("workers: Config.Workers %d: want 1 to %d (0 for 1)", cfg.Workers, MaxWorkers)
+	case cfg.Entries == 1:
+		return errors.New("workers: Config.Entries 1: want at least 2 (each worker's doorbell takes an SQE; 0 for 256)")
+	case cfg.MaxTasks < 0 || cfg.MaxTasks > MaxTasks || cfg.MaxTasks > 0 && cfg.MaxTasks <= DepthReserve:
+		return fmt.Errorf("workers: Config.MaxTasks %d: want %d to %d (0 for the most)", cfg.MaxTasks, DepthReserve+1, MaxTasks)
+	case cfg.LinkWidth < 0:
+		return fmt.Errorf("workers: Config.LinkWidth %d: want 0 (the default, %d) or more", cfg.LinkWidth, DefaultLinkWidth)
+	case cfg.InFlight < 0:
+		return fmt.Errorf("workers: Config.InFlight %d: want 0 (the most) or more", cfg.InFlight)
+	}
+	for i, c := range cfg.CPUs {
+		if c < 0 {
+			return fmt.Errorf("workers: Config.CPUs[%d] %d: want a CPU number (0 or more)", i, c)
+		}
+	}
+	return nil
+}
+
+// Waiters counts the goroutines waiting for their tasks (see Spin).
 func (p *Pool) Waiters() *atomic.Int32 { return &p.waiters }
 
 // Config returns the configuration in force, defaults filled in.
@@ -150,23 +121,18 @@ func (p *Pool) Config() Config { return p.cfg }
 // Size returns the number of workers.
 func (p *Pool) Size() int { return len(p.workers) }
 
+// Now returns the time in nanoseconds since the pool started.
+func (p *Pool) Now() int64 { return int64(time.Since(p.epoch)) }
+
+// Supports reports whether the kernel implements io_uring opcode op.
+func (p *Pool) Supports(op uint8) bool { return p.workers[0].ring.Supports(op) }
+
 // ErrClosed is returned when a task is given to a closed pool.
 var ErrClosed = errors.New("workers: pool is closed")
 
-// Go hands t to the least loaded worker (Pick). It returns ErrClosed
-// after Close.
-func (p *Pool) Go(t Task) error {
-	var one [1]int
-	return p.GoOn(p.Pick(one[:])[0], t)
-}
-
-// Pick fills ws with distinct workers for len(ws) tasks (wrapping around
-// when they are more than the workers) and returns it: the least loaded
-// first (the fewest tasks handed over and not finished), and of those
-// alike, the one whose last task finished last, which may still be
-// spinning for the next (a goroutine that runs small graphs one after
-// another keeps one worker warm instead of waking another). Loads change
-// under it: it is a choice, not a reservation.
+// Pick fills ws with distinct workers for len(ws) tasks (repeating when
+// they outnumber the workers) and returns it: the least loaded first, of
+// those alike the one that finished a task last, which may still spin.
 func (p *Pool) Pick(ws []int) []int {
 	n := len(p.workers)
 	var taken [64]bool // workers chosen for this call, the first 64
@@ -176,7 +142,7 @@ func (p *Pool) Pick(ws []int) []int {
 			if i < len(taken) && taken[i] && k < n {
 				continue
 			}
-			if best < 0 || p.better(w, p.workers[best]) {
+			if best < 0 || better(w, p.workers[best]) {
 				best = i
 			}
 		}
@@ -188,9 +154,8 @@ func (p *Pool) Pick(ws []int) []int {
 	return ws
 }
 
-// better reports whether worker a is a better place than b for a task:
-// a live one, less loaded, or more recently active.
-func (p *Pool) better(a, b *Worker) bool {
+// better reports whether a is a better place for a task than b.
+func better(a, b *Worker) bool {
 	if da, db := a.stopped.Load(), b.stopped.Load(); da != db {
 		return db
 	}
@@ -217,14 +182,13 @@ func (p *Pool) OnWorker() bool {
 	return false
 }
 
+// spinTime bounds a spin, in ns: a few times a small graph's run.
+const spinTime = 50_000
+
 // Spin calls done until it reports true, for up to spinTime, and reports
-// whether done did. A goroutine that waits for what a worker does in
-// microseconds (a small run's end, a worker's next task) spins rather than
-// sleeps: waking a sleeping thread costs more than the wait. With yield,
-// it yields its processor between calls (a Run's caller lets the
-// goroutines a worker readied run); a worker, locked to its thread,
-// polls without yielding. It does not spin while more goroutines wait on
-// the pool than there are Ps: they keep the CPUs busy.
+// whether it did: waking a sleeping thread costs more than a wait of
+// microseconds. With yield it lets other goroutines run now and then. It
+// does not spin while more goroutines wait on the pool than there are Ps.
 func (p *Pool) Spin(done func() bool, yield bool) bool {
 	if p.waiters.Load() > int32(runtime.GOMAXPROCS(0)) {
 		return done()
@@ -244,23 +208,16 @@ func (p *Pool) Spin(done func() bool, yield bool) bool {
 	}
 }
 
-// spinTime bounds Spin, in nanoseconds: a few times what a small graph's
-// run takes (BenchmarkSmallRuns in package submit).
-const spinTime = 50_000
-
-// GoOn hands t to worker i % Size(). Tasks given to one worker run in
-// one event loop.
+// GoOn hands t to worker i % Size(). It returns ErrClosed after Close.
 func (p *Pool) GoOn(i int, t Task) error {
-	// The read lock keeps Close from slipping between the check and the
-	// push: a task pushed after a worker saw an empty queue and left
-	// would never run.
+	// The read lock keeps Close out between the check and the push: a task
+	// pushed after its worker left would never run.
 	p.closeMu.RLock()
 	defer p.closeMu.RUnlock()
 	if p.closing.Load() {
 		return ErrClosed
 	}
-	// Unsigned: Reserve's places, converted from 32 bits, are negative on
-	// a 32-bit int past 2^31 tasks.
+	// Unsigned: a place from a 32-bit counter is negative on a 32-bit int.
 	w := p.workers[uint(i)%uint(len(p.workers))]
 	if w.dead != nil {
 		return w.dead
@@ -271,9 +228,8 @@ func (p *Pool) GoOn(i int, t Task) error {
 	return nil
 }
 
-// Close aborts every task the workers hold or are handed later (each
-// cancels what it has in flight and ends), then stops the workers and
-// closes their rings. It waits for all of it.
+// Close aborts every task, held or handed later, stops the workers and
+// closes their rings, and waits for all of it.
 func (p *Pool) Close() error {
 	p.closeMu.Lock()
 	p.closing.Store(true)
@@ -289,14 +245,11 @@ func (p *Pool) Close() error {
 	return errors.Join(errs...)
 }
 
-// Supports reports whether the kernel implements io_uring opcode op.
-func (p *Pool) Supports(op uint8) bool { return p.workers[0].ring.Supports(op) }
-
 // Stats are a worker's counters since the pool started.
 type Stats struct {
 	Worker int
 	Tasks  uint64 // tasks finished
-	Enters uint64 // io_uring_enter calls, as of the last task that ended (during a task it may lag by up to publishEvery)
+	Enters uint64 // io_uring_enter calls, as of the last task that ended (during one it may lag by publishEvery)
 	Wakes  uint64 // doorbell wakeups
 	Polls  uint64 // waits for several completions that maxWait cut short
 	Mapped int64  // bytes of buffer memory mapped
@@ -307,24 +260,22 @@ type Stats struct {
 func (p *Pool) Stats() []Stats {
 	out := make([]Stats, len(p.workers))
 	for i, w := range p.workers {
-		out[i] = Stats{Worker: i, Tasks: w.tasksDone.Load(), Enters: w.enters.Load(), Wakes: w.wakes.Load(), Polls: w.polls.Load(), Mapped: w.mapped.Load(), Held: w.heldBytes.Load()}
+		out[i] = Stats{Worker: i, Tasks: w.tasksDone.Load(), Enters: w.enters.Load(), Wakes: w.wakes.Load(), Polls: w.polls.Load(), Mapped: w.mem.mapped.Load(), Held: w.heldBytes.Load()}
 	}
 	return out
 }
 
-// queue is a locked FIFO of tasks; a worker takes all of it at once.
+// queue is a locked FIFO of tasks.
 type queue struct {
 	mu    sync.Mutex
 	tasks []Task
-	// deepest is at least the greatest depth queued (depthOf), written
-	// under mu: while it leaves no queued task a place, takeDeep looks at
-	// none of them, and the worker may sleep.
+	// deepest bounds the depths queued (written under mu): while no queued
+	// task fits, take scans none and the worker may sleep.
 	deepest atomic.Int32
 	n       atomic.Int32
 }
 
-// fits reports whether a queued task may take one of room free places,
-// as far as deepest tells: a worker that a task fits does not sleep.
+// fits reports whether a queued task may fit in room free places.
 func (q *queue) fits(room int) bool {
 	return q.n.Load() > 0 && room > DepthReserve-int(q.deepest.Load())
 }
@@ -340,12 +291,10 @@ func (q *queue) push(t Task) {
 	q.mu.Unlock()
 }
 
-// takeDeep moves to dst, in order, at most most queued tasks that fit in
-// room free places (a task at depth d takes one only while more than
-// DepthReserve-d are free), leaves the rest queued in order, and returns
-// dst. A worker that stays full (room at most DepthReserve) calls it
-// every turn: it scans the queue only if its deepest task fits.
-func (q *queue) takeDeep(dst []Task, most, room int) []Task {
+// take moves to dst, in order, the queued tasks that fit in room free
+// places (one at depth d while more than DepthReserve-d are), and leaves
+// the rest queued in order.
+func (q *queue) take(dst []Task, room int) []Task {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if int(q.deepest.Load()) <= DepthReserve-room {
@@ -353,9 +302,8 @@ func (q *queue) takeDeep(dst []Task, most, room int) []Task {
 	}
 	kept, deepest := q.tasks[:0], 0
 	for _, t := range q.tasks {
-		if d := depthOf(t); most > 0 && d > DepthReserve-room {
+		if d := depthOf(t); d > DepthReserve-room {
 			dst = append(dst, t)
-			most--
 			room--
 		} else {
 			kept = append(kept, t)
@@ -366,27 +314,5 @@ func (q *queue) takeDeep(dst []Task, most, room int) []Task {
 	q.tasks = kept
 	q.deepest.Store(int32(deepest))
 	q.n.Store(int32(len(q.tasks)))
-	return dst
-}
-
-// takeAll moves every queued task to dst (or, with max > 0, at most max
-// tasks) and returns dst.
-func (q *queue) takeAll(dst []Task, max int) []Task {
-	if q.n.Load() == 0 {
-		return dst
-	}
-	q.mu.Lock()
-	n := len(q.tasks)
-	if max > 0 && n > max {
-		n = max
-	}
-	dst = append(dst, q.tasks[:n]...)
-	clear(q.tasks[:n])
-	q.tasks = append(q.tasks[:0], q.tasks[n:]...)
-	if len(q.tasks) == 0 {
-		q.deepest.Store(0)
-	}
-	q.n.Store(int32(len(q.tasks)))
-	q.mu.Unlock()
 	return dst
 }

@@ -3,80 +3,56 @@ package worker
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
-
-	"sync"
 
 	"github.com/iodag/iodag/internal/uring"
 	"golang.org/x/sys/unix"
 )
 
 // A Task is work a worker drives on its ring until Prep says it is done:
-// a state machine whose methods the worker calls, always on the worker's
-// own thread, so a task needs no locks for state only it touches.
-//
-// User data: a task stores only the low UserDataBits (40) bits of an
-// SQE's user_data; Worker.SQE sets the rest, the task's 24-bit tag, to
-// route the CQE back to the task.
+// a state machine whose methods the worker calls on its own thread, so a
+// task needs no locks for state only it touches. A task sets the low
+// UserDataBits of each SQE's user_data; Worker.SQE puts the task's tag
+// above them to route the CQE back.
 type Task interface {
-	// Start runs once before any other call; an error ends the task
-	// (Finish is still called, with that error).
+	// Start runs once, first; an error ends the task (Finish is still
+	// called, with that error).
 	Start(w *Worker) error
-	// Prep fills SQEs (from Worker.SQE) for work that is ready, and
-	// returns how many of its in-flight completions the task needs before
-	// it can submit more (a whole level for waves; the worker waits for
-	// the fewest any task wants; it may say more, see Wait), or done:
-	// nothing is in flight and nothing is left to submit. One call a
-	// turn says all three (measured: asking for the wait and the end in
-	// calls of their own, and again after the completions, held a NOP
-	// diamond 3-7% lower).
+	// Prep fills SQEs (Worker.SQE) for work that is ready and returns how
+	// many in-flight completions the task needs before it can submit more
+	// (it may say more, see Wait), or done: nothing in flight or left.
 	//
-	// A turn preps only the tasks with news: after Start, after their
-	// Complete, after a WakeTask with their tag, and in the next turn
-	// again if their Prep left fewer than 2 SQEs of Room (a task that
-	// stops short for want of room uses what there is). It preps every
-	// task after a Wake, when the pool closes, after a fixed-file slot
-	// was freed while one was wanted, after a wait cut short by its
-	// timer, and while no more than sweepBelow tasks are active. So a
-	// task whose state another goroutine changes must say so with a
-	// wake, and its want stands until its next Prep.
+	// A task is prepped after Start, after its Complete, after a WakeTask
+	// with its tag, and next turn again if its Prep left fewer than 2 SQEs
+	// of Room; every task is prepped after a Wake, when the pool closes,
+	// after a wanted fixed-file slot was freed, after a wait cut short by
+	// its timer, and while few are active. A task whose state another
+	// goroutine changes must wake the worker; its want stands till then.
 	Prep(w *Worker) (want int, done bool)
-	// Complete handles a run of this task's CQEs, in the order the ring
-	// gave them; the low UserDataBits of each UserData are what the task set
-	// (the worker's routing tag is above them). The slice is the ring's
-	// CQ, read in place: it is valid only during the call, and is not to
-	// be written.
+	// Complete handles a run of this task's CQEs in ring order, read in
+	// place from the CQ: valid only during the call, not to be written.
 	Complete(w *Worker, cqes []uring.CQE)
-	// Wait returns how many completions the task needs, exactly, after
-	// its last Prep (in this turn, or in an earlier one if nothing has
-	// happened to it since: see Prep). The worker asks only when fewer
-	// are in than Prep's want, which may be more than that: knowing exactly
-	// can cost more than it is worth when the enter finds everything
-	// complete (NOPs, cached reads).
+	// Wait returns exactly how many completions the task needs after its
+	// last Prep; the worker asks only when fewer are in than Prep's want.
 	Wait(w *Worker) int
 	// Finish runs once, last, with the error that ended the task early.
 	Finish(w *Worker, err error)
-	// Abort asks the task to end early because the pool is closing: it
-	// should cancel what it has in flight and submit nothing new. It may
-	// be called many times, on the worker's thread.
+	// Abort asks the task to end early, the pool closing: cancel what is
+	// in flight, submit nothing new. It may be called many times.
 	Abort()
 }
 
-// A task that runs on behalf of another (a subgraph that a Go task of
-// a run waits for) says how deeply it nests, 0 to DepthReserve, with a
-// method Depth() int; one without is at depth 0. A task at depth d is
-// admitted only while more than DepthReserve-d places are free, so the
-// tasks that others wait for always find a place: however many runs
-// fill a worker, the deepest of them can run, then the next, and the
-// wait for a place never closes on itself.
+// A task that another waits for (a Go task's subgraph) says how deeply it
+// nests with a Depth method, 0 to DepthReserve. A task at depth d is
+// admitted only while more than DepthReserve-d places are free, so a
+// nested task always finds one.
 type nester interface{ Depth() int }
 
-// DepthReserve is the number of places kept for nested tasks: one per
-// depth a task may nest.
+// DepthReserve is the number of places kept for nested tasks, one a depth.
 const DepthReserve = 64
 
-// depthOf returns how deeply task t nests, 0 to DepthReserve.
 func depthOf(t Task) int {
 	if n, ok := t.(nester); ok {
 		return min(max(n.Depth(), 0), DepthReserve)
@@ -84,56 +60,44 @@ func depthOf(t Task) int {
 	return 0
 }
 
-// UserDataBits is how many low bits of an SQE's user_data are the
-// task's (Task).
-const UserDataBits = tagShift
+// UserDataBits is how many low bits of an SQE's user_data are the task's;
+// the 24 above are its tag.
+const UserDataBits = 40
+
+// MaxTasks is the most tasks a worker runs at once (Config.MaxTasks): the
+// tags below the doorbell's.
+const MaxTasks = doorbellTag
 
 const (
-	// A tag of 24 bits lets a worker run 16.7 million tasks at once,
-	// more than a program can keep alive (each subgraph a Go task waits
-	// for is one, with the goroutine's stack): the places kept for
-	// nested tasks matter only under Config.MaxTasks.
-	tagShift     = 40
-	userDataMask = 1<<tagShift - 1
-	doorbellTag  = 1<<(64-tagShift) - 1
-	maxTasks     = doorbellTag
-	// maxWait bounds a wait for more than one completion.
-	maxWait = 10 * time.Millisecond
-	// publishEvery is how many turns of the loop the enters counter
-	// that Stats reads may lag (an atomic add per turn was a measured
-	// share of a turn's cost).
-	publishEvery = 64
+	userDataMask = 1<<UserDataBits - 1
+	doorbellTag  = 1<<(64-UserDataBits) - 1
+	maxWait      = 10 * time.Millisecond // bounds a wait for more than one completion
+	publishEvery = 64                    // turns Stats.Enters may lag: a store a turn costs
 )
 
-// Bits of Worker.state.
+// Bits of Worker.state and Worker.news.
 const (
 	stateSleeping uint32 = 1
 	statePoked    uint32 = 2
-)
-
-// Bits of Worker.news.
-const (
-	newsSweep uint32 = 1
-	newsWoken uint32 = 2
+	newsSweep     uint32 = 1
+	newsWoken     uint32 = 2
 )
 
 // Worker is one fixed worker: a goroutine locked to its OS thread that
-// owns one ring. Only Wake, WakeTask and ID may be called from other goroutines;
-// everything else is for Tasks, on the worker's thread.
+// owns one ring. Only Wake, WakeTask and ID may be called from other
+// goroutines; everything else is for Tasks, on the worker's thread.
 type Worker struct {
 	pool  *Pool
 	id    int
 	queue *queue
 	ring  *uring.Ring
 
-	// efd is the doorbell's eventfd. A wake writes it after taking the
-	// worker's sleep with a swap of state, from any goroutine, so
-	// teardown closes it only under efdMu, and a wake writes only while
-	// it is open: a wake preempted between the two could otherwise write
-	// into whatever file took the number after Close.
+	// efd is the doorbell's eventfd. A wake writes it after its swap of
+	// state, from any goroutine, so it is closed only under efdMu and written
+	// only while open: else a late wake could write into the fd's next file.
 	efdMu    sync.RWMutex
 	efd      int
-	bell     []byte
+	bell     []byte // the doorbell read's buffer, in arena
 	bellArmd bool
 	arena    *uring.Arena
 
@@ -141,78 +105,53 @@ type Worker struct {
 	freeTags []int
 	active   []int
 	incoming []Task
-	// Which tasks a turn preps (see Task): those due (after their Start,
-	// their completions, a WakeTask, a Prep that found too little room:
-	// prepDue), or every active one (prepAll) when sweep is set, when no
-	// more than sweepBelow are, or when the last prepAll did not track
-	// them.
+	// A turn preps the tasks due (prepDue), or all (prepAll) when sweep is
+	// set, few are active, or the last prepAll did not track them.
 	due        []int
 	isDue      []bool  // by tag: in due
 	at         []int   // by tag: the task's index in active, or -1
-	wants      []int32 // by tag: what the task's last Prep said it wants
+	wants      []int32 // by tag: what its last Prep wants
 	sweep      bool
 	tracking   bool // the last prepAll kept what prepDue needs
 	slotWait   bool // a task found no free slot: a freed one sweeps
 	wokenSpare []int
 
-	cur         uint64 // tag of the task being called, pre-shifted
+	cur         uint64 // tag of the task being called, shifted
 	inflight    int
 	inflightCap int
 	slots       []uint32 // free fixed-file slots (a stack)
-	mem         bufPool  // buffers of the tasks' requests
+	mem         bufPool
 	now         int64
 	stale       bool // now is of an earlier batch: Now reads the clock
 	linked      bool // a task linked SQEs in this turn (Linked)
 
-	lastFinish int64
-	lastEnd    int64 // when the last task ended (Now), for IdleTrim
-	reaped     bool  // the last turn reaped completions: Now's reading stamps the next prep too
+	lastFinish int64 // Now when the last task ended; -spinTime once spun
 	poked      bool  // a wake came during the last enter
 	turns      int
-	// readied: since the worker last yielded its P, it ended a task (whose
-	// Run caller may be parked) or a task told it (Readied) that it woke a
-	// goroutine (a Go task's, a stream's reader); such a goroutine waits
-	// in this P's run queue (see yield).
-	readied bool
+	readied    bool // it readied a goroutine since it last yielded its P
 
-	tasksDone atomic.Uint64
-	enters    atomic.Uint64 // the ring's count, published every publishEvery turns and when a task ends
-	wakes     atomic.Uint64
-	polls     atomic.Uint64 // waits for several CQEs that maxWait cut short
-	mapped    atomic.Int64  // bytes of buffer memory (Stats)
-	closeErr  error
-	// held is Go memory of requests a failed task left in flight (Hold),
-	// kept from the collector for as long as the worker is.
-	held      [][]byte
-	heldBytes atomic.Int64 // their size (Stats)
-	// dead is why the loop ended early (die), guarded by the pool's
-	// closeMu: tasks handed over later fail with it.
-	dead error
-	// tid is the worker's thread; user says it may run a program's code
-	// now (a hook, a binding, an observer: EnterUser), for OnWorker.
-	// userOn shadows user for the worker's own reads.
-	tid    int32
-	user   atomic.Bool
-	userOn bool
-	// load counts the tasks handed to the worker that have not finished;
-	// lastActive is when the last of them finished (Pick).
-	load       atomic.Int32
-	lastActive atomic.Int64
-	stopped    atomic.Bool // dead is set: the worker takes no task
+	tasksDone  atomic.Uint64
+	enters     atomic.Uint64 // the ring's count, every publishEvery turns and when a task ends
+	wakes      atomic.Uint64
+	polls      atomic.Uint64
+	closeErr   error
+	held       [][]byte // Go memory of requests left in flight (Hold), kept while the worker lives
+	heldBytes  atomic.Int64
+	dead       error        // why the loop ended early (die), under the pool's closeMu
+	tid        int32        // the worker's thread
+	user       atomic.Bool  // it may run a program's code now (EnterUser, OnWorker)
+	load       atomic.Int32 // tasks handed over and not finished (Pick)
+	lastActive atomic.Int64 // Now when the last of them finished (Pick, IdleTrim)
+	stopped    atomic.Bool  // dead is set
 
-	// state holds stateSleeping (the worker may block in its next
-	// enter: a wake must ring the doorbell) and statePoked (a wake came
-	// since the worker last looked), one word so that the loop changes
-	// both with one atomic swap. Every hand-off writes it, from any CPU:
-	// it has a cache line of its own, apart from the fields the loop
-	// reads every turn.
-	_     [64]byte
+	// Hand-offs write state from any CPU: a cache line of its own.
+	_ [64]byte
+	// state holds stateSleeping (the next enter may block: a wake rings the
+	// doorbell) and statePoked (a wake came), swapped together.
 	state atomic.Uint32
 	_     [64]byte
-	// news says what a wake asked for: newsSweep (Wake: prep every
-	// task) and newsWoken (WakeTask: the tags in woken). The loop reads
-	// it every turn, so it is not on state's line, which every hand-off
-	// of a task writes.
+	// news is what wakes asked for: newsSweep (Wake), newsWoken (WakeTask,
+	// the tags in woken). Read every turn: not on state's line.
 	news    atomic.Uint32
 	wokenMu sync.Mutex
 	woken   []int
@@ -220,19 +159,15 @@ type Worker struct {
 }
 
 // EnterUser tells the worker that its thread is about to run a program's
-// code (a hook, a binding, an observer), which may call into the pool
-// (Pool.OnWorker); the flag stays up until the worker next blocks.
+// code, which may call Pool.OnWorker; it holds until the worker blocks.
 func (w *Worker) EnterUser() {
-	if !w.userOn {
-		w.userOn = true
+	if !w.user.Load() {
 		w.user.Store(true)
 	}
 }
 
-// leaveUser lowers EnterUser's flag, before the worker blocks.
 func (w *Worker) leaveUser() {
-	if w.userOn {
-		w.userOn = false
+	if w.user.Load() {
 		w.user.Store(false)
 	}
 }
@@ -243,9 +178,8 @@ func (w *Worker) ID() int { return w.id }
 // Enters returns how many io_uring_enter calls the worker's ring made.
 func (w *Worker) Enters() uint64 { return w.ring.Enters() }
 
-// RegisterFile puts fd into a free slot of the worker's fixed-file table
-// and returns the slot; the ring holds its own reference, so the caller
-// may close fd. It fails if no slot is free.
+// RegisterFile puts fd into a free fixed-file slot and returns it; the
+// ring holds its own reference, so the caller may close fd.
 func (w *Worker) RegisterFile(fd int) (uint32, error) {
 	s, ok := w.AllocSlot()
 	if !ok {
@@ -258,8 +192,8 @@ func (w *Worker) RegisterFile(fd int) (uint32, error) {
 	return s, nil
 }
 
-// ClearSlot empties slot s of the fixed-file table (closing the ring's
-// reference to its file, if any) and frees it.
+// ClearSlot empties slot s (closing the ring's reference to its file) and
+// frees it.
 func (w *Worker) ClearSlot(s uint32) {
 	minus := [1]int32{-1}
 	w.ring.UpdateFiles(s, minus[:])
@@ -269,76 +203,7 @@ func (w *Worker) ClearSlot(s uint32) {
 // ErrNoSlots is RegisterFile's error when the fixed-file table is full.
 var ErrNoSlots = errors.New("no free fixed-file slot on the worker (raise workers.Config.Files or RLIMIT_NOFILE)")
 
-// Room returns how many SQEs SQE will still hand out in this Prep: the
-// smaller of the free SQ space and the in-flight budget.
-func (w *Worker) Room() int {
-	room := w.inflightCap - w.inflight
-	if sq := int(w.ring.SQSpace()); sq < room {
-		room = sq
-	}
-	return room
-}
-
-// SQE returns a free SQE with user_data set to ud (UserDataBits) plus the
-// task's routing tag, or nil when Room is 0. Each SQE must produce exactly
-// one CQE (do not set CQE_SKIP_SUCCESS).
-func (w *Worker) SQE(ud uint64) *uring.SQE {
-	if w.inflight >= w.inflightCap {
-		return nil
-	}
-	s := w.ring.GetSQE()
-	if s == nil {
-		return nil
-	}
-	s.UserData = ud&userDataMask | w.cur
-	w.inflight++
-	return s
-}
-
-// NextSQE is SQE for a caller that checked Room for this SQE and every
-// other it has taken since (a batch of nodes prepped in one loop): it
-// skips SQE's checks of the room.
-func (w *Worker) NextSQE(ud uint64) *uring.SQE {
-	s := w.ring.NextSQE()
-	s.UserData = ud&userDataMask | w.cur
-	w.inflight++
-	return s
-}
-
-// Linked tells the worker that the task linked SQEs (IOSQE_IO_LINK) in
-// this Prep: the turn's wait then lets the kernel complete a chain of
-// requests that need no device in one enter (see uring.Ring.TryWait).
-func (w *Worker) Linked() { w.linked = true }
-
-// LinkWidth returns how many nodes ready at once in a task make a batch
-// wide enough that a linear run of requests that complete as they are
-// submitted goes down one node per enter rather than as a kernel link
-// (Config.LinkWidth).
-func (w *Worker) LinkWidth() int { return w.pool.cfg.LinkWidth }
-
-// UserData returns the full user_data the kernel sees for the task's
-// ud (UserDataBits), the key an ASYNC_CANCEL of that request needs.
-func (w *Worker) UserData(ud uint64) uint64 { return ud&userDataMask | w.cur }
-
-// Now returns the time of the current batch, in nanoseconds since the
-// pool started: read at most once per completion batch (the Prep round
-// after a batch shares its time) and before a Prep round that follows
-// none, never per operation, and only if a task asks: a clock read was 8%
-// of the CPU of a run of small NOP graphs whose node times nobody reads.
-func (w *Worker) Now() int64 {
-	if w.stale {
-		w.now, w.stale = w.pool.Now(), false
-	}
-	return w.now
-}
-
-// Since converts a wall-clock time to the pool's Now scale.
-func (p *Pool) Since(t time.Time) int64 { return int64(t.Sub(p.epoch)) }
-
-// Now returns the current time on the workers' Now scale.
-func (p *Pool) Now() int64 { return int64(time.Since(p.epoch)) }
-
-// AllocSlot takes a free fixed-file slot of this worker's table.
+// AllocSlot takes a free fixed-file slot.
 func (w *Worker) AllocSlot() (uint32, bool) {
 	n := len(w.slots)
 	if n == 0 {
@@ -350,7 +215,7 @@ func (w *Worker) AllocSlot() (uint32, bool) {
 	return s, true
 }
 
-// FreeSlot returns a slot to the table; the caller has emptied it.
+// FreeSlot returns an emptied slot to the table.
 func (w *Worker) FreeSlot(s uint32) {
 	w.slots = append(w.slots, s)
 	if w.slotWait {
@@ -358,8 +223,8 @@ func (w *Worker) FreeSlot(s uint32) {
 	}
 }
 
-// FreeSlots returns how many fixed-file slots are free. A task told 0
-// is prepped again when one is freed.
+// FreeSlots returns how many slots are free; a task told 0 is prepped
+// again when one is freed.
 func (w *Worker) FreeSlots() int {
 	if len(w.slots) == 0 {
 		w.slotWait = true
@@ -367,34 +232,68 @@ func (w *Worker) FreeSlots() int {
 	return len(w.slots)
 }
 
-// Wake makes the worker run its loop soon and prep every task (for
-// example to notice a cancellation); safe from any goroutine.
+// Room returns how many SQEs SQE will still hand out in this Prep: the
+// smaller of the free SQ space and the in-flight budget.
+func (w *Worker) Room() int {
+	return min(w.inflightCap-w.inflight, int(w.ring.SQSpace()))
+}
+
+// SQE returns a free SQE with user_data set to ud plus the task's tag, or
+// nil when Room is 0. Each SQE must produce one CQE (no CQE_SKIP_SUCCESS).
+func (w *Worker) SQE(ud uint64) *uring.SQE {
+	if w.Room() <= 0 {
+		return nil
+	}
+	return w.NextSQE(ud)
+}
+
+// NextSQE is SQE without the checks, for a caller that checked Room for
+// every SQE it has taken since.
+func (w *Worker) NextSQE(ud uint64) *uring.SQE {
+	s := w.ring.NextSQE()
+	s.UserData = ud&userDataMask | w.cur
+	w.inflight++
+	return s
+}
+
+// Linked tells the worker that the task linked SQEs in this Prep: the
+// turn's wait then lets the kernel run the chain in one enter.
+func (w *Worker) Linked() { w.linked = true }
+
+// LinkWidth returns Config.LinkWidth.
+func (w *Worker) LinkWidth() int { return w.pool.cfg.LinkWidth }
+
+// UserData returns the full user_data the kernel sees for the task's ud,
+// the key an ASYNC_CANCEL of that request needs.
+func (w *Worker) UserData(ud uint64) uint64 { return ud&userDataMask | w.cur }
+
+// Now returns the time of the current completion batch in nanoseconds
+// since the pool started: the clock is read once a batch, if asked.
+func (w *Worker) Now() int64 {
+	if w.stale {
+		w.now, w.stale = w.pool.Now(), false
+	}
+	return w.now
+}
+
+// Wake makes the worker run its loop soon and prep every task (to notice
+// a cancellation, say); safe from any goroutine.
 func (w *Worker) Wake() {
 	w.news.Or(newsSweep)
 	w.wake()
 }
 
 // Tag returns the tag of the task being called (for WakeTask).
-func (w *Worker) Tag() int { return int(w.cur >> tagShift) }
+func (w *Worker) Tag() int { return int(w.cur >> UserDataBits) }
 
-// WakeTask makes the worker run its loop soon and prep the task of
-// tag: a wake for one task among many (a Go task's end), which preps
-// only it; safe from any goroutine. A tag whose task has ended may have
-// been given to another, which then has an extra Prep.
+// WakeTask makes the worker run its loop soon and prep only the task of
+// tag (or the task that took the tag since); safe from any goroutine.
 func (w *Worker) WakeTask(tag int) {
 	w.wokenMu.Lock()
 	w.woken = append(w.woken, tag)
 	w.wokenMu.Unlock()
 	w.news.Or(newsWoken)
 	w.wake()
-}
-
-// markDue makes task tag due for the next Prep round.
-func (w *Worker) markDue(tag int) {
-	if !w.isDue[tag] {
-		w.isDue[tag] = true
-		w.due = append(w.due, tag)
-	}
 }
 
 // takeNews reads what wakes asked for since the last turn.
@@ -420,40 +319,34 @@ func (w *Worker) takeNews() {
 	}
 }
 
+// wake pokes the worker and, if it may be asleep, rings its doorbell.
 func (w *Worker) wake() {
-	for {
-		old := w.state.Load()
-		if !w.state.CompareAndSwap(old, (old|statePoked)&^stateSleeping) {
-			continue
-		}
-		if old&stateSleeping != 0 {
-			w.wakes.Add(1)
-			one := [8]byte{1}
-			w.efdMu.RLock()
-			if w.efd > 0 {
-				unix.Write(w.efd, one[:])
-			}
-			w.efdMu.RUnlock()
-		}
+	if w.state.Swap(statePoked)&stateSleeping == 0 {
 		return
 	}
+	w.wakes.Add(1)
+	one := [8]byte{1}
+	w.efdMu.RLock()
+	if w.efd > 0 {
+		unix.Write(w.efd, one[:])
+	}
+	w.efdMu.RUnlock()
 }
 
 func (w *Worker) setup() error {
 	cfg := &w.pool.cfg
 	o := uring.Options{CQEntries: 2 * cfg.Entries, SingleIssuer: true, DeferTaskrun: true, RegisterRing: true}
 	r, err := uring.New(cfg.Entries, o)
-	if err != nil && errors.Is(err, unix.EINVAL) {
-		// Older kernels lack SINGLE_ISSUER/DEFER_TASKRUN: fall back.
+	if errors.Is(err, unix.EINVAL) { // an older kernel
 		o.SingleIssuer, o.DeferTaskrun, o.RegisterRing = false, false, false
 		r, err = uring.New(cfg.Entries, o)
 	}
 	if err != nil {
-		return fmt.Errorf("worker %d: %w", w.id, err)
+		return err
 	}
 	w.ring = r
 	if err := r.RegisterFilesSparse(cfg.Files); err != nil {
-		return fmt.Errorf("worker %d: %w (lower Files or raise RLIMIT_NOFILE)", w.id, err)
+		return fmt.Errorf("%w (lower Files or raise RLIMIT_NOFILE)", err)
 	}
 	w.slots = make([]uint32, cfg.Files)
 	for i := range w.slots {
@@ -461,28 +354,29 @@ func (w *Worker) setup() error {
 	}
 	if cfg.IOWQBounded > 0 || cfg.IOWQUnbounded > 0 {
 		if _, err := r.SetIOWQMaxWorkers(cfg.IOWQBounded, cfg.IOWQUnbounded); err != nil {
-			return fmt.Errorf("worker %d: %w", w.id, err)
+			return err
 		}
 	}
 	if len(cfg.CPUs) > 0 {
 		var set unix.CPUSet
-		set.Set(cfg.CPUs[w.id%len(cfg.CPUs)])
+		cpu := cfg.CPUs[w.id%len(cfg.CPUs)]
+		set.Set(cpu)
 		if err := unix.SchedSetaffinity(0, &set); err != nil {
-			return fmt.Errorf("worker %d: pin to CPU %d: %w", w.id, cfg.CPUs[w.id%len(cfg.CPUs)], err)
+			return fmt.Errorf("pin to CPU %d: %w", cpu, err)
 		}
 		if err := r.SetIOWQAffinity(&set); err != nil {
-			return fmt.Errorf("worker %d: %w", w.id, err)
+			return err
 		}
 	}
 	w.inflightCap = int(r.CQEntries()) - 1 // one CQE is the doorbell's
-	if cfg.InFlight > 0 && cfg.InFlight < w.inflightCap {
-		w.inflightCap = cfg.InFlight
+	if cfg.InFlight > 0 {
+		w.inflightCap = min(w.inflightCap, cfg.InFlight)
 	}
 	if w.efd, err = unix.Eventfd(0, unix.EFD_CLOEXEC); err != nil {
-		return fmt.Errorf("worker %d: eventfd: %w", w.id, err)
+		return fmt.Errorf("eventfd: %w", err)
 	}
 	if w.arena, err = uring.NewArena(8); err != nil {
-		return fmt.Errorf("worker %d: %w", w.id, err)
+		return err
 	}
 	w.bell = w.arena.Alloc(8, 8)
 	return nil
@@ -501,12 +395,9 @@ func (w *Worker) teardown() {
 	if w.arena != nil {
 		w.arena.Free()
 	}
-	// Buffers still out belong to requests the worker left in flight (it
-	// died, or its ring failed): the kernel ends those in the background
-	// after the ring's close, and may still write into them, so their
-	// memory stays mapped, for good.
+	// Buffers still out belong to requests left in flight, which the
+	// kernel may write after the ring's close: they stay mapped.
 	if w.mem.out == 0 {
 		w.mem.release()
-		w.mapped.Store(0)
 	}
 }

@@ -3,6 +3,7 @@ package worker
 import (
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"sync/atomic"
 	"testing"
@@ -21,7 +22,7 @@ type startTask struct {
 }
 
 func (t startTask) Start(w *Worker) error {
-	*t.tags = append(*t.tags, w.cur>>tagShift)
+	*t.tags = append(*t.tags, w.cur>>UserDataBits)
 	return nil
 }
 func (startTask) Prep(*Worker) (int, bool)      { return 1, false }
@@ -66,9 +67,9 @@ func TestAdmitFull(t *testing.T) {
 // The last tag a task may get is not the doorbell's, and every tag fits
 // above the task's bits (a compile-time check: a constant that
 // overflows uint64 does not compile).
-const _ uint64 = (maxTasks - 1) << tagShift
+const _ uint64 = (MaxTasks - 1) << UserDataBits
 
-var _ = [1]struct{}{}[doorbellTag-maxTasks] // maxTasks == doorbellTag: every tag below the doorbell's
+var _ = [1]struct{}{}[doorbellTag-MaxTasks] // MaxTasks == doorbellTag: every tag below the doorbell's
 
 // TestAdmitDepth: once fewer than DepthReserve places are free, a task
 // at depth d takes one only while more than DepthReserve-d are, passing
@@ -87,7 +88,7 @@ func TestAdmitDepth(t *testing.T) {
 		if got := len(w.active); got != max-DepthReserve {
 			t.Fatalf("%d tasks at depth 0 started, want %d", got, max-DepthReserve)
 		}
-		w.queue.takeAll(nil, 0) // the fillers not started
+		w.queue.take(nil, math.MaxInt) // the fillers not started
 		for _, d := range []int{1, 1, DepthReserve, 0, 2, DepthReserve} {
 			w.queue.push(startTask{tags: &tags, depth: d, name: fmt.Sprint("depth ", d)})
 		}
