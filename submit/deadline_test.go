@@ -22,7 +22,7 @@ import (
 // time is not touched.
 func TestDeadline(t *testing.T) {
 	root := t.TempDir()
-	must(t, unix.Mkfifo(filepath.Join(root, "fifo"), 0o644))
+	mkfifo(t, filepath.Join(root, "fifo"))
 	must(t, os.WriteFile(filepath.Join(root, "file"), []byte("hello"), 0o644))
 	const short = 20 * time.Millisecond
 	b := dag.NewBuilder("deadlines")

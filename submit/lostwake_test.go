@@ -33,7 +33,7 @@ func TestIdleWaitKeepsWakes(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(root, "f"), []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	pool := newPool(t, workers.Config{Workers: 1, IdleTrim: 2 * time.Second})
+	pool := newPool(t, workers.Config{Workers: 1, IdleTrim: 2 * time.Second, Backend: workers.IOURing}) // it waits for io_uring_enter
 	waiters := (*worker.Pool)(pool).Waiters()
 	bs := dag.NewBuilder("statx")
 	bs.Statx("s", "f") // maps buffer memory

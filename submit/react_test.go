@@ -1536,9 +1536,7 @@ func TestHookGoexitGoTasks(t *testing.T) {
 func TestHookGoexitHolds(t *testing.T) {
 	pool := newPool(t, workers.Config{Workers: 1})
 	root := t.TempDir()
-	if err := unix.Mkfifo(filepath.Join(root, "fifo"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	mkfifo(t, filepath.Join(root, "fifo"))
 	b := dag.NewBuilder("goexit-holds")
 	o := b.Open("open", "fifo", unix.O_RDWR, "h") // O_RDWR: the open does not wait for a writer
 	b.Read("read", o.Handle(), 0, 64).After(o).Keep()

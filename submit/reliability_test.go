@@ -910,7 +910,7 @@ func TestCanceledFIFOOpen(t *testing.T) {
 	for _, m := range Modes() {
 		t.Run(m.String(), func(t *testing.T) {
 			root := t.TempDir()
-			must(t, unix.Mkfifo(filepath.Join(root, "fifo"), 0o644))
+			mkfifo(t, filepath.Join(root, "fifo"))
 			ctx, cancel := context.WithCancel(context.Background())
 			b := dag.NewBuilder("fifo")
 			o := b.Open("open", "fifo", unix.O_WRONLY|unix.O_CREAT, "h")

@@ -24,7 +24,7 @@ func Example() {
 		fmt.Println("worker", s.Worker, "runs", s.Runs)
 	}
 	// Output:
-	// pool(2 workers, ring 64)
+	// pool(2 workers, ring 64, io_uring)
 	// size: 2
 	// workers: 2 entries: 64
 	// worker 0 runs 0

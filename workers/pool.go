@@ -60,6 +60,53 @@ type Config struct {
 	// or a clock (O_DIRECT reads, fsync, timeouts) are linked whatever
 	// the width.
 	LinkWidth int
+	// Backend chooses what does the I/O (default Auto: io_uring where
+	// it can be set up, else plain system calls).
+	Backend Backend
+}
+
+// Backend is what a pool's workers do their I/O with. Every mode runs
+// on either backend, with the same semantics.
+type Backend int
+
+const (
+	// Auto runs on io_uring where a ring can be set up, and on plain
+	// system calls where io_uring is refused (ENOSYS, EPERM: a seccomp
+	// profile such as Docker's default, sysctl kernel.io_uring_disabled)
+	// or its memory cannot be locked (ENOMEM): Pool.Fallback says why.
+	Auto Backend = iota
+	// IOURing runs on io_uring only: New fails where it cannot.
+	IOURing
+	// Syscalls runs every operation as a plain system call on a
+	// goroutine, never io_uring. A request canceled while its system
+	// call blocks (an open of a FIFO with no reader, a read of a hung
+	// mount) is abandoned a millisecond later: its node ends canceled,
+	// and what the call returns is discarded (an opened file closed).
+	Syscalls
+)
+
+// String returns the backend's name: "auto", "io_uring" or "syscalls".
+func (b Backend) String() string {
+	switch b {
+	case Auto:
+		return "auto"
+	case IOURing:
+		return "io_uring"
+	case Syscalls:
+		return "syscalls"
+	}
+	return fmt.Sprintf("backend(%d)", int(b))
+}
+
+// ParseBackend returns the backend named s ("auto", "io_uring" or
+// "syscalls").
+func ParseBackend(s string) (Backend, error) {
+	for _, b := range []Backend{Auto, IOURing, Syscalls} {
+		if b.String() == s {
+			return b, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown backend %q (want auto, io_uring or syscalls)", s)
 }
 
 // Pool is a set of fixed workers. Its methods are safe for concurrent use.
@@ -76,13 +123,24 @@ var ErrClosed = worker.ErrClosed
 // nothing running, if any ring cannot be set up; the error names the
 // worker and the cause (io_uring disabled, a limit too low, a bad CPU).
 func New(cfg Config) (*Pool, error) {
+	if cfg.Backend < Auto || cfg.Backend > Syscalls {
+		return nil, fmt.Errorf("workers: Config.Backend %d: want Auto, IOURing or Syscalls", cfg.Backend)
+	}
 	p, err := worker.New(worker.Config{
 		Workers: cfg.Workers, Entries: cfg.Entries, InFlight: cfg.InFlight, Files: cfg.Files,
 		IOWQBounded: cfg.IOWQBounded, IOWQUnbounded: cfg.IOWQUnbounded, CPUs: cfg.CPUs,
-		IdleTrim: cfg.IdleTrim, LinkWidth: cfg.LinkWidth,
+		IdleTrim: cfg.IdleTrim, LinkWidth: cfg.LinkWidth, Backend: worker.Backend(cfg.Backend),
 	})
 	return (*Pool)(p), err
 }
+
+// Backend returns what the pool runs on: IOURing or Syscalls.
+func (p *Pool) Backend() Backend { return Backend(p.engine().Config().Backend) }
+
+// Fallback returns why a pool whose Config asked for Auto runs on
+// Syscalls: the error io_uring's setup returned (it matches errors.Is
+// with syscall.EPERM, ENOSYS or ENOMEM). It is nil for every other pool.
+func (p *Pool) Fallback() error { return p.engine().Fallback() }
 
 func (p *Pool) engine() *worker.Pool { return (*worker.Pool)(p) }
 
@@ -99,7 +157,7 @@ func (p *Pool) Config() Config {
 	return Config{
 		Workers: c.Workers, Entries: c.Entries, InFlight: c.InFlight, Files: c.Files,
 		IOWQBounded: c.IOWQBounded, IOWQUnbounded: c.IOWQUnbounded, CPUs: c.CPUs,
-		IdleTrim: c.IdleTrim, LinkWidth: c.LinkWidth,
+		IdleTrim: c.IdleTrim, LinkWidth: c.LinkWidth, Backend: Backend(c.Backend),
 	}
 }
 
@@ -136,8 +194,8 @@ func (p *Pool) Stats() []Stats {
 	return out
 }
 
-// String describes the pool as "pool(N workers, ring ENTRIES)".
+// String describes the pool as "pool(N workers, ring ENTRIES, BACKEND)".
 func (p *Pool) String() string {
 	c := p.Config()
-	return fmt.Sprintf("pool(%d workers, ring %d)", c.Workers, c.Entries)
+	return fmt.Sprintf("pool(%d workers, ring %d, %s)", c.Workers, c.Entries, c.Backend)
 }

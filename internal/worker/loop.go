@@ -73,7 +73,7 @@ func (w *Worker) turn() bool {
 // the SQ full (an enter refused for want of memory), the worker acts as if
 // poked and arms the bell next turn: it never sleeps deaf.
 func (w *Worker) armBell() {
-	if w.bellArmd {
+	if w.bellArmd || w.syscalls {
 		return
 	}
 	if s := w.ring.GetSQE(); s != nil {

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/iodag/iodag/internal/uring"
 	"golang.org/x/sys/unix"
 )
 
@@ -32,7 +33,19 @@ type Config struct {
 	// most: MaxTasks; at least DepthReserve+1); more wait in its queue.
 	MaxTasks  int
 	LinkWidth int // default DefaultLinkWidth
+	Backend   Backend
 }
+
+// Backend is what does the workers' I/O.
+type Backend uint8
+
+// The backends: Auto is IOURing where a ring can be set up, else
+// Syscalls (plain system calls: uring.NewSyscalls).
+const (
+	Auto Backend = iota
+	IOURing
+	Syscalls
+)
 
 // DefaultLinkWidth is Config.LinkWidth's default.
 const DefaultLinkWidth = 8
@@ -53,6 +66,8 @@ type Pool struct {
 	waiters  atomic.Int32
 	spinners atomic.Int32 // workers in Worker.spin: at most one
 	_        [64]byte
+	// fallback is why an Auto pool runs on system calls.
+	fallback error
 }
 
 // New starts the workers and sets up their rings. It fails, leaving
@@ -71,11 +86,29 @@ func New(cfg Config) (*Pool, error) {
 	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err == nil && uint64(cfg.Files) > lim.Cur {
 		cfg.Files = uint32(lim.Cur)
 	}
+	if cfg.Backend != Auto {
+		return start(cfg)
+	}
+	cfg.Backend = IOURing
+	p, err := start(cfg)
+	if errors.Is(err, uring.ErrUnavailable) {
+		cfg.Backend = Syscalls
+		var why error
+		if p, why = start(cfg); p != nil {
+			p.fallback = err
+		}
+		err = why
+	}
+	return p, err
+}
+
+// start starts the workers of a pool on cfg.Backend.
+func start(cfg Config) (*Pool, error) {
 	p := &Pool{cfg: cfg, epoch: time.Now()}
 	errs := make([]error, cfg.Workers)
 	var started sync.WaitGroup
 	for i := range cfg.Workers {
-		w := &Worker{pool: p, id: i, queue: &queue{}, stale: true}
+		w := &Worker{pool: p, id: i, queue: &queue{}, stale: true, syscalls: cfg.Backend == Syscalls}
 		p.workers = append(p.workers, w)
 		started.Add(1)
 		p.wg.Add(1)
@@ -91,6 +124,10 @@ func New(cfg Config) (*Pool, error) {
 	return p, nil
 }
 
+// Fallback returns why a pool asked for Auto runs on system calls: the
+// error that io_uring's setup returned. It is nil for any other pool.
+func (p *Pool) Fallback() error { return p.fallback }
+
 func (cfg *Config) check() error {
 	switch {
 	case cfg.Workers < 0 || cfg.Workers > MaxWorkers:
@@ -101,6 +138,8 @@ func (cfg *Config) check() error {
 		return fmt.Errorf("workers: Config.MaxTasks %d: want %d to %d (0 for the most)", cfg.MaxTasks, DepthReserve+1, MaxTasks)
 	case cfg.LinkWidth < 0:
 		return fmt.Errorf("workers: Config.LinkWidth %d: want 0 (the default, %d) or more", cfg.LinkWidth, DefaultLinkWidth)
+	case cfg.Backend > Syscalls:
+		return fmt.Errorf("workers: Config.Backend %d: want Auto, IOURing or Syscalls", cfg.Backend)
 	case cfg.InFlight < 0:
 		return fmt.Errorf("workers: Config.InFlight %d: want 0 (the most) or more", cfg.InFlight)
 	}

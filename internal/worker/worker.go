@@ -97,6 +97,7 @@ type Worker struct {
 	// only while open: else a late wake could write into the fd's next file.
 	efdMu    sync.RWMutex
 	efd      int
+	syscalls bool   // the ring is uring.NewSyscalls's: a wake is Ring.Wake, no doorbell
 	bell     []byte // the doorbell read's buffer, in arena
 	bellArmd bool
 	arena    *uring.Arena
@@ -325,6 +326,10 @@ func (w *Worker) wake() {
 		return
 	}
 	w.wakes.Add(1)
+	if w.syscalls {
+		w.ring.Wake()
+		return
+	}
 	one := [8]byte{1}
 	w.efdMu.RLock()
 	if w.efd > 0 {
@@ -336,7 +341,11 @@ func (w *Worker) wake() {
 func (w *Worker) setup() error {
 	cfg := &w.pool.cfg
 	o := uring.Options{CQEntries: 2 * cfg.Entries, SingleIssuer: true, DeferTaskrun: true, RegisterRing: true}
-	r, err := uring.New(cfg.Entries, o)
+	newRing := uring.New
+	if w.syscalls {
+		newRing = uring.NewSyscalls
+	}
+	r, err := newRing(cfg.Entries, o)
 	if errors.Is(err, unix.EINVAL) { // an older kernel
 		o.SingleIssuer, o.DeferTaskrun, o.RegisterRing = false, false, false
 		r, err = uring.New(cfg.Entries, o)
