@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"syscall"
 
 	"github.com/iodag/iodag/dag"
 	"github.com/iodag/iodag/internal/uring"
@@ -193,6 +192,3 @@ func (r *Runner) kernelErr(i int32, err error) error {
 	}
 	return &os.PathError{Op: op, Path: path, Err: err}
 }
-
-// errnoOf returns res, a negative errno, as a syscall.Errno.
-func errnoOf(res int32) error { return syscall.Errno(-res) }

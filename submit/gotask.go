@@ -323,12 +323,15 @@ func (t *task) cutShort(err error) bool {
 // guard calls fn, turning a panic into an error: user code must not take
 // the program down from a worker's thread.
 func guard(fn func() error) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("panic: %v", r)
-		}
-	}()
+	defer recovered(&err)
 	return fn()
+}
+
+// recovered, deferred, turns a panic into *err.
+func recovered(err *error) {
+	if p := recover(); p != nil {
+		*err = fmt.Errorf("panic: %v", p)
+	}
 }
 
 // userCode tells the task's worker that the program's code runs on its
@@ -343,22 +346,14 @@ func (t *task) userCode() {
 // closure (a hook that does nothing costs a few nanoseconds).
 func (t *task) callHook(hook func(dag.Inputs, dag.Result) error, in dag.Inputs, r dag.Result) (err error) {
 	t.userCode()
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("panic: %v", p)
-		}
-	}()
+	defer recovered(&err)
 	return hook(in, r)
 }
 
 // callBind calls a node's binding on the worker under the same guard.
 func (t *task) callBind(bind func(dag.Inputs, *dag.Params) error, in dag.Inputs, p *dag.Params) (err error) {
 	t.userCode()
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("panic: %v", r)
-		}
-	}()
+	defer recovered(&err)
 	return bind(in, p)
 }
 

@@ -14,36 +14,17 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// opcodes returns the io_uring opcodes that perform op.
-func opcodes(op dag.Op) []uint8 {
-	switch op {
-	case dag.OpRead:
-		return []uint8{uring.OpRead}
-	case dag.OpWrite:
-		return []uint8{uring.OpWrite}
-	case dag.OpFsync:
-		return []uint8{uring.OpFsync}
-	case dag.OpOpen:
-		return []uint8{uring.OpOpenat2}
-	case dag.OpStatx:
-		return []uint8{uring.OpStatx}
-	case dag.OpClose:
-		return []uint8{uring.OpClose}
-	case dag.OpTimeout:
-		return []uint8{uring.OpTimeout}
-	case dag.OpUnlink:
-		return []uint8{uring.OpUnlinkat}
-	case dag.OpMkdir:
-		return []uint8{uring.OpMkdirat}
-	case dag.OpRename:
-		return []uint8{uring.OpRenameat}
-	case dag.OpReadFile:
-		return []uint8{uring.OpOpenat2, uring.OpRead, uring.OpClose}
-	case dag.OpGo:
-		return nil
-	}
-	return []uint8{uring.OpNop}
+// opcodes holds, per op, the io_uring opcodes that perform it (none for a Go task).
+var opcodes = [dag.OpGo + 1][]uint8{
+	dag.OpNop: {uring.OpNop}, dag.OpRead: {uring.OpRead}, dag.OpWrite: {uring.OpWrite},
+	dag.OpFsync: {uring.OpFsync}, dag.OpOpen: {uring.OpOpenat2}, dag.OpStatx: {uring.OpStatx},
+	dag.OpClose: {uring.OpClose}, dag.OpTimeout: {uring.OpTimeout}, dag.OpUnlink: {uring.OpUnlinkat},
+	dag.OpMkdir: {uring.OpMkdirat}, dag.OpRename: {uring.OpRenameat},
+	dag.OpReadFile: {uring.OpOpenat2, uring.OpRead, uring.OpClose},
 }
+
+// castagnoli is the CRC-32C table of read digests.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // maxTransfer is the most bytes one read or write moves in Linux
 // (MAX_RW_COUNT: INT_MAX rounded down to a page); dag refuses larger
@@ -638,7 +619,7 @@ func (t *task) settleRead(i int32, status uint8) uint8 {
 func (t *task) keepRead(i int32, data []byte, status uint8) uint8 {
 	st, nd := t.st, &t.p.nodes[i]
 	if t.digests && t.record {
-		st.digest[i] = crc32.Update(0, t.p.crc, data)
+		st.digest[i] = crc32.Update(0, castagnoli, data)
 	}
 	switch {
 	case !nd.Keep && t.p.then[i] != nil:

@@ -1,7 +1,6 @@
 package submit
 
 import (
-	"hash/crc32"
 	"strings"
 	"sync"
 	"time"
@@ -60,8 +59,7 @@ type plan struct {
 
 	timeout []time.Duration // each node's deadline (Node.Timeout); nil if none has one
 	opsUsed [dag.OpGo + 1]bool
-	crc     *crc32.Table // CRC-32C, for read digests
-	anc     ancestry     // for Inputs.Result (ancestry.go)
+	anc     ancestry // for Inputs.Result (ancestry.go)
 
 	// Link mode's chain of each component (linkSeq), made on its first
 	// link-mode run.
@@ -109,12 +107,9 @@ type planNode struct {
 	plain bool
 }
 
-// castagnoli is the CRC-32C table of read digests.
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
 func newPlan(g *dag.Graph) *plan {
 	n := g.Len()
-	p := &plan{g: g, n: n, nodes: g.Nodes(), crc: castagnoli, files: g.Files(), allPlain: true,
+	p := &plan{g: g, n: n, nodes: g.Nodes(), files: g.Files(), allPlain: true,
 		hot: make([]planNode, n), then: make([]func(dag.Inputs, dag.Result) error, n), fresh: make([]nodeState, n)}
 	p.succs, p.preds = make([]dag.Edge, 0, g.Edges()), make([]dag.Edge, 0, g.Edges())
 	carve(n, &p.direct)

@@ -492,7 +492,7 @@ func (r *Runner) checkOps() error {
 		if !used {
 			continue
 		}
-		for _, code := range opcodes(dag.Op(op)) {
+		for _, code := range opcodes[op] {
 			if !r.pool.Supports(code) {
 				return &UnsupportedOpError{Graph: r.p.g.Name(), Op: dag.Op(op), Code: code}
 			}
