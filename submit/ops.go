@@ -83,20 +83,10 @@ func (t *task) takeSome(w *worker.Worker, i int32) int32 {
 			return noSlot
 		}
 		need = int(unsafe.Sizeof(uring.OpenHow{}))
-		if bind := p.nodes[i].Bind; bind != nil {
+		if p.nodes[i].Bind != nil {
 			prm := dag.Params{Path: p.nodes[i].Path}
-			t.in.self = i
-			err := t.callBind(bind, &t.in, &prm)
-			if t.boundStop() {
-				return stopped
-			}
-			if err != nil {
-				st.err[i] = err
-				return -int32(unix.EINVAL)
-			}
-			if err := checkPath(prm.Path); err != nil {
-				st.err[i] = err
-				return -int32(unix.EINVAL)
+			if v := t.bind(i, &prm); v != taken {
+				return v
 			}
 			path = prm.Path
 			need += len(path) + 1 // the path follows the open_how
@@ -132,6 +122,26 @@ func (t *task) sqesOf(i int32) int {
 	return n
 }
 
+// bind calls node i's binding on prm and checks what it chose: an open's
+// path (checkPath), a read's or write's parameters (checkParams).
+func (t *task) bind(i int32, prm *dag.Params) int32 {
+	t.in.self = i
+	err := t.callBind(t.p.nodes[i].Bind, &t.in, prm)
+	if t.boundStop() {
+		return stopped
+	}
+	if err == nil && t.hot[i].op == dag.OpOpen {
+		err = checkPath(prm.Path)
+	} else if err == nil {
+		err = checkParams(prm, t.p.direct[i])
+	}
+	if err != nil {
+		t.st.err[i] = err
+		return -int32(unix.EINVAL)
+	}
+	return taken
+}
+
 // boundStop reports whether the run was canceled during the binding
 // just called (it may have called Inputs.Stop): then nothing more may be
 // submitted, the bound node included, and the dispatch ends (stopping).
@@ -149,33 +159,16 @@ func (t *task) takeTransfer(w *worker.Worker, i int32) int32 {
 	st := t.st
 	nd := &t.p.nodes[i]
 	n, off, buf := nd.Len, nd.Offset, nd.Buf
-	if f := nd.LenFrom; f >= 0 {
-		if st.node[f].status != stOK {
-			return unbound
-		}
-		n = st.size[f]
-		if nd.Len > 0 && n > nd.Len {
-			n = nd.Len
-		}
-		if t.p.direct[i] && n%dag.DirectAlign != 0 && nd.Bind == nil { // a binding's choice is checked below
-			st.err[i] = fmt.Errorf("%w: len %d, the size statx %q found, must be a multiple of %d for O_DIRECT",
-				ErrBadParam, n, t.p.nodes[f].ID, dag.DirectAlign)
-			return -int32(unix.EINVAL)
+	if nd.LenFrom >= 0 {
+		var v int32
+		if n, v = t.statxLen(i); v != taken {
+			return v
 		}
 	}
 	if nd.Bind != nil {
 		prm := dag.Params{Offset: off, Len: n, Buf: buf}
-		t.in.self = i
-		err := t.callBind(nd.Bind, &t.in, &prm)
-		if t.boundStop() {
-			return stopped
-		}
-		if err == nil {
-			err = checkParams(&prm, t.p.direct[i])
-		}
-		if err != nil {
-			st.err[i] = err
-			return -int32(unix.EINVAL)
+		if v := t.bind(i, &prm); v != taken {
+			return v
 		}
 		off, n, buf = prm.Offset, prm.Len, prm.Buf
 		if buf != nil && &buf[0] != unsafe.SliceData(nd.Buf) {
@@ -213,6 +206,26 @@ func (t *task) takeTransfer(w *worker.Worker, i int32) int32 {
 		st.buf[i] = b
 	}
 	return taken
+}
+
+// statxLen returns read i's length from its statx (LenFrom), capped at
+// its Len.
+func (t *task) statxLen(i int32) (int64, int32) {
+	st, nd := t.st, &t.p.nodes[i]
+	f := nd.LenFrom
+	if st.node[f].status != stOK {
+		return 0, unbound
+	}
+	n := st.size[f]
+	if nd.Len > 0 && n > nd.Len {
+		n = nd.Len
+	}
+	if t.p.direct[i] && n%dag.DirectAlign != 0 && nd.Bind == nil { // a binding's choice is checked later
+		st.err[i] = fmt.Errorf("%w: len %d, the size statx %q found, must be a multiple of %d for O_DIRECT",
+			ErrBadParam, n, t.p.nodes[f].ID, dag.DirectAlign)
+		return 0, -int32(unix.EINVAL)
+	}
+	return n, taken
 }
 
 // goBytes returns n bytes of Go memory for a program to keep (a kept
@@ -519,23 +532,19 @@ func fill(b []byte, v byte) {
 // write went on with the rest of its bytes.
 func (t *task) settle(w *worker.Worker, i int32, status uint8) (_ uint8, more bool) {
 	st, p := t.st, t.p
-	b := st.buf[i]
 	switch t.hot[i].op {
 	case dag.OpWrite:
 		if status, more = t.settleWrite(w, i, status); more {
 			return status, true
 		}
 	case dag.OpRead:
-		if status = t.settleRead(i, status); t.lent != nil {
-			return status, false // lent to the hook; complete returns the buffer after it
-		}
+		status = t.settleRead(i, status)
 	case dag.OpReadFile:
-		if status, more = t.settleReadFile(w, i, status); more || t.lent != nil {
-			return status, more
+		if status, more = t.settleReadFile(w, i, status); more {
+			return status, true
 		}
-		b = st.buf[i] // grown
 	case dag.OpStatx:
-		if status == stOK && b != nil {
+		if b := st.buf[i]; status == stOK && b != nil {
 			st.size[i] = int64((*unix.Statx_t)(unsafe.Pointer(&b[0])).Size)
 		}
 	case dag.OpOpen:
@@ -545,27 +554,40 @@ func (t *task) settle(w *worker.Worker, i int32, status uint8) (_ uint8, more bo
 		// open (plan.kernelLink), and the kernel cancels the rest of an
 		// IO_LINK chain at once.
 		if h := p.handle[i]; status != stOK && st.alive[h] {
-			w.FreeSlot(st.slot[h])
-			st.alive[h] = false
+			t.freeSlot(w, h)
 		}
 	case dag.OpClose:
 		// A close that ran emptied its slot, whatever its result.
 		if h := p.handle[i]; status != stCanceled && st.alive[h] {
-			w.FreeSlot(st.slot[h])
-			st.alive[h] = false
+			t.freeSlot(w, h)
 		}
 	case dag.OpRename:
 		if status != stCanceled {
 			t.retireDirs()
 		}
 	}
-	if b != nil {
-		st.buf[i] = nil
-		if !st.borrowed[i] {
-			w.PutBuf(b)
-		}
+	switch {
+	case t.lent != nil:
+		// Lent to the hook: ran returns the buffer after it.
+	case st.buf[i] != nil:
+		t.dropBuf(w, i)
 	}
 	return status, false
+}
+
+// freeSlot frees handle h's slot, which holds no file.
+func (t *task) freeSlot(w *worker.Worker, h int32) {
+	w.FreeSlot(t.st.slot[h])
+	t.st.alive[h] = false
+}
+
+// dropBuf lets go of node i's buffer: back to the worker, unless it is Go
+// memory.
+func (t *task) dropBuf(w *worker.Worker, i int32) {
+	if !t.st.borrowed[i] {
+		w.PutBuf(t.st.buf[i])
+	}
+	t.st.buf[i] = nil
 }
 
 // settleWrite settles a write: like os.File.Write, one that moved fewer

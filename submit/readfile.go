@@ -142,8 +142,7 @@ func (t *task) closeReadFile(w *worker.Worker, i int32) {
 		return
 	}
 	if st.size[i] < 0 {
-		w.FreeSlot(st.slot[h]) // the open installed nothing
-		st.alive[h] = false
+		t.freeSlot(w, h) // the open installed nothing
 		return
 	}
 	c := w.SQE(auxBit | uint64(i))
@@ -162,7 +161,6 @@ func (t *task) closeReadFile(w *worker.Worker, i int32) {
 func (t *task) completeAux(w *worker.Worker, c *uring.CQE) {
 	i := int32(c.UserData & indexMask)
 	if h := t.p.handle[i]; h >= 0 && t.st.alive[h] {
-		w.FreeSlot(t.st.slot[h])
-		t.st.alive[h] = false
+		t.freeSlot(w, h)
 	}
 }

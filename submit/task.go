@@ -611,10 +611,7 @@ func (t *task) ran(w *worker.Worker, i int32, status uint8) {
 	t.conclude(i)
 	if t.lent != nil {
 		t.lent = nil
-		if !st.borrowed[i] {
-			w.PutBuf(st.buf[i])
-		}
-		st.buf[i] = nil
+		t.dropBuf(w, i)
 	}
 	t.ended(w, i)
 	t.settled(w, i)
