@@ -23,33 +23,27 @@ type Stream struct {
 }
 
 // streamGate is a stream's queue of outcomes, which the run's workers
-// fill and the reader empties: while it holds StreamBuffer outcomes, the
-// run pauses (Runner.paused).
+// fill and the reader empties; the run pauses while it is full.
 type streamGate struct {
 	mu    sync.Mutex
 	queue []NodeResult
-	// spare is the reader's last batch, emptied: the next swap's queue.
-	spare []NodeResult
-	held  int // len(queue), for full without the lock's cost on every turn
+	spare []NodeResult // the reader's last batch, emptied: the next queue
+	held  int          // len(queue)
 	r     *Runner
 }
 
-// full reports whether the stream holds StreamBuffer outcomes or more.
 func (g *streamGate) full() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.held >= StreamBuffer
 }
 
-// Start runs the graph like Run, on the pool's workers, but returns at
-// once: Results yields each node's outcome as soon as it is final (a
-// node's hook has run by then), Stop ends the run early, and Wait returns
-// the report. The stream holds at most StreamBuffer outcomes that Results
-// has not taken, and the run pauses while it does: range over Results
-// while the run goes on, or Stop it; a Wait with more outcomes than that
-// untaken waits for a reader. The Runner must not be used again until
-// Wait has returned. Called from a hook, binding or observer on one of
-// the pool's workers, the stream's Wait returns ErrOnWorker.
+// Start runs the graph like Run but returns at once: Results yields each
+// node's outcome as soon as it is final (its hook has run), Stop ends the
+// run early, and Wait returns the report. The run pauses while the stream
+// holds StreamBuffer outcomes Results has not taken: range over Results,
+// or Stop the run. The Runner must not be used again until Wait has
+// returned. Called on one of the pool's workers, Wait returns ErrOnWorker.
 func (r *Runner) Start(ctx context.Context, mode Mode, o Options) *Stream {
 	ctx, cancel := context.WithCancel(ctx)
 	s := &Stream{cancel: cancel, more: make(chan struct{}, 1), done: make(chan struct{})}
@@ -100,9 +94,7 @@ func (s *Stream) Results() iter.Seq[NodeResult] {
 				g.r.wake() // the run paused: it may go on
 			}
 			for k, n := range batch {
-				if !yield(n) {
-					// What the loop did not take goes back to the front of
-					// the queue, for the next loop.
+				if !yield(n) { // the rest goes back, for the next loop
 					g.mu.Lock()
 					g.queue = append(append([]NodeResult(nil), batch[k+1:]...), g.queue...)
 					g.held = len(g.queue)
@@ -110,7 +102,7 @@ func (s *Stream) Results() iter.Seq[NodeResult] {
 					return
 				}
 			}
-			clear(batch) // hold no outcome's data for the program
+			clear(batch)
 			g.spare = batch[:0]
 			if len(batch) > 0 {
 				continue
