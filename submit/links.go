@@ -5,15 +5,15 @@ import (
 	"github.com/iodag/iodag/internal/uring"
 )
 
-// Where a kernel link chain gives the graph's semantics. Graph mode links
+// Where a kernel link chain gives the graph's semantics: graph mode links
 // a linear run, link mode a whole component; both ask kernelLink of each
 // link and keep a segment of what the chain holds so far.
 
 // kernelLink returns the SQE flag that chains node x to next in the
 // kernel so that the kernel's rule gives the graph's semantics:
 // IOSQE_IO_HARDLINK over a finally-edge, IOSQE_IO_LINK otherwise (next
-// may not depend on x at all, as in link mode's serialized components).
-// It returns 0 where the chain must end after x instead:
+// may not depend on x at all, in link mode). It returns 0 where the chain
+// must end after x instead:
 //   - a finally-edge from a node that also has after-dependents: the
 //     kernel would run the rest of the chain after x failed;
 //   - a finally-edge from a node that waits (see planNode.waits), or
@@ -73,7 +73,6 @@ func (p *plan) kernelLink(x, next int32) uint8 {
 	return uring.SQEIOLink
 }
 
-// edge returns the kind of the edge x -> y, if there is one.
 func (p *plan) edge(x, y int32) (dag.EdgeKind, bool) {
 	for _, e := range p.g.Succs(x) {
 		if e.Node == y {
@@ -93,12 +92,11 @@ func breaksLink(op dag.Op) bool {
 	return true
 }
 
-// segment tracks what a kernel chain being built holds, for the one rule
-// kernelLink cannot check from two nodes alone. The kernel cancels the
-// whole rest of a chain when a request with IOSQE_IO_LINK fails, hard
-// links included; the graph runs a finally-dependent after a failed or
-// canceled predecessor unless it needs a handle whose open failed. So a
-// finally-dependent may be hard-linked into a chain only while every
+// segment tracks what a kernel chain being built holds, for the rule
+// kernelLink cannot check from two nodes: the kernel cancels the whole
+// rest of a chain when a request with IOSQE_IO_LINK fails, hard links
+// included, while the graph runs a finally-dependent unless its handle's
+// open failed. So a finally-dependent may be hard-linked only while every
 // soft link so far leaves an open of its own handle.
 type segment struct {
 	soft   bool  // a request of the chain has a soft link out
@@ -106,7 +104,6 @@ type segment struct {
 	handle int32 // the handle of the opens with a soft link out
 }
 
-// add records that u goes down with link out.
 func (s *segment) add(p *plan, u int32, link uint8) {
 	if link != uring.SQEIOLink {
 		return
@@ -118,7 +115,6 @@ func (s *segment) add(p *plan, u int32, link uint8) {
 	s.soft, s.handle = true, h
 }
 
-// allows reports whether v may follow u over link in this chain.
 func (s *segment) allows(p *plan, u, v int32, link uint8) bool {
 	if link != uring.SQEIOHardlink || !s.soft {
 		return true
