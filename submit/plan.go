@@ -62,10 +62,11 @@ type plan struct {
 // planNode is the part of a node's plan that every dispatch and
 // completion reads.
 type planNode struct {
-	op                             dag.Op
-	sqeFlags                       uint8 // IOSQE_ASYNC
-	chainLink                      uint8 // the SQE flag that links the node to chainNext
-	chainNext                      int32 // the successor graph mode links it to (kernelLink), or -1
+	op        dag.Op
+	sqeFlags  uint8 // IOSQE_ASYNC
+	chainLink uint8 // the SQE flag that links the node to chainNext
+	chainNext int32 // the successor graph mode links it to (kernelLink), or -1
+
 	succLo, succHi, predLo, predHi int32 // its successors in plan.succs, predecessors in plan.preds
 
 	seqLink uint8 // kernelLink to the next node of its linkSeq, or 0
