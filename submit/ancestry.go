@@ -1,6 +1,7 @@
 package submit
 
 import (
+	"slices"
 	"sync"
 
 	"github.com/iodag/iodag/dag"
@@ -49,7 +50,7 @@ func searchBack(g *dag.Graph, a, d int32) (found, ok bool) {
 			if v == a {
 				return true, true
 			}
-			if g.Level(v) <= g.Level(a) || contains(seen[:ns], v) {
+			if g.Level(v) <= g.Level(a) || slices.Contains(seen[:ns], v) {
 				continue
 			}
 			if ns == searchBudget {
@@ -60,15 +61,6 @@ func searchBack(g *dag.Graph, a, d int32) (found, ok bool) {
 		}
 	}
 	return false, true
-}
-
-func contains(s []int32, v int32) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 // ancestry keeps the descendant sets of the nodes most recently asked

@@ -178,7 +178,6 @@ func (t *task) orphan() bool {
 	defer t.goMu.Unlock()
 	for _, done := range [][]goResult{t.settling, t.goDone} {
 		for _, d := range done {
-			t.goRunning--
 			t.goEnded(d, t.r.pool.Now())
 			t.tellObserver(d.i)
 		}
@@ -192,7 +191,6 @@ func (t *task) orphan() bool {
 
 // orphanEnded ends Go task d after its task finished; it unlocks goMu.
 func (t *task) orphanEnded(d goResult) {
-	t.goRunning--
 	t.goEnded(d, t.r.pool.Now())
 	t.tellObserver(d.i)
 	last := t.goRunning == 0
@@ -245,7 +243,6 @@ func (t *task) settleGoDone(w *worker.Worker) bool {
 	for len(t.settling) > 0 {
 		d := t.settling[0]
 		t.settling = t.settling[1:]
-		t.goRunning--
 		t.goEnded(d, w.Now())
 		t.conclude(d.i)
 		t.ended(w, d.i)
@@ -259,7 +256,9 @@ func (t *task) settleGoDone(w *worker.Worker) bool {
 	return t.cancelReq.Load() // cutShort may have sent it
 }
 
+// goEnded gives Go task d's node its final status, ended at now.
 func (t *task) goEnded(d goResult, now int64) {
+	t.goRunning--
 	st := t.st
 	n := &st.node[d.i]
 	n.end, n.res, n.status = now, 0, stOK

@@ -50,9 +50,6 @@ func (l *linkMode) begin() {
 	l.ends, l.cqes = 0, 0
 }
 
-// seq returns own component k's nodes in chain order.
-func (l *linkMode) seq(k int32) []int32 { return l.seqs[k] }
-
 func (l *linkMode) prep(w *worker.Worker) {
 	l.pass(w)
 	if t := l.t; t.inflight == 0 && t.goRunning == 0 && l.rhead < len(l.ready) {
@@ -69,7 +66,7 @@ func (l *linkMode) pass(w *worker.Worker) {
 		k := l.ready[l.rhead]
 		l.rhead++
 		l.segment(w, k)
-		if l.out[k] == 0 && int(l.pos[k]) < len(l.seq(k)) {
+		if l.out[k] == 0 && int(l.pos[k]) < len(l.seqs[k]) {
 			l.ready = append(l.ready, k)
 		}
 	}
@@ -84,7 +81,7 @@ func (l *linkMode) pass(w *worker.Worker) {
 // head returns component k's next node to run, from its position on,
 // deciding each (its predecessors are all before it, final).
 func (l *linkMode) head(w *worker.Worker, k int32) int32 {
-	t, seq := l.t, l.seq(k)
+	t, seq := l.t, l.seqs[k]
 	pos := int(l.pos[k])
 	for ; pos < len(seq); pos++ {
 		x := seq[pos]
@@ -108,7 +105,7 @@ func (l *linkMode) segment(w *worker.Worker, k int32) {
 	if first < 0 {
 		return
 	}
-	seq, node, hot := l.seq(k), t.st.node, t.hot
+	seq, node, hot := l.seqs[k], t.st.node, t.hot
 	prev, n := first, 1
 	sqe := t.prep(w, first, 0)
 	var seg segment
@@ -183,7 +180,7 @@ func (l *linkMode) send(k, last int32, n int) {
 	l.out[k], l.last[k], l.at[k] = int32(n), last, int32(len(l.flying))
 	l.flying = append(l.flying, k)
 	l.cqes += n
-	if int(l.pos[k]) == len(l.seq(k)) {
+	if int(l.pos[k]) == len(l.seqs[k]) {
 		l.ends++
 	}
 }
@@ -203,11 +200,11 @@ func (l *linkMode) segmentDone(w *worker.Worker, k int32) {
 	last := l.flying[len(l.flying)-1]
 	l.flying[l.at[k]], l.at[last] = last, l.at[k]
 	l.flying = l.flying[:len(l.flying)-1]
-	if int(l.pos[k]) == len(l.seq(k)) {
+	if int(l.pos[k]) == len(l.seqs[k]) {
 		l.ends--
 	}
 	l.after(w, k, l.last[k])
-	if int(l.pos[k]) < len(l.seq(k)) {
+	if int(l.pos[k]) < len(l.seqs[k]) {
 		l.ready = append(l.ready, k)
 	}
 }
@@ -227,7 +224,7 @@ func (l *linkMode) after(w *worker.Worker, k int32, x int32) {
 		}
 	}
 	cause := t.rootOf(x)
-	for _, v := range l.seq(k)[l.pos[k]:] {
+	for _, v := range l.seqs[k][l.pos[k]:] {
 		if t.st.node[v].status <= stReady && !t.hot[v].cleanup {
 			t.cancel(w, v, cause)
 		}
@@ -236,7 +233,7 @@ func (l *linkMode) after(w *worker.Worker, k int32, x int32) {
 
 // next returns component k's next node not final, or -1.
 func (l *linkMode) next(k int32) int32 {
-	for _, x := range l.seq(k)[l.pos[k]:] {
+	for _, x := range l.seqs[k][l.pos[k]:] {
 		if l.t.st.node[x].status <= stReady {
 			return x
 		}

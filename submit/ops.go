@@ -297,7 +297,15 @@ func (t *task) canFollowSlow(i int32) bool {
 	if f := t.p.nodes[i].LenFrom; f >= 0 && t.st.node[f].status < stOK {
 		return false
 	}
-	return t.dirsReady(i)
+	for _, d := range [2]int32{t.p.dirOf[i], t.p.toDirOf[i]} {
+		if d < 0 {
+			continue
+		}
+		if _, errno := t.dir(d); errno != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // prep fills an SQE for node i, whose resources take got, with link (0,
@@ -428,21 +436,6 @@ func (t *task) dir(d int32) (int32, unix.Errno) {
 	}
 	t.dirFds[d] = int32(fd)
 	return int32(fd), 0
-}
-
-func (t *task) dirsReady(i int32) bool {
-	p := t.p
-	if p.dirOf[i] < 0 {
-		return true
-	}
-	if _, errno := t.dir(p.dirOf[i]); errno != 0 {
-		return false
-	}
-	if p.toDirOf[i] >= 0 {
-		_, errno := t.dir(p.toDirOf[i])
-		return errno == 0
-	}
-	return true
 }
 
 // retireDirs forgets the open directories after a rename, for later path

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/iodag/iodag/dag"
+	"github.com/iodag/iodag/internal/confine"
 	"github.com/iodag/iodag/internal/worker"
 	"github.com/iodag/iodag/workers"
 	"golang.org/x/sys/unix"
@@ -342,10 +343,8 @@ func (r *Runner) await() {
 func (r *Runner) cancel() {
 	for _, t := range r.tasks {
 		t.cancelReq.Store(true)
-		if w := t.worker.Load(); w != nil {
-			w.Wake()
-		}
 	}
+	r.wake()
 }
 
 // wake makes the run's workers look at its tasks again.
@@ -374,11 +373,7 @@ func join(a, b error) error {
 func dedupe(errs []error) []error {
 	out := errs[:0]
 	for _, e := range errs {
-		dup := e == nil
-		for _, o := range out {
-			dup = dup || o == e
-		}
-		if !dup {
+		if e != nil && !slices.Contains(out, e) {
 			out = append(out, e)
 		}
 	}
@@ -499,6 +494,28 @@ func (r *Runner) open(root string) ([]int, error) {
 		files[i] = fd
 	}
 	return files, nil
+}
+
+// openSpecFile opens the spec file f under rootFd for a run: read and
+// write, O_DIRECT if f asks for it, and only if it is a regular file with
+// one link (see confine.OpenRegular). Its errors name the file in root.
+func openSpecFile(rootFd int, root string, f dag.FileSpec) (int, error) {
+	flags := unix.O_RDWR
+	if f.Direct {
+		flags |= unix.O_DIRECT
+	}
+	fd, err := confine.OpenRegular(rootFd, f.Name, flags, 0)
+	var r *confine.RefusedError
+	switch {
+	case err == nil:
+		return fd, nil
+	case errors.As(err, &r):
+		return -1, fmt.Errorf("submit: spec file %q in %s %w", f.Name, root, err)
+	case f.Direct && errors.Is(err, unix.EINVAL):
+		return -1, fmt.Errorf("submit: open spec file %q in %s: %w: the file system refuses O_DIRECT (tmpfs before Linux 6.6?): run on a disk file system, or drop \"direct\" from the file", f.Name, root, err)
+	default:
+		return -1, fmt.Errorf("submit: open spec file %q in %s: %w (create the graph's files first: scratch.Create)", f.Name, root, err)
+	}
 }
 
 func (r *Runner) unopened() []int {
