@@ -64,7 +64,7 @@ func searchBack(g *dag.Graph, a, d int32) (found, ok bool) {
 }
 
 // ancestry keeps the descendant sets of the nodes most recently asked
-// for; safe for concurrent use (hooks on several workers, Go tasks).
+// for; safe for concurrent use.
 type ancestry struct {
 	mu    sync.Mutex
 	sets  []reach // most recently used last

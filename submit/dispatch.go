@@ -68,9 +68,8 @@ func (t *task) dropReady(n int) int {
 	return n
 }
 
-// starved fails the ready opens that wait for a slot none can free:
-// nothing of the task is in flight, and the worker has room (a full one's
-// other runs may free one). It reports whether it failed any.
+// starved fails the ready opens that wait for a slot none can free (a
+// full worker's other runs may free one), and reports whether it did.
 func (t *task) starved(w *worker.Worker) bool {
 	if t.inflight > 0 || t.goRunning > 0 || t.rhead == len(t.ready) || w.FreeSlots() > 0 || w.Room() == 0 {
 		return false
@@ -81,11 +80,9 @@ func (t *task) starved(w *worker.Worker) bool {
 	return true
 }
 
-// prepBare preps the nodes of us in order, each an SQE of its own, up to
-// the first that needs take, is a Go task, has on_failure edges, or heads
-// a chain (graphMode.links), and returns how many it prepped. Each is
-// ready, or its turn has come while every edge holds. The caller checked
-// the room for all.
+// prepBare preps the nodes of us (ready, or due while every edge holds)
+// up to the first that needs take, is a Go task, has on_failure edges or
+// heads a chain, and returns how many. The caller checked the room.
 func (t *task) prepBare(w *worker.Worker, us []int32, chains, wide bool) int {
 	hot := t.hot
 	k := 0

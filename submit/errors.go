@@ -66,9 +66,7 @@ const CauseContext = "context"
 // node whose failure started the cancellations, or CauseContext.
 type CanceledError struct {
 	Cause string
-	// Err is, for a node the run's end canceled, why it ended, if that
-	// is known: what a Go task cut short returned, or the pool's
-	// closing. Else nil.
+	// Err is why the run ended, if known, for a node its end canceled.
 	Err error
 }
 

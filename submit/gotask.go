@@ -13,8 +13,7 @@ import (
 	"github.com/iodag/iodag/workers"
 )
 
-// What a node's Go functions (hooks, bindings, Go tasks) see of a run, and
-// how Go tasks run beside the rings.
+// What hooks, bindings and Go tasks see of a run; how Go tasks run.
 
 // inputs is the dag.Inputs given to node self's functions.
 type inputs struct {
@@ -84,9 +83,8 @@ func (r *Runner) putNodes(nodes []dag.Node) {
 	r.subgraphNodes.Put(&nodes)
 }
 
-// Result returns node n's outcome; see dag.Inputs. Only an ancestor's (or
-// the node's own) is surely final: another node's state may be written
-// meanwhile, so it answers ErrNotDone for it.
+// Result returns node n's outcome; see dag.Inputs. Only an ancestor's is
+// surely final: for another node it answers ErrNotDone.
 func (in *inputs) Result(n dag.Task) dag.Result {
 	if !in.t.p.g.Owns(n) {
 		return dag.Result{Err: dag.ErrForeignTask}
@@ -137,7 +135,7 @@ type goResult struct {
 }
 
 // spawn runs Go node i's function on a goroutine; its end comes back
-// through goDone and a wake-up: a lock per Go task, none per I/O node.
+// through goDone and a wake-up.
 func (t *task) spawn(w *worker.Worker, i int32) {
 	st := t.st
 	st.node[i].status, st.node[i].start = stInflight, w.Now()
@@ -171,8 +169,7 @@ func (t *task) spawn(w *worker.Worker, i int32) {
 }
 
 // orphan settles the Go tasks that ended before the task finished early,
-// and reports whether some still run: then each ends on its own goroutine
-// (orphanEnded), and the last tells the runner.
+// and reports whether some still run (the last to end tells the runner).
 func (t *task) orphan() bool {
 	t.goMu.Lock()
 	defer t.goMu.Unlock()
@@ -201,9 +198,8 @@ func (t *task) orphanEnded(d goResult) {
 	}
 }
 
-// tellObserver reports nodes to the observer when no worker does (it
-// died, or never took the run), from a goroutine of its own: an observer
-// that calls runtime.Goexit ends that one, and the next goes on.
+// tellObserver reports nodes to the observer when no worker can, from a
+// goroutine of its own, which an observer's runtime.Goexit ends.
 func (t *task) tellObserver(nodes ...int32) {
 	if t.obs == nil {
 		return
@@ -225,8 +221,7 @@ func (t *task) tellObserver(nodes ...int32) {
 // errGoexit fails a Go task whose function called runtime.Goexit.
 var errGoexit = errors.New("the function called runtime.Goexit")
 
-// settleGo settles the Go tasks that ended, and reports whether the run
-// is to end early.
+// settleGo settles the Go tasks that ended; true: the run is to end early.
 func (t *task) settleGo(w *worker.Worker) bool {
 	if t.goRunning > 0 { // inlined: most turns have no Go task
 		return t.settleGoDone(w)
@@ -274,10 +269,8 @@ func (t *task) goEnded(d goResult, now int64) {
 }
 
 // cutShort reports whether a Go task that returned err gave up because the
-// run ended early: err is its context's or the pool's closing, and the
-// run's context has ended. Such a node is canceled, as an I/O node in
-// flight would be. The cancellation (the context's AfterFunc) may not
-// have reached the tasks yet: this sends it now.
+// run ended early (then it is canceled, like an I/O node in flight), and
+// sends the run's cancellation if it has not reached the tasks yet.
 func (t *task) cutShort(err error) bool {
 	if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, worker.ErrClosed) ||
 		!t.cancelReq.Load() && !t.r.contextDone() {
@@ -289,8 +282,7 @@ func (t *task) cutShort(err error) bool {
 	return true
 }
 
-// guard calls fn, turning a panic into an error: user code must not take
-// the program down from a worker's thread.
+// guard calls fn, turning a panic into an error.
 func guard(fn func() error) (err error) {
 	defer recovered(&err)
 	return fn()
@@ -303,8 +295,7 @@ func recovered(err *error) {
 	}
 }
 
-// userCode tells the worker that the program's code runs on its thread
-// (Pool.OnWorker).
+// userCode tells the worker that user code runs on it (Pool.OnWorker).
 func (t *task) userCode() {
 	if w := t.worker.Load(); w != nil {
 		w.EnterUser()

@@ -21,14 +21,11 @@ import (
 // ends that for the iteration (toDataflow).
 type graphMode struct {
 	t          *task
-	byLevels   bool // the iteration still goes level by level
-	level, pos int  // the level in flight, its next node to send
-	noted      int  // t.ready[noted:rhead] went down since exact last looked
-	// chains[c] counts the nodes of in-flight kernel chain c not yet
-	// complete (0: free), for chains whose last node has a waiting
-	// successor.
-	chains []int32
-	free   []int32
+	byLevels   bool    // the iteration still goes level by level
+	level, pos int     // the level in flight, its next node to send
+	noted      int     // t.ready[noted:rhead] went down since exact last looked
+	chains     []int32 // nodes not complete of in-flight chain c, if a successor waits (0: free)
+	free       []int32
 }
 
 func (g *graphMode) begin() {
@@ -47,9 +44,8 @@ func (g *graphMode) begin() {
 // levelsFirst turns byLevels on; BenchmarkGraphLevels turns it off.
 var levelsFirst = true
 
-// prep dispatches every ready node the worker has room for, again while
-// that made others ready; opens that wait for a slot nothing can free
-// fail.
+// prep dispatches every ready node the worker has room for, and those
+// that made ready; opens that wait for a slot nothing can free fail.
 func (g *graphMode) prep(w *worker.Worker) {
 	t := g.t
 	if g.byLevels && g.sendLevels(w) {
@@ -143,9 +139,8 @@ func (g *graphMode) sendOne(w *worker.Worker, u int32, wide bool) bool {
 	return true
 }
 
-// toDataflow ends the levels for this iteration: every node not final
-// counts its predecessors not final, and those that wait for none are
-// decided now. It reports false.
+// toDataflow ends the levels for this iteration: the pending counts are
+// made from what is final. It reports false.
 func (g *graphMode) toDataflow(w *worker.Worker) bool {
 	g.byLevels = false
 	t := g.t
@@ -190,8 +185,7 @@ func (g *graphMode) links(u int32, wide bool) bool {
 	return h.chainNext >= 0 && (h.waits || !wide && h.linkSaves)
 }
 
-// chain preps u, whose resources are taken, and, while room allows, the
-// linear run after it, each linked to the one before.
+// chain preps u, taken, and the linear run after it, linked, as room allows.
 func (g *graphMode) chain(w *worker.Worker, u int32) {
 	t, st := g.t, g.t.st
 	head, n := u, int32(1)
@@ -238,8 +232,8 @@ func (g *graphMode) newChain(n int32) int32 {
 	return int32(len(g.chains) - 1)
 }
 
-// settled counts node i complete in its kernel chain, if any; with
-// nothing in flight, the wait bound starts over.
+// settled counts node i out of its kernel chain; with nothing in flight,
+// the wait bound starts over.
 func (g *graphMode) settled(i int32) {
 	t := g.t
 	if c := t.st.node[i].chain; c >= 0 {
@@ -252,11 +246,9 @@ func (g *graphMode) settled(i int32) {
 	}
 }
 
-// want returns how many completions the worker may wait for: the fewest
-// that can make a node ready (all in flight if none waits on them); 1
-// while nodes wait for room. It leaves out the successors of nodes sent
-// since the last exact, so it may ask for more: the worker asks exact
-// only if fewer are in.
+// want returns the fewest completions that can make a node ready (1 while
+// nodes wait for room), leaving out successors of nodes sent since the
+// last exact: it may ask for more.
 func (g *graphMode) want() int {
 	t := g.t
 	if g.byLevels {

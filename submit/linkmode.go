@@ -96,9 +96,8 @@ func (l *linkMode) head(w *worker.Worker, k int32) int32 {
 	return seq[pos]
 }
 
-// segment sends the next segment of component k's chain: its head, and
-// linked behind it the nodes still pending, as room allows, while the
-// kernel's rule holds and they can go down before those ahead ran.
+// segment sends component k's next segment: its head, and linked behind
+// it the nodes still pending, while room allows and kernelLink holds.
 func (l *linkMode) segment(w *worker.Worker, k int32) {
 	t := l.t
 	first := l.start(w, k)
@@ -174,8 +173,7 @@ func (l *linkMode) start(w *worker.Worker, k int32) int32 {
 	}
 }
 
-// send records that component k has a segment of n CQEs in flight,
-// ending at node last.
+// send records component k's segment of n CQEs in flight, ending at last.
 func (l *linkMode) send(k, last int32, n int) {
 	l.out[k], l.last[k], l.at[k] = int32(n), last, int32(len(l.flying))
 	l.flying = append(l.flying, k)
@@ -194,8 +192,7 @@ func (l *linkMode) settled(w *worker.Worker, i int32) {
 	}
 }
 
-// segmentDone takes component k's segment out of flight, and puts the
-// component back in line if its chain goes on.
+// segmentDone takes component k's segment out of flight.
 func (l *linkMode) segmentDone(w *worker.Worker, k int32) {
 	last := l.flying[len(l.flying)-1]
 	l.flying[l.at[k]], l.at[last] = last, l.at[k]
@@ -241,8 +238,8 @@ func (l *linkMode) next(k int32) int32 {
 	return -1
 }
 
-// want returns the fewest CQEs a segment in flight still needs; all of
-// them if every chain is in flight to its end (nothing more to send).
+// want returns the fewest CQEs a segment in flight needs; all of them if
+// every chain is in flight to its end.
 func (l *linkMode) want() int {
 	if l.rhead == len(l.ready) && len(l.flying) == l.ends {
 		return l.cqes

@@ -11,23 +11,20 @@ import (
 )
 
 // plan is what every mode needs of a graph, flattened once per Runner
-// into slices indexed by node, so that the run loops touch no maps or
-// strings.
+// into slices indexed by node.
 type plan struct {
-	g        *dag.Graph
-	n        int
-	nodes    []dag.Node                           // Graph.Nodes: shared, not copied
-	hot      []planNode                           // what dispatch and completion read
-	ids      []string                             // the nodes' ids, for reports
-	then     []func(dag.Inputs, dag.Result) error // hooks
-	allPlain bool                                 // every node is plain
-	direct   []bool                               // a read's or write's file is open with O_DIRECT
-	npred    []int32
-	fresh    []nodeState // every node's state before a run
-	compOf   []int32
-	// succs holds every node's successors, node after node (planNode's
-	// succLo:succHi); preds likewise its predecessors.
-	succs, preds []dag.Edge
+	g            *dag.Graph
+	n            int
+	nodes        []dag.Node                           // Graph.Nodes: shared, not copied
+	hot          []planNode                           // what dispatch and completion read
+	ids          []string                             // the nodes' ids, for reports
+	then         []func(dag.Inputs, dag.Result) error // hooks
+	allPlain     bool                                 // every node is plain
+	direct       []bool                               // a read's or write's file is open with O_DIRECT
+	npred        []int32
+	fresh        []nodeState // every node's state before a run
+	compOf       []int32
+	succs, preds []dag.Edge // every node's, node after node
 
 	files   []dag.FileSpec
 	useFile []bool  // spec files some node reads or writes
@@ -59,8 +56,7 @@ type plan struct {
 	linkOff  []int32
 }
 
-// planNode is the part of a node's plan that every dispatch and
-// completion reads.
+// planNode is what every dispatch and completion reads of a node's plan.
 type planNode struct {
 	op        dag.Op
 	sqeFlags  uint8 // IOSQE_ASYNC
@@ -111,8 +107,8 @@ func newPlan(g *dag.Graph) *plan {
 	return p
 }
 
-// indexer numbers a plan's files, handles and directories as its nodes
-// name them, and lays out their paths.
+// indexer numbers a plan's files, handles and directories, and lays out
+// their paths.
 type indexer struct {
 	p         *plan
 	files     map[string]int32

@@ -69,8 +69,7 @@ func (t *task) prepRead(w *worker.Worker, i int32) {
 	}
 }
 
-// settleReadFile ends readfile node i (its bytes kept or lent, its slot
-// closed), or reads on if the last read filled its buffer (more).
+// settleReadFile ends readfile node i, or reads on (more).
 func (t *task) settleReadFile(w *worker.Worker, i int32, status uint8) (_ uint8, more bool) {
 	st, n := t.st, &t.st.node[i]
 	b := st.buf[i]
@@ -123,8 +122,7 @@ func (t *task) growReadFile(w *worker.Worker, i int32) uint8 {
 	return stOK
 }
 
-// closeReadFile closes readfile node i's slot, freed when the close
-// completes (completeAux).
+// closeReadFile closes node i's slot, freed when the close completes.
 func (t *task) closeReadFile(w *worker.Worker, i int32) {
 	st := t.st
 	h := t.p.handle[i]

@@ -92,8 +92,8 @@ func (t *task) mayFollow(x int32) bool {
 }
 
 // release counts node i's end down in its pending successors (graph
-// mode): one that waited for i alone is decided, queued or ended; those
-// that end are released in turn, from t.stack, not by recursion.
+// mode), deciding those it was the last for, and releases those that end
+// in turn (from t.stack, not by recursion).
 func (t *task) release(w *worker.Worker, i int32) {
 	t.releaseOne(w, i)
 	for len(t.stack) > 0 {
@@ -103,8 +103,7 @@ func (t *task) release(w *worker.Worker, i int32) {
 	}
 }
 
-// releaseOne is release for node u alone; the successors it ends go on
-// t.stack.
+// releaseOne is release for node u alone.
 func (t *task) releaseOne(w *worker.Worker, u int32) {
 	node, hot := t.st.node, t.hot
 	least := t.minPending

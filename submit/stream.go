@@ -7,8 +7,7 @@ import (
 )
 
 // StreamBuffer is how many outcomes a Stream holds that Results has not
-// taken: once it holds that many, the run submits nothing more until
-// Results takes some (what is in flight still completes).
+// taken before the run submits nothing more.
 const StreamBuffer = 4096
 
 // Stream is a run in progress whose node outcomes arrive as they become
@@ -78,10 +77,9 @@ func (r *Runner) Start(ctx context.Context, mode Mode, o Options) *Stream {
 	return s
 }
 
-// Results yields node outcomes in the order they became final, until the
-// run has ended and every outcome was yielded (or the loop breaks). With
-// Options.Repeat above 1, each repeat's outcomes come in turn. One loop
-// at a time may range over it.
+// Results yields node outcomes in the order they became final (each
+// repeat's in turn), until the run has ended and every one was yielded.
+// One loop at a time may range over it.
 func (s *Stream) Results() iter.Seq[NodeResult] {
 	return func(yield func(NodeResult) bool) {
 		g := &s.gate
@@ -121,8 +119,7 @@ func (s *Stream) Results() iter.Seq[NodeResult] {
 	}
 }
 
-// Stop ends the run early, as canceling its context would: requests in
-// flight are canceled, nodes not done are canceled.
+// Stop ends the run early, as canceling its context would.
 func (s *Stream) Stop() { s.cancel() }
 
 // Wait waits for the run to end and returns what Run would have.

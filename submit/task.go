@@ -12,9 +12,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The core every mode shares: a task is one worker's share of a run (its
-// components): its life on the worker (Start, Prep, Complete, Finish) and
-// what ends a node. The edge rule is in rule.go; each mode in its own file.
+// The core every mode shares: a task's life on its worker (Start, Prep,
+// Complete, Finish) and what ends a node.
 
 // Node statuses during a run; the last four are final.
 const (
@@ -33,8 +32,7 @@ const (
 	causeContext int32 = -2
 )
 
-// user_data bits besides the node index (the low 32 bits), among those
-// worker.Worker leaves to tasks.
+// user_data bits above the node index, among those worker.Worker leaves.
 const (
 	cancelBit = 1 << (worker.UserDataBits - 1) // the node's ASYNC_CANCEL
 	plainBit  = 1 << (worker.UserDataBits - 2) // a plain node (planNode.plain): nothing to settle
@@ -43,9 +41,8 @@ const (
 	indexMask = 1<<32 - 1
 )
 
-// state is the run state, indexed by node. Each node belongs to exactly
-// one task (its component's), so tasks on different workers write
-// disjoint elements and need no locks.
+// state is the run state, indexed by node. A node belongs to one task, so
+// tasks on different workers write disjoint elements and need no locks.
 type state struct {
 	node     []nodeState
 	size     []int64 // a statx's size
@@ -64,12 +61,10 @@ type state struct {
 
 // nodeState is what every mode reads or writes for every node.
 type nodeState struct {
-	status uint8
-	hard   bool // the kernel link from linkedFrom is IOSQE_IO_HARDLINK
-	// parts counts the CQEs owed besides the one that ends the node (its
-	// link timeout's); expired: the timeout fired.
-	parts      int8
-	expired    bool
+	status     uint8
+	hard       bool // the kernel link from linkedFrom is IOSQE_IO_HARDLINK
+	parts      int8 // CQEs owed besides the one that ends the node (a link timeout's)
+	expired    bool // the link timeout fired
 	res        int32
 	cause      int32 // the failure that started the cancellations that reached it, or causeContext
 	linkedFrom int32 // the node's kernel-link predecessor in this run, or -1
@@ -78,7 +73,6 @@ type nodeState struct {
 	start, end int64 // pool clock, ns
 }
 
-// freshState is a node's state before a run (plan.fresh).
 func freshState(pending int32) nodeState {
 	return nodeState{pending: pending, cause: causeNone, linkedFrom: -1, chain: -1}
 }
@@ -104,12 +98,10 @@ func newState(p *plan) *state {
 
 // strategy is a submission mode driving one task, on the worker's thread.
 type strategy interface {
-	begin()                // starts an iteration: every node is pending
-	prep(w *worker.Worker) // dispatches what may go down now, as room allows
-	// want returns how many completions prep needs to dispatch more; it
-	// may say more (exact is asked when fewer are in).
-	want() int
-	exact(w *worker.Worker) int
+	begin()                     // starts an iteration: every node is pending
+	prep(w *worker.Worker)      // dispatches what may go down now, as room allows
+	want() int                  // completions prep needs to dispatch more, or more than that
+	exact(w *worker.Worker) int // exactly those
 }
 
 // task is one worker's share of a run, driven by one mode: a worker.Task.
@@ -136,9 +128,7 @@ type task struct {
 	ready        []int32 // nodes made ready, in order; dispatched from rhead on
 	rhead        int
 	stack        []int32 // release's nodes to release
-	// minPending: the fewest pending predecessors seen since nothing was
-	// in flight, a lower bound on what graph mode's want waits for.
-	minPending int32
+	minPending   int32   // the fewest pending predecessors since nothing was in flight
 
 	inflight, maxInflight int // SQEs in flight, cancels included
 	sqes, enters0, enters uint64
@@ -152,9 +142,7 @@ type task struct {
 	pinned                bool   // pinner holds buffers bindings chose
 	lent                  []byte // a read's bytes, lent to its hook during conclude
 
-	// Go tasks (gotask.go); goMu guards goDone and, once goOrphans is
-	// set, goRunning.
-	goRunning int
+	goRunning int // goMu guards goDone, and goRunning once goOrphans is set
 	goMu      sync.Mutex
 	goDone    []goResult
 	goSpare   []goResult
@@ -189,7 +177,6 @@ func newTask(r *Runner) *task {
 	return t
 }
 
-// use sets the mode of the next run.
 func (t *task) use(m Mode) {
 	t.mode = m
 	switch m {
@@ -223,7 +210,6 @@ func (t *task) Start(w *worker.Worker) error {
 	return nil
 }
 
-// begin resets the task's nodes and starts an iteration.
 func (t *task) begin(w *worker.Worker) {
 	t.releaseHandles(w)
 	t.closeDirs() // paths are resolved anew in each iteration
@@ -239,8 +225,7 @@ func (t *task) begin(w *worker.Worker) {
 	t.s.begin()
 }
 
-// reset makes every node of the task pending, with nothing left of an
-// earlier run.
+// reset makes every node of the task pending, as before any run.
 func (t *task) reset() {
 	st, p := t.st, t.p
 	t.remaining = len(t.nodes)
@@ -284,7 +269,6 @@ func (t *task) byLevel() (order, off []int32) {
 	return t.levels, t.levelOff
 }
 
-// readyRoots queues the task's roots, ready.
 func (t *task) readyRoots() {
 	for _, i := range t.roots {
 		t.st.node[i].status = stReady
@@ -292,8 +276,8 @@ func (t *task) readyRoots() {
 	t.ready = append(t.ready, t.roots...)
 }
 
-// Prep dispatches ready work, or the cancellation of the run, and says
-// how many completions the task waits for, or that it is done.
+// Prep dispatches ready work or the run's cancellation, and says how many
+// completions the task waits for, or that it is done.
 func (t *task) Prep(w *worker.Worker) (want int, done bool) {
 	if t.done() { // it ended in the last Complete: nothing to cancel
 		return 0, true
@@ -346,8 +330,7 @@ func (t *task) want() int {
 	return t.s.want()
 }
 
-// Wait returns exactly how many completions the task needs: the worker
-// asks when those at hand fall short of Prep's want.
+// Wait returns exactly how many completions the task needs.
 func (t *task) Wait(w *worker.Worker) int {
 	if t.eachCompletion() {
 		return 1
@@ -382,8 +365,8 @@ func (t *task) unpin() {
 	}
 }
 
-// Finish empties the slots this task used and tells the runner; with an
-// error (its worker stopped, its ring failed) it cancels the run.
+// Finish empties the task's slots and tells the runner; with an error
+// (its worker stopped, its ring failed) it cancels the run.
 func (t *task) Finish(w *worker.Worker, err error) {
 	t.enters = w.Enters() - t.enters0
 	t.unpin()
@@ -400,9 +383,8 @@ func (t *task) Finish(w *worker.Worker, err error) {
 	t.r.finished()
 }
 
-// abandon ends the task after its worker failed: the run is canceled, and
-// so is every node of the task not final. It reports whether Go tasks
-// still run (orphan).
+// abandon cancels the run and every node of the task not final, after its
+// worker failed; it reports whether Go tasks still run.
 func (t *task) abandon(w *worker.Worker, err error) bool {
 	t.err = err
 	t.r.failed.Store(true)
@@ -437,8 +419,8 @@ func (t *task) abandon(w *worker.Worker, err error) bool {
 	return t.orphan()
 }
 
-// Complete ends the nodes of a batch of CQEs, in order: a plain node that
-// succeeded here, the rest in complete.
+// Complete ends the nodes of a batch of CQEs: a plain success here, the
+// rest in complete.
 func (t *task) Complete(w *worker.Worker, cqes []uring.CQE) {
 	node := t.st.node
 	for k := range cqes {
@@ -468,8 +450,7 @@ func (t *task) Complete(w *worker.Worker, cqes []uring.CQE) {
 	}
 }
 
-// settled does the bookkeeping for node i, final and released, of the
-// kernel chain (graph) or segment (link) it went down in.
+// settled counts node i out of its kernel chain (graph) or segment (link).
 func (t *task) settled(w *worker.Worker, i int32) {
 	switch t.mode {
 	case Graph:
@@ -479,7 +460,6 @@ func (t *task) settled(w *worker.Worker, i int32) {
 	}
 }
 
-// complete handles a CQE other than a plain node's success.
 func (t *task) complete(w *worker.Worker, c *uring.CQE) {
 	t.inflight--
 	ud := c.UserData
@@ -541,8 +521,7 @@ func (t *task) statusOf(i int32) uint8 {
 // errRestartSys is the kernel's ERESTARTSYS.
 const errRestartSys = 512
 
-// ran ends node i, which ran, with status: settle, its hook (conclude),
-// then its successors; a write that goes on with the rest is not final.
+// ran ends node i, which ran, with status, unless it goes on (a write).
 func (t *task) ran(w *worker.Worker, i int32, status uint8) {
 	st := t.st
 	if !t.hot[i].plain {
@@ -561,8 +540,7 @@ func (t *task) ran(w *worker.Worker, i int32, status uint8) {
 	t.settled(w, i)
 }
 
-// ended releases node i's successors in graph mode's dataflow (the other
-// modes decide a node when its turn comes).
+// ended releases node i's successors in graph mode's dataflow.
 func (t *task) ended(w *worker.Worker, i int32) {
 	if t.mode == Graph && !t.graph.byLevels {
 		t.release(w, i)
@@ -583,9 +561,8 @@ func (t *task) brokeLink(n *nodeState) bool {
 	return !n.hard
 }
 
-// conclude runs the hook (which may fail the node) and the observer of
-// a node that ran or failed; the caller then releases its successors. A
-// node canceled after it was submitted did not run: no hook.
+// conclude runs the hook (which may fail the node) and the observer of a
+// node that ran or failed; a node canceled in flight has no hook run.
 func (t *task) conclude(i int32) {
 	st := t.st
 	if hook := t.p.then[i]; hook != nil && st.node[i].status != stCanceled {
@@ -605,8 +582,7 @@ func (t *task) conclude(i int32) {
 	t.observe(i)
 }
 
-// end gives node i, which did not run, its final status: canceled or
-// skipped. The caller releases its successors.
+// end ends node i, which did not run, canceled or skipped.
 func (t *task) end(w *worker.Worker, i int32, status uint8, cause int32) {
 	n := &t.st.node[i]
 	n.status, n.res, n.cause, n.end = status, 0, cause, w.Now()
@@ -622,8 +598,7 @@ func (t *task) cancel(w *worker.Worker, i int32, cause int32) {
 }
 
 // fail ends node i failed without submitting it, with res (a negative
-// errno) and err (if not nil); its hook runs and its successors are
-// released.
+// errno) and err, and releases its successors.
 func (t *task) fail(w *worker.Worker, i int32, res int32, err error) {
 	n := &t.st.node[i]
 	n.status, n.res, n.end = stFailed, res, w.Now()
@@ -647,8 +622,7 @@ func (t *task) notify(i int32) {
 	}
 }
 
-// cancelAll ends the run early: nothing more is dispatched, every node
-// not in flight is canceled, and in-flight ones get an ASYNC_CANCEL.
+// cancelAll cancels the nodes not in flight; sendCancels, the others.
 func (t *task) cancelAll(w *worker.Worker) {
 	t.canceled = true
 	if !t.record { // the report shows this iteration
@@ -662,8 +636,8 @@ func (t *task) cancelAll(w *worker.Worker) {
 	t.cancelPos = 0
 }
 
-// sendCancels sends an ASYNC_CANCEL to each node in flight, as room
-// allows; a Go task is waited for.
+// sendCancels sends an ASYNC_CANCEL to each node in flight (a Go task is
+// waited for), as room allows.
 func (t *task) sendCancels(w *worker.Worker) {
 	st := t.st
 	for ; t.cancelPos < len(t.nodes) && w.Room() > 0; t.cancelPos++ {
@@ -688,7 +662,6 @@ func (t *task) releaseHandles(w *worker.Worker) {
 	}
 }
 
-// userData returns the user_data of node i's SQE (h is its planNode).
 func (h *planNode) userData(i int32) uint64 {
 	if h.plain {
 		return uint64(i) | plainBit

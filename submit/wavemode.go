@@ -25,9 +25,8 @@ func (m *waveMode) begin() {
 	m.level, m.pos, m.pass, m.deferred, m.moved = 0, 0, 0, false, false
 }
 
-// prep sends the current level's nodes, as room allows; once they are
-// all complete, the next level's. After the last level, if nodes wait,
-// another pass begins.
+// prep sends the current level, then the next once it is complete; after
+// the last level, if nodes wait, another pass begins.
 func (m *waveMode) prep(w *worker.Worker) {
 	t := m.t
 	for {
@@ -71,9 +70,8 @@ func (m *waveMode) sweep(w *worker.Worker) bool {
 	return m.pos == end
 }
 
-// send decides node u and sends it, or leaves it for the next pass (a
-// predecessor not final, no free slot). It reports false if u waits for
-// room.
+// send decides node u and sends it, or leaves it for the next pass; it
+// reports false if u waits for room.
 func (m *waveMode) send(w *worker.Worker, u int32) bool {
 	t := m.t
 	switch s := t.st.node[u].status; {
