@@ -40,10 +40,9 @@ const (
 	noRoom   int32 = 5 // its SQEs (a readfile's, a deadline's) need more room: it waits
 )
 
-// take gets what node i needs to run: its handle open, a fixed-file slot
-// for an open, the memory its SQE points to, a read's or write's length.
-// On any verdict but taken nothing is held: refuse ends the node, or it
-// waits; after stopped the dispatch ends.
+// take gets what node i needs to run: its handle open, a slot for an
+// open, the memory its SQE points to, a transfer's length. On any verdict
+// but taken nothing is held.
 func (t *task) take(w *worker.Worker, i int32) int32 {
 	if !t.hot[i].needs {
 		return taken
@@ -103,8 +102,7 @@ func (t *task) takeSome(w *worker.Worker, i int32) int32 {
 	return taken
 }
 
-// sqesOf returns how many SQEs node i goes down as (a readfile's open and
-// read, a deadline's link timeout).
+// sqesOf returns how many SQEs node i goes down as.
 func (t *task) sqesOf(i int32) int {
 	n := 1
 	if t.hot[i].op == dag.OpReadFile {
@@ -116,8 +114,7 @@ func (t *task) sqesOf(i int32) int {
 	return n
 }
 
-// bind calls node i's binding on prm and checks what it chose: an open's
-// path (checkPath), a read's or write's parameters (checkParams).
+// bind calls node i's binding on prm and checks what it chose.
 func (t *task) bind(i int32, prm *dag.Params) int32 {
 	t.in.self = i
 	err := t.callBind(t.p.nodes[i].Bind, &t.in, prm)
@@ -145,9 +142,8 @@ func (t *task) boundStop() bool {
 	return t.stopping
 }
 
-// takeTransfer sizes a read or write (its binding has the last word) and
-// gets its buffer: the caller's, Go memory for kept bytes, or the
-// worker's (filled for a write).
+// takeTransfer sizes a read or write and gets its buffer: the caller's,
+// Go memory for kept bytes, or the worker's (filled for a write).
 func (t *task) takeTransfer(w *worker.Worker, i int32) int32 {
 	st := t.st
 	nd := &t.p.nodes[i]
@@ -218,12 +214,10 @@ func (t *task) statxLen(i int32) (int64, int32) {
 }
 
 // goBytes returns n bytes of Go memory for a program to keep, or nil if
-// the system would not map that much now. The Go runtime ends the process
-// when the system refuses it heap (an address-space limit, strict
-// overcommit), where the node is to fail with ENOMEM: so, from keepProbe
-// bytes up, it first maps as much plus a heap arena outside the heap, and
-// unmaps it. (A memory cgroup's limit is enforced by the OOM killer, not
-// at the mapping.)
+// the system would not map that much now: the Go runtime ends the process
+// when refused heap, where the node is to fail with ENOMEM. So from
+// keepProbe bytes up it first maps as much plus a heap arena, and unmaps
+// it. (A memory cgroup's limit is the OOM killer's, not the mapping's.)
 func goBytes(n int) []byte {
 	if n >= keepProbe {
 		m, err := unix.Mmap(-1, 0, n+heapArena, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
@@ -260,8 +254,7 @@ func checkParams(prm *dag.Params, direct bool) error {
 	return nil
 }
 
-// checkPath checks an open's path a binding chose: relative to the run's
-// root, clean, without "..".
+// checkPath checks an open's path a binding chose.
 func checkPath(path string) error {
 	if path == "" || path[0] == '/' || strings.IndexByte(path, 0) >= 0 || filepath.Clean(path) != path ||
 		path == ".." || strings.HasPrefix(path, "../") || strings.Contains(path, "/../") || strings.HasSuffix(path, "/..") {
@@ -284,8 +277,7 @@ func (t *task) refuse(w *worker.Worker, i int32, verdict int32) {
 }
 
 // canFollow reports whether node i may go down in a kernel chain behind
-// nodes that have not run: the results it reads are known, and its
-// directories can be opened now.
+// nodes that have not run: its inputs are known, its directories open.
 func (t *task) canFollow(i int32) bool {
 	if t.hot[i].follows {
 		return true
@@ -308,9 +300,8 @@ func (t *task) canFollowSlow(i int32) bool {
 	return true
 }
 
-// prep fills an SQE for node i, whose resources take got, with link (0,
-// IOSQE_IO_LINK or IOSQE_IO_HARDLINK) to the next SQE, and returns it (a
-// caller may set its link later). The caller checked Room.
+// prep fills an SQE for node i, taken, with link to the next SQE, and
+// returns it. The caller checked Room.
 func (t *task) prep(w *worker.Worker, i int32, link uint8) *uring.SQE {
 	st := t.st
 	s := w.SQE(t.hot[i].userData(i))
@@ -343,9 +334,8 @@ func (t *task) prep(w *worker.Worker, i int32, link uint8) *uring.SQE {
 	return s
 }
 
-// prepDeadline links a timeout of d to node i's SQE s: the kernel cancels
-// the request if it has not completed by then; both CQEs come back. A
-// node with a deadline is linked to no other node (plan.kernelLink).
+// prepDeadline links a timeout of d to node i's SQE s; both CQEs come
+// back. A node with a deadline is linked to no other (kernelLink).
 func (t *task) prepDeadline(w *worker.Worker, s *uring.SQE, i int32, d time.Duration) {
 	s.Flags |= uring.SQEIOLink
 	ts := &t.st.deadline[i]
@@ -358,8 +348,7 @@ func (t *task) prepDeadline(w *worker.Worker, s *uring.SQE, i int32, d time.Dura
 	w.Linked()
 }
 
-// prepOp fills SQE s for node i, an op other than a NOP or a read (kept
-// apart from prep to keep its frame small).
+// prepOp fills SQE s for node i, not a NOP or read (apart: prep's frame stays small).
 func (t *task) prepOp(s *uring.SQE, i int32) {
 	p, st := t.p, t.st
 	b := st.buf[i]
@@ -413,9 +402,8 @@ func (t *task) prepOp(s *uring.SQE, i int32) {
 }
 
 // dir returns an fd of plan directory d opened beneath the run root, or
-// the errno that kept it from opening (EXDEV: it leads out of the root).
-// The fd is kept until a rename or a Go task completes (retireDirs) or
-// the iteration ends.
+// the errno that kept it from opening; it is kept until a rename or a Go
+// task completes (retireDirs) or the iteration ends.
 func (t *task) dir(d int32) (int32, unix.Errno) {
 	if t.p.dirs[d] == "" {
 		return t.r.rootFd, 0
@@ -438,9 +426,8 @@ func (t *task) dir(d int32) (int32, unix.Errno) {
 	return int32(fd), 0
 }
 
-// retireDirs forgets the open directories after a rename, for later path
-// ops to open anew; requests in flight may still use the old fds, closed
-// once nothing is in flight.
+// retireDirs forgets the open directories after a rename; their fds are
+// closed once nothing is in flight.
 func (t *task) retireDirs() {
 	for d, fd := range t.dirFds {
 		if fd >= 0 {
@@ -487,10 +474,8 @@ func fill(b []byte, v byte) {
 	}
 }
 
-// settle does what a node's result means beyond its status (a short
-// transfer fails, a read's bytes, a statx's size, a slot freed, stale
-// directories) and returns its buffer. It reports more if the node is not
-// final: a short write went on with the rest.
+// settle does what a node's result means beyond its status and returns
+// its buffer; more: it is not final (a short write goes on).
 func (t *task) settle(w *worker.Worker, i int32, status uint8) (_ uint8, more bool) {
 	st, p := t.st, t.p
 	switch t.hot[i].op {
@@ -537,8 +522,7 @@ func (t *task) freeSlot(w *worker.Worker, h int32) {
 	t.st.alive[h] = false
 }
 
-// dropBuf lets go of node i's buffer: back to the worker, unless it is Go
-// memory.
+// dropBuf returns node i's buffer to the worker, unless it is Go memory.
 func (t *task) dropBuf(w *worker.Worker, i int32) {
 	if !t.st.borrowed[i] {
 		w.PutBuf(t.st.buf[i])
@@ -546,9 +530,8 @@ func (t *task) dropBuf(w *worker.Worker, i int32) {
 	t.st.buf[i] = nil
 }
 
-// settleWrite: like os.File.Write, a write that moved fewer bytes than
-// asked goes on with the rest (a full disk surfaces as ENOSPC), while the
-// worker has room to spare; one that still falls short fails.
+// settleWrite: like os.File.Write, a short write goes on with the rest (a
+// full disk surfaces as ENOSPC) while there is room; then it fails.
 func (t *task) settleWrite(w *worker.Worker, i int32, status uint8) (uint8, bool) {
 	st, nd := t.st, &t.p.nodes[i]
 	n := &st.node[i]
@@ -587,10 +570,8 @@ func (t *task) settleRead(i int32, status uint8) uint8 {
 	return t.keepRead(i, b[:res:res], status)
 }
 
-// keepRead hashes a read's bytes if the run asks, and keeps them (copied
-// out of the worker's memory unless read into the program's own) or
-// lends them to its hook (t.lent); keeping fails with ENOMEM if the system
-// will not map the memory.
+// keepRead hashes a read's bytes if asked, and keeps them (copied out of
+// the worker's memory) or lends them to its hook (t.lent).
 func (t *task) keepRead(i int32, data []byte, status uint8) uint8 {
 	st, nd := t.st, &t.p.nodes[i]
 	if t.digests && t.record {

@@ -33,10 +33,8 @@ type Report struct {
 	// MaxInflight is the peak of SQEs in flight, summed over workers.
 	MaxInflight int    `json:"max_inflight"`
 	Counts      Counts `json:"counts"`
-	// LinkBreaks counts where link mode ended a component's kernel chain
-	// early because the kernel's rule would differ from the graph's there
-	// (a node that needs a result of its own chain, a cleanup, a hook, a
-	// Go task, a deadline...), once per run, not per repeat.
+	// LinkBreaks counts where link mode ended a chain early because the
+	// kernel's rule would differ from the graph's (once per run).
 	LinkBreaks int `json:"link_breaks,omitempty"`
 	// Nodes has one entry per node, in declaration order (last repeat).
 	Nodes []NodeResult `json:"nodes"`
@@ -105,9 +103,8 @@ type NodeResult struct {
 	// Errno is -Res when Res is negative: why the node failed, or
 	// ECANCELED for a canceled node.
 	Errno Errno `json:"errno,omitempty"`
-	// Cause names, for a canceled node, the node whose failure canceled
-	// it (following chains of cancellations back to the failure), or
-	// "context" when the run's context ended.
+	// Cause names, for a canceled node, the failed node that started the
+	// cancellations, or "context" when the run ended early.
 	Cause string `json:"cause,omitempty"`
 	// Digest is the CRC-32C (Castagnoli) of the bytes an ok read
 	// returned, if the run asked for it (Options.Digests), else 0.
@@ -213,8 +210,8 @@ func (e Errno) Is(target error) bool {
 	return syscall.Errno(e).Is(target)
 }
 
-// String returns the errno's name ("ENOENT"), or its number if it has
-// none, and "" for 0.
+// String returns the errno's name ("ENOENT"), "errno N" if it has none,
+// and "" for 0.
 func (e Errno) String() string {
 	if e == 0 {
 		return ""
@@ -228,9 +225,8 @@ func (e Errno) String() string {
 // MarshalText writes the errno's name.
 func (e Errno) MarshalText() ([]byte, error) { return []byte(e.String()), nil }
 
-// UnmarshalText reads what MarshalText writes: an errno's name, or
-// "errno N" for one without a name. An empty text is an error (0 is
-// written as no field at all).
+// UnmarshalText reads what MarshalText writes (not "": 0 is written as no
+// field at all).
 func (e *Errno) UnmarshalText(b []byte) error {
 	if n, ok := strings.CutPrefix(string(b), "errno "); ok {
 		v, err := strconv.ParseUint(n, 10, 16)
@@ -303,8 +299,7 @@ func (r *Runner) canceledByContext(st *state, i int32) bool {
 }
 
 // spared reports whether a cancellation that reached task t cut nothing
-// short: it came in the last iteration, and no node of t was canceled
-// for it.
+// short.
 func (r *Runner) spared(t *task) bool {
 	if t.iter+1 < t.repeat {
 		return false
@@ -324,8 +319,7 @@ func (r *Runner) nodeResult(i int32) NodeResult {
 	return n
 }
 
-// fillResult writes node i's outcome over *n (a report's nodes are
-// written in place).
+// fillResult writes node i's outcome over *n.
 func (r *Runner) fillResult(n *NodeResult, i int32) {
 	p, st := r.p, r.st
 	op := p.hot[i].op

@@ -41,18 +41,16 @@ type Options struct {
 	Digests bool
 }
 
-// Run runs g on pool in the given mode (o.Repeat times, once by default)
-// and reports every node. The error is nil only if every node succeeded
-// (or was skipped): it is a *FailedError if nodes failed; the context's
-// error if ctx ended the run early; a *StopError if a node's code
-// stopped it (dag.Inputs.Stop); workers.ErrClosed if the pool closed
-// under it; ErrOnWorker if called from a hook, binding or observer on one
-// of the pool's workers; or why the run could not start (an op the kernel
-// lacks, a missing root or spec file): then the Report is nil. After an
+// Run runs g on pool in the given mode (o.Repeat times) and reports every
+// node. The error is nil only if every node succeeded or was skipped: it
+// is a *FailedError if nodes failed; the context's error if ctx ended the
+// run early; a *StopError if a node stopped it (dag.Inputs.Stop);
+// workers.ErrClosed if the pool closed under it; ErrOnWorker if called
+// on one of the pool's workers; or why the run could not start (an op the
+// kernel lacks, a missing root or spec file), with a nil Report. After an
 // early end, in-flight requests were canceled, unstarted nodes are
-// canceled with cause "context", and the report is still complete. A
-// cancellation that cut nothing short (it came in the last repeat, and
-// what it reached in flight completed anyway) is no error.
+// canceled with cause "context", and the report is complete. A
+// cancellation that cut nothing short is no error.
 func Run(ctx context.Context, pool *workers.Pool, g *dag.Graph, mode Mode, o Options) (*Report, error) {
 	r := NewRunner(pool, g)
 	defer r.Close()
@@ -84,10 +82,8 @@ type Runner struct {
 	fin      chan struct{}
 	failed   atomic.Bool // a task failed (its worker died): the run's error is its
 
-	// A subgraph's run (dag.Inputs.Run): its depth, and the run whose Go
-	// task runs it.
-	depth         int
-	parent        *Runner
+	depth         int       // how deeply a subgraph's run (dag.Inputs.Run) nests
+	parent        *Runner   // the run whose Go task runs this one
 	subgraphNodes sync.Pool // of *[]dag.Node: memory for the next subgraph to declare in
 
 	// stopMu guards the rest: the run's first Stop, and the context its
@@ -142,9 +138,8 @@ func NewRunner(pool *workers.Pool, g *dag.Graph) *Runner {
 	return r
 }
 
-// spread gives each component to a task, the largest first, each to the
-// task with the fewest nodes so far, and returns each component's task;
-// load holds each task's node count.
+// spread gives each component, the largest first, to the task with the
+// fewest nodes so far (load), and returns each component's task.
 func spread(comps [][]int32, load []int) []int32 {
 	bySize := make([]int32, len(comps))
 	for c := range bySize {
@@ -184,8 +179,8 @@ func (r *Runner) Run(ctx context.Context, mode Mode, o Options) (*Report, error)
 	return rep, join(err, r.failures())
 }
 
-// run is Run without the report: it returns the wall time, or -1 if the
-// run did not start, and the run's error, not counting failed nodes.
+// run is Run without the report or failed nodes; wall is -1 if it did
+// not start.
 func (r *Runner) run(ctx context.Context, mode Mode, o Options) (wall int64, err error) {
 	if mode < Graph || mode > Waves {
 		return -1, fmt.Errorf("submit: unknown mode %d", mode)
@@ -288,8 +283,7 @@ func (r *Runner) hand() (int, error) {
 	return len(r.tasks), nil
 }
 
-// runErr returns the error of a run whose handed tasks have all
-// finished, not counting failed nodes.
+// runErr returns the error of a run that has ended, failed nodes aside.
 func (r *Runner) runErr(ctx context.Context, handed int, goErr error) error {
 	var errs []error
 	if goErr != nil {
@@ -331,7 +325,7 @@ func (r *Runner) finished() {
 }
 
 // await returns when the run's last task has finished, spinning first: a
-// small graph ends sooner than a parked goroutine is woken.
+// small graph ends sooner than a parked goroutine wakes.
 func (r *Runner) await() {
 	r.pool.Waiters().Add(1)
 	r.pool.Spin(func() bool { return r.left.Load() == 0 }, true)
@@ -385,8 +379,8 @@ func (r *Runner) stop(i int32, err error) {
 	r.stopWith(&StopError{Node: r.p.ids[i], Err: err})
 }
 
-// stopWith ends the run with the first StopError it is given, then the
-// runs it is a subgraph of.
+// stopWith ends the run, and those it is a subgraph of, with the first
+// StopError it is given.
 func (r *Runner) stopWith(se *StopError) {
 	r.stopMu.Lock()
 	first := r.stopErr == nil
@@ -417,16 +411,15 @@ func (r *Runner) context() context.Context {
 	return r.ctx
 }
 
-// contextDone reports whether the run was told to end early, without
-// making a context.
+// contextDone reports whether the run was told to end early.
 func (r *Runner) contextDone() bool {
 	r.stopMu.Lock()
 	defer r.stopMu.Unlock()
 	return r.ended != nil || r.callerCtx.Err() != nil
 }
 
-// endContext ends the run's context with cause why (nil: the run is
-// over), now or once it is made.
+// endContext ends the run's context (why nil: the run is over), now or
+// once it is made.
 func (r *Runner) endContext(why error) {
 	if why == nil {
 		why = context.Canceled
@@ -457,7 +450,7 @@ func (r *Runner) checkOps() error {
 }
 
 // open opens the run's root (a subgraph uses its parent's) and the spec
-// files nodes use (fds, -1 for the others), confined to the root.
+// files nodes use (-1 for the others).
 func (r *Runner) open(root string) ([]int, error) {
 	needRoot := len(r.p.paths) > 0
 	for _, u := range r.p.useFile {
