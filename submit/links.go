@@ -33,15 +33,10 @@ import (
 //     starts what is hard-linked behind it after the run was canceled,
 //     and no ASYNC_CANCEL reaches a request waiting in a chain.
 func (p *plan) kernelLink(x, next int32) uint8 {
+	if !p.linkable(x, next) {
+		return 0
+	}
 	hx, hn := &p.hot[x], &p.hot[next]
-	switch hx.op {
-	case dag.OpRename, dag.OpWrite, dag.OpGo, dag.OpReadFile, dag.OpStatx, dag.OpUnlink, dag.OpMkdir:
-		return 0
-	}
-	if hn.op == dag.OpGo || hn.op == dag.OpReadFile || hn.onFail || p.nodes[x].Then != nil || p.nodes[next].Bind != nil ||
-		p.timeoutOf(x) > 0 || p.timeoutOf(next) > 0 {
-		return 0
-	}
 	k, ok := p.edge(x, next)
 	finally := ok && k == dag.Finally
 	switch {
@@ -60,6 +55,18 @@ func (p *plan) kernelLink(x, next int32) uint8 {
 		}
 	}
 	return uring.SQEIOHardlink
+}
+
+// linkable reports whether no node or op keeps x and next from being
+// linked, whatever the edge between them (see kernelLink).
+func (p *plan) linkable(x, next int32) bool {
+	switch p.hot[x].op {
+	case dag.OpRename, dag.OpWrite, dag.OpGo, dag.OpReadFile, dag.OpStatx, dag.OpUnlink, dag.OpMkdir:
+		return false
+	}
+	hn := &p.hot[next]
+	return hn.op != dag.OpGo && hn.op != dag.OpReadFile && !hn.onFail && p.nodes[x].Then == nil && p.nodes[next].Bind == nil &&
+		p.timeoutOf(x) <= 0 && p.timeoutOf(next) <= 0
 }
 
 func (p *plan) edge(x, y int32) (dag.EdgeKind, bool) {
