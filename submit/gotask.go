@@ -54,15 +54,11 @@ func (in *inputs) Run(name string, declare func(b *dag.Builder)) ([]dag.Result, 
 	if wall < 0 {
 		return nil, err
 	}
-	return child.results(), join(err, child.failures())
-}
-
-func (r *Runner) results() []dag.Result {
-	out := make([]dag.Result, r.p.n)
+	out := make([]dag.Result, g.Len())
 	for i := range out {
-		out[i] = r.tasks[0].result(int32(i))
+		out[i] = child.tasks[0].result(int32(i))
 	}
-	return out
+	return out, join(err, child.failures())
 }
 
 // Depth says how deeply the task's run nests in others (worker.Task).
@@ -313,10 +309,4 @@ func (t *task) callBind(bind func(dag.Inputs, *dag.Params) error, in dag.Inputs,
 	t.userCode()
 	defer recovered(&err)
 	return bind(in, p)
-}
-
-// callObserver calls the observer under guard.
-func (t *task) callObserver(obs func(NodeResult), n NodeResult) {
-	t.userCode()
-	guard(func() error { obs(n); return nil })
 }

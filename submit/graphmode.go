@@ -38,7 +38,10 @@ func (g *graphMode) begin() {
 		g.level, g.pos = -1, 0
 		return
 	}
-	t.readyRoots()
+	for _, i := range t.roots {
+		t.st.node[i].status = stReady
+	}
+	t.ready = append(t.ready, t.roots...)
 }
 
 // levelsFirst turns byLevels on; BenchmarkGraphLevels turns it off.

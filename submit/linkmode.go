@@ -119,7 +119,9 @@ func (l *linkMode) segment(w *worker.Worker, k int32) {
 			link = t.p.kernelLink(prev, x) // nodes between them ended early
 		}
 		if link == 0 || !t.mayFollow(x) || !t.canFollow(x) || !seg.allows(t.p, prev, x, link) {
-			t.linkBreaks()
+			if t.iter == 0 { // Report.LinkBreaks counts one run
+				t.breaks++
+			}
 			break
 		}
 		if hot[x].needs && t.take(w, x) != taken {
@@ -183,17 +185,14 @@ func (l *linkMode) send(k, last int32, n int) {
 	}
 }
 
-// settled counts node i of a segment in flight complete.
+// settled counts node i of a segment in flight complete; the segment's
+// last goes out of flight and applies the chain rule.
 func (l *linkMode) settled(w *worker.Worker, i int32) {
 	k := l.local[l.t.p.compOf[i]]
 	l.cqes--
-	if l.out[k]--; l.out[k] == 0 {
-		l.segmentDone(w, k)
+	if l.out[k]--; l.out[k] > 0 {
+		return
 	}
-}
-
-// segmentDone takes component k's segment out of flight.
-func (l *linkMode) segmentDone(w *worker.Worker, k int32) {
 	last := l.flying[len(l.flying)-1]
 	l.flying[l.at[k]], l.at[last] = last, l.at[k]
 	l.flying = l.flying[:len(l.flying)-1]
@@ -254,10 +253,3 @@ func (l *linkMode) want() int {
 }
 
 func (l *linkMode) exact(*worker.Worker) int { return l.want() }
-
-// linkBreaks counts a chain ended early, once per run (Report.LinkBreaks).
-func (t *task) linkBreaks() {
-	if t.iter == 0 {
-		t.breaks++
-	}
-}

@@ -118,7 +118,10 @@ func (t *task) sqesOf(i int32) int {
 func (t *task) bind(i int32, prm *dag.Params) int32 {
 	t.in.self = i
 	err := t.callBind(t.p.nodes[i].Bind, &t.in, prm)
-	if t.boundStop() {
+	if t.cancelReq.Load() {
+		t.stopping = true // canceled during the binding: nothing more goes down
+	}
+	if t.stopping {
 		return stopped
 	}
 	if err == nil && t.hot[i].op == dag.OpOpen {
@@ -131,15 +134,6 @@ func (t *task) bind(i int32, prm *dag.Params) int32 {
 		return -int32(unix.EINVAL)
 	}
 	return taken
-}
-
-// boundStop reports whether the run was canceled during the binding just
-// called: then nothing more is submitted, the bound node included.
-func (t *task) boundStop() bool {
-	if t.cancelReq.Load() {
-		t.stopping = true
-	}
-	return t.stopping
 }
 
 // takeTransfer sizes a read or write and gets its buffer: the caller's,

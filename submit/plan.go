@@ -210,7 +210,7 @@ func (p *plan) addNode(i int32, ix *indexer) {
 	h.predLo = int32(len(p.preds))
 	p.preds = append(p.preds, g.Preds(i)...)
 	h.predHi = int32(len(p.preds))
-	p.fresh[i] = freshState(p.npred[i])
+	p.fresh[i] = nodeState{pending: p.npred[i], cause: causeNone, linkedFrom: -1, chain: -1} // before a run
 	p.compOf[i] = int32(g.Component(i))
 	p.file[i] = -1
 	if nd.File != "" {

@@ -252,14 +252,12 @@ func (r *Runner) buildReport(mode Mode, repeat int, wall int64) *Report {
 	nodes := rep.Nodes
 	*rep = Report{Name: p.g.Name(), Mode: mode, Workers: r.pool.Size(), Ring: int(cfg.Entries),
 		Repeat: repeat, WallNS: wall}
-	for _, t := range r.tasks {
+	base := r.t0 // the last repeat's start
+	for k, t := range r.tasks {
 		rep.Enters += t.enters
 		rep.SQEs += t.sqes
 		rep.MaxInflight += t.maxInflight
 		rep.LinkBreaks += t.breaks
-	}
-	base := r.t0 // the last repeat's start
-	for k, t := range r.tasks {
 		if k == 0 || t.iterStart < base {
 			base = t.iterStart
 		}

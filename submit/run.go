@@ -196,7 +196,14 @@ func (r *Runner) run(ctx context.Context, mode Mode, o Options) (wall int64, err
 		return -1, err
 	}
 	defer r.closeFiles(files)
-	r.pinAll()
+	if len(r.p.paths) > 0 { // what the kernel reads of the plan
+		r.pinner.Pin(&r.p.paths[0])
+	}
+	for _, i := range r.p.userBuf {
+		if b := r.p.nodes[i].Buf; len(b) > 0 {
+			r.pinner.Pin(&b[0])
+		}
+	}
 	defer r.pinner.Unpin()
 	if mode == Link {
 		r.p.linkSeq(0) // made here, once, not by the workers at once
@@ -222,18 +229,6 @@ func (r *Runner) run(ctx context.Context, mode Mode, o Options) (wall int64, err
 		<-canceled // its callback runs: let it finish before the next Run resets what it writes
 	}
 	return r.pool.Now() - r.t0, r.runErr(ctx, handed, goErr)
-}
-
-// pinAll pins what the kernel reads of the plan: paths, the program's buffers.
-func (r *Runner) pinAll() {
-	if len(r.p.paths) > 0 {
-		r.pinner.Pin(&r.p.paths[0])
-	}
-	for _, i := range r.p.userBuf {
-		if b := r.p.nodes[i].Buf; len(b) > 0 {
-			r.pinner.Pin(&b[0])
-		}
-	}
 }
 
 func (r *Runner) begin(ctx context.Context, mode Mode, o Options, files []int) {
@@ -349,9 +344,6 @@ func (r *Runner) wake() {
 		}
 	}
 }
-
-// paused: the run's stream holds StreamBuffer outcomes nobody took.
-func (r *Runner) paused() bool { return r.gate != nil && r.gate.full() }
 
 // join is errors.Join, except that one error alone is itself.
 func join(a, b error) error {

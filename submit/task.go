@@ -73,10 +73,6 @@ type nodeState struct {
 	start, end int64 // pool clock, ns
 }
 
-func freshState(pending int32) nodeState {
-	return nodeState{pending: pending, cause: causeNone, linkedFrom: -1, chain: -1}
-}
-
 func newState(p *plan) *state {
 	n := p.n
 	st := &state{
@@ -269,13 +265,6 @@ func (t *task) byLevel() (order, off []int32) {
 	return t.levels, t.levelOff
 }
 
-func (t *task) readyRoots() {
-	for _, i := range t.roots {
-		t.st.node[i].status = stReady
-	}
-	t.ready = append(t.ready, t.roots...)
-}
-
 // Prep dispatches ready work or the run's cancellation, and says how many
 // completions the task waits for, or that it is done.
 func (t *task) Prep(w *worker.Worker) (want int, done bool) {
@@ -305,7 +294,7 @@ func (t *task) prepAll(w *worker.Worker) {
 		return
 	}
 	for {
-		if !t.r.paused() {
+		if g := t.r.gate; g == nil || !g.full() { // a full stream pauses the run
 			t.s.prep(w)
 		}
 		if t.stopping {
@@ -314,7 +303,7 @@ func (t *task) prepAll(w *worker.Worker) {
 			t.sendCancels(w)
 			return
 		}
-		if !t.iterDone() || t.iter+1 >= t.repeat {
+		if t.remaining > 0 || t.inflight > 0 || t.goRunning > 0 || t.iter+1 >= t.repeat {
 			break
 		}
 		t.iter++
@@ -346,10 +335,6 @@ func (t *task) eachCompletion() bool {
 
 func (t *task) done() bool {
 	return t.inflight == 0 && t.goRunning == 0 && (t.canceled || t.remaining == 0 && t.iter+1 >= t.repeat)
-}
-
-func (t *task) iterDone() bool {
-	return t.remaining == 0 && t.inflight == 0 && t.goRunning == 0
 }
 
 // Abort ends the run early: the pool is closing.
@@ -615,7 +600,8 @@ func (t *task) observe(i int32) {
 
 func (t *task) notify(i int32) {
 	obs, n := t.obs, t.r.nodeResult(i)
-	t.callObserver(obs, n)
+	t.userCode()
+	guard(func() error { obs(n); return nil })
 	// The goroutines it woke (Start's reader) wait until the worker yields.
 	if w := t.worker.Load(); w != nil && !t.goOrphans {
 		w.Readied()
