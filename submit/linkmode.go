@@ -185,14 +185,18 @@ func (l *linkMode) send(k, last int32, n int) {
 	}
 }
 
-// settled counts node i of a segment in flight complete; the segment's
-// last goes out of flight and applies the chain rule.
+// settled counts node i of a segment in flight complete.
 func (l *linkMode) settled(w *worker.Worker, i int32) {
 	k := l.local[l.t.p.compOf[i]]
 	l.cqes--
-	if l.out[k]--; l.out[k] > 0 {
-		return
+	if l.out[k]--; l.out[k] == 0 {
+		l.segmentDone(w, k)
 	}
+}
+
+// segmentDone takes component k's segment out of flight and applies the
+// chain rule after it.
+func (l *linkMode) segmentDone(w *worker.Worker, k int32) {
 	last := l.flying[len(l.flying)-1]
 	l.flying[l.at[k]], l.at[last] = last, l.at[k]
 	l.flying = l.flying[:len(l.flying)-1]

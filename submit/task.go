@@ -303,7 +303,7 @@ func (t *task) prepAll(w *worker.Worker) {
 			t.sendCancels(w)
 			return
 		}
-		if t.remaining > 0 || t.inflight > 0 || t.goRunning > 0 || t.iter+1 >= t.repeat {
+		if t.remaining != 0 || t.inflight != 0 || t.goRunning != 0 || t.iter+1 >= t.repeat {
 			break
 		}
 		t.iter++
