@@ -1,30 +1,26 @@
 package submit
 
 import (
+	"slices"
 	"sync"
 
 	"github.com/iodag/iodag/dag"
 )
 
 // Inputs.Result answers only for an ancestor of the calling node (its
-// outcome is final before the caller runs, and written before it, so
-// reading it is no data race). Most calls name a direct predecessor; a
-// short search back from the caller finds a near ancestor. A far one
-// (node 0 asked for by every node of a large layered graph) would make
-// that search visit most of the graph on every call: measured, 16,384
-// hooks each asking for node 0 of layered 256x64 took 3.1 s. So past
-// searchBudget nodes the question goes to the set of a's descendants,
-// found once by one pass over the graph and kept (the last few asked
-// for, a bit per node each).
+// outcome is final and written before the caller runs: no data race).
+// Most calls name a direct predecessor, and a short search back finds a
+// near ancestor; past searchBudget nodes the question goes to the set of
+// a's descendants, found by one pass over the graph and kept (the last
+// few asked for, a bit per node each), so that a far ancestor asked for
+// by every node does not cost a search of the graph each time.
 
 const (
 	searchBudget = 64 // nodes a search back visits before it gives up
 	keptReaches  = 8  // descendant sets an ancestry keeps
 )
 
-// ancestor reports whether node a is an ancestor of node d: a direct
-// predecessor at once, else by a short search back from d that stops at
-// a's level (an ancestor's is lower), else by a's descendants.
+// ancestor reports whether node a is an ancestor of node d.
 func (p *plan) ancestor(a, d int32) bool {
 	g := p.g
 	if a < 0 || int(a) >= p.n || g.Level(a) >= g.Level(d) {
@@ -42,8 +38,7 @@ func (p *plan) ancestor(a, d int32) bool {
 }
 
 // searchBack looks for a among d's ancestors above a's level, visiting
-// at most searchBudget of them (ok false: it gave up). Its memory is on
-// the stack: a call allocates nothing.
+// at most searchBudget of them (ok false: it gave up), without allocating.
 func searchBack(g *dag.Graph, a, d int32) (found, ok bool) {
 	var seen, stack [searchBudget]int32
 	ns, top := 0, 0
@@ -55,7 +50,7 @@ func searchBack(g *dag.Graph, a, d int32) (found, ok bool) {
 			if v == a {
 				return true, true
 			}
-			if g.Level(v) <= g.Level(a) || contains(seen[:ns], v) {
+			if g.Level(v) <= g.Level(a) || slices.Contains(seen[:ns], v) {
 				continue
 			}
 			if ns == searchBudget {
@@ -68,17 +63,8 @@ func searchBack(g *dag.Graph, a, d int32) (found, ok bool) {
 	return false, true
 }
 
-func contains(s []int32, v int32) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
-}
-
 // ancestry keeps the descendant sets of the nodes most recently asked
-// for; safe for concurrent use (hooks on several workers, Go tasks).
+// for; safe for concurrent use.
 type ancestry struct {
 	mu    sync.Mutex
 	sets  []reach // most recently used last
@@ -121,7 +107,7 @@ func (an *ancestry) descends(g *dag.Graph, a, d int32) bool {
 	return r.bits[d/64]&(1<<(d%64)) != 0
 }
 
-// fill sets the bits of r.from's descendants, one pass over its edges.
+// fill sets the bits of r.from's descendants.
 func (an *ancestry) fill(g *dag.Graph, r *reach) {
 	q := append(an.queue[:0], r.from)
 	for h := 0; h < len(q); h++ {

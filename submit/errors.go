@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"syscall"
 
 	"github.com/iodag/iodag/dag"
 	"github.com/iodag/iodag/internal/uring"
@@ -67,9 +66,7 @@ const CauseContext = "context"
 // node whose failure started the cancellations, or CauseContext.
 type CanceledError struct {
 	Cause string
-	// Err is, for a node the run's end canceled, why it ended, if that
-	// is known: what a Go task cut short returned, or the pool's
-	// closing. Else nil.
+	// Err is why the run ended, if known, for a node its end canceled.
 	Err error
 }
 
@@ -151,9 +148,8 @@ func (e *UnsupportedOpError) Error() string {
 }
 
 // ErrOnWorker is the error of a Run, Runner.Run or Runner.Start called
-// from a hook, binding or observer running on one of the pool's workers:
-// that worker would have to run the graph while it waits for it. Run a
-// graph from a Go task (Builder.Go, dag.Inputs.Run) instead.
+// from a hook, binding or observer on one of the pool's workers, which
+// would wait for itself. Run a graph from a Go task instead.
 var ErrOnWorker = errors.New("submit: Run called on one of the pool's workers (from a hook, binding or observer), which would wait for itself: run it from a Go task")
 
 // ErrBadParam matches (errors.Is) the error of a node whose binding chose
@@ -164,23 +160,21 @@ var ErrBadParam = errors.New("bad parameter")
 // they run on a worker's thread, which must not wait.
 var ErrNotGoTask = errors.New("submit: only a Go task may run a subgraph")
 
-// errDeadline marks (in state.err) a node whose deadline passed; its
-// report's error wraps os.ErrDeadlineExceeded.
+// errDeadline marks (in state.err) a node whose deadline passed.
 var errDeadline = errors.New("deadline passed")
 
 // errPoolClosing is why a run's context ends when its pool closes.
 var errPoolClosing = fmt.Errorf("%w while the run was in progress", worker.ErrClosed)
 
-// kernelErr returns node i's failure, errno, as package os says it: with
-// the path the node worked on.
+// kernelErr returns node i's failure err as package os says it, with its path.
 func (r *Runner) kernelErr(i int32, err error) error {
 	p, nd := r.p, &r.p.nodes[i]
 	path, op := nd.Path, nd.Op.String()
 	switch {
 	case nd.Op == dag.OpReadFile:
 		op = "read"
-		if r.st.size[i] < 0 {
-			op = "open" // its open failed
+		if r.st.size[i] < 0 { // its open failed
+			op = "open"
 		}
 	case nd.Op == dag.OpRename:
 		return &os.LinkError{Op: "rename", Old: nd.Path, New: nd.To, Err: err}
@@ -193,6 +187,3 @@ func (r *Runner) kernelErr(i int32, err error) error {
 	}
 	return &os.PathError{Op: op, Path: path, Err: err}
 }
-
-// errnoOf returns res, a negative errno, as a syscall.Errno.
-func errnoOf(res int32) error { return syscall.Errno(-res) }

@@ -13,15 +13,14 @@ import (
 	"github.com/iodag/iodag/workers"
 )
 
-// What a node's Go functions (hooks, bindings, Go tasks) see of a run,
-// and how Go tasks run beside the rings.
+// What hooks, bindings and Go tasks see of a run; how Go tasks run.
 
 // inputs is the dag.Inputs given to node self's functions.
 type inputs struct {
 	t    *task
 	self int32
 	goes bool            // a Go task's, on its own goroutine: it may wait
-	ctx  context.Context // a Go task's with a deadline (Node.Timeout): the run's, with it
+	ctx  context.Context // a Go task's with a deadline: the run's, with it
 }
 
 // Run grows the graph by a subgraph; see dag.Inputs.
@@ -40,42 +39,32 @@ func (in *inputs) Run(name string, declare func(b *dag.Builder)) ([]dag.Result, 
 	b := dag.NewBuilder(name, dag.WithNodes(top.takeNodes()))
 	declare(b)
 	if b.Len() == 0 {
-		return nil, nil // nothing found to run (an empty directory)
+		return nil, nil
 	}
 	g, err := b.Build()
 	if err != nil {
 		return nil, err
 	}
-	// Nothing uses the subgraph once it has run (its errors hold copies
-	// of the ids): the next subgraph declares its nodes in its memory.
+	// Once it has run, the next subgraph declares its nodes in its memory.
 	defer top.putNodes(g.Nodes())
 	child := NewRunner((*workers.Pool)(r.pool), g)
 	defer child.Close()
 	child.depth, child.parent = r.depth+1, r
-	// No Report: the results come straight from the nodes' states.
 	wall, err := child.run(r.context(), r.mode, Options{Root: r.root})
 	if wall < 0 {
 		return nil, err
 	}
-	return child.results(), join(err, child.failures())
-}
-
-// results returns every node's outcome as Go code sees it.
-func (r *Runner) results() []dag.Result {
-	out := make([]dag.Result, r.p.n)
+	out := make([]dag.Result, g.Len())
 	for i := range out {
-		out[i] = r.tasks[0].result(int32(i))
+		out[i] = child.tasks[0].result(int32(i))
 	}
-	return out
+	return out, join(err, child.failures())
 }
 
-// Depth says how deeply the task's run nests in others (a subgraph's
-// task waits for a place only behind tasks at its depth or deeper; see
-// worker.Task).
+// Depth says how deeply the task's run nests in others (worker.Task).
 func (t *task) Depth() int { return t.r.depth }
 
-// takeNodes returns the node memory of a subgraph of r's that has run,
-// or nil.
+// takeNodes returns the node memory of a subgraph that has run, or nil.
 func (r *Runner) takeNodes() []dag.Node {
 	if p, ok := r.subgraphNodes.Get().(*[]dag.Node); ok {
 		return *p
@@ -83,19 +72,15 @@ func (r *Runner) takeNodes() []dag.Node {
 	return nil
 }
 
-// putNodes keeps nodes, cleared (they hold the user's functions), for
-// takeNodes.
+// putNodes keeps nodes, cleared, for takeNodes.
 func (r *Runner) putNodes(nodes []dag.Node) {
 	nodes = nodes[:cap(nodes)]
 	clear(nodes)
 	r.subgraphNodes.Put(&nodes)
 }
 
-// Result returns node n's outcome; see dag.Inputs. Only an ancestor's
-// (or the node's own) is final before the call and stays so during it:
-// another node's state may be written meanwhile, by this worker's thread
-// or another's, so it answers ErrNotDone for any other node, and
-// ErrForeignTask for a Task that is not a node of this graph.
+// Result returns node n's outcome; see dag.Inputs. Only an ancestor's is
+// surely final: for another node it answers ErrNotDone.
 func (in *inputs) Result(n dag.Task) dag.Result {
 	if !in.t.p.g.Owns(n) {
 		return dag.Result{Err: dag.ErrForeignTask}
@@ -122,7 +107,7 @@ func (in *inputs) Context() context.Context {
 // Stop ends the run early; see dag.Inputs.
 func (in *inputs) Stop(err error) { in.t.r.stop(in.self, err) }
 
-// result returns node i's outcome as Go code sees it during the run.
+// result returns node i's outcome as Go code sees it.
 func (t *task) result(i int32) dag.Result {
 	if i < 0 || int(i) >= t.p.n {
 		return dag.Result{Err: dag.ErrNotDone}
@@ -140,15 +125,13 @@ func (t *task) result(i int32) dag.Result {
 
 // goResult is a Go task's end, handed from its goroutine to the worker.
 type goResult struct {
-	i   int32
-	err error
-	// late: its deadline (Node.Timeout) passed before it returned.
-	late bool
+	i    int32
+	err  error
+	late bool // its deadline passed before it returned
 }
 
-// spawn runs Go node i's function on a goroutine. Its end comes back to
-// the worker through goDone and a wake-up: a lock per Go task, none per
-// I/O node.
+// spawn runs Go node i's function on a goroutine; its end comes back
+// through goDone and a wake-up.
 func (t *task) spawn(w *worker.Worker, i int32) {
 	st := t.st
 	st.node[i].status, st.node[i].start = stInflight, w.Now()
@@ -181,18 +164,13 @@ func (t *task) spawn(w *worker.Worker, i int32) {
 	}()
 }
 
-// orphan gives the Go tasks that ended before the task finished early
-// (Finish with an error) their final statuses, and reports whether some
-// still run: then each ends on its own goroutine (orphanEnded), and the
-// last tells the runner, whose Run returns only once none runs.
+// orphan settles the Go tasks that ended before the task finished early,
+// and reports whether some still run (the last to end tells the runner).
 func (t *task) orphan() bool {
 	t.goMu.Lock()
 	defer t.goMu.Unlock()
-	// Those settleGoDone had not reached when the worker ended, then
-	// those that ended since.
 	for _, done := range [][]goResult{t.settling, t.goDone} {
 		for _, d := range done {
-			t.goRunning--
 			t.goEnded(d, t.r.pool.Now())
 			t.tellObserver(d.i)
 		}
@@ -204,10 +182,8 @@ func (t *task) orphan() bool {
 	return t.goOrphans
 }
 
-// orphanEnded ends Go task d after its task finished (orphan); goMu is
-// held, and unlocked here.
+// orphanEnded ends Go task d after its task finished; it unlocks goMu.
 func (t *task) orphanEnded(d goResult) {
-	t.goRunning--
 	t.goEnded(d, t.r.pool.Now())
 	t.tellObserver(d.i)
 	last := t.goRunning == 0
@@ -218,11 +194,8 @@ func (t *task) orphanEnded(d goResult) {
 	}
 }
 
-// tellObserver reports the final status of nodes to the run's observer,
-// if any, when no worker does: after their worker died, or for a run the
-// pool never took. It calls it on a goroutine of its own, waited for, so that an observer calling runtime.Goexit, which may be what
-// ended the worker, ends that goroutine (the next one goes on with the
-// rest), not the one that must finish the run.
+// tellObserver reports nodes to the observer when no worker can, from a
+// goroutine of its own, which an observer's runtime.Goexit ends.
 func (t *task) tellObserver(nodes ...int32) {
 	if t.obs == nil {
 		return
@@ -241,12 +214,10 @@ func (t *task) tellObserver(nodes ...int32) {
 	}
 }
 
-// errGoexit is the failure of a Go task whose function called
-// runtime.Goexit (as t.FailNow does): it ends the node, not the run.
+// errGoexit fails a Go task whose function called runtime.Goexit.
 var errGoexit = errors.New("the function called runtime.Goexit")
 
-// settleGo gives the Go tasks that ended their final status, and
-// reports whether the run is to end early.
+// settleGo settles the Go tasks that ended; true: the run is to end early.
 func (t *task) settleGo(w *worker.Worker) bool {
 	if t.goRunning > 0 { // inlined: most turns have no Go task
 		return t.settleGoDone(w)
@@ -259,34 +230,26 @@ func (t *task) settleGoDone(w *worker.Worker) bool {
 	done := t.goDone
 	t.goDone = t.goSpare[:0]
 	t.goMu.Unlock()
-	// settling holds what is left of done while each one's hook and
-	// observer run: if one ends the worker (runtime.Goexit), orphan
-	// settles the rest.
-	t.settling = done
+	t.settling = done // if a hook ends the worker, orphan settles the rest
 	for len(t.settling) > 0 {
 		d := t.settling[0]
 		t.settling = t.settling[1:]
-		t.goRunning--
 		t.goEnded(d, w.Now())
 		t.conclude(d.i)
 		t.ended(w, d.i)
 		t.settled(w, d.i)
 	}
-	// A Go task may have moved directories (a subgraph's rename, the
-	// program's own os.Rename): the path ops after it open theirs anew,
-	// as after a rename node (retireDirs).
-	if len(done) > 0 {
+	if len(done) > 0 { // it may have moved directories
 		t.retireDirs()
 	}
 	clear(done)
 	t.goSpare = done[:0]
-	// One that gave up when the run ended may have sent the cancellation
-	// (cutShort): nothing more is dispatched.
-	return t.cancelReq.Load()
+	return t.cancelReq.Load() // cutShort may have sent it
 }
 
 // goEnded gives Go task d's node its final status, ended at now.
 func (t *task) goEnded(d goResult, now int64) {
+	t.goRunning--
 	st := t.st
 	n := &st.node[d.i]
 	n.end, n.res, n.status = now, 0, stOK
@@ -301,14 +264,9 @@ func (t *task) goEnded(d goResult, now int64) {
 	}
 }
 
-// cutShort reports whether a Go task that returned err gave up because
-// the run ended early: err is its context's (context.Canceled or
-// DeadlineExceeded, perhaps wrapped, as from a subgraph's Inputs.Run) or
-// the pool's closing (workers.ErrClosed), and the run's context has ended. Such a node is canceled by the
-// context, as an I/O node in flight would be, so the run's error says
-// that the context ended it. The cancellation may not have reached the
-// tasks yet (the context's AfterFunc runs on its own goroutine): this
-// sends it now, before anything more is dispatched.
+// cutShort reports whether a Go task that returned err gave up because the
+// run ended early (then it is canceled, like an I/O node in flight), and
+// sends the run's cancellation if it has not reached the tasks yet.
 func (t *task) cutShort(err error) bool {
 	if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, worker.ErrClosed) ||
 		!t.cancelReq.Load() && !t.r.contextDone() {
@@ -320,51 +278,35 @@ func (t *task) cutShort(err error) bool {
 	return true
 }
 
-// guard calls fn, turning a panic into an error: user code must not take
-// the program down from a worker's thread.
+// guard calls fn, turning a panic into an error.
 func guard(fn func() error) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("panic: %v", r)
-		}
-	}()
+	defer recovered(&err)
 	return fn()
 }
 
-// userCode tells the task's worker that the program's code runs on its
-// thread now (Pool.OnWorker).
+// recovered, deferred, turns a panic into *err.
+func recovered(err *error) {
+	if p := recover(); p != nil {
+		*err = fmt.Errorf("panic: %v", p)
+	}
+}
+
+// userCode tells the worker that user code runs on it (Pool.OnWorker).
 func (t *task) userCode() {
 	if w := t.worker.Load(); w != nil {
 		w.EnterUser()
 	}
 }
 
-// callHook calls a node's hook on the worker, under guard, without a
-// closure (a hook that does nothing costs a few nanoseconds).
+// callHook calls a hook on the worker, like guard, without a closure.
 func (t *task) callHook(hook func(dag.Inputs, dag.Result) error, in dag.Inputs, r dag.Result) (err error) {
 	t.userCode()
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("panic: %v", p)
-		}
-	}()
+	defer recovered(&err)
 	return hook(in, r)
 }
 
-// callBind calls a node's binding on the worker under the same guard.
 func (t *task) callBind(bind func(dag.Inputs, *dag.Params) error, in dag.Inputs, p *dag.Params) (err error) {
 	t.userCode()
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("panic: %v", r)
-		}
-	}()
+	defer recovered(&err)
 	return bind(in, p)
-}
-
-// callObserver calls the run's observer under the same guard: its panic
-// must not take the worker down.
-func (t *task) callObserver(obs func(NodeResult), n NodeResult) {
-	t.userCode()
-	guard(func() error { obs(n); return nil })
 }

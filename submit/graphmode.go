@@ -9,59 +9,46 @@ import (
 )
 
 // Graph mode is dataflow: a node is dispatched as soon as its last
-// predecessor completes, into the same io_uring_enter that waits for the
-// next completions. A linear run (a node whose only successor has it as
-// only predecessor, where the kernel's link rule gives the graph's
-// semantics: plan.kernelLink) goes down as one kernel link chain where
-// that saves a trip to user space: after a request that waits for a
-// device or a clock, or in a narrow batch (see links).
+// predecessor completes, in the same io_uring_enter that waits for the
+// next completions. A linear run (plan.kernelLink) goes down as one kernel
+// link chain where that saves a trip to user space (links).
 //
 // While every level completes within the enter that submits it (NOPs,
 // cached reads), the nodes ready after a level are exactly the next
-// level: graph mode then sends level after level, as waves does, and
-// counts no predecessors down (byLevels). The first level that does not
-// complete at once, or needs what only dataflow does (a kernel chain, a
-// slot to wait for, a Go task), ends that for the iteration: the pending
-// counts are made from what is final (toDataflow), and dataflow goes on.
-// (BenchmarkGraphLevels compares graph mode with and without it.)
+// level: graph mode then sends level after level and counts no
+// predecessors down (byLevels). The first level that does not complete at
+// once, or needs dataflow (a kernel chain, a slot to wait for, a Go task),
+// ends that for the iteration (toDataflow).
 type graphMode struct {
-	t *task
-	// byLevels: the iteration still goes level by level; level is the
-	// one in flight, pos its next node to send.
-	byLevels   bool
-	level, pos int
-	// The nodes t.ready[noted:rhead] went down since want last took in
-	// their successors' pending counts (exact).
-	noted int
-	// chains[c] counts the nodes of in-flight kernel chain c not yet
-	// complete (0: a free entry), for chains whose last node has a
-	// waiting successor: it can be ready no sooner than that many
-	// completions.
-	chains []int32
-	free   []int32
+	t          *task
+	byLevels   bool    // the iteration still goes level by level
+	level, pos int     // the level in flight, its next node to send
+	noted      int     // t.ready[noted:rhead] went down since exact last looked
+	chains     []int32 // nodes not complete of in-flight chain c, if a successor waits (0: free)
+	free       []int32
 }
 
 func (g *graphMode) begin() {
 	t := g.t
 	g.noted = 0
 	g.chains, g.free = g.chains[:0], g.free[:0]
-	// A trace, an observer or a stream wants each completion as it comes,
-	// which dataflow gives.
+	// A trace or an observer wants each completion as it comes: dataflow.
 	g.byLevels = levelsFirst && !t.trace && t.obs == nil
 	if g.byLevels {
 		g.level, g.pos = -1, 0
 		return
 	}
-	t.readyRoots()
+	for _, i := range t.roots {
+		t.st.node[i].status = stReady
+	}
+	t.ready = append(t.ready, t.roots...)
 }
 
-// levelsFirst turns graph mode's levels (byLevels) on; the benchmark of
-// what they save turns it off.
+// levelsFirst turns byLevels on; BenchmarkGraphLevels turns it off.
 var levelsFirst = true
 
-// prep dispatches every ready node the worker has room for, again while
-// nodes it ended without running made others ready; opens that wait for
-// a slot that nothing can free fail.
+// prep dispatches every ready node the worker has room for, and those
+// that made ready; opens that wait for a slot nothing can free fail.
 func (g *graphMode) prep(w *worker.Worker) {
 	t := g.t
 	if g.byLevels && g.sendLevels(w) {
@@ -85,15 +72,12 @@ func (g *graphMode) prep(w *worker.Worker) {
 	if t.rhead-g.noted > t.p.n {
 		g.exact(w) // opens sent to the back again and again: keep the queue bounded
 	}
-
 	g.noted -= t.dropReady(g.noted)
 }
 
-// sendLevels sends the next level once the last one has completed, and
-// reports whether the iteration still goes level by level. Anything in
-// flight when it is called (the enter that sent the level did not
-// complete it, a Go task runs), or a node of the level that needs
-// dataflow, ends the levels (toDataflow).
+// sendLevels sends the next level once the last has completed, and
+// reports whether the iteration still goes level by level: anything in
+// flight, or a node that needs dataflow, ends that.
 func (g *graphMode) sendLevels(w *worker.Worker) bool {
 	t := g.t
 	order, off := t.byLevel()
@@ -115,7 +99,7 @@ func (g *graphMode) sendLevels(w *worker.Worker) bool {
 			if room == 0 {
 				return true // the rest of the level waits for room
 			}
-			if t.allOK { // every edge holds: the level's plain nodes go down at once
+			if t.allOK { // every edge holds
 				if k := t.prepBare(w, order[g.pos:min(end, g.pos+room)], true, wide); k > 0 {
 					g.pos += k
 					continue
@@ -134,9 +118,8 @@ func (g *graphMode) sendLevels(w *worker.Worker) bool {
 	}
 }
 
-// sendOne sends node u, whose predecessors are all final, as waves would,
-// or reports false if it needs dataflow: it heads a kernel chain, waits
-// for a slot, or is a Go task.
+// sendOne sends node u, whose predecessors are all final, or reports
+// false if it needs dataflow.
 func (g *graphMode) sendOne(w *worker.Worker, u int32, wide bool) bool {
 	t := g.t
 	switch {
@@ -159,11 +142,9 @@ func (g *graphMode) sendOne(w *worker.Worker, u int32, wide bool) bool {
 	return true
 }
 
-// toDataflow ends the levels for this iteration: every node not final
-// waits for its predecessors not final (release counts them down), and
-// those that wait for none are decided now. It reports false.
+// toDataflow ends the levels for this iteration: the pending counts are
+// made from what is final. It reports false.
 func (g *graphMode) toDataflow(w *worker.Worker) bool {
-
 	g.byLevels = false
 	t := g.t
 	node := t.st.node
@@ -180,9 +161,7 @@ func (g *graphMode) toDataflow(w *worker.Worker) bool {
 					inflight = inflight || s == stInflight
 				}
 			}
-			if inflight {
-				// Only what is in flight bounds the wait; the nodes
-				// sent from now on are noted as they go (exact).
+			if inflight { // nodes sent from now on are noted by exact
 				t.minPending = min(t.minPending, n.pending)
 			}
 		}
@@ -191,7 +170,7 @@ func (g *graphMode) toDataflow(w *worker.Worker) bool {
 		switch n := &node[i]; {
 		case n.status != stPending || n.pending > 0:
 		case t.decide(w, i):
-			t.release(w, i) // which decides and queues what waited for i alone
+			t.release(w, i)
 		default:
 			t.ready = append(t.ready, i)
 		}
@@ -199,21 +178,17 @@ func (g *graphMode) toDataflow(w *worker.Worker) bool {
 	return false
 }
 
-// links reports whether ready node u goes down as the head of a kernel
-// link chain: it heads a linear run, and the link is worth its cost,
-// saving a trip to user space: after a request that waits (planNode.waits),
-// or where linking saves a turn (planNode.linkSaves) in a narrow batch,
-// fewer nodes ready than the worker's LinkWidth. In a wide batch one more
-// enter, shared by the whole batch, costs less than the kernel's work for
-// the links (it starts each linked request from task work after the one
-// before completes).
+// links reports whether ready node u heads a kernel link chain: it heads
+// a linear run, and the link saves a trip to user space: after a request
+// that waits, or where it saves a turn in a narrow batch (fewer nodes than
+// LinkWidth). In a wide batch one more enter costs less than the kernel's
+// work for the links (task work per linked request).
 func (g *graphMode) links(u int32, wide bool) bool {
 	h := &g.t.hot[u]
 	return h.chainNext >= 0 && (h.waits || !wide && h.linkSaves)
 }
 
-// chain preps u, whose resources are taken, and, while room allows, the
-// linear run after it, each linked to the one before.
+// chain preps u, taken, and the linear run after it, linked, as room allows.
 func (g *graphMode) chain(w *worker.Worker, u int32) {
 	t, st := g.t, g.t.st
 	head, n := u, int32(1)
@@ -234,8 +209,8 @@ func (g *graphMode) chain(w *worker.Worker, u int32) {
 	if n == 1 {
 		return
 	}
-	// Only the last node has successors outside the chain; if one
-	// waits, it waits for the whole chain's completions.
+	// Only the last node has successors outside the chain: one that waits,
+	// waits for the whole chain.
 	for _, e := range t.p.succsOf(u) {
 		if st.node[e.Node].status == stPending {
 			c := g.newChain(n)
@@ -260,8 +235,8 @@ func (g *graphMode) newChain(n int32) int32 {
 	return int32(len(g.chains) - 1)
 }
 
-// settled counts node i, which ran, complete in its kernel chain, if it
-// went down in one; with nothing in flight, the wait bound starts over.
+// settled counts node i out of its kernel chain; with nothing in flight,
+// the wait bound starts over.
 func (g *graphMode) settled(i int32) {
 	t := g.t
 	if c := t.st.node[i].chain; c >= 0 {
@@ -274,18 +249,13 @@ func (g *graphMode) settled(i int32) {
 	}
 }
 
-// want returns how many completions the worker may wait for: all in
-// flight if no successor waits on them (a fanout's reads complete as one
-// batch, yet the sink goes down the moment they are done), else the
-// fewest that can make a node ready; 1 while nodes wait for room. It
-// leaves out the successors of the nodes dispatched since the last
-// exact, so it may ask for more: only if fewer are in does the worker ask
-// exact (the enter after a NOP or a cached read finds it complete, and
-// the successors need not be looked at).
+// want returns the fewest completions that can make a node ready (1 while
+// nodes wait for room), leaving out successors of nodes sent since the
+// last exact: it may ask for more.
 func (g *graphMode) want() int {
 	t := g.t
 	if g.byLevels {
-		return max(t.inflight, 1) // the whole level, which the enter that sent it should have completed
+		return max(t.inflight, 1) // the whole level
 	}
 	if t.rhead < len(t.ready) {
 		return 1
@@ -299,9 +269,8 @@ func (g *graphMode) want() int {
 	return int(max(want, 1))
 }
 
-// exact takes in the pending counts of the successors of the nodes
-// dispatched since the last call and returns want, now the fewest
-// completions that can make a node ready.
+// exact takes in the pending counts of the successors of the nodes sent
+// since the last call, and returns want.
 func (g *graphMode) exact(w *worker.Worker) int {
 	t := g.t
 	if g.byLevels {

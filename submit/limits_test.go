@@ -277,7 +277,7 @@ func TestRunUnderLimits(t *testing.T) {
 func TestUnsupportedOp(t *testing.T) {
 	pool := (*worker.Pool)(newPool(t, workers.Config{Workers: 1, Entries: 8}))
 	for op := dag.OpNop; op <= dag.OpGo; op++ {
-		for _, uop := range opcodes(op) {
+		for _, uop := range opcodes[op] {
 			if !pool.Supports(uop) {
 				t.Errorf("the kernel lacks %s (opcode %d), used by dag op %s", uring.OpName(uop), uop, op)
 			}

@@ -8,40 +8,27 @@ import (
 )
 
 // Link mode is what plain io_uring offers: each weakly connected
-// component becomes one IOSQE_IO_LINK chain (IOSQE_IO_HARDLINK where the
-// next node has a finally-edge from this one), in a depth-first
-// topological order (plan.linkSeq: an open's read and close come before
-// the next open, so a chain holds few files open at once), and as many
-// chains run at once as the ring allows. A failure cancels the rest of
-// its chain, dependents or not: that is link mode's real cost. Cleanups
-// (nodes with on_failure or finally edges) still get their turn, where
-// the rule decides whether they run.
+// component is one IOSQE_IO_LINK chain (IOSQE_IO_HARDLINK over a
+// finally-edge) in plan.linkSeq's order, as many chains at once as the
+// ring allows. A failure cancels the rest of its chain, dependents or not:
+// link mode's real cost. Cleanups still get their turn.
 //
 // A chain cannot span two io_uring_enter calls, so it goes down in
 // segments: when it is longer than the room in the ring, and wherever the
-// kernel's rule would differ from the graph's (plan.kernelLink, segment):
-// a node that needs a result of its own chain, a resource it cannot have
-// yet, a decision (a node some edge cancels or skips, a cleanup). Between
-// segments the runner applies the chain rule itself (after).
+// kernel's rule would differ from the graph's (plan.kernelLink, segment).
+// Between segments the runner applies the chain rule itself (after).
 type linkMode struct {
 	t *task
-	// Per own component k (an index into t.comps): its next node in
-	// linkSeq (pos), the CQEs of its segment in flight (out) and the
-	// segment's last node (last).
+	// Per own component k (an index into t.comps): its next node in its
+	// chain, the CQEs of its segment in flight, the segment's last node.
 	pos, out, last []int32
-	// ready holds, first come first served, the own components with no
-	// segment in flight and nodes left: prep sends their next segments,
-	// so chains share the ring fairly.
-	ready []int32
-	rhead int
-	// flying holds the own components with a segment in flight, at[k]
-	// component k's place in it; ends counts those whose segment ends
-	// their chain, cqes the CQEs they still need (want).
-	flying, at []int32
-	ends, cqes int
-	local      []int32   // per component of the graph: its index in t.comps
-	seqs       [][]int32 // per own component: its nodes in chain order (plan.linkSeq)
-	starved    bool      // nothing in flight can free a slot: a head that waits for one fails
+	ready          []int32 // components with no segment in flight and nodes left, in turn
+	rhead          int
+	flying, at     []int32   // components with a segment in flight; at[k]: k's place in it
+	ends, cqes     int       // of those, how many end their chain; the CQEs they need
+	local          []int32   // per component of the graph: its index in t.comps
+	seqs           [][]int32 // per own component: its nodes in chain order
+	starved        bool      // nothing in flight can free a slot: a head that waits for one fails
 }
 
 func (l *linkMode) begin() {
@@ -63,15 +50,10 @@ func (l *linkMode) begin() {
 	l.ends, l.cqes = 0, 0
 }
 
-// seq returns own component k's nodes in chain order.
-func (l *linkMode) seq(k int32) []int32 { return l.seqs[k] }
-
 func (l *linkMode) prep(w *worker.Worker) {
 	l.pass(w)
 	if t := l.t; t.inflight == 0 && t.goRunning == 0 && l.rhead < len(l.ready) {
-		// What still waits, waits for a slot that nothing in flight can
-		// free: it fails (EMFILE).
-		l.starved = true
+		l.starved = true // what waits for a slot fails (EMFILE)
 		l.pass(w)
 		l.starved = false
 	}
@@ -84,7 +66,7 @@ func (l *linkMode) pass(w *worker.Worker) {
 		k := l.ready[l.rhead]
 		l.rhead++
 		l.segment(w, k)
-		if l.out[k] == 0 && int(l.pos[k]) < len(l.seq(k)) {
+		if l.out[k] == 0 && int(l.pos[k]) < len(l.seqs[k]) {
 			l.ready = append(l.ready, k)
 		}
 	}
@@ -97,11 +79,9 @@ func (l *linkMode) pass(w *worker.Worker) {
 }
 
 // head returns component k's next node to run, from its position on,
-// decided (rule.go) now that every node before it in the chain's order,
-// and so every predecessor, is final: nodes that are final already, or
-// that decide ends, are passed over.
+// deciding each (its predecessors are all before it, final).
 func (l *linkMode) head(w *worker.Worker, k int32) int32 {
-	t, seq := l.t, l.seq(k)
+	t, seq := l.t, l.seqs[k]
 	pos := int(l.pos[k])
 	for ; pos < len(seq); pos++ {
 		x := seq[pos]
@@ -116,18 +96,15 @@ func (l *linkMode) head(w *worker.Worker, k int32) int32 {
 	return seq[pos]
 }
 
-// segment sends the next segment of component k's chain: its head, and
-// behind it, each linked to the one before, the nodes still pending, up
-// to the room, while the kernel's rule holds and they can go down before
-// the nodes ahead of them ran. A head that cannot run ends here, and the
-// chain rule decides what is next.
+// segment sends component k's next segment: its head, and linked behind
+// it the nodes still pending, while room allows and kernelLink holds.
 func (l *linkMode) segment(w *worker.Worker, k int32) {
 	t := l.t
 	first := l.start(w, k)
 	if first < 0 {
 		return
 	}
-	seq, node, hot := l.seq(k), t.st.node, t.hot
+	seq, node, hot := l.seqs[k], t.st.node, t.hot
 	prev, n := first, 1
 	sqe := t.prep(w, first, 0)
 	var seg segment
@@ -142,7 +119,9 @@ func (l *linkMode) segment(w *worker.Worker, k int32) {
 			link = t.p.kernelLink(prev, x) // nodes between them ended early
 		}
 		if link == 0 || !t.mayFollow(x) || !t.canFollow(x) || !seg.allows(t.p, prev, x, link) {
-			t.linkBreaks()
+			if t.iter == 0 { // Report.LinkBreaks counts one run
+				t.breaks++
+			}
 			break
 		}
 		if hot[x].needs && t.take(w, x) != taken {
@@ -166,10 +145,8 @@ func (l *linkMode) segment(w *worker.Worker, k int32) {
 	l.send(k, prev, n)
 }
 
-// start takes component k's next head, a ready node, and its resources,
-// or ends the head that cannot run and applies the chain rule after it.
-// It returns the head, prepped by the caller, or -1 if nothing is to be
-// sent now (the chain ended, a Go task went, a slot is awaited, a stop).
+// start takes component k's next head and its resources, ending heads
+// that cannot run, and returns it, or -1 if nothing is to be sent now.
 func (l *linkMode) start(w *worker.Worker, k int32) int32 {
 	t := l.t
 	for {
@@ -198,19 +175,17 @@ func (l *linkMode) start(w *worker.Worker, k int32) int32 {
 	}
 }
 
-// send records that component k has a segment of n CQEs in flight,
-// ending at node last; its position is past the segment.
+// send records component k's segment of n CQEs in flight, ending at last.
 func (l *linkMode) send(k, last int32, n int) {
 	l.out[k], l.last[k], l.at[k] = int32(n), last, int32(len(l.flying))
 	l.flying = append(l.flying, k)
 	l.cqes += n
-	if int(l.pos[k]) == len(l.seq(k)) {
+	if int(l.pos[k]) == len(l.seqs[k]) {
 		l.ends++
 	}
 }
 
-// settled counts node i of a segment in flight complete; the segment's
-// last applies the chain rule (segmentDone).
+// settled counts node i of a segment in flight complete.
 func (l *linkMode) settled(w *worker.Worker, i int32) {
 	k := l.local[l.t.p.compOf[i]]
 	l.cqes--
@@ -219,27 +194,25 @@ func (l *linkMode) settled(w *worker.Worker, i int32) {
 	}
 }
 
-// segmentDone takes component k's segment, complete, out of flight, and
-// puts the component back in line if its chain goes on.
+// segmentDone takes component k's segment out of flight and applies the
+// chain rule after it.
 func (l *linkMode) segmentDone(w *worker.Worker, k int32) {
 	last := l.flying[len(l.flying)-1]
 	l.flying[l.at[k]], l.at[last] = last, l.at[k]
 	l.flying = l.flying[:len(l.flying)-1]
-	if int(l.pos[k]) == len(l.seq(k)) {
+	if int(l.pos[k]) == len(l.seqs[k]) {
 		l.ends--
 	}
 	l.after(w, k, l.last[k])
-	if int(l.pos[k]) < len(l.seq(k)) {
+	if int(l.pos[k]) < len(l.seqs[k]) {
 		l.ready = append(l.ready, k)
 	}
 }
 
 // after applies the chain rule once node x, the last of a segment of
-// component k, is final: the chain goes on if x succeeded or was
-// skipped, or failed over a hard link to the next node (as the kernel's
-// chain would); otherwise the rest of the chain is canceled, except the
-// cleanups (nodes with on_failure or finally edges), whose turn still
-// comes.
+// component k, is final: the chain goes on if x succeeded, was skipped,
+// or failed over a hard link to the next node; otherwise the rest of the
+// chain but its cleanups is canceled.
 func (l *linkMode) after(w *worker.Worker, k int32, x int32) {
 	t := l.t
 	switch t.st.node[x].status {
@@ -251,17 +224,16 @@ func (l *linkMode) after(w *worker.Worker, k int32, x int32) {
 		}
 	}
 	cause := t.rootOf(x)
-	for _, v := range l.seq(k)[l.pos[k]:] {
+	for _, v := range l.seqs[k][l.pos[k]:] {
 		if t.st.node[v].status <= stReady && !t.hot[v].cleanup {
 			t.cancel(w, v, cause)
 		}
 	}
 }
 
-// next returns component k's first node, from its position on, that is
-// not final, or -1.
+// next returns component k's next node not final, or -1.
 func (l *linkMode) next(k int32) int32 {
-	for _, x := range l.seq(k)[l.pos[k]:] {
+	for _, x := range l.seqs[k][l.pos[k]:] {
 		if l.t.st.node[x].status <= stReady {
 			return x
 		}
@@ -269,10 +241,8 @@ func (l *linkMode) next(k int32) int32 {
 	return -1
 }
 
-// want returns the fewest CQEs a segment in flight still needs, if some
-// component has more to send after it; if every component's chain is in
-// flight to its end, all of them (as a liburing program waits for the
-// whole batch), since no completion lets prep send anything.
+// want returns the fewest CQEs a segment in flight needs; all of them if
+// every chain is in flight to its end.
 func (l *linkMode) want() int {
 	if l.rhead == len(l.ready) && len(l.flying) == l.ends {
 		return l.cqes
@@ -287,11 +257,3 @@ func (l *linkMode) want() int {
 }
 
 func (l *linkMode) exact(*worker.Worker) int { return l.want() }
-
-// linkBreaks counts a chain ended early, once per run however many
-// repeats (Report.LinkBreaks).
-func (t *task) linkBreaks() {
-	if t.iter == 0 {
-		t.breaks++
-	}
-}

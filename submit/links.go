@@ -5,75 +5,70 @@ import (
 	"github.com/iodag/iodag/internal/uring"
 )
 
-// Where a kernel link chain gives the graph's semantics. Graph mode links
+// Where a kernel link chain gives the graph's semantics: graph mode links
 // a linear run, link mode a whole component; both ask kernelLink of each
 // link and keep a segment of what the chain holds so far.
 
-// kernelLink returns the SQE flag that chains node x to next in the
-// kernel so that the kernel's rule gives the graph's semantics:
-// IOSQE_IO_HARDLINK over a finally-edge, IOSQE_IO_LINK otherwise (next
-// may not depend on x at all, as in link mode's serialized components).
-// It returns 0 where the chain must end after x instead:
-//   - a finally-edge from a node that also has after-dependents: the
-//     kernel would run the rest of the chain after x failed;
-//   - a finally-edge from a node that waits (see planNode.waits), or
-//     from a statx, unlink or mkdir, which the kernel always hands to its
-//     io-wq threads: if the run's cancellation interrupts x (waiting, or
-//     queued there), the kernel still starts what is hard-linked behind
-//     it, after the run was canceled, where every mode must cancel it
-//     (nothing starts after a cancellation), and no ASYNC_CANCEL can
-//     reach a request that waits in a chain;
-//   - a finally-edge from an open: a failed open frees its slot for the
-//     next open at once (settle), which is safe only because nothing
-//     linked behind it runs (the kernel cancels the rest of an IO_LINK
-//     chain, hard links after it included);
+// kernelLink returns the SQE flag that chains node x to next so that the
+// kernel's rule gives the graph's semantics: IOSQE_IO_HARDLINK over a
+// finally-edge, IOSQE_IO_LINK otherwise (in link mode next may not depend
+// on x at all). It returns 0 where the chain must end after x instead:
 //   - after statx, unlink, mkdir or rename: on Linux 6.18 their failure
-//     does not break a link (pinned by internal/uring's link tests);
-//   - after an allow_short transfer: a short one breaks IO_LINK although
-//     the graph counts it a success;
-//   - after a rename: the parent directories of later path ops are
-//     resolved when they are submitted, which must be after the rename;
-//   - after a write: a short one goes on with the rest before anything
-//     after it may run;
-//   - at a Go task, after a node with a hook (it may fail the node), before
-//     a node with a binding (it reads results) or with on_failure edges
-//     (the kernel has no such link), or with a finally-edge from another
+//     does not break a link (pinned by internal/uring's link tests); after
+//     a rename, later path ops must resolve their directories when
+//     submitted; statx, unlink and mkdir always go to io-wq (below);
+//   - after a write: a short one goes on with the rest first; after an
+//     allow_short read: a short one breaks IO_LINK, the graph says success;
+//   - at a Go task or a readfile (it links its own requests), around a
+//     deadline (its link timeout ends the chain), after a hook (it may
+//     fail the node), before a binding (it reads results), on_failure
+//     edges (the kernel has no such link) or a finally-edge from another
 //     node than x (it runs after a failure the chain breaks on);
-//   - before or after a node with a deadline (its link timeout ends the
-//     chain), or a readfile (it links its own requests).
+//   - a finally-edge from a node with after-dependents: the kernel would
+//     run the rest of the chain after x failed;
+//   - a finally-edge from an open: a failed open frees its slot at once
+//     (settle), safe only because nothing linked behind it runs;
+//   - a finally-edge from a node that waits (planNode.waits) or goes to
+//     io-wq: if the cancellation interrupts x there, the kernel still
+//     starts what is hard-linked behind it after the run was canceled,
+//     and no ASYNC_CANCEL reaches a request waiting in a chain.
 func (p *plan) kernelLink(x, next int32) uint8 {
-	switch {
-	case p.hot[x].op == dag.OpRename, p.hot[x].op == dag.OpWrite, p.hot[x].op == dag.OpGo, p.hot[next].op == dag.OpGo,
-		p.nodes[x].Then != nil, p.nodes[next].Bind != nil, p.hot[next].onFail,
-		p.timeoutOf(x) > 0, p.timeoutOf(next) > 0, p.hot[x].op == dag.OpReadFile, p.hot[next].op == dag.OpReadFile:
+	if !p.linkable(x, next) {
 		return 0
 	}
+	hx, hn := &p.hot[x], &p.hot[next]
 	k, ok := p.edge(x, next)
-	if p.hot[next].cleanup && (!ok || k != dag.Finally) {
+	finally := ok && k == dag.Finally
+	switch {
+	case hn.cleanup && !finally:
 		return 0 // a finally-edge from another node: the kernel could cancel what the graph runs
-	}
-	if ok && k == dag.Finally {
-		switch p.hot[x].op {
-		case dag.OpOpen, dag.OpStatx, dag.OpUnlink, dag.OpMkdir:
-			return 0
-		}
-		if p.hot[x].waits {
-			return 0
-		}
-		for _, e := range p.g.Succs(x) {
-			if e.Kind == dag.After {
-				return 0
-			}
-		}
-		return uring.SQEIOHardlink
-	}
-	if !breaksLink(p.hot[x].op) || p.nodes[x].AllowShort && (p.hot[x].op == dag.OpRead || p.hot[x].op == dag.OpWrite) {
+	case !finally && hx.op == dag.OpRead && p.nodes[x].AllowShort:
+		return 0
+	case !finally:
+		return uring.SQEIOLink
+	case hx.op == dag.OpOpen || hx.waits:
 		return 0
 	}
-	return uring.SQEIOLink
+	for _, e := range p.g.Succs(x) {
+		if e.Kind == dag.After {
+			return 0
+		}
+	}
+	return uring.SQEIOHardlink
 }
 
-// edge returns the kind of the edge x -> y, if there is one.
+// linkable reports whether no node or op keeps x and next from being
+// linked, whatever the edge between them (see kernelLink).
+func (p *plan) linkable(x, next int32) bool {
+	switch p.hot[x].op {
+	case dag.OpRename, dag.OpWrite, dag.OpGo, dag.OpReadFile, dag.OpStatx, dag.OpUnlink, dag.OpMkdir:
+		return false
+	}
+	hn := &p.hot[next]
+	return hn.op != dag.OpGo && hn.op != dag.OpReadFile && !hn.onFail && p.nodes[x].Then == nil && p.nodes[next].Bind == nil &&
+		p.timeoutOf(x) <= 0 && p.timeoutOf(next) <= 0
+}
+
 func (p *plan) edge(x, y int32) (dag.EdgeKind, bool) {
 	for _, e := range p.g.Succs(x) {
 		if e.Node == y {
@@ -83,22 +78,11 @@ func (p *plan) edge(x, y int32) (dag.EdgeKind, bool) {
 	return 0, false
 }
 
-// breaksLink reports whether the kernel cancels the rest of a link chain
-// when this op fails.
-func breaksLink(op dag.Op) bool {
-	switch op {
-	case dag.OpStatx, dag.OpUnlink, dag.OpRename, dag.OpMkdir:
-		return false
-	}
-	return true
-}
-
-// segment tracks what a kernel chain being built holds, for the one rule
-// kernelLink cannot check from two nodes alone. The kernel cancels the
-// whole rest of a chain when a request with IOSQE_IO_LINK fails, hard
-// links included; the graph runs a finally-dependent after a failed or
-// canceled predecessor unless it needs a handle whose open failed. So a
-// finally-dependent may be hard-linked into a chain only while every
+// segment tracks what a kernel chain being built holds, for the rule
+// kernelLink cannot check from two nodes: the kernel cancels the whole
+// rest of a chain when a request with IOSQE_IO_LINK fails, hard links
+// included, while the graph runs a finally-dependent unless its handle's
+// open failed. So a finally-dependent may be hard-linked only while every
 // soft link so far leaves an open of its own handle.
 type segment struct {
 	soft   bool  // a request of the chain has a soft link out
@@ -106,7 +90,6 @@ type segment struct {
 	handle int32 // the handle of the opens with a soft link out
 }
 
-// add records that u goes down with link out.
 func (s *segment) add(p *plan, u int32, link uint8) {
 	if link != uring.SQEIOLink {
 		return
@@ -118,7 +101,6 @@ func (s *segment) add(p *plan, u int32, link uint8) {
 	s.soft, s.handle = true, h
 }
 
-// allows reports whether v may follow u over link in this chain.
 func (s *segment) allows(p *plan, u, v int32, link uint8) bool {
 	if link != uring.SQEIOHardlink || !s.soft {
 		return true

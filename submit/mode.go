@@ -20,13 +20,8 @@ func Modes() [3]Mode { return [3]Mode{Link, Waves, Graph} }
 
 // String returns the mode's name: "graph", "link" or "waves".
 func (m Mode) String() string {
-	switch m {
-	case Graph:
-		return "graph"
-	case Link:
-		return "link"
-	case Waves:
-		return "waves"
+	if m >= Graph && m <= Waves {
+		return [...]string{"graph", "link", "waves"}[m]
 	}
 	return fmt.Sprintf("mode(%d)", int(m))
 }

@@ -14,40 +14,20 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// opcodes returns the io_uring opcodes that perform op.
-func opcodes(op dag.Op) []uint8 {
-	switch op {
-	case dag.OpRead:
-		return []uint8{uring.OpRead}
-	case dag.OpWrite:
-		return []uint8{uring.OpWrite}
-	case dag.OpFsync:
-		return []uint8{uring.OpFsync}
-	case dag.OpOpen:
-		return []uint8{uring.OpOpenat2}
-	case dag.OpStatx:
-		return []uint8{uring.OpStatx}
-	case dag.OpClose:
-		return []uint8{uring.OpClose}
-	case dag.OpTimeout:
-		return []uint8{uring.OpTimeout}
-	case dag.OpUnlink:
-		return []uint8{uring.OpUnlinkat}
-	case dag.OpMkdir:
-		return []uint8{uring.OpMkdirat}
-	case dag.OpRename:
-		return []uint8{uring.OpRenameat}
-	case dag.OpReadFile:
-		return []uint8{uring.OpOpenat2, uring.OpRead, uring.OpClose}
-	case dag.OpGo:
-		return nil
-	}
-	return []uint8{uring.OpNop}
+// opcodes holds, per op, the io_uring opcodes that perform it (none for a Go task).
+var opcodes = [dag.OpGo + 1][]uint8{
+	dag.OpNop: {uring.OpNop}, dag.OpRead: {uring.OpRead}, dag.OpWrite: {uring.OpWrite},
+	dag.OpFsync: {uring.OpFsync}, dag.OpOpen: {uring.OpOpenat2}, dag.OpStatx: {uring.OpStatx},
+	dag.OpClose: {uring.OpClose}, dag.OpTimeout: {uring.OpTimeout}, dag.OpUnlink: {uring.OpUnlinkat},
+	dag.OpMkdir: {uring.OpMkdirat}, dag.OpRename: {uring.OpRenameat},
+	dag.OpReadFile: {uring.OpOpenat2, uring.OpRead, uring.OpClose},
 }
 
+// castagnoli is the CRC-32C table of read digests.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
 // maxTransfer is the most bytes one read or write moves in Linux
-// (MAX_RW_COUNT: INT_MAX rounded down to a page); dag refuses larger
-// fixed lengths, and a length taken from a statx is checked against it.
+// (MAX_RW_COUNT: INT_MAX rounded down to a page).
 const maxTransfer = 0x7ffff000
 
 // take's verdicts besides a negative errno (the node fails with it).
@@ -60,12 +40,9 @@ const (
 	noRoom   int32 = 5 // its SQEs (a readfile's, a deadline's) need more room: it waits
 )
 
-// take gets what node i needs to run: its handle open, a fixed-file slot
-// for an open, the memory its SQE points to, and a read's or write's
-// length. The caller has checked that i's length source, if any, is
-// final. On any verdict but taken nothing is held, and the caller decides
-// what becomes of the node (refuse ends it, or it waits; after stopped
-// the dispatch ends, and the node is canceled with the rest).
+// take gets what node i needs to run: its handle open, a slot for an
+// open, the memory its SQE points to, a transfer's length. On any verdict
+// but taken nothing is held.
 func (t *task) take(w *worker.Worker, i int32) int32 {
 	if !t.hot[i].needs {
 		return taken
@@ -73,16 +50,13 @@ func (t *task) take(w *worker.Worker, i int32) int32 {
 	return t.takeSome(w, i)
 }
 
-// takeSome is take for the ops that need something.
 func (t *task) takeSome(w *worker.Worker, i int32) int32 {
 	p, st := t.p, t.st
 	if w.Room() < t.sqesOf(i) {
 		return noRoom
 	}
 	if h := p.handle[i]; h >= 0 && t.hot[i].op != dag.OpOpen && t.hot[i].op != dag.OpReadFile && !st.alive[h] {
-		// Its open failed or never ran (a finally-edge or a cleanup
-		// reached it all the same): there is no file to use.
-		return noHandle
+		return noHandle // its open failed or never ran (a finally-edge reached it)
 	}
 	var need int
 	path := ""
@@ -102,20 +76,10 @@ func (t *task) takeSome(w *worker.Worker, i int32) int32 {
 			return noSlot
 		}
 		need = int(unsafe.Sizeof(uring.OpenHow{}))
-		if bind := p.nodes[i].Bind; bind != nil {
+		if p.nodes[i].Bind != nil {
 			prm := dag.Params{Path: p.nodes[i].Path}
-			t.in.self = i
-			err := t.callBind(bind, &t.in, &prm)
-			if t.boundStop() {
-				return stopped
-			}
-			if err != nil {
-				st.err[i] = err
-				return -int32(unix.EINVAL)
-			}
-			if err := checkPath(prm.Path); err != nil {
-				st.err[i] = err
-				return -int32(unix.EINVAL)
+			if v := t.bind(i, &prm); v != taken {
+				return v
 			}
 			path = prm.Path
 			need += len(path) + 1 // the path follows the open_how
@@ -138,8 +102,7 @@ func (t *task) takeSome(w *worker.Worker, i int32) int32 {
 	return taken
 }
 
-// sqesOf returns how many SQEs node i goes down as: a readfile's open and
-// read, and a deadline's link timeout.
+// sqesOf returns how many SQEs node i goes down as.
 func (t *task) sqesOf(i int32) int {
 	n := 1
 	if t.hot[i].op == dag.OpReadFile {
@@ -151,50 +114,44 @@ func (t *task) sqesOf(i int32) int {
 	return n
 }
 
-// boundStop reports whether the run was canceled during the binding
-// just called (it may have called Inputs.Stop): then nothing more may be
-// submitted, the bound node included, and the dispatch ends (stopping).
-func (t *task) boundStop() bool {
+// bind calls node i's binding on prm and checks what it chose.
+func (t *task) bind(i int32, prm *dag.Params) int32 {
+	t.in.self = i
+	err := t.callBind(t.p.nodes[i].Bind, &t.in, prm)
 	if t.cancelReq.Load() {
-		t.stopping = true
+		t.stopping = true // canceled during the binding: nothing more goes down
 	}
-	return t.stopping
+	if t.stopping {
+		return stopped
+	}
+	if err == nil && t.hot[i].op == dag.OpOpen {
+		err = checkPath(prm.Path)
+	} else if err == nil {
+		err = checkParams(prm, t.p.direct[i])
+	}
+	if err != nil {
+		t.st.err[i] = err
+		return -int32(unix.EINVAL)
+	}
+	return taken
 }
 
-// takeTransfer sizes a read or write (its binding, if any, has the last
-// word) and gets its buffer: the caller's, or one from the task's pool
-// (filled for a write).
+// takeTransfer sizes a read or write and gets its buffer: the caller's,
+// Go memory for kept bytes, or the worker's (filled for a write).
 func (t *task) takeTransfer(w *worker.Worker, i int32) int32 {
 	st := t.st
 	nd := &t.p.nodes[i]
 	n, off, buf := nd.Len, nd.Offset, nd.Buf
-	if f := nd.LenFrom; f >= 0 {
-		if st.node[f].status != stOK {
-			return unbound
-		}
-		n = st.size[f]
-		if nd.Len > 0 && n > nd.Len {
-			n = nd.Len
-		}
-		if t.p.direct[i] && n%dag.DirectAlign != 0 && nd.Bind == nil { // a binding's choice is checked below
-			st.err[i] = fmt.Errorf("%w: len %d, the size statx %q found, must be a multiple of %d for O_DIRECT",
-				ErrBadParam, n, t.p.nodes[f].ID, dag.DirectAlign)
-			return -int32(unix.EINVAL)
+	if nd.LenFrom >= 0 {
+		var v int32
+		if n, v = t.statxLen(i); v != taken {
+			return v
 		}
 	}
 	if nd.Bind != nil {
 		prm := dag.Params{Offset: off, Len: n, Buf: buf}
-		t.in.self = i
-		err := t.callBind(nd.Bind, &t.in, &prm)
-		if t.boundStop() {
-			return stopped
-		}
-		if err == nil {
-			err = checkParams(&prm, t.p.direct[i])
-		}
-		if err != nil {
-			st.err[i] = err
-			return -int32(unix.EINVAL)
+		if v := t.bind(i, &prm); v != taken {
+			return v
 		}
 		off, n, buf = prm.Offset, prm.Len, prm.Buf
 		if buf != nil && &buf[0] != unsafe.SliceData(nd.Buf) {
@@ -210,10 +167,7 @@ func (t *task) takeTransfer(w *worker.Worker, i int32) int32 {
 		return -int32(unix.EOVERFLOW)
 	case buf != nil:
 		st.buf[i] = buf[:n]
-	case n > 0 && nd.Keep && !t.p.direct[i]:
-		// The program will own the bytes: read them straight into
-		// memory of its own (pinned while in flight), not into the
-		// worker's to be copied.
+	case n > 0 && nd.Keep && !t.p.direct[i]: // read straight into the program's memory
 		b := goBytes(int(n))
 		if b == nil {
 			return -int32(unix.ENOMEM)
@@ -234,15 +188,30 @@ func (t *task) takeTransfer(w *worker.Worker, i int32) int32 {
 	return taken
 }
 
-// goBytes returns n bytes of Go memory for a program to keep (a kept
-// read's data), or nil if the system would not map that much now. The Go
-// runtime ends the process when the system refuses it memory for the
-// heap (an address-space limit, strict overcommit), where the node is to
-// fail with ENOMEM instead: so, from keepProbe bytes up, it maps as much
-// outside the heap first, with a heap arena's more (what the runtime may
-// reserve to place them), and unmaps it. A memory cgroup's limit is not
-// refused at the mapping but enforced by the kernel's OOM killer, which
-// no program survives.
+// statxLen returns read i's length from its statx, capped at its Len.
+func (t *task) statxLen(i int32) (int64, int32) {
+	st, nd := t.st, &t.p.nodes[i]
+	f := nd.LenFrom
+	if st.node[f].status != stOK {
+		return 0, unbound
+	}
+	n := st.size[f]
+	if nd.Len > 0 && n > nd.Len {
+		n = nd.Len
+	}
+	if t.p.direct[i] && n%dag.DirectAlign != 0 && nd.Bind == nil { // a binding's choice is checked later
+		st.err[i] = fmt.Errorf("%w: len %d, the size statx %q found, must be a multiple of %d for O_DIRECT",
+			ErrBadParam, n, t.p.nodes[f].ID, dag.DirectAlign)
+		return 0, -int32(unix.EINVAL)
+	}
+	return n, taken
+}
+
+// goBytes returns n bytes of Go memory for a program to keep, or nil if
+// the system would not map that much now: the Go runtime ends the process
+// when refused heap, where the node is to fail with ENOMEM. So from
+// keepProbe bytes up it first maps as much plus a heap arena, and unmaps
+// it. (A memory cgroup's limit is the OOM killer's, not the mapping's.)
 func goBytes(n int) []byte {
 	if n >= keepProbe {
 		m, err := unix.Mmap(-1, 0, n+heapArena, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
@@ -255,18 +224,10 @@ func goBytes(n int) []byte {
 }
 
 const (
-	// keepProbe: smaller amounts are allocated like any of the program's
-	// own (two system calls, a few µs, would be a large share of a
-	// small read's time).
-	keepProbe = 1 << 20
-	// heapArena is the unit in which the Go runtime reserves address
-	// space for its heap on 64-bit Linux.
-	heapArena = 64 << 20
+	keepProbe = 1 << 20  // smaller amounts are not worth two system calls
+	heapArena = 64 << 20 // what the Go runtime reserves its heap in, on 64-bit Linux
+	maxOffset = 1 << 40  // the largest offset a binding may choose, as dag allows
 )
-
-// maxOffset is the largest offset a binding may choose (1 TiB), as dag
-// allows for declared ones.
-const maxOffset = 1 << 40
 
 // checkParams checks what a binding chose for a read or write.
 func checkParams(prm *dag.Params, direct bool) error {
@@ -287,8 +248,7 @@ func checkParams(prm *dag.Params, direct bool) error {
 	return nil
 }
 
-// checkPath checks an open's path a binding chose: relative to the run's
-// root, clean, without "..".
+// checkPath checks an open's path a binding chose.
 func checkPath(path string) error {
 	if path == "" || path[0] == '/' || strings.IndexByte(path, 0) >= 0 || filepath.Clean(path) != path ||
 		path == ".." || strings.HasPrefix(path, "../") || strings.Contains(path, "/../") || strings.HasSuffix(path, "/..") {
@@ -297,8 +257,8 @@ func checkPath(path string) error {
 	return nil
 }
 
-// refuse ends node i, which take would not let run, as its verdict says:
-// canceled if what it needs did not succeed, else failed.
+// refuse ends node i as take's verdict says: canceled if what it needs
+// did not succeed, else failed.
 func (t *task) refuse(w *worker.Worker, i int32, verdict int32) {
 	switch verdict {
 	case unbound:
@@ -310,9 +270,8 @@ func (t *task) refuse(w *worker.Worker, i int32, verdict int32) {
 	}
 }
 
-// canFollow reports whether node i may go down behind nodes that have
-// not run yet (in a kernel chain): what it reads of others' results is
-// known and its directories can be opened now.
+// canFollow reports whether node i may go down in a kernel chain behind
+// nodes that have not run: its inputs are known, its directories open.
 func (t *task) canFollow(i int32) bool {
 	if t.hot[i].follows {
 		return true
@@ -324,16 +283,21 @@ func (t *task) canFollowSlow(i int32) bool {
 	if f := t.p.nodes[i].LenFrom; f >= 0 && t.st.node[f].status < stOK {
 		return false
 	}
-	return t.dirsReady(i)
+	for _, d := range [2]int32{t.p.dirOf[i], t.p.toDirOf[i]} {
+		if d < 0 {
+			continue
+		}
+		if _, errno := t.dir(d); errno != 0 {
+			return false
+		}
+	}
+	return true
 }
 
-// prep fills one SQE for node i, whose resources take got, with link
-// (IOSQE_IO_LINK or IOSQE_IO_HARDLINK, or 0) to the next SQE, and
-// returns it: a caller may set its link once it knows the next node can
-// follow. The caller checked Room.
+// prep fills an SQE for node i, taken, with link to the next SQE, and
+// returns it. The caller checked Room.
 func (t *task) prep(w *worker.Worker, i int32, link uint8) *uring.SQE {
 	st := t.st
-	// An SQE routing its CQE back by node index.
 	s := w.SQE(t.hot[i].userData(i))
 	t.inflight++
 	t.sqes++
@@ -364,11 +328,8 @@ func (t *task) prep(w *worker.Worker, i int32, link uint8) *uring.SQE {
 	return s
 }
 
-// prepDeadline links a timeout of d to node i's SQE s: the kernel cancels
-// the request if it has not completed by then (its CQE and the timeout's
-// both come back; complete waits for the two). The caller checked the
-// room for both; a node with a deadline is never linked to another
-// (plan.kernelLink).
+// prepDeadline links a timeout of d to node i's SQE s; both CQEs come
+// back. A node with a deadline is linked to no other (kernelLink).
 func (t *task) prepDeadline(w *worker.Worker, s *uring.SQE, i int32, d time.Duration) {
 	s.Flags |= uring.SQEIOLink
 	ts := &t.st.deadline[i]
@@ -381,15 +342,13 @@ func (t *task) prepDeadline(w *worker.Worker, s *uring.SQE, i int32, d time.Dura
 	w.Linked()
 }
 
-// prepOp fills SQE s for node i, an op other than the NOP and the read
-// that prep fills itself (apart, they keep prep's frame small).
+// prepOp fills SQE s for node i, not a NOP or read (apart: prep's frame stays small).
 func (t *task) prepOp(s *uring.SQE, i int32) {
 	p, st := t.p, t.st
 	b := st.buf[i]
 	switch t.hot[i].op {
 	case dag.OpWrite:
-		// After a short write, the rest.
-		m := st.moved[i]
+		m := st.moved[i] // after a short write, the rest
 		s.PrepWrite(t.fd(i), b[m:], uint64(st.offset[i]+int64(m)))
 		s.Flags |= uring.SQEFixedFile
 	case dag.OpFsync:
@@ -437,11 +396,8 @@ func (t *task) prepOp(s *uring.SQE, i int32) {
 }
 
 // dir returns an fd of plan directory d opened beneath the run root, or
-// the errno that kept it from opening: ENOENT if it does not exist (yet),
-// EXDEV if it would lead out of the root. The fd is kept until a rename
-// or a Go task completes (either may move any directory: see retireDirs)
-// or the iteration ends, so a path is resolved after every rename it
-// depends on.
+// the errno that kept it from opening; it is kept until a rename or a Go
+// task completes (retireDirs) or the iteration ends.
 func (t *task) dir(d int32) (int32, unix.Errno) {
 	if t.p.dirs[d] == "" {
 		return t.r.rootFd, 0
@@ -464,25 +420,8 @@ func (t *task) dir(d int32) (int32, unix.Errno) {
 	return int32(fd), 0
 }
 
-// dirsReady reports whether node i's directories can be opened now.
-func (t *task) dirsReady(i int32) bool {
-	p := t.p
-	if p.dirOf[i] < 0 {
-		return true
-	}
-	if _, errno := t.dir(p.dirOf[i]); errno != 0 {
-		return false
-	}
-	if p.toDirOf[i] >= 0 {
-		_, errno := t.dir(p.toDirOf[i])
-		return errno == 0
-	}
-	return true
-}
-
-// retireDirs forgets the open directories after a rename: later path ops
-// open them anew. Requests in flight may still use the old fds, so they
-// are closed once nothing is in flight.
+// retireDirs forgets the open directories after a rename; their fds are
+// closed once nothing is in flight.
 func (t *task) retireDirs() {
 	for d, fd := range t.dirFds {
 		if fd >= 0 {
@@ -499,7 +438,6 @@ func (t *task) closeRetired() {
 	t.retired = t.retired[:0]
 }
 
-// closeDirs closes the directories opened during the iteration.
 func (t *task) closeDirs() {
 	for d, fd := range t.dirFds {
 		if fd >= 0 {
@@ -517,8 +455,7 @@ func (t *task) fd(i int32) int32 {
 	return int32(t.st.slot[t.p.handle[i]])
 }
 
-// path returns a NUL-terminated path of the plan; the runner keeps the
-// plan's path bytes pinned while a run is in flight.
+// path returns a NUL-terminated path of the plan (pinned by the runner).
 func (t *task) path(off int32) *byte { return &t.p.paths[off] }
 
 func fill(b []byte, v byte) {
@@ -531,66 +468,64 @@ func fill(b []byte, v byte) {
 	}
 }
 
-// settle does what a node's result means beyond its status: a short
-// transfer fails, a read's digest and kept or lent bytes, a statx's size,
-// a closed slot freed, stale directories after a rename, and the node's
-// buffer returned. It reports more when the node is not final: a short
-// write went on with the rest of its bytes.
+// settle does what a node's result means beyond its status and returns
+// its buffer; more: it is not final (a short write goes on).
 func (t *task) settle(w *worker.Worker, i int32, status uint8) (_ uint8, more bool) {
 	st, p := t.st, t.p
-	b := st.buf[i]
 	switch t.hot[i].op {
 	case dag.OpWrite:
 		if status, more = t.settleWrite(w, i, status); more {
 			return status, true
 		}
 	case dag.OpRead:
-		if status = t.settleRead(i, status); t.lent != nil {
-			return status, false // lent to the hook; complete returns the buffer after it
-		}
+		status = t.settleRead(i, status)
 	case dag.OpReadFile:
-		if status, more = t.settleReadFile(w, i, status); more || t.lent != nil {
-			return status, more
+		if status, more = t.settleReadFile(w, i, status); more {
+			return status, true
 		}
-		b = st.buf[i] // grown
 	case dag.OpStatx:
-		if status == stOK && b != nil {
+		if b := st.buf[i]; status == stOK && b != nil {
 			st.size[i] = int64((*unix.Statx_t)(unsafe.Pointer(&b[0])).Size)
 		}
 	case dag.OpOpen:
-		// An open that failed, or never ran, installed nothing in the slot
-		// it took: the slot is free for the next open. Nothing linked
-		// behind it can still run on the slot: no hard link follows an
-		// open (plan.kernelLink), and the kernel cancels the rest of an
-		// IO_LINK chain at once.
+		// An open that did not succeed installed nothing, and nothing
+		// linked behind it still runs: no hard link follows an open
+		// (plan.kernelLink), and the kernel cancels the rest of the chain.
 		if h := p.handle[i]; status != stOK && st.alive[h] {
-			w.FreeSlot(st.slot[h])
-			st.alive[h] = false
+			t.freeSlot(w, h)
 		}
-	case dag.OpClose:
-		// A close that ran emptied its slot, whatever its result.
+	case dag.OpClose: // one that ran emptied its slot, whatever its result
 		if h := p.handle[i]; status != stCanceled && st.alive[h] {
-			w.FreeSlot(st.slot[h])
-			st.alive[h] = false
+			t.freeSlot(w, h)
 		}
 	case dag.OpRename:
 		if status != stCanceled {
 			t.retireDirs()
 		}
 	}
-	if b != nil {
-		st.buf[i] = nil
-		if !st.borrowed[i] {
-			w.PutBuf(b)
-		}
+	switch {
+	case t.lent != nil: // lent to the hook: ran returns it after
+	case st.buf[i] != nil:
+		t.dropBuf(w, i)
 	}
 	return status, false
 }
 
-// settleWrite settles a write: like os.File.Write, one that moved fewer
-// bytes than asked goes on with the rest (so that a full disk surfaces as
-// ENOSPC, not as a short count), while the worker has room (one SQE stays
-// free for its doorbell); one that still falls short fails.
+func (t *task) freeSlot(w *worker.Worker, h int32) {
+	w.FreeSlot(t.st.slot[h])
+	t.st.alive[h] = false
+}
+
+// dropBuf returns node i's buffer to the worker, unless it is Go memory.
+func (t *task) dropBuf(w *worker.Worker, i int32) {
+	if !t.st.borrowed[i] {
+		w.PutBuf(t.st.buf[i])
+	}
+	t.st.buf[i] = nil
+}
+
+// settleWrite: like os.File.Write, a short write goes on with the rest (a
+// full disk surfaces as ENOSPC) while there is room; then it fails.
 func (t *task) settleWrite(w *worker.Worker, i int32, status uint8) (uint8, bool) {
 	st, nd := t.st, &t.p.nodes[i]
 	n := &st.node[i]
@@ -614,9 +549,8 @@ func (t *task) settleWrite(w *worker.Worker, i int32, status uint8) (uint8, bool
 	return status, false
 }
 
-// settleRead settles a read: one that returned fewer bytes than asked
-// fails (unless it allows short reads); an ok one's bytes are kept or
-// lent (keepRead).
+// settleRead fails a short read (unless allowed), and keeps or lends an
+// ok one's bytes.
 func (t *task) settleRead(i int32, status uint8) uint8 {
 	st, nd := t.st, &t.p.nodes[i]
 	b, res := st.buf[i], st.node[i].res
@@ -630,22 +564,19 @@ func (t *task) settleRead(i int32, status uint8) uint8 {
 	return t.keepRead(i, b[:res:res], status)
 }
 
-// keepRead does what a read's or readfile's bytes are for: hashed if the
-// run asks, kept if the node keeps them (copied out of the worker's
-// memory unless read into the program's own), or lent to its hook
-// (t.lent). Keeping fails the node if the system will not map the
-// memory.
+// keepRead hashes a read's bytes if asked, and keeps them (copied out of
+// the worker's memory) or lends them to its hook (t.lent).
 func (t *task) keepRead(i int32, data []byte, status uint8) uint8 {
 	st, nd := t.st, &t.p.nodes[i]
 	if t.digests && t.record {
-		st.digest[i] = crc32.Update(0, t.p.crc, data)
+		st.digest[i] = crc32.Update(0, castagnoli, data)
 	}
 	switch {
 	case !nd.Keep && t.p.then[i] != nil:
 		t.lent = data
 	case !nd.Keep:
 	case st.owned[i]:
-		st.data[i] = data // read into the program's memory
+		st.data[i] = data
 	default:
 		d := goBytes(len(data))
 		if d == nil && len(data) > 0 {

@@ -1,7 +1,6 @@
 package submit
 
 import (
-	"hash/crc32"
 	"strings"
 	"sync"
 	"time"
@@ -11,32 +10,22 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// plan is what every mode needs of a graph beyond the graph itself,
-// flattened once per Runner into slices indexed by node, so that the run
-// loops touch no maps or strings. Edges, levels and components are the
-// graph's own.
+// plan is what every mode needs of a graph, flattened once per Runner
+// into slices indexed by node.
 type plan struct {
-	g     *dag.Graph
-	n     int
-	nodes []dag.Node // the graph's nodes (Graph.Nodes: shared, not copied)
-	// hot is what dispatching and completing a node reads of its plan,
-	// one entry per node.
-	hot  []planNode
-	ids  []string                             // the nodes' ids, apart from the nodes, for reports
-	then []func(dag.Inputs, dag.Result) error // hooks, apart from the nodes
-	// allPlain: every node is plain, so no run writes a node's size,
-	// digest, data, error or write progress.
-	allPlain bool
-	direct   []bool // a read's or write's file is open with O_DIRECT
-	npred    []int32
-	fresh    []nodeState // every node's state before a run
-	compOf   []int32
-	// succs holds every node's successors, node after node:
-	// succs[hot[i].succLo:hot[i].succHi] are Graph.Succs(i); preds
-	// likewise its predecessors.
-	succs, preds []dag.Edge
+	g            *dag.Graph
+	n            int
+	nodes        []dag.Node                           // Graph.Nodes: shared, not copied
+	hot          []planNode                           // what dispatch and completion read
+	ids          []string                             // the nodes' ids, for reports
+	then         []func(dag.Inputs, dag.Result) error // hooks
+	allPlain     bool                                 // every node is plain
+	direct       []bool                               // a read's or write's file is open with O_DIRECT
+	npred        []int32
+	fresh        []nodeState // every node's state before a run
+	compOf       []int32
+	succs, preds []dag.Edge // every node's, node after node
 
-	// Files and handles.
 	files   []dag.FileSpec
 	useFile []bool  // spec files some node reads or writes
 	file    []int32 // spec file index of a file target, or -1
@@ -45,11 +34,11 @@ type plan struct {
 	openOf  []int32 // per handle: the open that produces it
 	userBuf []int32 // nodes with a caller's buffer (pinned during runs)
 
-	// Paths: NUL-terminated, in one block (Go heap, pinned during runs).
-	// An open resolves its whole path with openat2 RESOLVE_BENEATH from
-	// the run's root; the other path ops work on the last component of
-	// their path relative to its parent directory, itself opened beneath
-	// the root, so that no symlink leads them out of the root.
+	// Paths, NUL-terminated, in one block pinned during runs. An open
+	// resolves its whole path with openat2 RESOLVE_BENEATH from the run's
+	// root; the other path ops work on their last component from its
+	// parent directory, itself opened beneath the root, so that no symlink
+	// leads them out.
 	paths     []byte
 	pathOff   []int32  // an open's path in paths, or -1
 	dirs      []string // distinct parent directories ("" is the root)
@@ -60,61 +49,39 @@ type plan struct {
 
 	timeout []time.Duration // each node's deadline (Node.Timeout); nil if none has one
 	opsUsed [dag.OpGo + 1]bool
-	crc     *crc32.Table // CRC-32C, for read digests
-	anc     ancestry     // for Inputs.Result (ancestry.go)
+	anc     ancestry // for Inputs.Result
 
-	// Link mode's chain of each component (linkSeq), made on its first
-	// link-mode run.
-	linkOnce sync.Once
+	linkOnce sync.Once // link mode's chains (linkSeq), made on first use
 	linkSeqs []int32
 	linkOff  []int32
 }
 
-// planNode is the part of a node's plan that every dispatch and
-// completion reads.
+// planNode is what every dispatch and completion reads of a node's plan.
 type planNode struct {
-	op       dag.Op
-	sqeFlags uint8 // SQE flags of the node itself (IOSQE_ASYNC)
-	// chainNext is the successor graph mode passes to the kernel as a
-	// link (see kernelLink), or -1; chainLink is the SQE flag for it.
-	chainLink uint8
-	chainNext int32
-	// succLo and succHi delimit the node's successors in plan.succs,
-	// predLo and predHi its predecessors in plan.preds.
-	succLo, succHi, predLo, predHi int32
-	// seqLink is kernelLink from the node to the one after it in its
-	// component's chain (linkSeq), or 0 at the end.
-	seqLink uint8
-	needs   bool // the node needs a slot, memory, a length or its binding before it runs (see take)
-	// follows: the node may go down behind nodes that have not run (in
-	// a kernel chain) without asking canFollow: it has no length source
-	// and no parent directory to open.
-	follows bool
-	onFail  bool // the node has on_failure edges: it runs only after a failure
-	// cleanup: the node has on_failure or finally edges; link mode still
-	// gives it its turn after a failure ended its chain.
-	cleanup bool
-	// waits: the op waits for a device or a clock (an O_DIRECT read, an
-	// fsync, a timeout), so a kernel link after it starts its successor
-	// without a trip to user space however many nodes go down with it.
-	waits bool
-	// linkSaves: linking the node to chainNext can save a turn of the
-	// worker's loop: every node of the next level is a linked successor
-	// (the inside of a chain), so without links that level would take a
-	// turn of its own.
-	linkSaves bool
-	// plain: its completion has nothing to settle (no buffer, slot,
-	// directory, hook or deadline), so complete skips settle and
-	// conclude's hook.
-	plain bool
-}
+	op        dag.Op
+	sqeFlags  uint8 // IOSQE_ASYNC
+	chainLink uint8 // the SQE flag that links the node to chainNext
+	chainNext int32 // the successor graph mode links it to (kernelLink), or -1
 
-// castagnoli is the CRC-32C table of read digests.
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+	succLo, succHi, predLo, predHi int32 // its successors in plan.succs, predecessors in plan.preds
+
+	seqLink uint8 // kernelLink to the next node of its linkSeq, or 0
+	needs   bool  // it needs take before it runs
+	follows bool  // canFollow holds: no length source, no directory to open
+	onFail  bool  // it has on_failure edges
+	cleanup bool  // it has on_failure or finally edges: its turn comes after a failure
+	// waits: the op waits for a device or a clock (an O_DIRECT read, an
+	// fsync, a timeout), so a link after it saves a trip to user space.
+	waits bool
+	// linkSaves: every node of the next level is a linked successor, so
+	// linking saves that level a turn of the worker's loop.
+	linkSaves bool
+	plain     bool // nothing to settle: no buffer, slot, directory, hook or deadline
+}
 
 func newPlan(g *dag.Graph) *plan {
 	n := g.Len()
-	p := &plan{g: g, n: n, nodes: g.Nodes(), crc: castagnoli, files: g.Files(), allPlain: true,
+	p := &plan{g: g, n: n, nodes: g.Nodes(), files: g.Files(), allPlain: true,
 		hot: make([]planNode, n), then: make([]func(dag.Inputs, dag.Result) error, n), fresh: make([]nodeState, n)}
 	p.succs, p.preds = make([]dag.Edge, 0, g.Edges()), make([]dag.Edge, 0, g.Edges())
 	carve(n, &p.direct)
@@ -140,8 +107,8 @@ func newPlan(g *dag.Graph) *plan {
 	return p
 }
 
-// indexer numbers a plan's files, handles and directories as its nodes
-// name them, and lays out their paths.
+// indexer numbers a plan's files, handles and directories, and lays out
+// their paths.
 type indexer struct {
 	p         *plan
 	files     map[string]int32
@@ -155,8 +122,7 @@ func newIndexer(p *plan) *indexer {
 	for i, f := range p.files {
 		ix.files[f.Name] = int32(i)
 	}
-	// Sized up front (Inputs.Run makes many small plans): a handle per
-	// open (dag refuses one without its open), and every path.
+	// Sized up front (Inputs.Run makes many small plans).
 	opens, pathLen := 0, 0
 	for i := range p.nodes {
 		nd := &p.nodes[i]
@@ -183,7 +149,6 @@ func (ix *indexer) handle(name string) int32 {
 	return h
 }
 
-// path adds s to the plan's paths and returns its offset.
 func (ix *indexer) path(s string) int32 {
 	p := ix.p
 	off := int32(len(p.paths))
@@ -193,8 +158,7 @@ func (ix *indexer) path(s string) int32 {
 }
 
 // split returns path's parent directory, numbered, and the offset of its
-// last component. Paths are clean and relative (dag refuses the rest), so
-// the parent is everything before the last slash.
+// last component (dag made paths clean and relative).
 func (ix *indexer) split(path string) (int32, int32) {
 	dir, base := "", path
 	if k := strings.LastIndexByte(path, '/'); k >= 0 {
@@ -209,7 +173,6 @@ func (ix *indexer) split(path string) (int32, int32) {
 	return d, ix.path(base)
 }
 
-// addNode fills node i's plan.
 func (p *plan) addNode(i int32, ix *indexer) {
 	g, nd, h := p.g, &p.nodes[i], &p.hot[i]
 	h.op = nd.Op
@@ -247,7 +210,7 @@ func (p *plan) addNode(i int32, ix *indexer) {
 	h.predLo = int32(len(p.preds))
 	p.preds = append(p.preds, g.Preds(i)...)
 	h.predHi = int32(len(p.preds))
-	p.fresh[i] = freshState(p.npred[i])
+	p.fresh[i] = nodeState{pending: p.npred[i], cause: causeNone, linkedFrom: -1, chain: -1} // before a run
 	p.compOf[i] = int32(g.Component(i))
 	p.file[i] = -1
 	if nd.File != "" {
@@ -259,7 +222,7 @@ func (p *plan) addNode(i int32, ix *indexer) {
 	case dag.OpOpen:
 		p.handle[i] = ix.handle(nd.As)
 	case dag.OpReadFile:
-		ix.readFiles = append(ix.readFiles, i) // a handle of its own: numbered after the named ones
+		ix.readFiles = append(ix.readFiles, i) // a handle of its own, numbered after the named ones
 	}
 	if nd.Buf != nil {
 		p.userBuf = append(p.userBuf, i)
@@ -269,7 +232,6 @@ func (p *plan) addNode(i int32, ix *indexer) {
 	p.allPlain = p.allPlain && h.plain
 }
 
-// addPaths lays out node i's paths.
 func (p *plan) addPaths(i int32, ix *indexer) {
 	nd := &p.nodes[i]
 	p.pathOff[i], p.dirOf[i], p.baseOff[i], p.toDirOf[i], p.toBaseOff[i] = -1, -1, -1, -1, -1
@@ -346,10 +308,8 @@ func (p *plan) findChains() {
 }
 
 // linkSeq returns component c's nodes in link mode's chain order: a
-// topological order that takes the nodes a node made ready before other
-// ready nodes (depth first), and opens last of all, so that an open's
-// read and close come before the next open: a chain of many files holds
-// few open at once.
+// depth-first topological order that takes opens last, so that an open's
+// read and close come before the next open.
 func (p *plan) linkSeq(c int32) []int32 {
 	p.linkOnce.Do(p.makeLinkSeqs)
 	return p.linkSeqs[p.linkOff[c]:p.linkOff[c+1]]
@@ -403,19 +363,16 @@ func (p *plan) makeLinkSeqs() {
 	}
 }
 
-// succsOf returns node i's successors (Graph.Succs).
 func (p *plan) succsOf(i int32) []dag.Edge {
 	h := &p.hot[i]
 	return p.succs[h.succLo:h.succHi:h.succHi]
 }
 
-// predsOf returns node i's predecessors (Graph.Preds).
 func (p *plan) predsOf(i int32) []dag.Edge {
 	h := &p.hot[i]
 	return p.preds[h.predLo:h.predHi:h.predHi]
 }
 
-// timeoutOf returns node i's deadline, 0 if none.
 func (p *plan) timeoutOf(i int32) time.Duration {
 	if p.timeout == nil {
 		return 0
@@ -423,8 +380,7 @@ func (p *plan) timeoutOf(i int32) time.Duration {
 	return p.timeout[i]
 }
 
-// carve points each of dst at n elements of one allocation: a run's
-// per-node slices of one type are made at once, not one by one.
+// carve points each of dst at n elements of one allocation.
 func carve[T any](n int, dst ...*[]T) {
 	block := make([]T, n*len(dst))
 	for k, d := range dst {

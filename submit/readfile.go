@@ -8,23 +8,18 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// A readfile node reads a whole file in one node: an open into a
-// fixed-file slot of its own (its private handle), linked to a read of
-// the first rfFirst bytes; while a read fills all it was given, another
-// read, into a buffer twice as large, follows it; a read that returns
-// less found the end of the file then. The close of the slot goes down
-// on its own (an auxiliary request), which the node does not wait for.
-// Its buffer holds the open's arguments first, then the bytes read.
+// A readfile node reads a whole file: an open into a slot of its own
+// linked to a read of rfFirst bytes; while a read fills its buffer,
+// another follows into a buffer twice as large. The close goes down on
+// its own (an auxiliary request), not waited for. Its buffer holds the
+// open_how, then the bytes read.
 
 const (
-	rfHead  = 64       // the open_how, before the bytes read
-	rfFirst = 64 << 10 // the first read's size
-	// rfOpenBit marks the user_data of a readfile's open, whose CQE
-	// comes before its read's.
-	rfOpenBit = 1 << (worker.UserDataBits - 5)
+	rfHead    = 64                             // the open_how, before the bytes read
+	rfFirst   = 64 << 10                       // the first read's size
+	rfOpenBit = 1 << (worker.UserDataBits - 5) // user_data of a readfile's open
 )
 
-// takeReadFile gets readfile node i a fixed-file slot and its buffer.
 func (t *task) takeReadFile(w *worker.Worker, i int32) int32 {
 	st := t.st
 	if w.FreeSlots() == 0 {
@@ -45,8 +40,7 @@ func (t *task) takeReadFile(w *worker.Worker, i int32) int32 {
 	return taken
 }
 
-// prepReadFile fills s with readfile node i's open and links to it the
-// first read (and its deadline, if any).
+// prepReadFile fills s with readfile node i's open, linked to its first read.
 func (t *task) prepReadFile(w *worker.Worker, s *uring.SQE, i int32) {
 	st, p := t.st, t.p
 	b, slot := st.buf[i], st.slot[p.handle[i]]
@@ -60,9 +54,8 @@ func (t *task) prepReadFile(w *worker.Worker, s *uring.SQE, i int32) {
 	w.Linked()
 }
 
-// prepRead sends readfile node i's next read, into the rest of its
-// buffer, from where the last one ended; its deadline, if any, is linked
-// to the first.
+// prepRead sends readfile node i's next read, into the rest of its buffer
+// (its deadline is linked to the first).
 func (t *task) prepRead(w *worker.Worker, i int32) {
 	st := t.st
 	b, done := st.buf[i], int(st.moved[i])
@@ -76,10 +69,7 @@ func (t *task) prepRead(w *worker.Worker, i int32) {
 	}
 }
 
-// settleReadFile does what readfile node i's completion means: its
-// open's failure, another read if the last filled its buffer, or the end
-// of the file: the bytes kept or lent, and the close. It reports more
-// while the node is not final.
+// settleReadFile ends readfile node i, or reads on (more).
 func (t *task) settleReadFile(w *worker.Worker, i int32, status uint8) (_ uint8, more bool) {
 	st, n := t.st, &t.st.node[i]
 	b := st.buf[i]
@@ -103,9 +93,8 @@ func (t *task) settleReadFile(w *worker.Worker, i int32, status uint8) (_ uint8,
 	return status, false
 }
 
-// growReadFile moves readfile node i's bytes into a buffer twice as
-// large and reads on; a file over its cap (Node.Len) or over what one
-// read moves fails.
+// growReadFile moves readfile node i's bytes into a buffer twice as large
+// and reads on; a file over its Len or over maxTransfer fails.
 func (t *task) growReadFile(w *worker.Worker, i int32) uint8 {
 	st, n := t.st, &t.st.node[i]
 	done := int(st.moved[i])
@@ -133,8 +122,7 @@ func (t *task) growReadFile(w *worker.Worker, i int32) uint8 {
 	return stOK
 }
 
-// closeReadFile sends the close of readfile node i's slot, which frees it
-// when it completes (completeAux), if the open filled it; else frees it.
+// closeReadFile closes node i's slot, freed when the close completes.
 func (t *task) closeReadFile(w *worker.Worker, i int32) {
 	st := t.st
 	h := t.p.handle[i]
@@ -142,8 +130,7 @@ func (t *task) closeReadFile(w *worker.Worker, i int32) {
 		return
 	}
 	if st.size[i] < 0 {
-		w.FreeSlot(st.slot[h]) // the open installed nothing
-		st.alive[h] = false
+		t.freeSlot(w, h) // the open installed nothing
 		return
 	}
 	c := w.SQE(auxBit | uint64(i))
@@ -157,12 +144,10 @@ func (t *task) closeReadFile(w *worker.Worker, i int32) {
 	t.sqes++
 }
 
-// completeAux handles the completion of a request a node left behind
-// and no longer waits for: a readfile's close, which frees its slot.
+// completeAux completes a request a node left behind: a readfile's close.
 func (t *task) completeAux(w *worker.Worker, c *uring.CQE) {
 	i := int32(c.UserData & indexMask)
 	if h := t.p.handle[i]; h >= 0 && t.st.alive[h] {
-		w.FreeSlot(t.st.slot[h])
-		t.st.alive[h] = false
+		t.freeSlot(w, h)
 	}
 }

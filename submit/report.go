@@ -26,18 +26,15 @@ type Report struct {
 	// OpsPerSec is nodes run (all repeats) per second of wall time.
 	OpsPerSec float64 `json:"ops_per_sec"`
 	// Enters counts io_uring_enter calls on the workers' rings during the
-	// run (including those of other runs sharing the pool at the time).
+	// run (other runs sharing the pool at the time included).
 	Enters uint64 `json:"enters"`
 	// SQEs counts the SQEs the run submitted, cancels included.
 	SQEs uint64 `json:"sqes"`
 	// MaxInflight is the peak of SQEs in flight, summed over workers.
 	MaxInflight int    `json:"max_inflight"`
 	Counts      Counts `json:"counts"`
-	// LinkBreaks counts where link mode ended a component's kernel chain
-	// early because the kernel's rule would differ from the graph's
-	// semantics there (a node that needs a result of its own chain, a
-	// cleanup, a hook, a Go task, a deadline...), once per run, not per
-	// repeat.
+	// LinkBreaks counts where link mode ended a chain early because the
+	// kernel's rule would differ from the graph's (once per run).
 	LinkBreaks int `json:"link_breaks,omitempty"`
 	// Nodes has one entry per node, in declaration order (last repeat).
 	Nodes []NodeResult `json:"nodes"`
@@ -72,7 +69,6 @@ func (r *Report) Err() error {
 	return nil
 }
 
-// add counts a failed node's error, and lists it while few are listed.
 func (e *FailedError) add(err error) {
 	e.Count++
 	if len(e.Errs) < maxListed {
@@ -80,8 +76,7 @@ func (e *FailedError) add(err error) {
 	}
 }
 
-// failures returns the last run's failed nodes as Run's error: a
-// *FailedError, or nil if none failed.
+// failures returns the last run's failed nodes as a *FailedError, or nil.
 func (r *Runner) failures() error {
 	var fe *FailedError
 	for i := range int32(r.p.n) {
@@ -108,9 +103,8 @@ type NodeResult struct {
 	// Errno is -Res when Res is negative: why the node failed, or
 	// ECANCELED for a canceled node.
 	Errno Errno `json:"errno,omitempty"`
-	// Cause names, for a canceled node, the node whose failure canceled
-	// it (following chains of cancellations back to the failure), or
-	// "context" when the run's context ended.
+	// Cause names, for a canceled node, the failed node that started the
+	// cancellations, or "context" when the run ended early.
 	Cause string `json:"cause,omitempty"`
 	// Digest is the CRC-32C (Castagnoli) of the bytes an ok read
 	// returned, if the run asked for it (Options.Digests), else 0.
@@ -121,23 +115,19 @@ type NodeResult struct {
 	// exactly Res bytes; the program owns it.
 	Data []byte `json:"-"`
 	// StartNS and EndNS are when the node was submitted and completed,
-	// in ns since the last repeat began; the clock is read once per
-	// batch of submissions or completions, so the nodes of one batch
-	// share a time, unless the run traced (Options.Trace). Only the last
-	// repeat is timed and its reads hashed (Digest, if Options.Digests),
-	// and every one an observer sees: a run canceled in an earlier repeat
-	// has times and digests only for its nodes that ended after the
-	// cancellation, 0 for the others.
+	// in ns since the last repeat began; the nodes of one batch share a
+	// time unless the run traced (Options.Trace). Only the last repeat is
+	// timed and hashed (and every one an observer sees): a run canceled
+	// in an earlier repeat has times and digests only for the nodes that
+	// ended after the cancellation.
 	StartNS int64 `json:"start_ns"`
 	EndNS   int64 `json:"end_ns"`
 	Worker  int   `json:"worker"`
 	// Err is nil for a node that succeeded or was skipped; otherwise an
-	// *OpError saying why, which carries the path like *os.PathError
-	// (errors.As) and matches errors.Is with the kernel's errno
-	// (fs.ErrNotExist, syscall.ENOSPC, ...), with os.ErrDeadlineExceeded
-	// for a node whose deadline passed, with ErrShort for a short
-	// transfer, with the error a hook, binding or Go task returned, and
-	// with ErrCanceled for a canceled node.
+	// *OpError saying why, which carries the path like *os.PathError and
+	// matches (errors.Is) the kernel's errno (fs.ErrNotExist,
+	// syscall.ENOSPC, ...), os.ErrDeadlineExceeded, ErrShort, the error a
+	// hook, binding or Go task returned, or ErrCanceled.
 	Err error `json:"-"`
 }
 
@@ -147,8 +137,7 @@ type nodeJSON struct {
 	Error string `json:"error,omitempty"`
 }
 
-// plainResult is NodeResult without its JSON methods.
-type plainResult NodeResult
+type plainResult NodeResult // without the JSON methods
 
 // MarshalJSON writes the node's outcome: the fields' tags, and "error",
 // the text of Err (for a failed or canceled node).
@@ -182,9 +171,8 @@ const (
 	StatusOK       Status = "ok"
 	StatusFailed   Status = "failed"
 	StatusCanceled Status = "canceled"
-	// StatusSkipped is a node whose on_failure condition did not hold
-	// (nothing failed before it), or that depends on a skipped node: not
-	// a failure.
+	// StatusSkipped: its on_failure condition did not hold, or it depends
+	// on a skipped node. Not a failure.
 	StatusSkipped Status = "skipped"
 )
 
@@ -222,8 +210,8 @@ func (e Errno) Is(target error) bool {
 	return syscall.Errno(e).Is(target)
 }
 
-// String returns the errno's name ("ENOENT"), or its number if it has
-// none, and "" for 0.
+// String returns the errno's name ("ENOENT"), "errno N" if it has none,
+// and "" for 0.
 func (e Errno) String() string {
 	if e == 0 {
 		return ""
@@ -237,9 +225,8 @@ func (e Errno) String() string {
 // MarshalText writes the errno's name.
 func (e Errno) MarshalText() ([]byte, error) { return []byte(e.String()), nil }
 
-// UnmarshalText reads what MarshalText writes: an errno's name, or
-// "errno N" for one without a name. An empty text is an error (0 is
-// written as no field at all).
+// UnmarshalText reads what MarshalText writes (not "": 0 is written as no
+// field at all).
 func (e *Errno) UnmarshalText(b []byte) error {
 	if n, ok := strings.CutPrefix(string(b), "errno "); ok {
 		v, err := strconv.ParseUint(n, 10, 16)
@@ -265,16 +252,12 @@ func (r *Runner) buildReport(mode Mode, repeat int, wall int64) *Report {
 	nodes := rep.Nodes
 	*rep = Report{Name: p.g.Name(), Mode: mode, Workers: r.pool.Size(), Ring: int(cfg.Entries),
 		Repeat: repeat, WallNS: wall}
-	for _, t := range r.tasks {
+	base := r.t0 // the last repeat's start
+	for k, t := range r.tasks {
 		rep.Enters += t.enters
 		rep.SQEs += t.sqes
 		rep.MaxInflight += t.maxInflight
 		rep.LinkBreaks += t.breaks
-	}
-	// Node times count from the start of the last repeat, whose nodes the
-	// report shows.
-	base := r.t0
-	for k, t := range r.tasks {
 		if k == 0 || t.iterStart < base {
 			base = t.iterStart
 		}
@@ -306,20 +289,15 @@ func (r *Runner) buildReport(mode Mode, repeat int, wall int64) *Report {
 	return rep
 }
 
-// canceledByContext reports whether node i, canceled, was canceled
-// because the run's context ended, the run stopped or the pool closed
-// (its report's Cause is CauseContext): its cause says so, or names a
-// node that succeeded.
+// canceledByContext reports whether canceled node i's Cause is
+// CauseContext: its cause says so, or names a node that succeeded.
 func (r *Runner) canceledByContext(st *state, i int32) bool {
 	c := st.node[i].cause
 	return c == causeContext || c >= 0 && r.st.node[c].status == stOK
 }
 
 // spared reports whether a cancellation that reached task t cut nothing
-// short: it came in the last iteration, and no node of t was canceled for
-// it (what it canceled in flight completed first, a Go function that was
-// running returned, or the task had no node left to run: a split task
-// waiting for the others' word).
+// short.
 func (r *Runner) spared(t *task) bool {
 	if t.iter+1 < t.repeat {
 		return false
@@ -339,10 +317,7 @@ func (r *Runner) nodeResult(i int32) NodeResult {
 	return n
 }
 
-// fillResult writes node i's outcome over *n: a report's nodes are
-// written in place, from the plan's ids and hot entries (building each
-// and copying it in, from the graph's nodes, cost a 100,000-node Run
-// 6.9 ms outside the workers; now 2.5 ms).
+// fillResult writes node i's outcome over *n.
 func (r *Runner) fillResult(n *NodeResult, i int32) {
 	p, st := r.p, r.st
 	op := p.hot[i].op
@@ -381,7 +356,6 @@ func (r *Runner) fillResult(n *NodeResult, i int32) {
 	n.Err = r.errOf(i, n)
 }
 
-// worker returns the worker that ran node i.
 func (r *Runner) worker(i int32) int {
 	if len(r.tasks) == 1 {
 		return r.tasks[0].wid
@@ -389,7 +363,6 @@ func (r *Runner) worker(i int32) int {
 	return r.tasks[r.compTask[r.p.compOf[i]]].wid
 }
 
-// errOf returns the Err of node i, whose outcome n holds.
 func (r *Runner) errOf(i int32, n *NodeResult) error {
 	err := r.st.err[i]
 	switch {

@@ -6,11 +6,9 @@ import (
 )
 
 // The rule every mode follows to decide what a node's predecessors mean
-// for it lives here alone: verdict, a function of the predecessors' final
-// statuses. Modes differ only in when they ask it: graph mode once a
-// node's last predecessor has settled (it counts them down: release),
-// waves and link mode when the node's turn comes, all its predecessors
-// final by then.
+// for it lives here alone: verdict, of the predecessors' final statuses.
+// Graph mode asks it once a node's last predecessor has settled
+// (release), waves and link mode when the node's turn comes.
 //
 // For a node v and each predecessor u:
 //   - an after-edge holds if u succeeded; if u failed or was canceled, v
@@ -52,10 +50,8 @@ func (t *task) verdict(v int32) (uint8, int32) {
 }
 
 // decide gives node v, whose predecessors are all final, its verdict: it
-// is ready, or it ends canceled or skipped without running, and decide
-// reports true. While every node of the iteration so far succeeded
-// (t.allOK), every edge holds: the verdict needs no look at the
-// predecessors.
+// is ready, or it ends canceled or skipped and decide reports true. While
+// every node so far succeeded (t.allOK), every edge holds.
 func (t *task) decide(w *worker.Worker, v int32) (ended bool) {
 	status, cause := stReady, causeNone
 	switch {
@@ -72,7 +68,6 @@ func (t *task) decide(w *worker.Worker, v int32) (ended bool) {
 	return true
 }
 
-// predsFinal reports whether every predecessor of node v is final.
 func (t *task) predsFinal(v int32) bool {
 	for _, e := range t.p.predsOf(v) {
 		if t.st.node[e.Node].status < stOK {
@@ -82,9 +77,8 @@ func (t *task) predsFinal(v int32) bool {
 	return true
 }
 
-// mayFollow reports whether node x, whose predecessors that are not
-// final are in flight ahead of it in a kernel chain, is to run if they
-// succeed: no final after-predecessor says otherwise (link mode).
+// mayFollow reports whether node x, whose predecessors not final are in
+// flight ahead of it in a kernel chain, runs if they succeed (link mode).
 func (t *task) mayFollow(x int32) bool {
 	if t.allOK {
 		return true
@@ -98,11 +92,8 @@ func (t *task) mayFollow(x int32) bool {
 }
 
 // release counts node i's end down in its pending successors (graph
-// mode): one that waited for i alone is decided, and made ready (queued)
-// or ended; the successors of one that ends are released in turn (from
-// t.stack, so that a long chain of cancellations needs no deep stack).
-// Successors already in flight (kernel-linked behind i) settle by their
-// own completions.
+// mode), deciding those it was the last for, and releases those that end
+// in turn (from t.stack, not by recursion).
 func (t *task) release(w *worker.Worker, i int32) {
 	t.releaseOne(w, i)
 	for len(t.stack) > 0 {
@@ -112,8 +103,7 @@ func (t *task) release(w *worker.Worker, i int32) {
 	}
 }
 
-// releaseOne is release for node u alone: the successors it ends go on
-// t.stack.
+// releaseOne is release for node u alone.
 func (t *task) releaseOne(w *worker.Worker, u int32) {
 	node, hot := t.st.node, t.hot
 	least := t.minPending
@@ -137,8 +127,7 @@ func (t *task) releaseOne(w *worker.Worker, u int32) {
 }
 
 // rootOf returns the cause to give a node canceled because of node u: u,
-// or, if u was itself canceled, u's cause, so that every cause names the
-// failure that started the cancellations (or causeContext).
+// or u's own cause if it was canceled.
 func (t *task) rootOf(u int32) int32 {
 	if u < 0 {
 		return u

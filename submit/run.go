@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/iodag/iodag/dag"
+	"github.com/iodag/iodag/internal/confine"
 	"github.com/iodag/iodag/internal/worker"
 	"github.com/iodag/iodag/workers"
 	"golang.org/x/sys/unix"
@@ -18,44 +19,38 @@ import (
 // Options tune a run. The zero value runs once, with no root directory.
 type Options struct {
 	// Root is the directory every path and spec file of the graph
-	// resolves in; opens cannot leave it (openat2 RESOLVE_BENEATH). It is
-	// opened once when the run starts. Required when the graph has files
-	// or paths; scratch.Create and scratch.Setup make one with a graph's
-	// files.
+	// resolves in, opened once per run; opens cannot leave it (openat2
+	// RESOLVE_BENEATH). Required when the graph has files or paths
+	// (scratch.Create and scratch.Setup make one with a graph's files).
 	Root string
 	// Repeat runs the graph this many times back to back (default 1);
 	// the report's nodes show the last run, its counters all of them.
 	Repeat int
 	// Trace stamps each node's completion with its own clock reading, for
 	// a true timeline, at a cost: the workers wait for one completion at
-	// a time. Otherwise the clock is read once per batch of completions,
-	// so the nodes of a batch share a time.
+	// a time. Otherwise the nodes of a batch of completions share a time.
 	Trace bool
 	// Observe, if set, is called with each node's outcome as soon as it
 	// is final (times in ns since the run began), on the worker that ran
-	// the node: it must not block, and several workers may call it at
-	// once, so it must be safe for concurrent use. For progress;
+	// the node: it must not block, and must be safe for concurrent use.
 	// Runner.Start streams outcomes to a goroutine instead.
 	Observe func(NodeResult)
-	// Digests has every ok read's bytes hashed into its NodeResult.Digest
-	// (CRC-32C), to check what a run read or that two runs read the
-	// same. Off, a read's Digest is 0 (hashing costs more CPU than the
-	// engine's own work on a read: BenchmarkDigests).
+	// Digests hashes every ok read's bytes into its NodeResult.Digest
+	// (CRC-32C), to check what a run read; off, Digest is 0 (hashing
+	// costs more CPU than the engine's own work on a read).
 	Digests bool
 }
 
-// Run runs g on pool in the given mode (o.Repeat times, once by default)
-// and reports every node. The error is nil only if every node succeeded
-// (or was skipped): it is a *FailedError if nodes failed; the context's
-// error if ctx ended the run early; a *StopError if a node's code
-// stopped it (dag.Inputs.Stop); workers.ErrClosed if the pool closed
-// under it; ErrOnWorker if called from a hook, binding or observer on one
-// of the pool's workers; or why the run could not start (an op the kernel
-// lacks, a missing root or spec file): then the Report is nil. After an
+// Run runs g on pool in the given mode (o.Repeat times) and reports every
+// node. The error is nil only if every node succeeded or was skipped: it
+// is a *FailedError if nodes failed; the context's error if ctx ended the
+// run early; a *StopError if a node stopped it (dag.Inputs.Stop);
+// workers.ErrClosed if the pool closed under it; ErrOnWorker if called
+// on one of the pool's workers; or why the run could not start (an op the
+// kernel lacks, a missing root or spec file), with a nil Report. After an
 // early end, in-flight requests were canceled, unstarted nodes are
-// canceled with cause "context", and the report is still complete. A
-// cancellation that cut nothing short (it came in the last repeat, and
-// what it reached in flight completed anyway) is no error.
+// canceled with cause "context", and the report is complete. A
+// cancellation that cut nothing short is no error.
 func Run(ctx context.Context, pool *workers.Pool, g *dag.Graph, mode Mode, o Options) (*Report, error) {
 	r := NewRunner(pool, g)
 	defer r.Close()
@@ -75,46 +70,34 @@ type Runner struct {
 	report   Report
 
 	// The run in progress.
-	rootFd   int32 // the run's root, opened once per run (or its parent run's)
+	rootFd   int32 // the run's root (or its parent run's)
 	root     string
 	mode     Mode
-	digests  bool             // reads are hashed (Options.Digests)
+	digests  bool             // Options.Digests
 	observer func(NodeResult) // Options.Observe, its times made relative
 	pinner   runtime.Pinner
 	t0       int64
-	gate     *streamGate // Start's stream, or nil
-	// left counts the run's tasks that have not finished; the last to
-	// finish sends on fin (made once, so a Run allocates no channel).
-	left atomic.Int32
-	fin  chan struct{}
-	// failed: a task of the run failed (its worker died), which cancels
-	// the others: the run's error is that task's.
-	failed atomic.Bool
+	gate     *streamGate  // Start's stream, or nil
+	left     atomic.Int32 // tasks not finished; the last sends on fin
+	fin      chan struct{}
+	failed   atomic.Bool // a task failed (its worker died): the run's error is its
 
-	// A subgraph's run (dag.Inputs.Run): depth counts the runs it is a
-	// subgraph of, parent is the one whose Go task runs it.
-	depth  int
-	parent *Runner
-	// subgraphNodes holds the node memory of subgraphs that have run (at
-	// any depth below this Runner), for the next ones to declare theirs
-	// in.
-	subgraphNodes sync.Pool // of *[]dag.Node
+	depth         int       // how deeply a subgraph's run (dag.Inputs.Run) nests
+	parent        *Runner   // the run whose Go task runs this one
+	subgraphNodes sync.Pool // of *[]dag.Node: memory for the next subgraph to declare in
 
-	// stopMu guards what follows: the run's first Stop, and the context
-	// its nodes' functions see (dag.Inputs.Context), made only when one
-	// asks for it, from the caller's ctx.
+	// stopMu guards the rest: the run's first Stop, and the context its
+	// nodes' functions see, made on first use from the caller's ctx.
 	stopMu    sync.Mutex
-	stopErr   error // the first node that stopped the run, and why
+	stopErr   error
 	callerCtx context.Context
 	ctx       context.Context
 	endRun    context.CancelCauseFunc
 	ended     error // why the run ended early, once it did
 }
 
-// NewRunner prepares g to run on pool: flattens it and gives its
-// components to one task per worker, the largest first, each to the task
-// with the fewest nodes so far. A component runs on one worker; a graph
-// of several spreads over several.
+// NewRunner prepares g to run on pool. A component runs on one worker; a
+// graph of several components spreads over several workers.
 func NewRunner(pool *workers.Pool, g *dag.Graph) *Runner {
 	p := newPlan(g)
 	r := &Runner{pool: (*worker.Pool)(pool), p: p, st: newState(p), rootFd: -1, fin: make(chan struct{}, 1)}
@@ -155,11 +138,8 @@ func NewRunner(pool *workers.Pool, g *dag.Graph) *Runner {
 	return r
 }
 
-// spread gives each component to a task, the largest first, each to the
-// task with the fewest nodes so far (the first of those), and returns
-// each component's task; load holds each task's nodes before and after.
-// Given out in turn whatever their size, two large components could land
-// on one worker beside small ones on the other.
+// spread gives each component, the largest first, to the task with the
+// fewest nodes so far (load), and returns each component's task.
 func spread(comps [][]int32, load []int) []int32 {
 	bySize := make([]int32, len(comps))
 	for c := range bySize {
@@ -180,9 +160,7 @@ func spread(comps [][]int32, load []int) []int32 {
 	return owner
 }
 
-// Close ends the Runner: Run must not be called after it. (It holds no
-// memory of its own to release: request buffers are the pool's workers',
-// reused from run to run.)
+// Close ends the Runner: Run must not be called after it.
 func (r *Runner) Close() error { return nil }
 
 // Run runs the graph in mode; see the package function Run. The returned
@@ -201,10 +179,8 @@ func (r *Runner) Run(ctx context.Context, mode Mode, o Options) (*Report, error)
 	return rep, join(err, r.failures())
 }
 
-// run runs the graph as Run does, without building the report: it
-// returns the wall time, or -1 if the run did not start (then it has no
-// report), and the run's error, not counting failed nodes. Every node is
-// final afterwards if it started.
+// run is Run without the report or failed nodes; wall is -1 if it did
+// not start.
 func (r *Runner) run(ctx context.Context, mode Mode, o Options) (wall int64, err error) {
 	if mode < Graph || mode > Waves {
 		return -1, fmt.Errorf("submit: unknown mode %d", mode)
@@ -214,15 +190,20 @@ func (r *Runner) run(ctx context.Context, mode Mode, o Options) (wall int64, err
 	}
 	files, err := r.open(o.Root)
 	if err != nil && ctx.Err() != nil {
-		// The context ended first: every node is canceled, and nothing
-		// needs the files (a program interrupted while it made them).
-		files, err = r.unopened(), nil
+		files, err = r.unopened(), nil // every node will be canceled: no file needed
 	}
 	if err != nil {
 		return -1, err
 	}
 	defer r.closeFiles(files)
-	r.pinAll()
+	if len(r.p.paths) > 0 { // what the kernel reads of the plan
+		r.pinner.Pin(&r.p.paths[0])
+	}
+	for _, i := range r.p.userBuf {
+		if b := r.p.nodes[i].Buf; len(b) > 0 {
+			r.pinner.Pin(&b[0])
+		}
+	}
 	defer r.pinner.Unpin()
 	if mode == Link {
 		r.p.linkSeq(0) // made here, once, not by the workers at once
@@ -239,8 +220,8 @@ func (r *Runner) run(ctx context.Context, mode Mode, o Options) (wall int64, err
 		})
 	}
 	handed, goErr := r.hand()
-	// Tasks never handed over will not finish: if those handed over have
-	// finished already, nobody sends on fin.
+	// Count out the tasks never handed over; if the others are done,
+	// nobody sends on fin.
 	if handed == len(r.tasks) || r.left.Add(-int32(len(r.tasks)-handed)) > 0 {
 		r.await()
 	}
@@ -250,20 +231,6 @@ func (r *Runner) run(ctx context.Context, mode Mode, o Options) (wall int64, err
 	return r.pool.Now() - r.t0, r.runErr(ctx, handed, goErr)
 }
 
-// pinAll pins what the kernel reads of the plan while the run is in
-// flight: its paths and the program's buffers.
-func (r *Runner) pinAll() {
-	if len(r.p.paths) > 0 {
-		r.pinner.Pin(&r.p.paths[0])
-	}
-	for _, i := range r.p.userBuf {
-		if b := r.p.nodes[i].Buf; len(b) > 0 {
-			r.pinner.Pin(&b[0])
-		}
-	}
-}
-
-// begin readies the run's tasks and its state for a run.
 func (r *Runner) begin(ctx context.Context, mode Mode, o Options, files []int) {
 	r.t0 = r.pool.Now()
 	r.stopMu.Lock()
@@ -287,16 +254,12 @@ func (r *Runner) begin(ctx context.Context, mode Mode, o Options, files []int) {
 		t.canceled, t.err, t.trace, t.obs, t.digests = false, nil, o.Trace, r.observer, r.digests
 		t.worker.Store(nil)
 		copy(t.fileFds, files)
-		// A context already ended cancels every node before anything is
-		// submitted.
 		t.cancelReq.Store(ctx.Err() != nil)
 	}
 }
 
-// hand gives the run's tasks to the pool, each to a worker of its own
-// while there are enough, and returns how many it handed over. If the
-// pool closed under it, the tasks handed over are canceled, and the
-// nodes of the others with them.
+// hand gives the run's tasks to the pool and returns how many it handed
+// over; if the pool closed, the run is canceled.
 func (r *Runner) hand() (int, error) {
 	ws := r.pool.Pick(r.picks[:len(r.tasks)])
 	for j, t := range r.tasks {
@@ -315,8 +278,7 @@ func (r *Runner) hand() (int, error) {
 	return len(r.tasks), nil
 }
 
-// runErr returns the error of a run whose tasks have all finished (the
-// first handed of them), not counting failed nodes.
+// runErr returns the error of a run that has ended, failed nodes aside.
 func (r *Runner) runErr(ctx context.Context, handed int, goErr error) error {
 	var errs []error
 	if goErr != nil {
@@ -324,9 +286,7 @@ func (r *Runner) runErr(ctx context.Context, handed int, goErr error) error {
 	}
 	ctxEnded := false
 	for _, t := range r.tasks[:handed] {
-		// A task may end before it sees the run's cancellation (its last
-		// node, a Go task, returned its context's error): the request
-		// counts.
+		// A task may end before it sees the cancellation it was sent.
 		canceled := t.canceled || t.cancelReq.Load()
 		switch {
 		case t.err != nil:
@@ -344,8 +304,7 @@ func (r *Runner) runErr(ctx context.Context, handed int, goErr error) error {
 	if ctxEnded {
 		errs = append(errs, context.Cause(ctx))
 	}
-	// A Stop may end the run without any task seeing the cancellation
-	// (the stopping node was the last).
+	// A Stop by the last node is seen by no task.
 	r.stopMu.Lock()
 	if r.stopErr != nil {
 		errs = append(errs, r.stopErr)
@@ -354,16 +313,14 @@ func (r *Runner) runErr(ctx context.Context, handed int, goErr error) error {
 	return errors.Join(dedupe(errs)...)
 }
 
-// finished tells the runner that one more of its tasks has finished.
 func (r *Runner) finished() {
 	if r.left.Add(-1) == 0 {
 		r.fin <- struct{}{}
 	}
 }
 
-// await returns when the run's last task has finished. A small graph
-// ends within microseconds, sooner than a parked goroutine is woken from
-// another thread, so the caller first yields for a while (worker.Spin).
+// await returns when the run's last task has finished, spinning first: a
+// small graph ends sooner than a parked goroutine wakes.
 func (r *Runner) await() {
 	r.pool.Waiters().Add(1)
 	r.pool.Spin(func() bool { return r.left.Load() == 0 }, true)
@@ -375,14 +332,11 @@ func (r *Runner) await() {
 func (r *Runner) cancel() {
 	for _, t := range r.tasks {
 		t.cancelReq.Store(true)
-		if w := t.worker.Load(); w != nil {
-			w.Wake()
-		}
 	}
+	r.wake()
 }
 
-// wake makes the workers of the run's tasks look at them again (a stream
-// whose reader took outcomes).
+// wake makes the run's workers look at its tasks again.
 func (r *Runner) wake() {
 	for _, t := range r.tasks {
 		if w := t.worker.Load(); w != nil {
@@ -391,11 +345,7 @@ func (r *Runner) wake() {
 	}
 }
 
-// paused reports whether the run submits nothing new for now: its
-// stream holds StreamBuffer outcomes nobody took.
-func (r *Runner) paused() bool { return r.gate != nil && r.gate.full() }
-
-// join joins a and b, either of which may be nil: one alone is itself.
+// join is errors.Join, except that one error alone is itself.
 func join(a, b error) error {
 	switch {
 	case a == nil:
@@ -409,26 +359,20 @@ func join(a, b error) error {
 func dedupe(errs []error) []error {
 	out := errs[:0]
 	for _, e := range errs {
-		dup := e == nil
-		for _, o := range out {
-			dup = dup || o == e
-		}
-		if !dup {
+		if e != nil && !slices.Contains(out, e) {
 			out = append(out, e)
 		}
 	}
 	return out
 }
 
-// stop ends the run early on behalf of node i, and the runs it is a
-// subgraph of; safe from any goroutine.
+// stop ends the run early on behalf of node i; safe from any goroutine.
 func (r *Runner) stop(i int32, err error) {
 	r.stopWith(&StopError{Node: r.p.ids[i], Err: err})
 }
 
-// stopWith ends the run with the first StopError it is given: at once
-// (the tasks see it before they release anything more), then up the
-// runs it is a subgraph of.
+// stopWith ends the run, and those it is a subgraph of, with the first
+// StopError it is given.
 func (r *Runner) stopWith(se *StopError) {
 	r.stopMu.Lock()
 	first := r.stopErr == nil
@@ -446,8 +390,7 @@ func (r *Runner) stopWith(se *StopError) {
 	}
 }
 
-// context returns the context of the run in progress (dag.Inputs.Context),
-// making it on first use: most runs never ask for one.
+// context returns the run's context (dag.Inputs.Context), made on first use.
 func (r *Runner) context() context.Context {
 	r.stopMu.Lock()
 	defer r.stopMu.Unlock()
@@ -460,17 +403,15 @@ func (r *Runner) context() context.Context {
 	return r.ctx
 }
 
-// contextDone reports whether the run in progress was told to end
-// early: the caller's context ended, or the run's (Stop, the pool's
-// closing). It makes no context.
+// contextDone reports whether the run was told to end early.
 func (r *Runner) contextDone() bool {
 	r.stopMu.Lock()
 	defer r.stopMu.Unlock()
 	return r.ended != nil || r.callerCtx.Err() != nil
 }
 
-// endContext ends the run's context with cause why (nil: the run is
-// over), now or as soon as it is made.
+// endContext ends the run's context (why nil: the run is over), now or
+// once it is made.
 func (r *Runner) endContext(why error) {
 	if why == nil {
 		why = context.Canceled
@@ -485,14 +426,13 @@ func (r *Runner) endContext(why error) {
 	r.stopMu.Unlock()
 }
 
-// checkOps fails before anything is submitted if the kernel lacks an
-// opcode the graph needs.
+// checkOps fails if the kernel lacks an opcode the graph needs.
 func (r *Runner) checkOps() error {
 	for op, used := range r.p.opsUsed {
 		if !used {
 			continue
 		}
-		for _, code := range opcodes(dag.Op(op)) {
+		for _, code := range opcodes[op] {
 			if !r.pool.Supports(code) {
 				return &UnsupportedOpError{Graph: r.p.g.Name(), Op: dag.Op(op), Code: code}
 			}
@@ -501,18 +441,15 @@ func (r *Runner) checkOps() error {
 	return nil
 }
 
-// open opens the run root and the spec files nodes read and write (fds,
-// -1 for files no node uses), confined to the root. A subgraph's run
-// works in its parent run's root, the directory it opened, wherever that
-// was moved since.
+// open opens the run's root (a subgraph uses its parent's) and the spec
+// files nodes use (-1 for the others).
 func (r *Runner) open(root string) ([]int, error) {
 	needRoot := len(r.p.paths) > 0
 	for _, u := range r.p.useFile {
 		needRoot = needRoot || u
 	}
 	files := r.unopened()
-	// A Go task may run a subgraph with paths: the root is opened for it
-	// now, before the Go task could move it.
+	// A Go task's subgraph may have paths: open the root before it can move.
 	if !needRoot && !r.p.opsUsed[dag.OpGo] {
 		return files, nil
 	}
@@ -544,7 +481,28 @@ func (r *Runner) open(root string) ([]int, error) {
 	return files, nil
 }
 
-// unopened returns the spec files' descriptors before any is opened.
+// openSpecFile opens the spec file f under rootFd for a run: read and
+// write, O_DIRECT if f asks for it, and only if it is a regular file with
+// one link (see confine.OpenRegular). Its errors name the file in root.
+func openSpecFile(rootFd int, root string, f dag.FileSpec) (int, error) {
+	flags := unix.O_RDWR
+	if f.Direct {
+		flags |= unix.O_DIRECT
+	}
+	fd, err := confine.OpenRegular(rootFd, f.Name, flags, 0)
+	var r *confine.RefusedError
+	switch {
+	case err == nil:
+		return fd, nil
+	case errors.As(err, &r):
+		return -1, fmt.Errorf("submit: spec file %q in %s %w", f.Name, root, err)
+	case f.Direct && errors.Is(err, unix.EINVAL):
+		return -1, fmt.Errorf("submit: open spec file %q in %s: %w: the file system refuses O_DIRECT (tmpfs before Linux 6.6?): run on a disk file system, or drop \"direct\" from the file", f.Name, root, err)
+	default:
+		return -1, fmt.Errorf("submit: open spec file %q in %s: %w (create the graph's files first: scratch.Create)", f.Name, root, err)
+	}
+}
+
 func (r *Runner) unopened() []int {
 	files := make([]int, len(r.p.files))
 	for i := range files {

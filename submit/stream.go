@@ -7,8 +7,7 @@ import (
 )
 
 // StreamBuffer is how many outcomes a Stream holds that Results has not
-// taken: once it holds that many, the run submits nothing more until
-// Results takes some (what is in flight still completes).
+// taken before the run submits nothing more.
 const StreamBuffer = 4096
 
 // Stream is a run in progress whose node outcomes arrive as they become
@@ -23,33 +22,27 @@ type Stream struct {
 }
 
 // streamGate is a stream's queue of outcomes, which the run's workers
-// fill and the reader empties: while it holds StreamBuffer outcomes, the
-// run pauses (Runner.paused).
+// fill and the reader empties; the run pauses while it is full.
 type streamGate struct {
 	mu    sync.Mutex
 	queue []NodeResult
-	// spare is the reader's last batch, emptied: the next swap's queue.
-	spare []NodeResult
-	held  int // len(queue), for full without the lock's cost on every turn
+	spare []NodeResult // the reader's last batch, emptied: the next queue
+	held  int          // len(queue)
 	r     *Runner
 }
 
-// full reports whether the stream holds StreamBuffer outcomes or more.
 func (g *streamGate) full() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.held >= StreamBuffer
 }
 
-// Start runs the graph like Run, on the pool's workers, but returns at
-// once: Results yields each node's outcome as soon as it is final (a
-// node's hook has run by then), Stop ends the run early, and Wait returns
-// the report. The stream holds at most StreamBuffer outcomes that Results
-// has not taken, and the run pauses while it does: range over Results
-// while the run goes on, or Stop it; a Wait with more outcomes than that
-// untaken waits for a reader. The Runner must not be used again until
-// Wait has returned. Called from a hook, binding or observer on one of
-// the pool's workers, the stream's Wait returns ErrOnWorker.
+// Start runs the graph like Run but returns at once: Results yields each
+// node's outcome as soon as it is final (its hook has run), Stop ends the
+// run early, and Wait returns the report. The run pauses while the stream
+// holds StreamBuffer outcomes Results has not taken: range over Results,
+// or Stop the run. The Runner must not be used again until Wait has
+// returned. Called on one of the pool's workers, Wait returns ErrOnWorker.
 func (r *Runner) Start(ctx context.Context, mode Mode, o Options) *Stream {
 	ctx, cancel := context.WithCancel(ctx)
 	s := &Stream{cancel: cancel, more: make(chan struct{}, 1), done: make(chan struct{})}
@@ -84,10 +77,9 @@ func (r *Runner) Start(ctx context.Context, mode Mode, o Options) *Stream {
 	return s
 }
 
-// Results yields node outcomes in the order they became final, until the
-// run has ended and every outcome was yielded (or the loop breaks). With
-// Options.Repeat above 1, each repeat's outcomes come in turn. One loop
-// at a time may range over it.
+// Results yields node outcomes in the order they became final (each
+// repeat's in turn), until the run has ended and every one was yielded.
+// One loop at a time may range over it.
 func (s *Stream) Results() iter.Seq[NodeResult] {
 	return func(yield func(NodeResult) bool) {
 		g := &s.gate
@@ -100,9 +92,7 @@ func (s *Stream) Results() iter.Seq[NodeResult] {
 				g.r.wake() // the run paused: it may go on
 			}
 			for k, n := range batch {
-				if !yield(n) {
-					// What the loop did not take goes back to the front of
-					// the queue, for the next loop.
+				if !yield(n) { // the rest goes back, for the next loop
 					g.mu.Lock()
 					g.queue = append(append([]NodeResult(nil), batch[k+1:]...), g.queue...)
 					g.held = len(g.queue)
@@ -110,7 +100,7 @@ func (s *Stream) Results() iter.Seq[NodeResult] {
 					return
 				}
 			}
-			clear(batch) // hold no outcome's data for the program
+			clear(batch)
 			g.spare = batch[:0]
 			if len(batch) > 0 {
 				continue
@@ -129,8 +119,7 @@ func (s *Stream) Results() iter.Seq[NodeResult] {
 	}
 }
 
-// Stop ends the run early, as canceling its context would: requests in
-// flight are canceled, nodes not done are canceled.
+// Stop ends the run early, as canceling its context would.
 func (s *Stream) Stop() { s.cancel() }
 
 // Wait waits for the run to end and returns what Run would have.

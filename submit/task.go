@@ -12,12 +12,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The core every mode shares: a task is one worker's share of a run (the
-// components given to that worker), and this file holds its life on the
-// worker (Start, Prep, Complete, Finish) and what ends a node: complete
-// for a node that ran, end for one that did not. The rule that decides
-// what a node's end means for its successors is in rule.go; what a mode
-// sends down next, in its own file.
+// The core every mode shares: a task's life on its worker (Start, Prep,
+// Complete, Finish) and what ends a node.
 
 // Node statuses during a run; the last four are final.
 const (
@@ -30,15 +26,13 @@ const (
 	stSkipped // an on_failure condition did not hold: not a failure
 )
 
-// Causes that are not a node: causeContext marks a node canceled because
-// the run ended early (its context, a Stop, the pool closing).
+// Causes that are not a node; causeContext: the run ended early.
 const (
 	causeNone    int32 = -1
 	causeContext int32 = -2
 )
 
-// What a task puts in the user_data of an SQE besides a node index (the
-// low 32 bits), in the bits worker.Worker leaves to tasks.
+// user_data bits above the node index, among those worker.Worker leaves.
 const (
 	cancelBit = 1 << (worker.UserDataBits - 1) // the node's ASYNC_CANCEL
 	plainBit  = 1 << (worker.UserDataBits - 2) // a plain node (planNode.plain): nothing to settle
@@ -47,52 +41,36 @@ const (
 	indexMask = 1<<32 - 1
 )
 
-// state is the run state shared by a run's tasks, indexed by node. Each
-// node belongs to exactly one task (its component's), so tasks on
-// different workers write disjoint elements and need no locks.
+// state is the run state, indexed by node. A node belongs to one task, so
+// tasks on different workers write disjoint elements and need no locks.
 type state struct {
-	// node is what dispatching and completing every node touches.
-	node []nodeState
-	// The rest is for the ops that need it.
+	node     []nodeState
 	size     []int64 // a statx's size
 	digest   []uint32
-	buf      [][]byte // the buffer of a node in flight
-	borrowed []bool   // it is Go memory (the caller's, or made for kept bytes), not the worker's
-	owned    []bool   // it was made for the node's kept bytes: the program keeps it as is
-	offset   []int64  // a read's or write's offset, as its binding left it
-	moved    []int32  // bytes a write moved in its earlier SQEs (it goes on after a short one)
-	data     [][]byte // what a read that keeps its data returned
-	err      []error  // why a node failed in Go: its hook, binding or function, a short transfer
-	slot     []uint32 // each handle's fixed-file slot
-	alive    []bool   // the handle holds its slot (opened, not yet closed)
-	// deadline holds what a node's link timeout points the kernel at
-	// (nil if no node has a deadline).
-	deadline []unix.Timespec
+	buf      [][]byte        // the buffer of a node in flight
+	borrowed []bool          // it is Go memory (the caller's, or made for kept bytes), not the worker's
+	owned    []bool          // it was made for the node's kept bytes: the program keeps it as is
+	offset   []int64         // a read's or write's offset, as its binding left it
+	moved    []int32         // bytes a write moved in its earlier SQEs (it goes on after a short one)
+	data     [][]byte        // what a read that keeps its data returned
+	err      []error         // why a node failed in Go: its hook, binding or function, a short transfer
+	slot     []uint32        // each handle's fixed-file slot
+	alive    []bool          // the handle holds its slot (opened, not yet closed)
+	deadline []unix.Timespec // what a link timeout points the kernel at (nil if none)
 }
 
-// nodeState is a node's run state that every mode reads or writes for
-// every node.
+// nodeState is what every mode reads or writes for every node.
 type nodeState struct {
-	status uint8
-	// hard: the kernel link from linkedFrom is IOSQE_IO_HARDLINK.
-	hard bool
-	// parts counts the CQEs the node's SQEs owe besides the one that
-	// ends it: 1 with a link timeout (Node.Timeout) until the first of the
-	// two comes. expired: the timeout fired.
-	parts   int8
-	expired bool
-	res     int32
-	cause   int32 // the failure that started the cancellations that reached it, or causeContext
-	// linkedFrom is the node's kernel-link predecessor in this run, or -1.
-	linkedFrom int32
+	status     uint8
+	hard       bool // the kernel link from linkedFrom is IOSQE_IO_HARDLINK
+	parts      int8 // CQEs owed besides the one that ends the node (a link timeout's)
+	expired    bool // the link timeout fired
+	res        int32
+	cause      int32 // the failure that started the cancellations that reached it, or causeContext
+	linkedFrom int32 // the node's kernel-link predecessor in this run, or -1
 	pending    int32 // graph mode: predecessors not yet settled
 	chain      int32 // graph mode: the in-flight kernel chain holding the node, or -1
 	start, end int64 // pool clock, ns
-}
-
-// freshState is a node's state before a run (plan.fresh).
-func freshState(pending int32) nodeState {
-	return nodeState{pending: pending, cause: causeNone, linkedFrom: -1, chain: -1}
 }
 
 func newState(p *plan) *state {
@@ -114,60 +92,40 @@ func newState(p *plan) *state {
 	return st
 }
 
-// strategy is a submission mode driving one task; the core calls it on
-// the worker's thread.
+// strategy is a submission mode driving one task, on the worker's thread.
 type strategy interface {
-	// begin starts an iteration: every node of the task is pending, and
-	// the roots are ready.
-	begin()
-	// prep dispatches what may go down now, as the worker's room allows:
-	// graph and waves from the ready queue (rule.go's decide fills it),
-	// link in its chains' order.
-	prep(w *worker.Worker)
-	// want returns how many completions the task needs before prep can
-	// dispatch more; it may say more than it needs (exact is asked when
-	// fewer are in).
-	want() int
-	exact(w *worker.Worker) int
+	begin()                     // starts an iteration: every node is pending
+	prep(w *worker.Worker)      // dispatches what may go down now, as room allows
+	want() int                  // completions prep needs to dispatch more, or more than that
+	exact(w *worker.Worker) int // exactly those
 }
 
-// task is one worker's share of a run, driven by one mode. It implements
-// worker.Task.
+// task is one worker's share of a run, driven by one mode: a worker.Task.
 type task struct {
-	// What it runs.
-	r     *Runner
-	p     *plan
-	st    *state
-	hot   []planNode
-	mode  Mode
-	s     strategy // one of graph, link, waves
-	graph graphMode
-	link  linkMode
-	waves waveMode
-	comps []int32 // its components
-	nodes []int32 // their nodes, components one after the other
-	// levels holds the nodes level by level: levels[levelOff[l]:
-	// levelOff[l+1]] is level l (made on first use, by byLevel).
-	levels, levelOff []int32
+	r                *Runner
+	p                *plan
+	st               *state
+	hot              []planNode
+	mode             Mode
+	s                strategy // one of graph, link, waves
+	graph            graphMode
+	link             linkMode
+	waves            waveMode
+	comps            []int32 // its components
+	nodes            []int32 // their nodes, components one after the other
+	levels, levelOff []int32 // byLevel's
 	roots            []int32 // its nodes without predecessors
 	opens            []int32 // its open nodes
 	wid              int     // the worker's index
 
-	// The iteration (Options.Repeat).
-	repeat, iter int
-	remaining    int  // nodes of this iteration not final
-	allOK        bool // every node of this iteration that is final succeeded (rule.go's decide)
-	// ready holds the nodes decide made ready, in order: graph and waves
-	// dispatch them from rhead on.
-	ready []int32
-	rhead int
-	stack []int32 // release's nodes to release
-	// minPending bounds from below the completions any node still
-	// waiting for predecessors needs: the fewest pending predecessors
-	// seen since nothing was in flight (graph mode's want).
-	minPending int32
+	repeat, iter int     // Options.Repeat
+	remaining    int     // nodes of this iteration not final
+	allOK        bool    // every node of this iteration that is final succeeded
+	ready        []int32 // nodes made ready, in order; dispatched from rhead on
+	rhead        int
+	stack        []int32 // release's nodes to release
+	minPending   int32   // the fewest pending predecessors since nothing was in flight
 
-	// Requests in flight and what they hold.
 	inflight, maxInflight int // SQEs in flight, cancels included
 	sqes, enters0, enters uint64
 	breaks                int      // link mode: chains ended early (Report.LinkBreaks)
@@ -180,37 +138,24 @@ type task struct {
 	pinned                bool   // pinner holds buffers bindings chose
 	lent                  []byte // a read's bytes, lent to its hook during conclude
 
-	// Go tasks (gotask.go): those running, and those that ended, for the
-	// worker to settle (goMu guards goDone and, once goOrphans is set,
-	// goRunning).
-	goRunning int
+	goRunning int // goMu guards goDone, and goRunning once goOrphans is set
 	goMu      sync.Mutex
 	goDone    []goResult
 	goSpare   []goResult
 	settling  []goResult // ended Go tasks settleGoDone has yet to settle
-	// goOrphans: the task finished while Go tasks ran (its worker died);
-	// each gives itself its final status, and the last tells the runner.
-	goOrphans bool
-	in        inputs // what hooks and bindings see (one at a time, on the worker)
-	// hooked is the node whose hook runs, or -1: a hook that ends the
-	// worker keeps its node from the observer, so Finish reports it.
-	hooked int32
+	goOrphans bool       // the task finished (its worker died) while Go tasks ran
+	in        inputs     // what hooks and bindings see (one at a time, on the worker)
+	hooked    int32      // the node whose hook runs, or -1 (for Finish, if the hook ends the worker)
 
-	// Ending early.
 	worker    atomic.Pointer[worker.Worker]
 	cancelReq atomic.Bool // asked from any goroutine
 	canceled  bool        // the run is canceled: dispatch nothing more
-	// stopping: a cancellation came during a binding's call: the
-	// dispatch in progress ends, and prepAll cancels the rest.
-	stopping  bool
-	cancelPos int // the next node to send an ASYNC_CANCEL to
+	stopping  bool        // a cancellation came during a binding: the dispatch ends
+	cancelPos int         // the next node to send an ASYNC_CANCEL to
 	err       error
 
-	// What the run records.
-	trace bool // Options.Trace: stamp each completion, one at a time
-	// record: this iteration's node times and read digests are kept (the
-	// last iteration's are reported; an observer sees every one's).
-	record    bool
+	trace     bool // Options.Trace: stamp each completion, one at a time
+	record    bool // this iteration's times and digests are kept (the last's, or all for an observer)
 	digests   bool
 	obs       func(NodeResult)
 	iterStart int64
@@ -228,7 +173,6 @@ func newTask(r *Runner) *task {
 	return t
 }
 
-// use sets the mode of the next run.
 func (t *task) use(m Mode) {
 	t.mode = m
 	switch m {
@@ -262,7 +206,6 @@ func (t *task) Start(w *worker.Worker) error {
 	return nil
 }
 
-// begin resets this task's nodes and starts an iteration.
 func (t *task) begin(w *worker.Worker) {
 	t.releaseHandles(w)
 	t.closeDirs() // paths are resolved anew in each iteration
@@ -278,9 +221,7 @@ func (t *task) begin(w *worker.Worker) {
 	t.s.begin()
 }
 
-// reset makes every node of the task pending, with nothing left of an
-// earlier run. A task that holds every node of the run clears whole
-// slices; otherwise it resets its nodes one by one.
+// reset makes every node of the task pending, as before any run.
 func (t *task) reset() {
 	st, p := t.st, t.p
 	t.remaining = len(t.nodes)
@@ -302,8 +243,8 @@ func (t *task) reset() {
 	}
 }
 
-// byLevel returns the task's nodes level by level, each level in the
-// graph's order, and where each level starts, made on the first call.
+// byLevel returns the task's nodes level by level (level l is
+// order[off[l]:off[l+1]]), made on the first call.
 func (t *task) byLevel() (order, off []int32) {
 	if t.levelOff == nil {
 		mine := make([]bool, t.p.n)
@@ -324,21 +265,10 @@ func (t *task) byLevel() (order, off []int32) {
 	return t.levels, t.levelOff
 }
 
-// readyRoots makes the task's roots ready, in order: they are the first
-// nodes graph and waves dispatch.
-func (t *task) readyRoots() {
-	for _, i := range t.roots {
-		t.st.node[i].status = stReady
-	}
-	t.ready = append(t.ready, t.roots...)
-}
-
-// Prep dispatches ready work, or the cancellation of the run, and says
-// how many completions the task waits for, or that it is done.
+// Prep dispatches ready work or the run's cancellation, and says how many
+// completions the task waits for, or that it is done.
 func (t *task) Prep(w *worker.Worker) (want int, done bool) {
-	if t.done() {
-		// It ended in the last Complete: a cancellation that came since
-		// finds nothing to cancel.
+	if t.done() { // it ended in the last Complete: nothing to cancel
 		return 0, true
 	}
 	t.prepAll(w)
@@ -364,7 +294,7 @@ func (t *task) prepAll(w *worker.Worker) {
 		return
 	}
 	for {
-		if !t.r.paused() {
+		if g := t.r.gate; g == nil || !g.full() { // a full stream pauses the run
 			t.s.prep(w)
 		}
 		if t.stopping {
@@ -373,7 +303,7 @@ func (t *task) prepAll(w *worker.Worker) {
 			t.sendCancels(w)
 			return
 		}
-		if !t.iterDone() || t.iter+1 >= t.repeat {
+		if t.remaining != 0 || t.inflight != 0 || t.goRunning != 0 || t.iter+1 >= t.repeat {
 			break
 		}
 		t.iter++
@@ -382,8 +312,6 @@ func (t *task) prepAll(w *worker.Worker) {
 	t.maxInflight = max(t.maxInflight, t.inflight)
 }
 
-// want returns how many completions the task needs before it can
-// submit more.
 func (t *task) want() int {
 	if t.eachCompletion() {
 		return 1
@@ -391,8 +319,7 @@ func (t *task) want() int {
 	return t.s.want()
 }
 
-// Wait returns how many completions the task needs, exactly: the worker
-// asks only when the completions at hand fall short of Prep's want.
+// Wait returns exactly how many completions the task needs.
 func (t *task) Wait(w *worker.Worker) int {
 	if t.eachCompletion() {
 		return 1
@@ -400,31 +327,22 @@ func (t *task) Wait(w *worker.Worker) int {
 	return t.s.exact(w)
 }
 
-// eachCompletion reports whether the task must see each completion as
-// it comes: a Go task ends with a wake-up, not a CQE; a trace or an
+// eachCompletion: a Go task ends with a wake-up, not a CQE; a trace or an
 // observer wants every completion; a canceled run winds down.
 func (t *task) eachCompletion() bool {
 	return t.canceled || t.goRunning > 0 || t.trace || t.obs != nil
 }
 
-// done reports whether every iteration has ended and nothing is in flight.
 func (t *task) done() bool {
 	return t.inflight == 0 && t.goRunning == 0 && (t.canceled || t.remaining == 0 && t.iter+1 >= t.repeat)
 }
 
-// iterDone reports whether the current iteration has ended.
-func (t *task) iterDone() bool {
-	return t.remaining == 0 && t.inflight == 0 && t.goRunning == 0
-}
-
-// Abort ends the run early because the pool is closing; its Go tasks see
-// their context end.
+// Abort ends the run early: the pool is closing.
 func (t *task) Abort() {
 	t.cancelReq.Store(true)
 	t.r.endContext(errPoolClosing)
 }
 
-// unpin lets go of the buffers pinned for the iteration's transfers.
 func (t *task) unpin() {
 	if t.pinned {
 		t.pinner.Unpin()
@@ -432,9 +350,8 @@ func (t *task) unpin() {
 	}
 }
 
-// Finish empties the slots this task used and tells the runner. A task
-// that ends with an error (its worker stopped, its ring failed) cancels
-// the rest of its run, and its nodes that did not end are canceled.
+// Finish empties the task's slots and tells the runner; with an error
+// (its worker stopped, its ring failed) it cancels the run.
 func (t *task) Finish(w *worker.Worker, err error) {
 	t.enters = w.Enters() - t.enters0
 	t.unpin()
@@ -451,9 +368,8 @@ func (t *task) Finish(w *worker.Worker, err error) {
 	t.r.finished()
 }
 
-// abandon ends the task after its worker failed: it cancels the run's
-// other tasks and gives every node that did not end here the status
-// canceled. It reports whether Go tasks still run (orphan).
+// abandon cancels the run and every node of the task not final, after its
+// worker failed; it reports whether Go tasks still run.
 func (t *task) abandon(w *worker.Worker, err error) bool {
 	t.err = err
 	t.r.failed.Store(true)
@@ -466,8 +382,8 @@ func (t *task) abandon(w *worker.Worker, err error) bool {
 	if t.worker.Load() == nil {
 		t.reset() // queued on a worker that died: it never started
 	}
-	// A request left in flight keeps its buffer: the worker's are never
-	// unmapped (it counts them as still out), Go memory it holds.
+	// A request left in flight keeps its buffer: the worker counts its own
+	// as still out, and holds Go memory.
 	st := t.st
 	var ended []int32 // for the observer
 	for _, i := range t.nodes {
@@ -488,8 +404,8 @@ func (t *task) abandon(w *worker.Worker, err error) bool {
 	return t.orphan()
 }
 
-// Complete ends the nodes of a batch of CQEs, in order. A plain node that
-// succeeded, the common case, is handled here; the rest in complete.
+// Complete ends the nodes of a batch of CQEs: a plain success here, the
+// rest in complete.
 func (t *task) Complete(w *worker.Worker, cqes []uring.CQE) {
 	node := t.st.node
 	for k := range cqes {
@@ -519,9 +435,7 @@ func (t *task) Complete(w *worker.Worker, cqes []uring.CQE) {
 	}
 }
 
-// settled does the modes' bookkeeping for node i, which ran, once it is
-// final and its successors are released: the kernel chain (graph mode)
-// or the segment (link mode) it went down in.
+// settled counts node i out of its kernel chain (graph) or segment (link).
 func (t *task) settled(w *worker.Worker, i int32) {
 	switch t.mode {
 	case Graph:
@@ -531,7 +445,6 @@ func (t *task) settled(w *worker.Worker, i int32) {
 	}
 }
 
-// complete handles a CQE other than a plain node's success.
 func (t *task) complete(w *worker.Worker, c *uring.CQE) {
 	t.inflight--
 	ud := c.UserData
@@ -566,8 +479,7 @@ func (t *task) complete(w *worker.Worker, c *uring.CQE) {
 	t.ran(w, i, t.statusOf(i))
 }
 
-// statusOf returns the status node i's completion gives it, from its
-// result.
+// statusOf returns the status node i's result gives it.
 func (t *task) statusOf(i int32) uint8 {
 	n := &t.st.node[i]
 	switch res := n.res; {
@@ -579,9 +491,8 @@ func (t *task) statusOf(i int32) uint8 {
 		n.cause = t.rootOf(n.linkedFrom)
 		return stCanceled
 	case (res == -int32(unix.ECANCELED) || res == -errRestartSys || res == -int32(unix.EINTR)) && t.canceled:
-		// A request that blocked in a kernel worker (an open of a FIFO
-		// with no reader) ends with ERESTARTSYS or EINTR when the
-		// cancellation interrupts it.
+		// A request blocked in io-wq (an open of a FIFO with no reader)
+		// ends with ERESTARTSYS or EINTR when canceled.
 		n.res, n.cause = -int32(unix.ECANCELED), causeContext
 		return stCanceled
 	case res == -int32(unix.ETIME) && t.hot[i].op == dag.OpTimeout:
@@ -592,13 +503,10 @@ func (t *task) statusOf(i int32) uint8 {
 	return stOK
 }
 
-// errRestartSys is the kernel's ERESTARTSYS, which an io-wq worker
-// interrupted by a cancellation returns as the request's result.
+// errRestartSys is the kernel's ERESTARTSYS.
 const errRestartSys = 512
 
-// ran ends node i, which ran, with status: what its result means beyond
-// its status (settle), its hook (conclude), then its successors. A write
-// that goes on with the rest of its bytes is not final yet.
+// ran ends node i, which ran, with status, unless it goes on (a write).
 func (t *task) ran(w *worker.Worker, i int32, status uint8) {
 	st := t.st
 	if !t.hot[i].plain {
@@ -611,18 +519,13 @@ func (t *task) ran(w *worker.Worker, i int32, status uint8) {
 	t.conclude(i)
 	if t.lent != nil {
 		t.lent = nil
-		if !st.borrowed[i] {
-			w.PutBuf(st.buf[i])
-		}
-		st.buf[i] = nil
+		t.dropBuf(w, i)
 	}
 	t.ended(w, i)
 	t.settled(w, i)
 }
 
-// ended passes node i's end on to its successors in graph mode's
-// dataflow (the others, and graph mode's levels, decide a node when its
-// turn comes).
+// ended releases node i's successors in graph mode's dataflow.
 func (t *task) ended(w *worker.Worker, i int32) {
 	if t.mode == Graph && !t.graph.byLevels {
 		t.release(w, i)
@@ -630,10 +533,9 @@ func (t *task) ended(w *worker.Worker, i int32) {
 }
 
 // brokeLink reports whether the kernel canceled linked node n because of
-// its link predecessor, whose CQE came first: the predecessor was canceled
-// (the kernel fails the whole rest of a chain at once), or failed over an
-// IOSQE_IO_LINK. Behind one that succeeded, or one that failed over a hard
-// link, an ECANCELED is the run's cancellation.
+// its link predecessor (whose CQE comes first): it was canceled (the
+// kernel fails the whole rest of a chain), or failed over IOSQE_IO_LINK.
+// Otherwise an ECANCELED is the run's cancellation.
 func (t *task) brokeLink(n *nodeState) bool {
 	switch t.st.node[n.linkedFrom].status {
 	case stOK:
@@ -644,13 +546,10 @@ func (t *task) brokeLink(n *nodeState) bool {
 	return !n.hard
 }
 
-// conclude runs what follows a node that ran, or failed before it could:
-// its hook, which may fail it, and the run's observer. The caller then
-// releases its successors.
+// conclude runs the hook (which may fail the node) and the observer of a
+// node that ran or failed; a node canceled in flight has no hook run.
 func (t *task) conclude(i int32) {
 	st := t.st
-	// A node canceled after it was submitted did not run: its hook does
-	// not, as for one canceled before (end).
 	if hook := t.p.then[i]; hook != nil && st.node[i].status != stCanceled {
 		t.in.self = i
 		r := t.result(i)
@@ -668,8 +567,7 @@ func (t *task) conclude(i int32) {
 	t.observe(i)
 }
 
-// end gives node i, which did not run, its final status: canceled (cause
-// is why) or skipped. The caller releases its successors.
+// end ends node i, which did not run, canceled or skipped.
 func (t *task) end(w *worker.Worker, i int32, status uint8, cause int32) {
 	n := &t.st.node[i]
 	n.status, n.res, n.cause, n.end = status, 0, cause, w.Now()
@@ -678,16 +576,14 @@ func (t *task) end(w *worker.Worker, i int32, status uint8, cause int32) {
 	t.observe(i)
 }
 
-// cancel ends node i canceled without running and passes it on to its
-// successors.
+// cancel ends node i canceled and releases its successors.
 func (t *task) cancel(w *worker.Worker, i int32, cause int32) {
 	t.end(w, i, stCanceled, cause)
 	t.ended(w, i)
 }
 
 // fail ends node i failed without submitting it, with res (a negative
-// errno) and err, if not nil, saying why: its hook runs and its
-// successors are released.
+// errno) and err, and releases its successors.
 func (t *task) fail(w *worker.Worker, i int32, res int32, err error) {
 	n := &t.st.node[i]
 	n.status, n.res, n.end = stFailed, res, w.Now()
@@ -696,7 +592,6 @@ func (t *task) fail(w *worker.Worker, i int32, res int32, err error) {
 	t.ended(w, i)
 }
 
-// observe reports node i's final status to the run's observer, if any.
 func (t *task) observe(i int32) {
 	if t.obs != nil {
 		t.notify(i)
@@ -705,21 +600,18 @@ func (t *task) observe(i int32) {
 
 func (t *task) notify(i int32) {
 	obs, n := t.obs, t.r.nodeResult(i)
-	t.callObserver(obs, n)
-	// An observer wakes goroutines (Start's reader), which wait in the
-	// worker's run queue until it yields.
+	t.userCode()
+	guard(func() error { obs(n); return nil })
+	// The goroutines it woke (Start's reader) wait until the worker yields.
 	if w := t.worker.Load(); w != nil && !t.goOrphans {
 		w.Readied()
 	}
 }
 
-// cancelAll ends the run early: nothing more is dispatched, every node
-// not in flight is canceled, and in-flight nodes get an ASYNC_CANCEL.
+// cancelAll cancels the nodes not in flight; sendCancels, the others.
 func (t *task) cancelAll(w *worker.Worker) {
 	t.canceled = true
-	if !t.record {
-		// This iteration is the one the report shows: its nodes that end
-		// from now on get their times and digests.
+	if !t.record { // the report shows this iteration
 		t.record, t.iterStart = true, w.Now()
 	}
 	for _, i := range t.nodes {
@@ -730,8 +622,8 @@ func (t *task) cancelAll(w *worker.Worker) {
 	t.cancelPos = 0
 }
 
-// sendCancels sends an ASYNC_CANCEL to each node in flight, as room
-// allows; a Go task has no request to cancel: it is waited for.
+// sendCancels sends an ASYNC_CANCEL to each node in flight (a Go task is
+// waited for), as room allows.
 func (t *task) sendCancels(w *worker.Worker) {
 	st := t.st
 	for ; t.cancelPos < len(t.nodes) && w.Room() > 0; t.cancelPos++ {
@@ -745,8 +637,7 @@ func (t *task) sendCancels(w *worker.Worker) {
 	}
 }
 
-// releaseHandles empties the slots of handles no close emptied (their
-// close never ran) and frees them.
+// releaseHandles empties and frees the slots no close emptied.
 func (t *task) releaseHandles(w *worker.Worker) {
 	st, p := t.st, t.p
 	for _, o := range t.opens {
@@ -757,8 +648,6 @@ func (t *task) releaseHandles(w *worker.Worker) {
 	}
 }
 
-// userData returns the user_data of the SQE of node i, whose planNode is
-// h: its index, and plainBit if it is plain.
 func (h *planNode) userData(i int32) uint64 {
 	if h.plain {
 		return uint64(i) | plainBit

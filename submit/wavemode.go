@@ -7,11 +7,9 @@ import (
 )
 
 // Waves mode is the baseline a kernel reviewer asked the graph RFC to
-// beat: submit a level of the graph, wait for all of it, then the next
-// level. Each worker runs its share of the graph (its components) level
-// by level. Where the worker has too few fixed-file slots for a level's
-// opens, those that find none, and the nodes after them, wait for another
-// pass over the levels, once closes have freed slots.
+// beat: submit a level, wait for all of it, then the next level. Opens
+// that find no free fixed-file slot, and the nodes after them, wait for
+// another pass over the levels, once closes have freed slots.
 type waveMode struct {
 	t          *task
 	order, off []int32 // the task's nodes level by level (task.byLevel)
@@ -27,9 +25,8 @@ func (m *waveMode) begin() {
 	m.level, m.pos, m.pass, m.deferred, m.moved = 0, 0, 0, false, false
 }
 
-// prep sends the current level's nodes, as room allows; once they are
-// all sent and complete, the next level's. After the last level, if
-// nodes wait (for a slot, or for such a node), another pass begins.
+// prep sends the current level, then the next once it is complete; after
+// the last level, if nodes wait, another pass begins.
 func (m *waveMode) prep(w *worker.Worker) {
 	t := m.t
 	for {
@@ -58,8 +55,6 @@ func (m *waveMode) sweep(w *worker.Worker) bool {
 	t := m.t
 	end := int(m.off[m.level+1])
 	for room := w.Room(); m.pos < end && room > 0 && !t.stopping; room = w.Room() {
-		// In the first pass, while nothing failed and nothing waits, a
-		// run of nodes that need only an SQE each goes down in one call.
 		if t.allOK && m.pass == 0 && !m.deferred {
 			if k := t.prepBare(w, m.order[m.pos:min(end, m.pos+room)], false, true); k > 0 {
 				m.pos += k
@@ -75,10 +70,8 @@ func (m *waveMode) sweep(w *worker.Worker) bool {
 	return m.pos == end
 }
 
-// send runs node u if its turn has come: ends it if its verdict says so,
-// or takes its resources and sends it; it waits for the next pass if a
-// predecessor is not final or no fixed-file slot is free. It reports
-// false if u waits for room in this turn.
+// send decides node u and sends it, or leaves it for the next pass; it
+// reports false if u waits for room.
 func (m *waveMode) send(w *worker.Worker, u int32) bool {
 	t := m.t
 	switch s := t.st.node[u].status; {
@@ -111,8 +104,7 @@ func (m *waveMode) send(w *worker.Worker, u int32) bool {
 	return true
 }
 
-// starve fails the opens that wait for a slot when a whole pass freed
-// none: nothing of the task is in flight.
+// starve fails the opens that wait for a slot when a whole pass freed none.
 func (m *waveMode) starve(w *worker.Worker) {
 	t := m.t
 	for _, u := range m.order {
@@ -122,8 +114,7 @@ func (m *waveMode) starve(w *worker.Worker) {
 	}
 }
 
-// want returns the whole level in flight: nothing goes down before it
-// is complete.
+// want returns the whole level in flight.
 func (m *waveMode) want() int {
 	if m.pos < int(m.off[m.level+1]) {
 		return 1 // the rest of the level waits for room
