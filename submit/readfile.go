@@ -48,7 +48,7 @@ func (t *task) prepReadFile(w *worker.Worker, s *uring.SQE, i int32) {
 	*how = uring.OpenHow{Flags: unix.O_RDONLY, Resolve: uring.ResolveBeneath} // no O_CLOEXEC: a direct descriptor refuses it
 	s.PrepOpenat2Direct(t.r.rootFd, t.path(p.pathOff[i]), how, slot)
 	s.UserData |= rfOpenBit
-	s.Flags |= uring.SQEIOLink
+	s.Flags |= uring.SQEIOLink | t.hot[i].sqeFlags
 	st.node[i].parts = 1
 	t.prepRead(w, i)
 	w.Linked()
@@ -61,7 +61,7 @@ func (t *task) prepRead(w *worker.Worker, i int32) {
 	b, done := st.buf[i], int(st.moved[i])
 	r := w.SQE(uint64(i))
 	r.PrepRead(int32(st.slot[t.p.handle[i]]), b[rfHead+done:], uint64(done))
-	r.Flags |= uring.SQEFixedFile
+	r.Flags |= uring.SQEFixedFile | t.hot[i].sqeFlags // Async: its requests go to io-wq
 	t.inflight++
 	t.sqes++
 	if d := t.p.timeoutOf(i); d > 0 && done == 0 {
@@ -118,8 +118,27 @@ func (t *task) growReadFile(w *worker.Worker, i int32) uint8 {
 	copy(nb[rfHead:], st.buf[i][rfHead:rfHead+done])
 	w.PutBuf(st.buf[i])
 	st.buf[i] = nb
+	if w.Room() == 0 { // the SQ is full of this turn's requests: the next Prep sends it
+		t.readOn = append(t.readOn, i)
+		return stOK
+	}
 	t.prepRead(w, i)
 	return stOK
+}
+
+// sendReadOn sends the reads growReadFile could not, as room allows; after
+// a cancellation it ends their nodes canceled instead.
+func (t *task) sendReadOn(w *worker.Worker) {
+	for len(t.readOn) > 0 && (t.canceled || w.Room() > 0) {
+		i := t.readOn[len(t.readOn)-1]
+		t.readOn = t.readOn[:len(t.readOn)-1]
+		if t.canceled {
+			t.st.node[i].res = -int32(unix.ECANCELED)
+			t.ran(w, i, t.statusOf(i))
+			continue
+		}
+		t.prepRead(w, i)
+	}
 }
 
 // closeReadFile closes node i's slot, freed when the close completes.

@@ -135,8 +135,9 @@ type task struct {
 	dirFds                []int32  // per plan directory: fd opened beneath the root, or -1
 	retired               []int32  // directory fds a rename made stale, closed when nothing is in flight
 	pinner                runtime.Pinner
-	pinned                bool   // pinner holds buffers bindings chose
-	lent                  []byte // a read's bytes, lent to its hook during conclude
+	pinned                bool    // pinner holds buffers bindings chose
+	lent                  []byte  // a read's bytes, lent to its hook during conclude
+	readOn                []int32 // readfile nodes whose next read found the SQ full (sendReadOn)
 
 	goRunning int // goMu guards goDone, and goRunning once goOrphans is set
 	goMu      sync.Mutex
@@ -217,7 +218,7 @@ func (t *task) begin(w *worker.Worker) {
 	}
 	t.minPending = math.MaxInt32
 	t.allOK = true
-	t.ready, t.rhead = t.ready[:0], 0
+	t.ready, t.rhead, t.readOn = t.ready[:0], 0, t.readOn[:0]
 	t.s.begin()
 }
 
@@ -282,6 +283,9 @@ func (t *task) prepAll(w *worker.Worker) {
 	if t.cancelReq.Load() && !t.canceled {
 		t.cancelAll(w)
 	}
+	if len(t.readOn) > 0 {
+		t.sendReadOn(w)
+	}
 	if !t.canceled && len(t.retired) > 0 && t.inflight == 0 {
 		t.closeRetired()
 	}
@@ -334,7 +338,7 @@ func (t *task) eachCompletion() bool {
 }
 
 func (t *task) done() bool {
-	return t.inflight == 0 && t.goRunning == 0 && (t.canceled || t.remaining == 0 && t.iter+1 >= t.repeat)
+	return t.inflight == 0 && t.goRunning == 0 && len(t.readOn) == 0 && (t.canceled || t.remaining == 0 && t.iter+1 >= t.repeat)
 }
 
 // Abort ends the run early: the pool is closing.
