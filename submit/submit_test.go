@@ -2,10 +2,12 @@ package submit
 
 import (
 	"bytes"
+	stdcmp "cmp"
 	"context"
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -26,11 +28,33 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
+// testBackend is the backend of the tests' pools: the default, or, in
+// TestSyscallsBackend's child, the one $IODAG_TEST_BACKEND names.
+var testBackend, _ = workers.ParseBackend(stdcmp.Or(os.Getenv("IODAG_TEST_BACKEND"), "auto"))
+
+// TestSyscallsBackend runs this package's tests again in a child process,
+// their pools on the syscall backend: every semantic the tests check
+// holds on both backends.
+func TestSyscallsBackend(t *testing.T) {
+	if testBackend != workers.Auto {
+		t.Skip("in the child")
+	}
+	if testing.Short() {
+		t.Skip("short")
+	}
+	t.Parallel()
+	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.skip=^TestSyscallsBackend$", "-test.count=1", "-test.timeout=10m")
+	cmd.Env = append(os.Environ(), "IODAG_TEST_BACKEND=syscalls")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("the tests on the syscall backend: %v\n%s", err, out)
+	}
+}
+
 // newPool returns a pool closed at the end of the test.
 func newPool(t testing.TB, cfg workers.Config) *workers.Pool {
 	t.Helper()
-	if b := os.Getenv("IODAG_TEST_BACKEND"); b != "" && cfg.Backend == workers.Auto {
-		cfg.Backend, _ = workers.ParseBackend(b)
+	if cfg.Backend == workers.Auto {
+		cfg.Backend = testBackend
 	}
 	pool, err := workers.New(cfg)
 	if err != nil {

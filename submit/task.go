@@ -470,6 +470,9 @@ func (t *task) complete(w *worker.Worker, c *uring.CQE) {
 	}
 	i := int32(ud & indexMask)
 	n := &t.st.node[i]
+	if c.Flags&uring.CQEAbandoned != 0 {
+		t.abandonBuf(w, i)
+	}
 	if n.parts > 0 {
 		n.parts-- // its link timeout, or the node, is still to come
 		return
@@ -505,6 +508,18 @@ func (t *task) statusOf(i int32) uint8 {
 		return stFailed
 	}
 	return stOK
+}
+
+// abandonBuf lets go of node i's buffer for good: the syscall backend
+// abandoned its request with the system call still running, which may
+// write into it at any time. Go memory is held for as long as the worker
+// is; a worker buffer is never given back (the worker keeps its memory).
+func (t *task) abandonBuf(w *worker.Worker, i int32) {
+	st := t.st
+	if b := st.buf[i]; b != nil && st.borrowed[i] {
+		w.Hold(b)
+	}
+	st.buf[i], st.borrowed[i], st.owned[i] = nil, false, false
 }
 
 // errRestartSys is the kernel's ERESTARTSYS.
