@@ -102,7 +102,7 @@ func (t *traceWriter) report(pid int, rep *submit.Report) {
 	meta := func(name string, tid int, args any) {
 		t.event(traceEvent{Name: name, Ph: "M", Pid: pid, Tid: tid, Args: args})
 	}
-	meta("process_name", 0, map[string]string{"name": fmt.Sprintf("%s (%s mode)", rep.Name, rep.Mode)})
+	meta("process_name", 0, map[string]string{"name": processName(rep)})
 	meta("process_sort_index", 0, map[string]int{"sort_index": pid})
 	tids, names := traceTracks(rep)
 	for k, name := range names {
@@ -215,4 +215,14 @@ func (h *rowHeap) Pop() any {
 	x := old[len(old)-1]
 	*h = old[:len(old)-1]
 	return x
+}
+
+// processName names a report's process: its graph and mode, and its
+// backend if that is not io_uring.
+func processName(rep *submit.Report) string {
+	name := fmt.Sprintf("%s (%s mode)", rep.Name, rep.Mode)
+	if rep.Backend != "" && rep.Backend != "io_uring" {
+		name = fmt.Sprintf("%s (%s mode, %s)", rep.Name, rep.Mode, rep.Backend)
+	}
+	return name
 }

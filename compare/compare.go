@@ -1,10 +1,13 @@
-// Package compare runs one graph in every submission mode on the same
-// pool and checks, node by node, that the modes agree wherever the
-// semantics say they must: graph and waves exactly; link mode likewise,
-// except for the nodes it over-cancels (a failure cancels the rest of its
-// chain, dependents or not), which it lists as expected. It is the
-// harness behind iodag compare, kept out of package submit so that
-// submit's API is the engine alone.
+// Package compare runs one graph four ways, the columns of iodag compare:
+// in every submission mode (link, waves, graph) on the same pool, and in
+// graph mode on plain system calls (the syscalls column, a pool of
+// workers.Syscalls: what the work costs without io_uring, the way a Go
+// program does it with goroutines). It checks, node by node, that they
+// agree wherever the semantics say they must: graph, waves and syscalls
+// exactly; link mode likewise, except for the nodes it over-cancels (a
+// failure cancels the rest of its chain, dependents or not), which it
+// lists as expected. It is kept out of package submit so that submit's
+// API is the engine alone.
 package compare
 
 import (
@@ -38,7 +41,7 @@ type Options struct {
 	// times the nodes of the last run of each.
 	Repeat int
 	// Progress, if set, is called on Run's goroutine after each batch
-	// of runs with the runs done so far and the total, 3 × Repeat.
+	// of runs with the runs done so far and the total, 4 × Repeat.
 	Progress func(done, total int)
 	// Trace runs every mode traced (submit.Options.Trace): each node's
 	// completion is stamped with its own clock reading, for a true
@@ -54,8 +57,8 @@ type Options struct {
 // must agree.
 type Comparison struct {
 	Name string `json:"name"`
-	// Modes has one result per mode that ran, in Modes order (link,
-	// waves, graph).
+	// Modes has one result per column that ran, in Columns order (link,
+	// waves, graph, syscalls).
 	Modes []ModeResult `json:"modes"`
 	// Checked reports whether every mode ran to completion and the
 	// nodes were compared; an interrupted Run leaves it false.
@@ -77,10 +80,19 @@ type Comparison struct {
 	g *dag.Graph // Run's graph, for the edges; nil from Reports
 }
 
-// ModeResult is one mode's report, its ops/s relative to link mode's,
+// Columns are the ways Run runs a graph, in the order it reports them:
+// the three modes on the pool, then Syscalls.
+var Columns = [4]string{"link", "waves", "graph", Syscalls}
+
+// Syscalls names the column of graph mode on plain system calls.
+const Syscalls = "syscalls"
+
+// ModeResult is one column's report, its ops/s relative to link mode's,
 // how much they varied, and its nodes' latencies.
 type ModeResult struct {
 	*submit.Report
+	// Column is which of Columns it is.
+	Column string `json:"column"`
 	// RatioToLink is OpsPerSec divided by link mode's (0 if link mode
 	// did not run or measured nothing).
 	RatioToLink float64 `json:"ratio_to_link"`
@@ -150,18 +162,18 @@ func latencyOf(r *latency.Recorder) Latency {
 	return Latency{Runs: s.Runs, Nodes: s.Nodes, P50NS: s.P50NS, P99NS: s.P99NS, MaxNS: s.MaxNS}
 }
 
-// Disagreement is one field of one node that two modes must agree on
-// but do not. Modes and Values are in the same order.
+// Disagreement is one field of one node that two columns must agree on
+// but do not. Columns and Values are in the same order.
 type Disagreement struct {
-	Node   string         `json:"node"`
-	Modes  [2]submit.Mode `json:"modes"`
-	Field  string         `json:"field"`
-	Values [2]string      `json:"values"`
+	Node    string    `json:"node"`
+	Columns [2]string `json:"columns"`
+	Field   string    `json:"field"`
+	Values  [2]string `json:"values"`
 }
 
-// String describes the disagreement as `node "ID": FIELD MODE VALUE, MODE VALUE`.
+// String describes the disagreement as `node "ID": FIELD COLUMN VALUE, COLUMN VALUE`.
 func (d Disagreement) String() string {
-	return fmt.Sprintf("node %q: %s %s %s, %s %s", d.Node, d.Field, d.Modes[0], d.Values[0], d.Modes[1], d.Values[1])
+	return fmt.Sprintf("node %q: %s %s %s, %s %s", d.Node, d.Field, d.Columns[0], d.Values[0], d.Columns[1], d.Values[1])
 }
 
 // OverCancel is link mode's expected over-cancellation of one node: link
@@ -182,39 +194,44 @@ type OverCancel struct {
 // on do not count.
 func (c *Comparison) OK() bool { return c.Checked && len(c.Disagreements) == 0 }
 
-// Mode returns the result of mode m, or nil if it did not run.
-func (c *Comparison) Mode(m submit.Mode) *ModeResult {
+// Mode returns the result of mode m on the pool, or nil if it did not
+// run.
+func (c *Comparison) Mode(m submit.Mode) *ModeResult { return c.Column(m.String()) }
+
+// Column returns the result of the column named name, or nil if it did
+// not run.
+func (c *Comparison) Column(name string) *ModeResult {
 	for i := range c.Modes {
-		if c.Modes[i].Report != nil && c.Modes[i].Mode == m {
+		if c.Modes[i].Report != nil && c.Modes[i].Column == name {
 			return &c.Modes[i]
 		}
 	}
 	return nil
 }
 
-// Run runs g on pool in every mode, each o.Repeat times in a fresh
-// subdirectory of o.Scratch, and checks the reports with Reports. The
-// modes take turns (a share of each mode's repeats, then the next mode's,
-// up to 20 turns each), so that drift in the machine (other load,
-// the device, the page cache) spreads over all of them. If ctx ends
-// first, it returns the modes that ran (with their partial reports),
-// unchecked, with ctx's error. Any other error means the comparison could
-// not run.
+// Run runs g on pool in every mode, and in graph mode on a pool of
+// plain system calls like pool (workers.Syscalls), each o.Repeat times
+// in a fresh subdirectory of o.Scratch, and checks the reports with
+// Reports. The columns take turns (a share of each one's repeats, then
+// the next one's, up to 20 turns each), so that drift in the machine
+// (other load, the device, the page cache) spreads over all of them. If
+// ctx ends first, it returns the columns that ran (with their partial
+// reports), unchecked, with ctx's error. Any other error means the
+// comparison could not run.
 func Run(ctx context.Context, pool *workers.Pool, g *dag.Graph, o Options) (*Comparison, error) {
-	modes := submit.Modes()
 	if o.Repeat <= 0 {
 		o.Repeat = 1
 	}
-	if o.Repeat > math.MaxInt/len(modes) {
-		return nil, fmt.Errorf("compare %q: Repeat %d: more runs in all modes than an int counts", g.Name(), o.Repeat)
+	if o.Repeat > math.MaxInt/len(Columns) {
+		return nil, fmt.Errorf("compare %q: Repeat %d: more runs in all columns than an int counts", g.Name(), o.Repeat)
 	}
 	if o.Scratch == "" && needsRoot(g) {
 		return nil, fmt.Errorf("compare %q: the graph uses files or paths: compare.Options.Scratch must name a scratch directory", g.Name())
 	}
-	roots := make([]string, len(modes))
+	roots := make([]string, len(Columns))
 	if o.Scratch != "" {
-		for k, m := range modes {
-			dir, err := os.MkdirTemp(o.Scratch, m.String()+"-")
+		for k, col := range Columns {
+			dir, err := os.MkdirTemp(o.Scratch, col+"-")
 			if err != nil {
 				return nil, fmt.Errorf("compare: %w", err)
 			}
@@ -227,25 +244,37 @@ func Run(ctx context.Context, pool *workers.Pool, g *dag.Graph, o Options) (*Com
 			roots[k] = dir
 		}
 	}
-	r := submit.NewRunner(pool, g)
+	cfg := pool.Config()
+	cfg.Backend = workers.Syscalls
+	plain, err := workers.New(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("compare: the syscalls column's pool: %w", err)
+	}
+	defer plain.Close()
+	r, rs := submit.NewRunner(pool, g), submit.NewRunner(plain, g)
 	defer r.Close()
-	sums := make([]batch.Sum, len(modes))
-	lats := make([]latency.Recorder, len(modes))
-	spreads := make([]Spread, len(modes))
-	size, done, total := batch.Size(o.Repeat), 0, len(modes)*o.Repeat
+	defer rs.Close()
+	cols := [len(Columns)]struct {
+		r    *submit.Runner
+		mode submit.Mode
+	}{{r, submit.Link}, {r, submit.Waves}, {r, submit.Graph}, {rs, submit.Graph}}
+	sums := make([]batch.Sum, len(Columns))
+	lats := make([]latency.Recorder, len(Columns))
+	spreads := make([]Spread, len(Columns))
+	size, done, total := batch.Size(o.Repeat), 0, len(Columns)*o.Repeat
 	var runErr error
 turns:
 	for left := o.Repeat; left > 0; left -= size {
-		for k, m := range modes {
+		for k, col := range cols {
 			n := min(size, left)
-			rep, err := r.Run(ctx, m, submit.Options{Root: roots[k], Repeat: n, Trace: o.Trace, Digests: true})
+			rep, err := col.r.Run(ctx, col.mode, submit.Options{Root: roots[k], Repeat: n, Trace: o.Trace, Digests: true})
 			if _, ok := err.(*submit.FailedError); ok {
-				err = nil // failed nodes are what the modes are compared on
+				err = nil // failed nodes are what the columns are compared on
 			}
 			if rep != nil {
 				sums[k].Add(rep)
 				lats[k].Add(rep.Nodes)
-				if err == nil { // an interrupted batch's figure is not the mode's
+				if err == nil { // an interrupted batch's figure is not the column's
 					spreads[k].add(rep.OpsPerSec)
 				}
 				done += n
@@ -260,9 +289,9 @@ turns:
 		}
 	}
 	c := &Comparison{Name: g.Name(), Trace: o.Trace, g: g}
-	for k := range modes {
+	for k, col := range Columns {
 		if rep := sums[k].Report(); rep != nil {
-			c.Modes = append(c.Modes, ModeResult{Report: rep, Spread: spreads[k], Latency: latencyOf(&lats[k])})
+			c.Modes = append(c.Modes, ModeResult{Report: rep, Column: col, Spread: spreads[k], Latency: latencyOf(&lats[k])})
 		}
 	}
 	if runErr != nil {
@@ -315,28 +344,34 @@ func needsRoot(g *dag.Graph) bool {
 // cannot be compared: a mode missing or repeated, or different graphs.
 func Reports(reports ...*submit.Report) (*Comparison, error) {
 	c := &Comparison{}
+	var plain *submit.Report
 	for _, m := range submit.Modes() {
-		var found *submit.Report
+		var found []*submit.Report
 		for _, rep := range reports {
-			if rep == nil || rep.Mode != m {
-				continue
+			if rep != nil && rep.Mode == m {
+				found = append(found, rep)
 			}
-			if found != nil {
-				return nil, fmt.Errorf("compare: two %s reports", m)
-			}
-			found = rep
 		}
-		if found == nil {
+		switch {
+		case len(found) == 0:
 			return nil, fmt.Errorf("compare: no %s report", m)
+		case len(found) > 1 && m != submit.Graph, len(found) > 2:
+			return nil, fmt.Errorf("compare: %d %s reports", len(found), m)
+		case len(found) == 2:
+			// The syscalls column is the one on plain system calls (the
+			// second, if both are).
+			if found[0].Backend == Syscalls && found[1].Backend != Syscalls {
+				found[0], found[1] = found[1], found[0]
+			}
+			plain = found[1]
 		}
-		var lat latency.Recorder
-		lat.Add(found.Nodes)
-		var spread Spread
-		spread.add(found.OpsPerSec)
-		c.Modes = append(c.Modes, ModeResult{Report: found, Spread: spread, Latency: latencyOf(&lat)})
+		c.add(m.String(), found[0])
 	}
-	if len(reports) != len(submit.Modes()) {
-		return nil, fmt.Errorf("compare: %d reports, want one per mode", len(reports))
+	if plain != nil {
+		c.add(Syscalls, plain)
+	}
+	if len(reports) != len(c.Modes) {
+		return nil, fmt.Errorf("compare: %d reports, want one per mode (and one more of graph mode on syscalls)", len(reports))
 	}
 	c.Name = c.Modes[0].Name
 	c.ratios()
@@ -344,6 +379,15 @@ func Reports(reports ...*submit.Report) (*Comparison, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// add adds the column col of the one report rep.
+func (c *Comparison) add(col string, rep *submit.Report) {
+	var lat latency.Recorder
+	lat.Add(rep.Nodes)
+	var spread Spread
+	spread.add(rep.OpsPerSec)
+	c.Modes = append(c.Modes, ModeResult{Report: rep, Column: col, Spread: spread, Latency: latencyOf(&lat)})
 }
 
 // ratios sets each mode's RatioToLink and WithinNoiseOfLink.
@@ -359,7 +403,7 @@ func (c *Comparison) ratios() {
 	}
 }
 
-// check compares the nodes of the three reports and sets Checked,
+// check compares the nodes of the reports and sets Checked,
 // Disagreements and Expected.
 func (c *Comparison) check() error {
 	link, waves, graph := c.Mode(submit.Link), c.Mode(submit.Waves), c.Mode(submit.Graph)
@@ -367,23 +411,26 @@ func (c *Comparison) check() error {
 		return errors.New("compare: a mode is missing")
 	}
 	n := len(graph.Nodes)
-	for _, r := range []*ModeResult{link, waves} {
+	for _, r := range c.Modes {
 		if r.Name != graph.Name || len(r.Nodes) != n {
 			return fmt.Errorf("compare: %s report is of graph %q (%d nodes), graph report of %q (%d nodes)",
-				r.Mode, r.Name, len(r.Nodes), graph.Name, n)
+				r.Column, r.Name, len(r.Nodes), graph.Name, n)
+		}
+		for i := range r.Nodes {
+			if id := r.Nodes[i].ID; id != graph.Nodes[i].ID {
+				return fmt.Errorf("compare: node %d is %q in %s, %q in graph", i, id, r.Column, graph.Nodes[i].ID)
+			}
 		}
 	}
 	c.Disagreements, c.Expected = nil, nil
-	for i := 0; i < n; i++ {
-		l, w, g := &link.Nodes[i], &waves.Nodes[i], &graph.Nodes[i]
-		if l.ID != g.ID || w.ID != g.ID {
-			return fmt.Errorf("compare: node %d is %q in link, %q in waves, %q in graph", i, l.ID, w.ID, g.ID)
-		}
-	}
+	plain := c.Column(Syscalls)
 	ranAfter := c.ranAfterOverCancel(link.Nodes, graph.Nodes)
 	for i := 0; i < n; i++ {
 		l, w, g := &link.Nodes[i], &waves.Nodes[i], &graph.Nodes[i]
-		c.exact(submit.Graph, submit.Waves, g, w)
+		c.exact("graph", "waves", g, w)
+		if plain != nil {
+			c.exact("graph", Syscalls, g, &plain.Nodes[i])
+		}
 		if cause, ok := ranAfter[int32(i)]; ok {
 			c.Expected = append(c.Expected, OverCancel{Node: g.ID, Cause: cause, Graph: g.Status, Link: l.Status})
 			continue
@@ -426,8 +473,8 @@ func (c *Comparison) ranAfterOverCancel(link, graph []submit.NodeResult) map[int
 }
 
 // exact records every difference of status, res and digest between two
-// modes that must agree exactly (graph and waves).
-func (c *Comparison) exact(ma, mb submit.Mode, a, b *submit.NodeResult) {
+// columns that must agree exactly (graph, waves and syscalls).
+func (c *Comparison) exact(ma, mb string, a, b *submit.NodeResult) {
 	if a.Status != b.Status {
 		c.disagree(a.ID, ma, mb, "status", string(a.Status), string(b.Status))
 		return
@@ -445,28 +492,28 @@ func (c *Comparison) linkVsGraph(l, g *submit.NodeResult) {
 	switch {
 	case l.Status == submit.StatusOK && g.Status == submit.StatusOK:
 		if l.Res != g.Res {
-			c.disagree(g.ID, submit.Link, submit.Graph, "res", res(l), res(g))
+			c.disagree(g.ID, "link", "graph", "res", res(l), res(g))
 		}
 		if l.Digest != g.Digest {
-			c.disagree(g.ID, submit.Link, submit.Graph, "digest", l.Digest.String(), g.Digest.String())
+			c.disagree(g.ID, "link", "graph", "digest", l.Digest.String(), g.Digest.String())
 		}
 	case l.Status == submit.StatusFailed && g.Status == submit.StatusFailed:
 		if l.Errno != g.Errno {
-			c.disagree(g.ID, submit.Link, submit.Graph, "errno", l.Errno.String(), g.Errno.String())
+			c.disagree(g.ID, "link", "graph", "errno", l.Errno.String(), g.Errno.String())
 		} else if l.Errno == 0 && l.Res != g.Res {
-			c.disagree(g.ID, submit.Link, submit.Graph, "res", res(l), res(g))
+			c.disagree(g.ID, "link", "graph", "res", res(l), res(g))
 		}
 	case l.Status == submit.StatusCanceled && g.Status == submit.StatusCanceled:
 	case l.Status == submit.StatusSkipped && g.Status == submit.StatusSkipped:
 	case l.Status == submit.StatusCanceled && l.Cause != "" && l.Cause != submit.CauseContext:
 		c.Expected = append(c.Expected, OverCancel{Node: g.ID, Cause: l.Cause, Graph: g.Status, Link: l.Status})
 	default:
-		c.disagree(g.ID, submit.Link, submit.Graph, "status", string(l.Status), string(g.Status))
+		c.disagree(g.ID, "link", "graph", "status", string(l.Status), string(g.Status))
 	}
 }
 
-func (c *Comparison) disagree(node string, ma, mb submit.Mode, field, va, vb string) {
-	c.Disagreements = append(c.Disagreements, Disagreement{Node: node, Modes: [2]submit.Mode{ma, mb}, Field: field, Values: [2]string{va, vb}})
+func (c *Comparison) disagree(node string, ca, cb string, field, va, vb string) {
+	c.Disagreements = append(c.Disagreements, Disagreement{Node: node, Columns: [2]string{ca, cb}, Field: field, Values: [2]string{va, vb}})
 }
 
 // res formats a node's result with its errno name, if any.

@@ -32,14 +32,14 @@ func summarize(c *Comparison) compareSummary {
 	s := compareSummary{Counts: map[string]submit.Counts{}, Repeat: map[string]int{}, Checked: c.Checked, OK: c.OK(),
 		Disagreements: c.Disagreements, Expected: c.Expected}
 	for _, m := range c.Modes {
-		s.Counts[m.Mode.String()] = m.Counts
-		s.Repeat[m.Mode.String()] = m.Repeat
+		s.Counts[m.Column] = m.Counts
+		s.Repeat[m.Column] = m.Repeat
 	}
 	return s
 }
 
 func every[T any](v T) map[string]T {
-	return map[string]T{"link": v, "waves": v, "graph": v}
+	return map[string]T{"link": v, "waves": v, "graph": v, "syscalls": v}
 }
 
 func TestRun(t *testing.T) {
@@ -94,9 +94,10 @@ func TestRun(t *testing.T) {
 			name: "missing path", spec: "fail_missing", repeat: 2,
 			want: compareSummary{
 				Counts: map[string]submit.Counts{
-					"link":  {OK: 1, Failed: 1, Canceled: 6},
-					"waves": {OK: 4, Failed: 1, Canceled: 3},
-					"graph": {OK: 4, Failed: 1, Canceled: 3},
+					"link":     {OK: 1, Failed: 1, Canceled: 6},
+					"waves":    {OK: 4, Failed: 1, Canceled: 3},
+					"graph":    {OK: 4, Failed: 1, Canceled: 3},
+					"syscalls": {OK: 4, Failed: 1, Canceled: 3},
 				},
 				Repeat: every(2), Checked: true, OK: true,
 				Expected: []OverCancel{
@@ -124,8 +125,8 @@ func TestRun(t *testing.T) {
 			var calls, last int
 			c, err := Run(context.Background(), pool, g, Options{Scratch: root, Repeat: tc.repeat,
 				Progress: func(done, total int) {
-					if total != 3*tc.repeat || done <= last || done > total {
-						t.Errorf("Progress(%d, %d) after %d, want a rise to %d", done, total, last, 3*tc.repeat)
+					if total != len(Columns)*tc.repeat || done <= last || done > total {
+						t.Errorf("Progress(%d, %d) after %d, want a rise to %d", done, total, last, len(Columns)*tc.repeat)
 					}
 					calls++
 					last = done
@@ -136,15 +137,15 @@ func TestRun(t *testing.T) {
 			if diff := cmp.Diff(tc.want, summarize(c)); diff != "" {
 				t.Errorf("Run(%s) mismatch (-want +got):\n%s", tc.name, diff)
 			}
-			if last != 3*tc.repeat {
-				t.Errorf("Progress reached %d after %d calls, want %d", last, calls, 3*tc.repeat)
+			if last != len(Columns)*tc.repeat {
+				t.Errorf("Progress reached %d after %d calls, want %d", last, calls, len(Columns)*tc.repeat)
 			}
 			if link := c.Mode(submit.Link); link.RatioToLink != 1 {
 				t.Errorf("link RatioToLink = %v, want 1", link.RatioToLink)
 			}
 			for _, m := range c.Modes {
 				if m.OpsPerSec <= 0 || m.RatioToLink <= 0 || len(m.Nodes) != g.Len() {
-					t.Errorf("%s: ops/s %v, ratio %v, %d nodes", m.Mode, m.OpsPerSec, m.RatioToLink, len(m.Nodes))
+					t.Errorf("%s: ops/s %v, ratio %v, %d nodes", m.Column, m.OpsPerSec, m.RatioToLink, len(m.Nodes))
 				}
 				// The last run of each batch is timed: its nodes that ran.
 				ran := int64(m.Counts.OK + m.Counts.Failed)
@@ -155,15 +156,18 @@ func TestRun(t *testing.T) {
 				runs := (tc.repeat + size - 1) / size
 				if l.Runs != runs || l.Nodes < ran || l.Nodes > int64(runs)*int64(g.Len()) ||
 					l.P50NS > l.P99NS || l.P99NS > l.MaxNS {
-					t.Errorf("%s: latency %+v, want %d runs, at least %d nodes, p50 <= p99 <= max", m.Mode, l, runs, ran)
+					t.Errorf("%s: latency %+v, want %d runs, at least %d nodes, p50 <= p99 <= max", m.Column, l, runs, ran)
 				}
 				// The mode's ops/s over all its runs lies within its
 				// batches' range.
 				if sp := m.Spread; sp.Batches != runs || sp.MinOpsPerSec <= 0 || sp.MinOpsPerSec > m.OpsPerSec*(1+1e-9) || m.OpsPerSec > sp.MaxOpsPerSec*(1+1e-9) {
-					t.Errorf("%s: spread %+v, ops/s %v; want %d batches, 0 < min <= ops/s <= max", m.Mode, sp, m.OpsPerSec, runs)
+					t.Errorf("%s: spread %+v, ops/s %v; want %d batches, 0 < min <= ops/s <= max", m.Column, sp, m.OpsPerSec, runs)
 				}
-				if want := !m.Spread.Apart(c.Mode(submit.Link).Spread); m.WithinNoiseOfLink != want || c.WithinNoise(m.Mode, submit.Link) != want {
-					t.Errorf("%s: within noise of link %v, WithinNoise %v; want %v", m.Mode, m.WithinNoiseOfLink, c.WithinNoise(m.Mode, submit.Link), want)
+				if want := !m.Spread.Apart(c.Mode(submit.Link).Spread); m.WithinNoiseOfLink != want {
+					t.Errorf("%s: within noise of link %v, want %v", m.Column, m.WithinNoiseOfLink, want)
+				}
+				if m.Column != Syscalls && c.WithinNoise(m.Mode, submit.Link) != m.WithinNoiseOfLink {
+					t.Errorf("%s: WithinNoise %v, WithinNoiseOfLink %v", m.Column, c.WithinNoise(m.Mode, submit.Link), m.WithinNoiseOfLink)
 				}
 			}
 			if ents, err := os.ReadDir(root); err != nil || len(ents) != 0 {
@@ -359,32 +363,32 @@ func TestReports(t *testing.T) {
 			waves: with(0, submit.NodeResult{ID: "a", Op: dag.OpRead, Status: submit.StatusOK, Res: 4096, Digest: 0xaa, StartNS: 5, EndNS: 9, Worker: 1})},
 		{name: "cause of canceled ignored", link: base, grph: base, waves: with(2, canceled("c", "x"))},
 		{name: "digest graph vs waves", link: base, grph: base, waves: with(0, ok("a", 4096, 0xab)),
-			dis: []Disagreement{{Node: "a", Modes: [2]submit.Mode{submit.Graph, submit.Waves}, Field: "digest", Values: [2]string{"000000aa", "000000ab"}}}},
+			dis: []Disagreement{{Node: "a", Columns: [2]string{"graph", "waves"}, Field: "digest", Values: [2]string{"000000aa", "000000ab"}}}},
 		{name: "digest link vs graph", waves: base, grph: base, link: with(3, ok("d", 4096, 0x11)),
-			dis: []Disagreement{{Node: "d", Modes: [2]submit.Mode{submit.Link, submit.Graph}, Field: "digest", Values: [2]string{"00000011", "000000dd"}}}},
+			dis: []Disagreement{{Node: "d", Columns: [2]string{"link", "graph"}, Field: "digest", Values: [2]string{"00000011", "000000dd"}}}},
 		{name: "res graph vs waves", link: base, grph: base, waves: with(3, ok("d", 512, 0xdd)),
-			dis: []Disagreement{{Node: "d", Modes: [2]submit.Mode{submit.Graph, submit.Waves}, Field: "res", Values: [2]string{"4096", "512"}}}},
+			dis: []Disagreement{{Node: "d", Columns: [2]string{"graph", "waves"}, Field: "res", Values: [2]string{"4096", "512"}}}},
 		{name: "status graph vs waves", link: base, grph: base, waves: with(2, ok("c", 0, 0)),
-			dis: []Disagreement{{Node: "c", Modes: [2]submit.Mode{submit.Graph, submit.Waves}, Field: "status", Values: [2]string{"canceled", "ok"}}}},
+			dis: []Disagreement{{Node: "c", Columns: [2]string{"graph", "waves"}, Field: "status", Values: [2]string{"canceled", "ok"}}}},
 		{name: "errno link vs graph", waves: base, grph: base, link: with(1, failed("b", -13, submit.Errno(syscall.EACCES))),
-			dis: []Disagreement{{Node: "b", Modes: [2]submit.Mode{submit.Link, submit.Graph}, Field: "errno", Values: [2]string{"EACCES", "ENOENT"}}}},
+			dis: []Disagreement{{Node: "b", Columns: [2]string{"link", "graph"}, Field: "errno", Values: [2]string{"EACCES", "ENOENT"}}}},
 		{name: "short transfer link vs graph", waves: with(1, failed("b", 100, 0)), grph: with(1, failed("b", 100, 0)), link: with(1, failed("b", 200, 0)),
-			dis: []Disagreement{{Node: "b", Modes: [2]submit.Mode{submit.Link, submit.Graph}, Field: "res", Values: [2]string{"200", "100"}}}},
+			dis: []Disagreement{{Node: "b", Columns: [2]string{"link", "graph"}, Field: "res", Values: [2]string{"200", "100"}}}},
 		{name: "ok in link, failed in graph", waves: base, grph: base, link: with(1, ok("b", 0, 0)),
-			dis: []Disagreement{{Node: "b", Modes: [2]submit.Mode{submit.Link, submit.Graph}, Field: "status", Values: [2]string{"ok", "failed"}}}},
+			dis: []Disagreement{{Node: "b", Columns: [2]string{"link", "graph"}, Field: "status", Values: [2]string{"ok", "failed"}}}},
 		{name: "ran in link, canceled in graph", waves: base, grph: base, link: with(2, ok("c", 0, 0)),
-			dis: []Disagreement{{Node: "c", Modes: [2]submit.Mode{submit.Link, submit.Graph}, Field: "status", Values: [2]string{"ok", "canceled"}}}},
+			dis: []Disagreement{{Node: "c", Columns: [2]string{"link", "graph"}, Field: "status", Values: [2]string{"ok", "canceled"}}}},
 		{name: "skipped in both", link: with(3, skipped("d")), waves: with(3, skipped("d")), grph: with(3, skipped("d"))},
 		{name: "skipped in link, ran in graph", waves: base, grph: base, link: with(3, skipped("d")),
-			dis: []Disagreement{{Node: "d", Modes: [2]submit.Mode{submit.Link, submit.Graph}, Field: "status", Values: [2]string{"skipped", "ok"}}}},
+			dis: []Disagreement{{Node: "d", Columns: [2]string{"link", "graph"}, Field: "status", Values: [2]string{"skipped", "ok"}}}},
 		{name: "skipped graph vs waves", link: base, grph: base, waves: with(3, skipped("d")),
-			dis: []Disagreement{{Node: "d", Modes: [2]submit.Mode{submit.Graph, submit.Waves}, Field: "status", Values: [2]string{"ok", "skipped"}}}},
+			dis: []Disagreement{{Node: "d", Columns: [2]string{"graph", "waves"}, Field: "status", Values: [2]string{"ok", "skipped"}}}},
 		{name: "over-cancellation of a skipped node", waves: with(3, skipped("d")), grph: with(3, skipped("d")), link: with(3, canceled("d", "b")),
 			exp: []OverCancel{{Node: "d", Cause: "b", Graph: submit.StatusSkipped, Link: submit.StatusCanceled}}},
 		{name: "over-cancellation", waves: base, grph: base, link: with(3, canceled("d", "b")),
 			exp: []OverCancel{{Node: "d", Cause: "b", Graph: submit.StatusOK, Link: submit.StatusCanceled}}},
 		{name: "canceled by the context is no over-cancellation", waves: base, grph: base, link: with(3, canceled("d", submit.CauseContext)),
-			dis: []Disagreement{{Node: "d", Modes: [2]submit.Mode{submit.Link, submit.Graph}, Field: "status", Values: [2]string{"canceled", "ok"}}}},
+			dis: []Disagreement{{Node: "d", Columns: [2]string{"link", "graph"}, Field: "status", Values: [2]string{"canceled", "ok"}}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -433,7 +437,8 @@ func TestReportsErrors(t *testing.T) {
 		reports []*submit.Report
 	}{
 		{"missing mode", []*submit.Report{r(submit.Link, "g", "a"), r(submit.Graph, "g", "a")}},
-		{"repeated mode", []*submit.Report{r(submit.Link, "g", "a"), r(submit.Graph, "g", "a"), r(submit.Waves, "g", "a"), r(submit.Graph, "g", "a")}},
+		{"repeated mode", []*submit.Report{r(submit.Link, "g", "a"), r(submit.Graph, "g", "a"), r(submit.Waves, "g", "a"), r(submit.Waves, "g", "a")}},
+		{"three graph reports", []*submit.Report{r(submit.Link, "g", "a"), r(submit.Graph, "g", "a"), r(submit.Waves, "g", "a"), r(submit.Graph, "g", "a"), r(submit.Graph, "g", "a")}},
 		{"other graph", []*submit.Report{r(submit.Link, "g", "a"), r(submit.Graph, "g", "a"), r(submit.Waves, "h", "a")}},
 		{"other node count", []*submit.Report{r(submit.Link, "g", "a", "b"), r(submit.Graph, "g", "a"), r(submit.Waves, "g", "a")}},
 		{"other node", []*submit.Report{r(submit.Link, "g", "a"), r(submit.Graph, "g", "b"), r(submit.Waves, "g", "b")}},

@@ -40,7 +40,7 @@ func ExampleRun() {
 	}
 	fmt.Println("agree:", c.OK())
 	for _, m := range c.Modes {
-		fmt.Printf("%s %+v\n", m.Mode, m.Counts)
+		fmt.Printf("%s %+v\n", m.Column, m.Counts)
 	}
 	for _, e := range c.Expected {
 		fmt.Printf("%s: link %s, graph %s (cause %s)\n", e.Node, e.Link, e.Graph, e.Cause)
@@ -50,5 +50,6 @@ func ExampleRun() {
 	// link {OK:1 Failed:1 Canceled:1 Skipped:0}
 	// waves {OK:2 Failed:1 Canceled:0 Skipped:0}
 	// graph {OK:2 Failed:1 Canceled:0 Skipped:0}
+	// syscalls {OK:2 Failed:1 Canceled:0 Skipped:0}
 	// c: link canceled, graph ok (cause b)
 }

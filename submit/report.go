@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/iodag/iodag/dag"
+	"github.com/iodag/iodag/internal/worker"
 	"golang.org/x/sys/unix"
 )
 
@@ -20,6 +21,9 @@ type Report struct {
 	Mode    Mode   `json:"mode"`
 	Workers int    `json:"workers"`
 	Ring    int    `json:"ring"`
+	// Backend is what the pool ran on: "io_uring" or "syscalls" (plain
+	// system calls; see workers.Backend).
+	Backend string `json:"backend"`
 	Repeat  int    `json:"repeat"`
 	// WallNS is the wall time of all repeats, in nanoseconds.
 	WallNS int64 `json:"wall_ns"`
@@ -245,12 +249,15 @@ func (e *Errno) UnmarshalText(b []byte) error {
 	return fmt.Errorf("unknown errno %q", b)
 }
 
+// backendName is Report.Backend's text for each backend a pool runs on.
+var backendName = [...]string{worker.IOURing: "io_uring", worker.Syscalls: "syscalls"}
+
 func (r *Runner) buildReport(mode Mode, repeat int, wall int64) *Report {
 	p := r.p
 	cfg := r.pool.Config()
 	rep := &r.report
 	nodes := rep.Nodes
-	*rep = Report{Name: p.g.Name(), Mode: mode, Workers: r.pool.Size(), Ring: int(cfg.Entries),
+	*rep = Report{Name: p.g.Name(), Mode: mode, Workers: r.pool.Size(), Ring: int(cfg.Entries), Backend: backendName[cfg.Backend],
 		Repeat: repeat, WallNS: wall}
 	base := r.t0 // the last repeat's start
 	for k, t := range r.tasks {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/iodag/iodag/internal/nouring"
 )
 
 // The binary the tests that run iodag as a program share: built once, on
@@ -20,6 +22,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	nouring.Main() // runs a command with io_uring denied, for TestNoIOURing
 	var err error
 	if binDir, err = os.MkdirTemp("", "cmdtest-"); err != nil {
 		fmt.Fprintln(os.Stderr, err)

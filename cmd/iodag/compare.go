@@ -37,7 +37,7 @@ func compareMain(args []string, stdout, stderr io.Writer) int {
 // compareSpec is iodag compare under ctx, whose end (a signal)
 // interrupts the comparison.
 func compareSpec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	const use = "compare [SPEC] [--repeat R] [--workers N] [--ring N] [--trace] [--json] [--svg FILE] [--trace-json FILE]"
+	const use = "compare [SPEC] [--repeat R] [--workers N] [--ring N] [--backend auto|io_uring|syscalls] [--trace] [--json] [--svg FILE] [--trace-json FILE]"
 	fs := newFlags("compare", use, stderr)
 	pf := addPoolFlags(fs)
 	repeat := fs.Int("repeat", 0, fmt.Sprintf("run the graph `R` times in each mode, 1 to %d (default 1, or %d for the built-in spec)", maxRepeat, defaultRepeat))
@@ -88,7 +88,7 @@ func compareSpec(ctx context.Context, args []string, stdout, stderr io.Writer) i
 			*repeat = defaultRepeat
 		}
 	}
-	pool, err := pf.newPool()
+	pool, err := pf.newPool(stderr, "compare")
 	if err != nil {
 		fmt.Fprintf(stderr, "iodag compare: %v\n", err)
 		return exitFailed
@@ -96,10 +96,10 @@ func compareSpec(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	defer pool.Close()
 
 	o := compare.Options{Scratch: root, Repeat: *repeat, Trace: *trace}
-	if bar := progressBar(stderr, len(submit.Modes())*(*repeat), submit.Modes()[0].String()); bar != nil {
+	if bar := progressBar(stderr, len(compare.Columns)*(*repeat), compare.Columns[0]); bar != nil {
 		o.Progress = func(done, total int) {
 			if done < total {
-				bar.Describe(submit.Modes()[done / *repeat].String())
+				bar.Describe(compare.Columns[done / *repeat])
 			}
 			bar.Set(done)
 		}
@@ -207,13 +207,13 @@ func printComparison(w io.Writer, c *compare.Comparison, a about) {
 	}
 	fmt.Fprintf(w, "%s: %d nodes, repeat %d, %d %s, ring %d\n\n", c.Name, nodes, a.repeat, a.workers, plural(a.workers, "worker"), ring)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "mode \tops/s\tper batch\twall\tenters/run\tmax in-flight\tok\tfailed\tcanceled\tskipped\tvs link\t")
+	fmt.Fprintln(tw, "mode    \tops/s\tper batch\twall\tenters/run\tmax in-flight\tok\tfailed\tcanceled\tskipped\tvs link\t")
 	for _, m := range c.Modes {
 		perRun := 0.0
 		if m.Repeat > 0 {
 			perRun = float64(m.Enters) / float64(m.Repeat)
 		}
-		fmt.Fprintf(tw, "%-5s\t%s\t%s\t%s\t%.1f\t%d\t%d\t%d\t%d\t%d\t%s\t\n", m.Mode, human.Rate(m.OpsPerSec), spread(m.Spread),
+		fmt.Fprintf(tw, "%-8s\t%s\t%s\t%s\t%.1f\t%d\t%d\t%d\t%d\t%d\t%s\t\n", m.Column, human.Rate(m.OpsPerSec), spread(m.Spread),
 			human.Duration(m.WallNS), perRun, m.MaxInflight, m.Counts.OK, m.Counts.Failed, m.Counts.Canceled, m.Counts.Skipped, vsLink(m))
 	}
 	tw.Flush()
@@ -224,7 +224,7 @@ func printComparison(w io.Writer, c *compare.Comparison, a about) {
 	case !c.Checked:
 		fmt.Fprintln(w, "not checked: the comparison was interrupted")
 	case len(c.Disagreements) == 0:
-		fmt.Fprintln(w, "agree: graph and waves on every node; link and graph wherever both ran")
+		fmt.Fprintln(w, "agree: graph, waves and syscalls on every node; link and graph wherever both ran")
 	default:
 		fmt.Fprintf(w, "DISAGREE: %d %s where the modes must agree\n", len(c.Disagreements), plural(len(c.Disagreements), "difference"))
 		for _, d := range c.Disagreements {
@@ -268,6 +268,9 @@ func printComparison(w io.Writer, c *compare.Comparison, a about) {
 	for _, m := range submit.Modes() {
 		lines = append(lines, [2]string{m.String(), modeDoc(m)})
 	}
+	if c.Column(compare.Syscalls) != nil {
+		lines = append(lines, [2]string{compare.Syscalls, syscallsDoc})
+	}
 	lines = append(lines,
 		[2]string{"per batch", noiseDoc(c)},
 		[2]string{"enters/run", entersDoc},
@@ -296,7 +299,7 @@ func spread(s compare.Spread) string {
 // vsLink is a mode's ops/s relative to link mode's, or "noise" where
 // their spreads overlap and the ratio ranks nothing.
 func vsLink(m compare.ModeResult) string {
-	if m.WithinNoiseOfLink && m.Mode != submit.Link {
+	if m.WithinNoiseOfLink && m.Column != "link" {
 		return "noise"
 	}
 	return fmt.Sprintf("%.2fx", m.RatioToLink)
@@ -316,7 +319,7 @@ func noiseDoc(c *compare.Comparison) string {
 	var within, apart []string
 	for i, a := range c.Modes {
 		for _, b := range c.Modes[i+1:] {
-			pair := a.Mode.String() + " and " + b.Mode.String()
+			pair := a.Column + " and " + b.Column
 			if a.Spread.Apart(b.Spread) {
 				apart = append(apart, pair)
 			} else {
@@ -338,10 +341,10 @@ func noiseDoc(c *compare.Comparison) string {
 // printLatency prints a table of the modes' latencies.
 func printLatency(w io.Writer, modes []compare.ModeResult) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "latency\tp50\tp99\tmax\tnodes timed\t")
+	fmt.Fprintln(tw, "latency \tp50\tp99\tmax\tnodes timed\t")
 	for _, m := range modes {
 		l := m.Latency
-		fmt.Fprintf(tw, "%-7s\t%s\t%s\t%s\t%d\t\n", m.Mode, human.Duration(l.P50NS), human.Duration(l.P99NS), human.Duration(l.MaxNS), l.Nodes)
+		fmt.Fprintf(tw, "%-8s\t%s\t%s\t%s\t%d\t\n", m.Column, human.Duration(l.P50NS), human.Duration(l.P99NS), human.Duration(l.MaxNS), l.Nodes)
 	}
 	tw.Flush()
 }

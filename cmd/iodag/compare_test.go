@@ -21,13 +21,14 @@ func TestCompareText(t *testing.T) {
 		{"injected failure", []string{"compare", "../../testdata/fail_missing.json", "--repeat", "3"}, exitOK,
 			[]string{
 				"fail_missing: 8 nodes, repeat 3, 1 worker, ring 256\n\n",
-				"  mode   ops/s", "wall  enters/run  max in-flight  ok  failed  canceled  skipped  vs link\n",
+				"  mode      ops/s", "wall  enters/run  max in-flight  ok  failed  canceled  skipped  vs link\n",
 				"  link ", "  1       1         6        0    1.00x\n",
 				"  waves", "  4       1         3        0 ",
 				"  graph", "  4       1         3        0 ",
+				"  syscalls", "  4       1         3        0 ",
 				"\n  latency ", "p50", "p99", "max  nodes timed\n",
-				"  link ", "  6\n", "  waves ", " 15\n", "  graph ", " 15\n",
-				"\nagree: graph and waves on every node; link and graph wherever both ran\n",
+				"  link ", "  6\n", "  waves ", " 15\n", "  graph ", " 15\n", "  syscalls ", " 15\n",
+				"\nagree: graph, waves and syscalls on every node; link and graph wherever both ran\n",
 				"expected: link over-cancels 3 nodes after stat\n",
 				"\n  link        what io_uring offers",
 				"  per batch   the lowest and highest ops/s of each mode's 3 batches (the modes take turns);",
@@ -77,12 +78,13 @@ func TestCompareJSON(t *testing.T) {
 	}
 	var modes []mode
 	for _, m := range c.Modes {
-		modes = append(modes, mode{m.Mode.String(), m.Repeat, m.Counts})
+		modes = append(modes, mode{m.Column, m.Repeat, m.Counts})
 	}
 	wantModes := []mode{
 		{"link", 2, submit.Counts{OK: 1, Failed: 1, Canceled: 6}},
 		{"waves", 2, submit.Counts{OK: 4, Failed: 1, Canceled: 3}},
 		{"graph", 2, submit.Counts{OK: 4, Failed: 1, Canceled: 3}},
+		{"syscalls", 2, submit.Counts{OK: 4, Failed: 1, Canceled: 3}},
 	}
 	if diff := cmp.Diff(wantModes, modes); diff != "" {
 		t.Errorf("modes mismatch (-want +got):\n%s", diff)
@@ -100,13 +102,13 @@ func TestCompareJSON(t *testing.T) {
 	}
 	for _, m := range c.Modes {
 		if sp := m.Spread; sp.Batches != 2 || sp.MinOpsPerSec <= 0 || sp.MinOpsPerSec > sp.MaxOpsPerSec {
-			t.Errorf("%s: spread %+v, want 2 batches (--repeat 2), 0 < min <= max", m.Mode, sp)
+			t.Errorf("%s: spread %+v, want 2 batches (--repeat 2), 0 < min <= max", m.Column, sp)
 		}
 	}
 	if !c.Modes[0].WithinNoiseOfLink {
 		t.Errorf("link mode is not within noise of itself")
 	}
-	checkSVGFile(t, svg, []string{"link", "waves", "graph"})
+	checkSVGFile(t, svg, []string{"link", "waves", "graph", "syscalls"})
 }
 
 // TestCompareTrace checks when compare traces: with --trace, and with

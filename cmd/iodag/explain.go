@@ -22,6 +22,10 @@ func modeDoc(m submit.Mode) string {
 	return "dataflow: a node is submitted the moment its last predecessor completes (in the same enter)"
 }
 
+// syscallsDoc says what compare's syscalls column is.
+const syscallsDoc = "graph mode on plain system calls (pread, openat2, statx...) made from goroutines, without io_uring: " +
+	"what a Go program does without iodag, and what iodag does where io_uring is blocked"
+
 // entersDoc says what enters/run and max in-flight count.
 const entersDoc = "io_uring_enter calls per run (each submits and waits); max in-flight: peak requests in the kernel"
 

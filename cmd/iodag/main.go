@@ -1,13 +1,14 @@
 // Command iodag validates, stages, draws, generates and runs iodag graphs.
-// Install it with go install github.com/iodag/iodag/cmd/iodag@latest.
+// Install it from a clone with go install ./cmd/iodag (go install
+// github.com/iodag/iodag/cmd/iodag@latest once the module is published).
 // iodag --help lists the commands, iodag COMMAND --help describes one.
 //
 //	iodag validate SPEC
 //	iodag stage SPEC [--json]
 //	iodag dot SPEC
 //	iodag gen SHAPE ARGS [--op nop|read4k] [--seed N]
-//	iodag run SPEC [--mode graph|link|waves] [--workers N] [--ring N] [--repeat R] [--root DIR] [--trace] [--trace-json FILE] [--nodes] [--json]
-//	iodag compare [SPEC] [--repeat R] [--workers N] [--ring N] [--trace] [--json] [--svg FILE] [--trace-json FILE]
+//	iodag run SPEC [--mode graph|link|waves] [--workers N] [--ring N] [--backend auto|io_uring|syscalls] [--repeat R] [--root DIR] [--trace] [--trace-json FILE] [--nodes] [--json]
+//	iodag compare [SPEC] [--repeat R] [--workers N] [--ring N] [--backend auto|io_uring|syscalls] [--trace] [--json] [--svg FILE] [--trace-json FILE]
 //	iodag version
 //
 // --trace-json FILE writes the run (compare: each mode's) as a Chrome
@@ -64,9 +65,9 @@ func verbs() []verb {
 			purpose: "print a spec's graph as Graphviz DOT, one rank per level"},
 		{name: "gen", run: genMain, usage: "gen SHAPE ARGS [--op nop|read4k] [--seed N]", ownWrites: true,
 			purpose: "print the spec of a built-in shape (iodag gen alone lists them)"},
-		{name: "run", run: runMain, usage: "run SPEC [--mode graph|link|waves] [--workers N] [--ring N] [--repeat R] [--root DIR] [--trace] [--trace-json FILE] [--nodes] [--json]",
+		{name: "run", run: runMain, usage: "run SPEC [--mode graph|link|waves] [--workers N] [--ring N] [--backend auto|io_uring|syscalls] [--repeat R] [--root DIR] [--trace] [--trace-json FILE] [--nodes] [--json]",
 			purpose: "run a spec in one mode and report the run and the nodes not ok"},
-		{name: "compare", run: compareMain, usage: "compare [SPEC] [--repeat R] [--workers N] [--ring N] [--trace] [--json] [--svg FILE] [--trace-json FILE]",
+		{name: "compare", run: compareMain, usage: "compare [SPEC] [--repeat R] [--workers N] [--ring N] [--backend auto|io_uring|syscalls] [--trace] [--json] [--svg FILE] [--trace-json FILE]",
 			purpose: "run a spec (or a built-in test) in every mode, time them, check they agree"},
 		{name: "version", run: versionMain, usage: "version",
 			purpose: "print iodag's version, the Go that built it and the kernel"},

@@ -43,7 +43,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 
 // runSpec is iodag run under ctx, whose end (a signal) interrupts the run.
 func runSpec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	const use = "run SPEC [--mode graph|link|waves] [--workers N] [--ring N] [--repeat R] [--root DIR] [--trace] [--trace-json FILE] [--nodes] [--json]"
+	const use = "run SPEC [--mode graph|link|waves] [--workers N] [--ring N] [--backend auto|io_uring|syscalls] [--repeat R] [--root DIR] [--trace] [--trace-json FILE] [--nodes] [--json]"
 	fs := newFlags("run", use, stderr)
 	modeName := fs.String("mode", "graph", "submission mode: graph, link or waves")
 	pf := addPoolFlags(fs)
@@ -104,7 +104,7 @@ func runSpec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "iodag run: %v\n", err)
 		return exitFailed
 	}
-	pool, err := pf.newPool()
+	pool, err := pf.newPool(stderr, "run")
 	if err != nil {
 		fmt.Fprintf(stderr, "iodag run: %v\n", err)
 		return exitFailed
@@ -283,12 +283,16 @@ func checkRepeat(r int) error {
 }
 
 // poolFlags are the pool options run and compare share.
-type poolFlags struct{ workers, ring *int }
+type poolFlags struct {
+	workers, ring *int
+	backend       *string
+}
 
 func addPoolFlags(fs *flag.FlagSet) poolFlags {
 	return poolFlags{
 		workers: fs.Int("workers", 1, "`N` fixed workers, one ring each; a graph's components spread over them, each component on one worker"),
 		ring:    fs.Int("ring", 256, "`N` SQ entries in each worker's ring (the CQ has twice as many)"),
+		backend: fs.String("backend", "auto", "what does the I/O: auto (io_uring where it can be set up, else plain system calls, said on stderr), io_uring or syscalls"),
 	}
 }
 
@@ -299,6 +303,9 @@ func (f poolFlags) check() error {
 	if *f.ring < 2 || *f.ring > 32768 {
 		return fmt.Errorf("--ring %d: want 2 to 32768", *f.ring)
 	}
+	if _, err := workers.ParseBackend(*f.backend); err != nil {
+		return fmt.Errorf("--backend %s: want auto, io_uring or syscalls", *f.backend)
+	}
 	return nil
 }
 
@@ -306,14 +313,18 @@ func (f poolFlags) check() error {
 // worker and one more for the program, unless $GOMAXPROCS says
 // otherwise: a worker is a goroutine locked to its thread that holds its
 // P while it runs, and the spare P lets the goroutine that hands each
-// Run over and collects it run beside the workers (measured, 2 workers:
-// layered 256x16 NOPs split, 18.1-19.1M nodes/s at GOMAXPROCS 2,
-// 19.4-19.6M at 3; chains 8x16 NOPs the same at both).
-func (f poolFlags) newPool() (*workers.Pool, error) {
+// Run over and collects it run beside the workers.
+// A pool that falls back to plain system calls says so on stderr, once.
+func (f poolFlags) newPool(stderr io.Writer, cmd string) (*workers.Pool, error) {
 	if os.Getenv("GOMAXPROCS") == "" && runtime.GOMAXPROCS(0) < *f.workers+1 {
 		runtime.GOMAXPROCS(*f.workers + 1)
 	}
-	return workers.New(workers.Config{Workers: *f.workers, Entries: uint32(*f.ring)})
+	backend, _ := workers.ParseBackend(*f.backend)
+	pool, err := workers.New(workers.Config{Workers: *f.workers, Entries: uint32(*f.ring), Backend: backend})
+	if err == nil && pool.Fallback() != nil {
+		fmt.Fprintf(stderr, "iodag %s: io_uring is unavailable, running on plain system calls (--backend io_uring refuses instead): %v\n", cmd, pool.Fallback())
+	}
+	return pool, err
 }
 
 func writeJSON(w io.Writer, v any) error {

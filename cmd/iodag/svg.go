@@ -189,7 +189,7 @@ func writeSVG(w io.Writer, c *compare.Comparison) error {
 	p(`<g class="overview">` + "\n")
 	for _, b := range blocks {
 		wid := math.Max((svgPlot-60)*float64(b.span)/float64(longest), 1) // 60: room for the label
-		p(`<text x="8" y="%.1f">%s</text>`, y+11, esc(b.m.Mode.String()))
+		p(`<text x="8" y="%.1f">%s</text>`, y+11, esc(columnName(b.m)))
 		p(`<rect x="%d" y="%.1f" width="%.1f" height="10" fill="%s"/>`, svgLeft, y+2, wid, colorSpan)
 		p(`<text x="%.1f" y="%.1f">%s</text>`+"\n", svgLeft+wid+4, y+11, esc(human.Duration(b.span)))
 		y += overRow
@@ -241,7 +241,7 @@ func drawMark(p func(string, ...any), st submit.Status, x, y float64) {
 func drawBlock(p func(string, ...any), b block, y float64, head, laneGap float64) float64 {
 	m := b.m
 	x := func(ns int64) float64 { return svgLeft + svgPlot*float64(ns)/float64(b.span) }
-	p(`<g class="mode" data-mode="%s">`+"\n", esc(m.Mode.String()))
+	p(`<g class="mode" data-mode="%s">`+"\n", esc(columnName(m)))
 	label := fmt.Sprintf("%s ops/s (%.2fx link); last run %s: %d ok, %d failed, %d canceled, %d skipped",
 		human.Rate(m.OpsPerSec), m.RatioToLink, human.Duration(b.span), m.Counts.OK, m.Counts.Failed, m.Counts.Canceled, m.Counts.Skipped)
 	if idle := m.Workers - len(b.lanes); m.Workers > 0 && idle > 0 {
@@ -250,7 +250,7 @@ func drawBlock(p func(string, ...any), b block, y float64, head, laneGap float64
 	if b.drawn < len(m.Nodes) {
 		label += fmt.Sprintf(" (first %d nodes drawn)", b.drawn)
 	}
-	p(`<text x="8" y="%.1f" font-weight="bold" font-size="13">%s</text>`, y+15, esc(m.Mode.String()))
+	p(`<text x="8" y="%.1f" font-weight="bold" font-size="13">%s</text>`, y+15, esc(columnName(m)))
 	p(`<text x="%d" y="%.1f">%s</text>`+"\n", svgLeft, y+15, esc(label))
 	y += head
 	y0 := y
@@ -327,4 +327,13 @@ func esc(s string) string {
 	var b strings.Builder
 	xml.EscapeText(&b, []byte(s))
 	return b.String()
+}
+
+// columnName is the name of a comparison's column, or of its mode for a
+// comparison made without columns.
+func columnName(m *compare.ModeResult) string {
+	if m.Column != "" {
+		return m.Column
+	}
+	return m.Mode.String()
 }

@@ -317,11 +317,12 @@ func TestSVGReacting(t *testing.T) {
 	// Link's chain, depth first, runs r and check before bad: every
 	// mode ends every node alike.
 	want := svgShape{
-		Lanes: map[string][]int{"link": {0, 1}, "waves": {0, 1}, "graph": {0, 1}},
+		Lanes: map[string][]int{"link": {0, 1}, "waves": {0, 1}, "graph": {0, 1}, "syscalls": {0, 1}},
 		Drawn: map[string]map[string]int{
-			"link":  {"bar ok": 4, "bar go ok": 1, "bar go failed": 1, "mark canceled": 1, "mark skipped": 1},
-			"waves": {"bar ok": 4, "bar go ok": 1, "bar go failed": 1, "mark canceled": 1, "mark skipped": 1},
-			"graph": {"bar ok": 4, "bar go ok": 1, "bar go failed": 1, "mark canceled": 1, "mark skipped": 1},
+			"link":     {"bar ok": 4, "bar go ok": 1, "bar go failed": 1, "mark canceled": 1, "mark skipped": 1},
+			"waves":    {"bar ok": 4, "bar go ok": 1, "bar go failed": 1, "mark canceled": 1, "mark skipped": 1},
+			"graph":    {"bar ok": 4, "bar go ok": 1, "bar go failed": 1, "mark canceled": 1, "mark skipped": 1},
+			"syscalls": {"bar ok": 4, "bar go ok": 1, "bar go failed": 1, "mark canceled": 1, "mark skipped": 1},
 		},
 	}
 	if diff := cmp.Diff(want, shape); diff != "" {

@@ -29,7 +29,7 @@ func TestTraceJSON(t *testing.T) {
 		{[]string{"run", spec, "--json"}, true, []process{{"fail_missing (graph mode)", 5, 3}}},
 		{[]string{"run", spec, "--json", "--mode", "link", "--trace=false"}, false, []process{{"fail_missing (link mode)", 2, 6}}},
 		{[]string{"compare", spec, "--repeat", "2"}, true, []process{
-			{"fail_missing (link mode)", 2, 6}, {"fail_missing (waves mode)", 5, 3}, {"fail_missing (graph mode)", 5, 3}}},
+			{"fail_missing (link mode)", 2, 6}, {"fail_missing (waves mode)", 5, 3}, {"fail_missing (graph mode)", 5, 3}, {"fail_missing (graph mode, syscalls)", 5, 3}}},
 	}
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
