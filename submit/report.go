@@ -276,9 +276,10 @@ func (r *Runner) buildReport(mode Mode, repeat int, wall int64) *Report {
 		nodes = make([]NodeResult, p.n)
 	}
 	nodes = nodes[:p.n]
+	slab := newErrSlab(r.st)
 	for i := range nodes {
 		n := &nodes[i]
-		r.fillResult(n, int32(i))
+		r.fillResult(n, int32(i), slab)
 		switch n.Status {
 		case StatusOK:
 			rep.Counts.OK++
@@ -294,6 +295,51 @@ func (r *Runner) buildReport(mode Mode, repeat int, wall int64) *Report {
 	}
 	rep.Nodes = nodes
 	return rep
+}
+
+// errSlab hands out the errors of one report's failed and canceled nodes
+// from two allocations, not two per node: a run stopped early cancels
+// thousands at once.
+type errSlab struct {
+	ops      []OpError
+	canceled []CanceledError
+}
+
+func newErrSlab(st *state) *errSlab {
+	var bad, canceled int
+	for _, n := range st.node {
+		switch n.status {
+		case stFailed:
+			bad++
+		case stOK, stSkipped:
+		default:
+			bad++
+			canceled++
+		}
+	}
+	return &errSlab{make([]OpError, bad), make([]CanceledError, canceled)}
+}
+
+func (s *errSlab) op(e OpError) *OpError {
+	var p *OpError
+	if s == nil || len(s.ops) == 0 {
+		p = new(OpError)
+	} else {
+		p, s.ops = &s.ops[0], s.ops[1:]
+	}
+	*p = e
+	return p
+}
+
+func (s *errSlab) cancel(e CanceledError) *CanceledError {
+	var p *CanceledError
+	if s == nil || len(s.canceled) == 0 {
+		p = new(CanceledError)
+	} else {
+		p, s.canceled = &s.canceled[0], s.canceled[1:]
+	}
+	*p = e
+	return p
 }
 
 // canceledByContext reports whether canceled node i's Cause is
@@ -320,12 +366,13 @@ func (r *Runner) spared(t *task) bool {
 // nodeResult returns node i's outcome, its times on the pool's clock.
 func (r *Runner) nodeResult(i int32) NodeResult {
 	var n NodeResult
-	r.fillResult(&n, i)
+	r.fillResult(&n, i, nil)
 	return n
 }
 
-// fillResult writes node i's outcome over *n.
-func (r *Runner) fillResult(n *NodeResult, i int32) {
+// fillResult writes node i's outcome over *n, its error from slab (nil:
+// allocated).
+func (r *Runner) fillResult(n *NodeResult, i int32, slab *errSlab) {
 	p, st := r.p, r.st
 	op := p.hot[i].op
 	*n = NodeResult{ID: p.ids[i], Op: op, Res: st.node[i].res, Worker: r.worker(i), EndNS: st.node[i].end, StartNS: st.node[i].end}
@@ -360,7 +407,7 @@ func (r *Runner) fillResult(n *NodeResult, i int32) {
 	if n.Res < 0 {
 		n.Errno = Errno(-n.Res)
 	}
-	n.Err = r.errOf(i, n)
+	n.Err = r.errOf(i, n, slab)
 }
 
 func (r *Runner) worker(i int32) int {
@@ -370,11 +417,11 @@ func (r *Runner) worker(i int32) int {
 	return r.tasks[r.compTask[r.p.compOf[i]]].wid
 }
 
-func (r *Runner) errOf(i int32, n *NodeResult) error {
+func (r *Runner) errOf(i int32, n *NodeResult, slab *errSlab) error {
 	err := r.st.err[i]
 	switch {
 	case n.Status == StatusCanceled:
-		err = &CanceledError{Cause: n.Cause, Err: err}
+		err = slab.cancel(CanceledError{Cause: n.Cause, Err: err})
 	case n.Status != StatusFailed:
 		return nil
 	case err == errDeadline:
@@ -385,5 +432,5 @@ func (r *Runner) errOf(i int32, n *NodeResult) error {
 	default:
 		err = fmt.Errorf("result %d", n.Res)
 	}
-	return &OpError{Node: n.ID, Op: n.Op, Err: err}
+	return slab.op(OpError{Node: n.ID, Op: n.Op, Err: err})
 }

@@ -103,6 +103,7 @@ func NewRunner(pool *workers.Pool, g *dag.Graph) *Runner {
 	r := &Runner{pool: (*worker.Pool)(pool), p: p, st: newState(p), rootFd: -1, fin: make(chan struct{}, 1)}
 	comps := g.Components()
 	k := min(r.pool.Size(), len(comps))
+	r.report.Nodes = make([]NodeResult, p.n) // before the run: a stopped run returns sooner
 	load := make([]int, k)
 	r.compTask = spread(comps, load)
 	ncomps := make([]int, k)
