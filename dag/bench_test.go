@@ -269,7 +269,8 @@ func BenchmarkBuildHandles(b *testing.B) {
 // BenchmarkDeclareBuild declares and builds the graphs users build,
 // reporting ns, CPU ns and allocations per node, declaring included: 10,000
 // files each read whole (ReadFile) by a Go task, 10,000 open -> read ->
-// close of files, all with generated ids, and a layered NOP graph of
+// close of files, 200 files each read as a header and the 64 blocks it
+// places, all with generated ids, and a layered NOP graph of
 // 40,000 nodes with Task edges. The strings given (paths, ids) are made
 // beforehand. bound/30k measures what any Build of 30,000 nodes does at
 // least: copy them into the Graph's array of nodes, new memory.
@@ -302,6 +303,26 @@ func BenchmarkDeclareBuild(b *testing.B) {
 				o := bl.Open("", p, unix.O_RDONLY, "")
 				r := bl.Read("", o.Handle(), 0, 4096).After(o)
 				bl.Close("", o.Handle()).Finally(r)
+			}
+			if _, err := bl.Build(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		done()
+	})
+	b.Run("header/13k", func(b *testing.B) { // 200 files: open, a header, 64 reads it places, close
+		done := measurePerNode(b, 200*67)
+		for range b.N {
+			bl := NewBuilder("header")
+			for _, p := range paths[:200] {
+				o := bl.Open("", p, unix.O_RDONLY, "")
+				head := bl.Read("", o.Handle(), 0, 4096).After(o)
+				reads := make([]Task, 64)
+				for i := range reads {
+					reads[i] = bl.Read("", o.Handle(), 0, 4096).After(head).
+						OffsetAt(head, int64(16*i), 8).LenAt(head, int64(16*i+8), 8)
+				}
+				bl.Close("", o.Handle()).Finally(reads...)
 			}
 			if _, err := bl.Build(); err != nil {
 				b.Fatal(err)

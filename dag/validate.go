@@ -1215,15 +1215,19 @@ func (v *validator) checkBindingAncestry() {
 	bs := make([]binding, 0, len(v.b.bindings))
 	for i := range int32(len(g.nodes)) {
 		nd := &g.nodes[i]
-		if nd.LenFrom >= 0 {
+		// A source that is a direct after-predecessor needs no search.
+		if nd.LenFrom >= 0 && !g.afterPred(nd.LenFrom, i) {
 			bs = append(bs, binding{i, nd.LenFrom, lenFromStatx})
 		}
-		if nd.OffsetAt.Size != 0 {
+		if nd.OffsetAt.Size != 0 && !g.afterPred(nd.OffsetAt.Node, i) {
 			bs = append(bs, binding{i, nd.OffsetAt.Node, offsetAt})
 		}
-		if nd.LenAt.Size != 0 {
+		if nd.LenAt.Size != 0 && !g.afterPred(nd.LenAt.Node, i) {
 			bs = append(bs, binding{i, nd.LenAt.Node, lenAt})
 		}
+	}
+	if len(bs) == 0 {
+		return
 	}
 	// Each source its own group, asked about over every edge, or after
 	// edges only (a Source).
@@ -1262,6 +1266,16 @@ func (v *validator) checkBindingAncestry() {
 			v.nodeErr(b.node, b.kind.field(), wrap(ErrNotAncestor, "%s %q is not an after-ancestor (no path of after edges leads from it)", src.Op, src.ID))
 		}
 	}
+}
+
+// afterPred reports whether an after edge leads from p to i.
+func (g *Graph) afterPred(p, i int32) bool {
+	for _, e := range g.Preds(i) {
+		if e.Node == p && e.Kind == After {
+			return true
+		}
+	}
+	return false
 }
 
 // reach returns the graph's reach, made on first use.
