@@ -5,7 +5,6 @@ import (
 	"os"
 
 	"github.com/iodag/iodag/dag"
-	"github.com/iodag/iodag/internal/shapes"
 )
 
 // The diamond: a nop, two O_DIRECT reads after it, a nop after both.
@@ -101,22 +100,6 @@ func ExampleTask_OffsetAt() {
 	//     {"id":"rec","op":"read","file":"db","offset_from":{"node":"hdr","at":0,"size":8},"len":4096,"len_from":{"node":"hdr","at":8,"size":4},"after":["hdr"]}
 	//   ]
 	// }
-}
-
-func ExampleGenerate() {
-	s, err := shapes.Generate("fanout", []int{5}, shapes.GenOptions{Seed: 1})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	g, err := s.Build()
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	fmt.Println(g.Name(), g.Len(), "nodes, width", g.Width())
-	// Output:
-	// fanout5 5 nodes, width 3
 }
 
 // A graph with an edge other than after ends with a legend of the edge kinds.

@@ -28,8 +28,9 @@
 // kept for later runs. -busy N starts N processes that spin on a CPU for
 // as long as the program runs, to time the jobs on a busy machine. The
 // iodag ways run on one pool of -workers workers (default: GOMAXPROCS)
-// with rings of -ring entries; the plain ways' errgroups run at most -limit
-// goroutines at once.
+// with rings of -ring entries, on -backend (auto: io_uring where it can
+// be set up; syscalls: plain system calls on goroutines); the plain ways'
+// errgroups run at most -limit goroutines at once.
 //
 //	go run ./examples/jobs
 //	go run ./examples/jobs -job hashtree,du -pairs 11 -cache ~/.cache/iodag-jobs
@@ -67,6 +68,7 @@ type config struct {
 	workers int
 	ring    uint // the workers' SQ size; 0: the default
 	limit   int  // the errgroups' SetLimit
+	backend workers.Backend
 }
 
 func main() {
@@ -90,6 +92,10 @@ func mainStatus() int {
 	flag.IntVar(&c.workers, "workers", runtime.GOMAXPROCS(0), "the pool's workers")
 	flag.UintVar(&c.ring, "ring", 0, "each worker's SQ entries (workers.Config.Entries; 0: its default)")
 	flag.IntVar(&c.limit, "limit", 64, "goroutines each plain errgroup runs at once (SetLimit)")
+	flag.Func("backend", "the pool's backend: auto (the default), io_uring or syscalls", func(v string) (err error) {
+		c.backend, err = workers.ParseBackend(v)
+		return err
+	})
 	flag.Parse()
 	set := map[string]bool{}
 	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -204,7 +210,7 @@ func run(ctx context.Context, w io.Writer, c config) error {
 		return err
 	}
 	defer e.close()
-	pool, err := workers.New(workers.Config{Workers: c.workers, Entries: uint32(c.ring)})
+	pool, err := workers.New(workers.Config{Workers: c.workers, Entries: uint32(c.ring), Backend: c.backend})
 	if err != nil {
 		return err
 	}

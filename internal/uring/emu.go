@@ -512,6 +512,10 @@ func (e *emu) fastRW(s *SQE) bool {
 		f = e.files[s.Fd]
 		f.refs.Add(1)
 		fd = f.fd
+		if f.direct {
+			e.first = firstTry{errno: unix.EAGAIN, f: f}
+			return false
+		}
 	}
 	e.mu.Unlock()
 	n, errno := xfer(s.Opcode == OpWrite, fd, s.Addr, int(s.Len), int64(s.Off), unix.RWF_NOWAIT)

@@ -30,11 +30,16 @@ const (
 type fileRef struct {
 	fd   int
 	refs atomic.Int32
+	// direct: opened O_DIRECT. Its reads and writes skip the RWF_NOWAIT
+	// try: on a disk that try does the whole transfer, waiting inside the
+	// enter, which would run them one after another.
+	direct bool
 }
 
 // newFileRef holds fd for the table.
 func newFileRef(fd int) *fileRef {
-	f := &fileRef{fd: fd}
+	fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
+	f := &fileRef{fd: fd, direct: err == nil && fl&unix.O_DIRECT != 0}
 	f.refs.Store(1)
 	return f
 }
@@ -87,9 +92,14 @@ func (e *emu) tryNowait(q *req) bool {
 		return true
 	}
 	q.state, q.tried = stRunning, true
-	e.mu.Unlock()
-	res, again := nowaitOnce(q, fd)
-	e.mu.Lock()
+	res, again := int32(0), true
+	if q.f != nil && q.f.direct {
+		q.first = unix.EAGAIN
+	} else {
+		e.mu.Unlock()
+		res, again = nowaitOnce(q, fd)
+		e.mu.Lock()
+	}
 	switch {
 	case q.state == stDone:
 		q.dropFile()
