@@ -13,7 +13,10 @@ import (
 	"github.com/iodag/iodag/workers"
 )
 
-var benchData = flag.String("data", "", "run the benchmarks on the full data sets, kept in this directory (default: tiny ones in a temporary directory)")
+var (
+	benchData    = flag.String("data", "", "run the benchmarks on the full data sets, kept in this directory (default: tiny ones in a temporary directory)")
+	benchBackend = flag.String("backend", "auto", "the pool's backend: auto, io_uring or syscalls")
+)
 
 // benchEnv returns the env of the benchmarks: the full data sets in
 // -data, or tiny ones.
@@ -33,6 +36,9 @@ func benchEnv(b *testing.B, cfg workers.Config) *env {
 	}
 	if cfg.Workers == 0 {
 		cfg.Workers = runtime.GOMAXPROCS(0)
+	}
+	if cfg.Backend, err = workers.ParseBackend(*benchBackend); err != nil {
+		b.Fatal(err)
 	}
 	if e.pool, err = workers.New(cfg); err != nil {
 		b.Fatal(err)

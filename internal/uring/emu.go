@@ -20,9 +20,9 @@ import (
 // Execution: the SQEs joined by IOSQE_IO_LINK/IO_HARDLINK form a chain,
 // run in order. A chain of operations that cannot block (NOP,
 // ASYNC_CANCEL) runs inside the enter; so does the first attempt of a
-// READ or WRITE, with RWF_NOWAIT (a cached read completes there, as
-// io_uring completes it inline). Anything else runs on a goroutine per
-// chain. A TIMEOUT parks its chain on a timer, whose callback goes on.
+// READ or WRITE, with RWF_NOWAIT, and of an OPENAT2, with
+// RESOLVE_CACHED (a cached read or lookup completes there, as io_uring
+// completes it inline). Anything else runs on a goroutine per chain. A TIMEOUT parks its chain on a timer, whose callback goes on.
 // Every piece of state lives under one mutex, released around system
 // calls.
 //
@@ -518,11 +518,11 @@ func (e *emu) fastRW(s *SQE) bool {
 		}
 	}
 	e.mu.Unlock()
-	n, errno := xfer(s.Opcode == OpWrite, fd, s.Addr, int(s.Len), int64(s.Off), unix.RWF_NOWAIT)
+	n, whole, errno := nowait(s.Opcode == OpWrite, fd, s.Addr, int(s.Len), int64(s.Off))
 	e.mu.Lock()
 	switch errno {
 	case 0:
-		if n != int(s.Len) && n != 0 {
+		if !whole {
 			e.first = firstTry{done: n, f: f} // the req keeps the file
 			return false
 		}
@@ -669,8 +669,8 @@ func (e *emu) advance(ch *chain, inline bool) {
 		case !emuBlocking(q.sqe.Opcode):
 			e.complete(q, -int32(unix.EINVAL), 0)
 		case inline:
-			if (q.sqe.Opcode == OpRead || q.sqe.Opcode == OpWrite) && !q.tried {
-				if !e.tryNowait(q) {
+			if !q.tried {
+				if !e.tryInline(q) {
 					return // taken over (Close)
 				}
 				if q.state == stDone {

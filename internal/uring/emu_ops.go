@@ -79,6 +79,89 @@ func (q *req) dropFile() {
 	}
 }
 
+// tryInline makes q's first attempt inside the enter, if it has one (see
+// tryNowait and tryCached); lock held. It reports false if Close took q
+// over meanwhile.
+func (e *emu) tryInline(q *req) bool {
+	switch q.sqe.Opcode {
+	case OpRead, OpWrite:
+		return e.tryNowait(q)
+	case OpOpenat2:
+		return e.tryCached(q)
+	}
+	return true
+}
+
+// tryCached makes an OPENAT2's first attempt inside the enter, with
+// RESOLVE_CACHED, as io_uring does: an open the dentry cache resolves
+// completes here, without a goroutine; lock held, released around the
+// call. An open that may create or truncate, or that the cache cannot
+// resolve, stays queued for a goroutine. It reports false if Close took
+// q over meanwhile.
+func (e *emu) tryCached(q *req) bool {
+	s := &q.sqe
+	q.tried = true
+	var how OpenHow
+	if s.Off == 0 || uintptr(s.Len) < unsafe.Sizeof(how) {
+		return true // the goroutine's call reports it
+	}
+	how = *(*OpenHow)(addrPtr(&s.Off))
+	if how.Flags&(unix.O_CREAT|unix.O_TRUNC|unix.O_TMPFILE) != 0 {
+		return true
+	}
+	how.Resolve |= resolveCached
+	if s.FileIndex != 0 {
+		how.Flags |= unix.O_CLOEXEC // see openat2
+	}
+	q.state = stRunning
+	e.mu.Unlock()
+	r, errno := openCached(int(s.Fd), s.Addr, how)
+	e.mu.Lock()
+	switch {
+	case q.state == stDone:
+		if errno == 0 {
+			unix.Close(int(r))
+		}
+		return false
+	case errno == unix.EAGAIN || errno == unix.EINTR:
+		q.state = stQueued
+	case errno != 0:
+		e.complete(q, -int32(errno), 0)
+	default:
+		e.complete(q, e.opened(q, int(r)), 0)
+	}
+	return true
+}
+
+// openCached opens a regular file or a directory without blocking: with
+// O_NONBLOCK (an open of a FIFO or a device may wait, or do something
+// on open; those get EAGAIN here, to be opened on a goroutine), cleared
+// again if the caller did not ask for it.
+func openCached(dfd int, path uint64, how OpenHow) (uintptr, unix.Errno) {
+	want := how.Flags
+	how.Flags |= unix.O_NONBLOCK
+	r, _, errno := unix.Syscall6(unix.SYS_OPENAT2, uintptr(dfd), uintptr(path), uintptr(unsafe.Pointer(&how)), unsafe.Sizeof(how), 0, 0)
+	if errno == unix.ENXIO { // a FIFO without a reader, which a blocking open waits for
+		return 0, unix.EAGAIN
+	}
+	if errno != 0 {
+		return 0, errno
+	}
+	fd := int(r)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG && st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		unix.Close(fd)
+		return 0, unix.EAGAIN
+	}
+	if want&unix.O_NONBLOCK == 0 {
+		if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFL, int(want&^unix.O_CLOEXEC)); err != nil {
+			unix.Close(fd)
+			return 0, unix.EAGAIN
+		}
+	}
+	return r, 0
+}
+
 // tryNowait makes a READ's or WRITE's first attempt inside the enter,
 // with RWF_NOWAIT, as io_uring does: a read of cached data or a write
 // the page cache takes completes here, without a goroutine; lock held,
@@ -121,16 +204,42 @@ func (e *emu) tryNowait(q *req) bool {
 func nowaitOnce(q *req, fd int) (res int32, again bool) {
 	s := &q.sqe
 	off := int64(s.Off)
-	n, errno := xfer(s.Opcode == OpWrite, fd, s.Addr, int(s.Len), off, unix.RWF_NOWAIT)
+	n, whole, errno := nowait(s.Opcode == OpWrite, fd, s.Addr, int(s.Len), off)
 	switch errno {
 	case 0:
 		q.done = n
-		return int32(n), n < int(s.Len) && n > 0
+		return int32(n), !whole
 	case unix.EAGAIN, unix.EOPNOTSUPP, unix.ESPIPE, unix.EINTR:
 		q.first = errno
 		return 0, true
 	}
 	return -int32(errno), false
+}
+
+// nowait moves what it can of n bytes at addr without blocking
+// (RWF_NOWAIT). A read that comes back short goes on, to the full length
+// or the end of the file (whole), or until it would block: the end of a
+// small file is found here, not on a goroutine. A write tries once.
+func nowait(write bool, fd int, addr uint64, n int, off int64) (done int, whole bool, errno unix.Errno) {
+	for {
+		at := off
+		if off >= 0 {
+			at += int64(done)
+		}
+		m, errno := xfer(write, fd, addr+uint64(done), n-done, at, unix.RWF_NOWAIT)
+		switch {
+		case errno != 0 && done == 0:
+			return 0, false, errno
+		case errno != 0:
+			return done, false, 0
+		case m == 0:
+			return done, true, 0
+		}
+		done += m
+		if done == n || write {
+			return done, done == n, 0
+		}
+	}
 }
 
 // xfer is one preadv2 or pwritev2 of n bytes at addr; off -1 is the

@@ -614,3 +614,66 @@ func TestNewSyscallsSizes(t *testing.T) {
 		t.Error("New(...).Syscalls() = true")
 	}
 }
+
+// TestInline: on the emulated ring, what the page and dentry caches can
+// answer completes inside the enter, as io_uring completes it inline:
+// an open, a read of a small file to its end (a short read, then the end
+// found), a close; by the time Submit returns, every CQE is there. An
+// open made so is as asked: no O_NONBLOCK left on it. A FIFO, which
+// would block, still opens on a goroutine (TestCancelBlockedOpen).
+func TestInline(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "small", "hello")
+	r := ringKinds[1].ring(t, 8, Options{})
+	if err := r.RegisterFilesSparse(2); err != nil {
+		t.Fatal(err)
+	}
+	a := newArena(t, 4096)
+	dfd := openDir(t, dir)
+	buf := a.Alloc(64, 1)
+	tests := []struct {
+		name string
+		prep func()
+		want []CQE
+	}{
+		{"open, read to the end, close", func() {
+			s := getSQE(t, r)
+			s.PrepOpenat2Direct(dfd, cString(a, "small"), arenaValue(a, OpenHow{Flags: unix.O_RDONLY, Resolve: ResolveBeneath}), 0)
+			s.UserData, s.Flags = 1, SQEIOLink
+			s = getSQE(t, r)
+			s.PrepRead(0, buf, 0)
+			s.UserData, s.Flags = 2, SQEFixedFile // short: a link would cancel the close
+			s = getSQE(t, r)
+			s.PrepCloseDirect(0)
+			s.UserData = 3
+		}, []CQE{{UserData: 1}, {UserData: 2, Res: 5}, {UserData: 3}}},
+		{"a plain open", func() {
+			s := getSQE(t, r)
+			s.PrepOpenat2(dfd, cString(a, "small"), arenaValue(a, OpenHow{Flags: unix.O_RDONLY | unix.O_CLOEXEC}))
+			s.UserData = 4
+		}, nil},
+	}
+	for _, tt := range tests {
+		tt.prep()
+		submit(t, r)
+		got := make([]CQE, 8)
+		got = got[:r.PeekBatch(got)]
+		if tt.want == nil { // the plain open: its fd, as asked
+			if len(got) != 1 || got[0].Res < 0 {
+				t.Fatalf("%s: CQEs %+v, want one with an fd", tt.name, got)
+			}
+			fl, err := unix.FcntlInt(uintptr(got[0].Res), unix.F_GETFL, 0)
+			unix.Close(int(got[0].Res))
+			if err != nil || fl&unix.O_NONBLOCK != 0 {
+				t.Errorf("%s: F_GETFL = %#x, %v, want no O_NONBLOCK", tt.name, fl, err)
+			}
+			continue
+		}
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("%s: CQEs when Submit returns (-want +got):\n%s", tt.name, diff)
+		}
+	}
+	if string(buf[:5]) != "hello" {
+		t.Errorf("read %q", buf[:5])
+	}
+}

@@ -273,4 +273,7 @@ const (
 	ResolveBeneath uint64 = 0x08
 	// ResolveNoSymlinks is openat2's RESOLVE_NO_SYMLINKS.
 	ResolveNoSymlinks uint64 = 0x04
+	// resolveCached is openat2's RESOLVE_CACHED: EAGAIN unless the
+	// dentry cache answers the whole lookup.
+	resolveCached uint64 = 0x20
 )
