@@ -317,6 +317,9 @@ func newErrSlab(st *state) *errSlab {
 			canceled++
 		}
 	}
+	if bad == 0 {
+		return nil
+	}
 	return &errSlab{make([]OpError, bad), make([]CanceledError, canceled)}
 }
 

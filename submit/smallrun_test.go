@@ -14,7 +14,8 @@ import (
 // BenchmarkSmallRuns measures what a Run costs a program that runs a
 // small graph per request: the 4-node diamond of NOPs and a single NOP
 // (the smallest item a worker can be handed), from one goroutine again
-// and again, and from 64 goroutines on a 2-worker pool, at GOMAXPROCS
+// and again (with Run on a 1- and a 2-worker pool, and with one Runner),
+// and from 64 goroutines on a 2-worker pool, at GOMAXPROCS
 // and with two Ps more (the workers keep theirs while they wait in the
 // kernel).
 //
@@ -34,6 +35,20 @@ func BenchmarkSmallRuns(b *testing.B) {
 		{"nop", one},
 	} {
 		g := shape.g
+		for _, nw := range []int{1, 2} { // as the README's Run does: a Runner a run
+			b.Run(fmt.Sprintf("%s/1-goroutine/Run/workers=%d", shape.name, nw), func(b *testing.B) {
+				pool, err := workers.New(workers.Config{Workers: nw})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer pool.Close()
+				for b.Loop() {
+					if _, err := Run(context.Background(), pool, g, Graph, Options{}); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
 		b.Run(shape.name+"/1-goroutine", func(b *testing.B) {
 			pool, err := workers.New(workers.Config{Workers: 1})
 			if err != nil {
