@@ -34,18 +34,3 @@ func TestDidYouMean(t *testing.T) {
 		}
 	}
 }
-
-func TestEditDistance(t *testing.T) {
-	tests := []struct {
-		a, b string
-		want int
-	}{
-		{"", "", 0}, {"a", "", 1}, {"", "abc", 3}, {"len", "lenn", 1}, {"fsnyc", "fsync", 1}, {"ab", "ba", 1},
-		{"kitten", "sitting", 3}, {"ca", "abc", 3}, {"read", "read", 0},
-	}
-	for _, tc := range tests {
-		if got := editDistance(tc.a, tc.b); got != tc.want {
-			t.Errorf("editDistance(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.want)
-		}
-	}
-}

@@ -23,14 +23,14 @@ func Example() {
 	b := dag.NewBuilder("quickstart")
 	open := b.Open("open", "greeting.txt", os.O_WRONLY|os.O_CREATE|os.O_TRUNC, "f")
 	write := b.Write("write", dag.Handle("f"), 0, []byte("hello, world\n")).After(open)
-	closed := b.Close("close", dag.Handle("f")).Finally(write)
+	closed := b.Close("close", dag.Handle("f")).Finally(write) // runs whatever the write did, like defer
 	read := b.ReadFile("read", "greeting.txt").After(closed).Keep()
 	g, err := b.Build() // every problem at once, each naming its node and field
 	if err != nil {
 		log.Fatal(err)
 	}
 
-	pool, err := workers.New(workers.Config{})
+	pool, err := workers.New(workers.Config{}) // one worker with one ring; reuse it for every run
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -40,15 +40,8 @@ func Example() {
 	if err != nil {
 		log.Fatal(err) // a node failed (*submit.FailedError), or the run ended early
 	}
-	for _, n := range rep.Nodes {
-		fmt.Println(n.ID, n.Status)
-	}
 	fmt.Printf("%q\n", rep.Nodes[read.Index()].Data)
 	// Output:
-	// open ok
-	// write ok
-	// close ok
-	// read ok
 	// "hello, world\n"
 }
 

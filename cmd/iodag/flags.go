@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/iodag/iodag/dag"
+	"github.com/iodag/iodag/internal/suggest"
 )
 
 // newFlags returns a FlagSet for the verb name whose Usage writes the
@@ -96,7 +97,7 @@ func flagError(fs *flag.FlagSet, err error) string {
 	if name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -"); ok {
 		var known []string
 		fs.VisitAll(func(f *flag.Flag) { known = append(known, f.Name) })
-		return "unknown flag --" + name + didYouMean(name, known, "--%s")
+		return "unknown flag --" + name + suggest.DidYouMean(name, known, "--%s")
 	}
 	return dashName.ReplaceAllString(err.Error(), "$1--$2")
 }

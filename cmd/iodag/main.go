@@ -32,6 +32,8 @@ import (
 	"os/signal"
 	"slices"
 	"syscall"
+
+	"github.com/iodag/iodag/internal/suggest"
 )
 
 // Exit statuses, as the package doc lists them (and 128 plus the signal's
@@ -126,7 +128,7 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 		for _, v := range verbs() {
 			names = append(names, v.name)
 		}
-		fmt.Fprintf(stderr, "iodag: unknown command %q%s\n(iodag --help lists the commands)\n", name, didYouMean(name, names, "%q"))
+		fmt.Fprintf(stderr, "iodag: unknown command %q%s\n(iodag --help lists the commands)\n", name, suggest.DidYouMean(name, names, "%q"))
 		return exitUsage
 	}
 	if helpAsked(args[1:]) {

@@ -1,22 +1,23 @@
-package main
+// Package suggest finds the name a user most likely meant: the "did you
+// mean" of spec fields, ops, open flags, CLI commands and flags.
+package suggest
 
 import (
 	"fmt"
 	"strings"
 )
 
-// didYouMean returns " (did you mean X?)", X the name of known closest to
+// DidYouMean returns " (did you mean X?)", X the name of known closest to
 // name formatted with format ("%q", "--%s"), or "" when none is close: one
-// that differs only in case, or by at most one edit (editDistance, on
+// that differs only in case, or by at most one edit (EditDistance, on
 // lower case) in three of name's bytes, and at least one. Of names
-// equally close, the first in known wins. (Package dag suggests field and
-// op names by the same rule.)
-func didYouMean(name string, known []string, format string) string {
+// equally close, the first in known wins, so the suggestion is stable.
+func DidYouMean(name string, known []string, format string) string {
 	limit := max(1, len(name)/3)
 	best, bestD := "", limit+1
 	lower := strings.ToLower(name)
 	for _, k := range known {
-		if d := editDistance(lower, strings.ToLower(k)); d < bestD {
+		if d := EditDistance(lower, strings.ToLower(k)); d < bestD {
 			best, bestD = k, d
 		}
 	}
@@ -26,11 +27,12 @@ func didYouMean(name string, known []string, format string) string {
 	return " (did you mean " + fmt.Sprintf(format, best) + "?)"
 }
 
-// editDistance is the optimal string alignment distance between a and b,
-// in bytes: insertions, deletions, substitutions and swaps of two
-// adjacent bytes ("comapre") each count one. Names are short; a longer one
-// is simply far.
-func editDistance(a, b string) int {
+// EditDistance is the optimal string alignment distance between a and b,
+// in bytes: Levenshtein's insertions, deletions and substitutions, and a
+// swap of two adjacent bytes (the commonest slip: "fsnyc") as one edit.
+// Names are short (a spec key, an op, a command); a longer one is simply
+// far.
+func EditDistance(a, b string) int {
 	if len(a) > 64 || len(b) > 64 {
 		return max(len(a), len(b))
 	}
