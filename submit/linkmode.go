@@ -104,8 +104,8 @@ func (l *linkMode) segment(w *worker.Worker, k int32) {
 	if first < 0 {
 		return
 	}
-	seq, node, hot := l.seqs[k], t.st.node, t.hot
-	prev, n := first, 1
+	seq, node, hot, record := l.seqs[k], t.st.node, t.hot, t.record
+	prev, n, nops := first, 1, 0
 	sqe := t.prep(w, first, 0)
 	var seg segment
 	for j, room := int(l.pos[k])+1, w.Room(); j < len(seq) && room > 0; j++ {
@@ -130,9 +130,19 @@ func (l *linkMode) segment(w *worker.Worker, k int32) {
 		seg.add(t.p, prev, link)
 		sqe.Flags |= link
 		nd.linkedFrom, nd.hard = prev, link == uring.SQEIOHardlink
-		if hot[x].needs {
+		switch h := &hot[x]; {
+		case h.needs:
 			sqe = t.prep(w, x, 0)
-		} else {
+		case h.op == dag.OpNop: // prepPlain written out, as in prepBare
+			sqe = w.NextSQE(h.userData(x)) // room counts it
+			nd.status = stInflight
+			if record {
+				nd.start = w.Now()
+			}
+			sqe.PrepNop()
+			sqe.Flags |= h.sqeFlags
+			nops++
+		default:
 			sqe = t.prepPlain(w, x) // room counts it
 		}
 		prev, n, room = x, n+1, w.Room()
@@ -141,6 +151,8 @@ func (l *linkMode) segment(w *worker.Worker, k int32) {
 	if n > 1 {
 		w.Linked()
 	}
+	t.inflight += nops
+	t.sqes += uint64(nops)
 	l.pos[k]++
 	l.send(k, prev, n)
 }
