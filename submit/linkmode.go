@@ -108,7 +108,8 @@ func (l *linkMode) segment(w *worker.Worker, k int32) {
 	prev, n, nops := first, 1, 0
 	sqe := t.prep(w, first, 0)
 	var seg segment
-	for j, room := int(l.pos[k])+1, w.Room(); j < len(seq) && room > 0; j++ {
+	last := l.pos[k] // of seq: the last node sent
+	for j, room := int(last)+1, w.Room(); j < len(seq) && room > 0; j++ {
 		x := seq[j]
 		nd := &node[x]
 		if nd.status > stReady {
@@ -132,28 +133,27 @@ func (l *linkMode) segment(w *worker.Worker, k int32) {
 		nd.linkedFrom, nd.hard = prev, link == uring.SQEIOHardlink
 		switch h := &hot[x]; {
 		case h.needs:
-			sqe = t.prep(w, x, 0)
+			sqe, room = t.prep(w, x, 0), w.Room()
 		case h.op == dag.OpNop: // prepPlain written out, as in prepBare
-			sqe = w.NextSQE(h.userData(x)) // room counts it
+			sqe = w.NextSQE(h.userData(x))
 			nd.status = stInflight
 			if record {
 				nd.start = w.Now()
 			}
 			sqe.PrepNop()
 			sqe.Flags |= h.sqeFlags
-			nops++
+			nops, room = nops+1, room-1
 		default:
-			sqe = t.prepPlain(w, x) // room counts it
+			sqe, room = t.prepPlain(w, x), w.Room()
 		}
-		prev, n, room = x, n+1, w.Room()
-		l.pos[k] = int32(j)
+		prev, n, last = x, n+1, int32(j)
 	}
 	if n > 1 {
 		w.Linked()
 	}
 	t.inflight += nops
 	t.sqes += uint64(nops)
-	l.pos[k]++
+	l.pos[k] = last + 1
 	l.send(k, prev, n)
 }
 
