@@ -10,17 +10,24 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// loop is the worker's life. Its thread is never unlocked: it exits with
-// the goroutine, taking the ring's per-thread registration with it.
+// loop is the worker's life. On io_uring its thread is never unlocked:
+// it exits with the goroutine, taking the ring's per-thread registration
+// with it. On the syscall backend (unless pinned to CPUs) the goroutine
+// floats: the goroutines that make its blocking calls hand their results
+// to it as to any goroutine, without waking a thread of its own.
 func (w *Worker) loop(errp *error, started func()) {
 	defer w.pool.wg.Done()
 	runtime.LockOSThread()
-	w.tid = int32(unix.Gettid())
+	w.tid.Store(int32(unix.Gettid()))
 	if err := w.setup(); err != nil {
 		*errp = fmt.Errorf("worker %d: %w", w.id, err)
 		w.teardown()
 		started()
 		return
+	}
+	if w.syscalls && len(w.pool.cfg.CPUs) == 0 {
+		w.floating = true
+		runtime.UnlockOSThread()
 	}
 	started()
 	defer w.teardown()

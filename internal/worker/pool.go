@@ -214,7 +214,7 @@ func (p *Pool) OnWorker() bool {
 		if tid < 0 {
 			tid = int32(unix.Gettid())
 		}
-		if w.tid == tid {
+		if w.tid.Load() == tid {
 			return true
 		}
 	}

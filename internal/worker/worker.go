@@ -3,6 +3,7 @@ package worker
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -139,7 +140,8 @@ type Worker struct {
 	held       [][]byte // Go memory of requests left in flight (Hold), kept while the worker lives
 	heldBytes  atomic.Int64
 	dead       error        // why the loop ended early (die), under the pool's closeMu
-	tid        int32        // the worker's thread
+	tid        atomic.Int32 // the worker's thread (while user holds, if floating)
+	floating   bool         // its goroutine is locked to a thread only while user holds (see loop)
 	user       atomic.Bool  // it may run a program's code now (EnterUser, OnWorker)
 	load       atomic.Int32 // tasks handed over and not finished (Pick)
 	lastActive atomic.Int64 // Now when the last of them finished (Pick, IdleTrim)
@@ -163,6 +165,10 @@ type Worker struct {
 // code, which may call Pool.OnWorker; it holds until the worker blocks.
 func (w *Worker) EnterUser() {
 	if !w.user.Load() {
+		if w.floating { // OnWorker knows it by its thread
+			runtime.LockOSThread()
+			w.tid.Store(int32(unix.Gettid()))
+		}
 		w.user.Store(true)
 	}
 }
@@ -170,6 +176,9 @@ func (w *Worker) EnterUser() {
 func (w *Worker) leaveUser() {
 	if w.user.Load() {
 		w.user.Store(false)
+		if w.floating {
+			runtime.UnlockOSThread()
+		}
 	}
 }
 
