@@ -103,7 +103,6 @@ func NewRunner(pool *workers.Pool, g *dag.Graph) *Runner {
 	r := &Runner{pool: (*worker.Pool)(pool), p: p, st: newState(p), rootFd: -1, fin: make(chan struct{}, 1)}
 	comps := g.Components()
 	k := min(r.pool.Size(), len(comps))
-	r.report.Nodes = make([]NodeResult, p.n) // before the run: a stopped run returns sooner
 	load := make([]int, k)
 	r.compTask = spread(comps, load)
 	ncomps := make([]int, k)
@@ -172,6 +171,9 @@ func (r *Runner) Run(ctx context.Context, mode Mode, o Options) (*Report, error)
 	}
 	o.Repeat = max(o.Repeat, 1)
 	r.digests = o.Digests
+	if cap(r.report.Nodes) < r.p.n { // before the run: a stopped run returns sooner
+		r.report.Nodes = make([]NodeResult, r.p.n)
+	}
 	wall, err := r.run(ctx, mode, o)
 	if wall < 0 {
 		return nil, err
