@@ -434,7 +434,14 @@ func (t *task) Complete(w *worker.Worker, cqes []uring.CQE) {
 				t.graph.settled(i)
 			}
 		case t.mode == Link:
-			t.link.settled(w, i)
+			// linkMode.settled's common case written out: a node before
+			// the last of its segment counts it down.
+			if l := &t.link; l.out[l.local[t.p.compOf[i]]] > 1 {
+				l.out[l.local[t.p.compOf[i]]]--
+				l.cqes--
+			} else {
+				l.settled(w, i)
+			}
 		}
 	}
 }
