@@ -47,10 +47,12 @@ type Config struct {
 	CPUs []int
 	// IdleTrim is how long a worker with no run keeps the memory of its
 	// requests' buffers (what reads read into, statx and open arguments)
-	// for the next run before it unmaps it (default 1 s; negative: until
-	// Close). A worker's buffers are as large as the most its runs had in
-	// flight at once: reads of a few GiB leave that much mapped, and
-	// runs one after another reuse it without mapping and faulting it in.
+	// for the next run before it gives it back (default 1 s; negative:
+	// until Close). A worker's buffers are as large as the most its runs
+	// had in flight at once, and runs one after another reuse them
+	// without mapping and faulting them in. Given back, up to 64 MiB stay
+	// mapped for the kernel to take when it needs memory (MADV_FREE: a
+	// later run reuses what it did not take at no cost); more is unmapped.
 	IdleTrim time.Duration
 	// LinkWidth is how many nodes ready at once in one run make a batch
 	// wide enough that graph mode sends a linear run of requests that
@@ -177,10 +179,10 @@ type Stats struct {
 	// cancellations. Runs of slow operations (timeouts, reads of a busy
 	// disk) poll; NOPs and cached reads never wait that long.
 	Polls uint64
-	// Mapped is the bytes of buffer memory the worker holds mapped now,
-	// since it last trimmed (Config.IdleTrim): buffers of power-of-two
-	// sizes carved from maps of at least 1 MiB, each size's peak in
-	// flight kept for reuse by that size only.
+	// Mapped is the bytes of buffer memory the worker holds now, 0 once
+	// it gave them back (Config.IdleTrim): buffers of power-of-two sizes
+	// carved from maps of at least 1 MiB, each size's peak in flight kept
+	// for reuse by that size only.
 	Mapped int64
 }
 

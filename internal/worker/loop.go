@@ -130,7 +130,7 @@ func (w *Worker) wait(want uint32) error {
 
 // sleep submits and blocks until want completions are in (a wake's
 // doorbell among them). A wait for several ends after maxWait to notice
-// cancellations; an idle worker unmaps its buffers after IdleTrim.
+// cancellations; an idle worker gives its buffers back after IdleTrim.
 func (w *Worker) sleep(want uint32) error {
 	switch {
 	case want > 1:
@@ -150,7 +150,7 @@ func (w *Worker) sleep(want uint32) error {
 			_, err = w.ring.WaitTimeout(1, left)
 		}
 		if left <= 0 || errors.Is(err, unix.ETIME) {
-			w.mem.release()
+			w.mem.trim()
 			err = nil
 		}
 		return err

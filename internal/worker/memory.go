@@ -11,6 +11,9 @@ const (
 	minClassShift = 6 // 64-byte smallest class
 	numClasses    = 32 - minClassShift
 	arenaChunk    = 1 << 20
+	// lazyMax bounds the memory an idle worker keeps mapped for the
+	// kernel to take (trim); it unmaps more.
+	lazyMax = 64 << 20
 )
 
 // bufPool is a worker's memory for its tasks' requests: kernel-safe
@@ -19,18 +22,22 @@ const (
 // class's free stack when its CQE is reaped, so memory stays bounded by
 // the most in flight at once and a rerun allocates nothing. It belongs to
 // the worker, not to a run, so that runs one after another reuse mapped
-// memory; a worker idle for Config.IdleTrim unmaps it (release).
+// memory; a worker idle for Config.IdleTrim gives it back (trim).
 type bufPool struct {
 	arenas []*uring.Arena
 	free   [numClasses][][]byte
 	out    int          // buffers handed out and not put back
-	mapped atomic.Int64 // bytes of the arenas (Stats)
+	size   int64        // bytes of the arenas
+	mapped atomic.Int64 // size, or 0 while the kernel may take the pages (Stats)
 }
 
 func classOf(n int) int { return max(bits.Len(uint(n-1)), minClassShift) - minClassShift }
 
 // get returns a buffer of n bytes (n > 0), or nil if memory ran out.
 func (p *bufPool) get(n int) []byte {
+	if p.mapped.Load() != p.size { // trimmed: in use again
+		p.mapped.Store(p.size)
+	}
 	c := classOf(n)
 	if s := p.free[c]; len(s) > 0 {
 		b := s[len(s)-1]
@@ -51,7 +58,8 @@ func (p *bufPool) get(n int) []byte {
 		return nil
 	}
 	p.arenas = append(p.arenas, a)
-	p.mapped.Add(int64(a.Len()))
+	p.size += int64(a.Len())
+	p.mapped.Store(p.size)
 	p.out++
 	return a.Alloc(size, align)[:n]
 }
@@ -64,8 +72,25 @@ func (p *bufPool) put(b []byte) {
 	p.out--
 }
 
-// trimmable reports whether memory is mapped and no request holds any.
+// trimmable reports whether memory is held and no request holds any.
 func (p *bufPool) trimmable() bool { return p.mapped.Load() > 0 && p.out == 0 }
+
+// trim gives the memory back: up to lazyMax, for the kernel to take when
+// it needs it (the next run reuses what it did not take without faulting
+// it in again); beyond, unmapped.
+func (p *bufPool) trim() {
+	if p.size > lazyMax {
+		p.release()
+		return
+	}
+	for _, a := range p.arenas {
+		if a.Idle() != nil {
+			p.release()
+			return
+		}
+	}
+	p.mapped.Store(0)
+}
 
 // release unmaps every arena.
 func (p *bufPool) release() {
@@ -73,6 +98,7 @@ func (p *bufPool) release() {
 		a.Free()
 	}
 	p.arenas, p.free = nil, [numClasses][][]byte{}
+	p.size = 0
 	p.mapped.Store(0)
 }
 
