@@ -22,9 +22,9 @@ import (
 // ASYNC_CANCEL) runs inside the enter; so does the first attempt of a
 // READ or WRITE, with RWF_NOWAIT, and of an OPENAT2, with
 // RESOLVE_CACHED (a cached read or lookup completes there, as io_uring
-// completes it inline). Anything else runs on a goroutine per chain. A TIMEOUT parks its chain on a timer, whose callback goes on.
-// Every piece of state lives under one mutex, released around system
-// calls.
+// completes it inline). Anything else runs on a goroutine per chain. A
+// TIMEOUT parks its chain on a timer, whose callback goes on. Every piece
+// of state lives under one mutex, released around system calls.
 //
 // Cancellation: a request not started yet completes with -ECANCELED at
 // once. A running one that waits in poll(2) (a READ or WRITE of a pipe,
