@@ -2,7 +2,10 @@
 // goroutine locked to its own OS thread that owns one io_uring ring, a
 // registered sparse file table and a private queue of runs. A worker runs
 // every run it holds in one event loop: the SQEs of all of them go into
-// one io_uring_enter, which also waits for their completions.
+// one io_uring_enter, which also waits for their completions. Where
+// io_uring is refused (or Config.Backend asks), the same loop drives a
+// ring whose kernel side is plain system calls made from goroutines (see
+// Backend); that worker's goroutine is not locked to a thread.
 //
 // A program creates a Pool, hands it to submit.Run (or submit.NewRunner)
 // as often as it likes, from any number of goroutines, and closes it at
@@ -19,8 +22,8 @@ import (
 // Config sizes a Pool. Zero fields take the documented defaults.
 type Config struct {
 	// Workers is the number of fixed workers (default 1, at most 1024).
-	// Each is a goroutine locked to its thread that holds a P (one of
-	// GOMAXPROCS) while it runs. Before it blocks in io_uring_enter it
+	// Each is a goroutine (on io_uring, locked to its thread) that holds
+	// a P (one of GOMAXPROCS) while it runs. Before it blocks in io_uring_enter it
 	// hands its P over if it made goroutines runnable (a Run's caller, a
 	// Go task), so GOMAXPROCS need not exceed the workers; a P more per
 	// worker still adds 44-66% to many goroutines each running small

@@ -2,7 +2,9 @@
 // goroutine locked to its OS thread that owns one io_uring ring, a sparse
 // fixed-file table and a task queue. A worker runs all its tasks in one
 // event loop: their SQEs go into one io_uring_enter, which also waits for
-// their completions. The pool knows nothing about graphs or modes.
+// their completions. On the syscall backend (uring.NewSyscalls) the ring's
+// kernel side is Go and the goroutine floats (see loop). The pool knows
+// nothing about graphs or modes.
 package worker
 
 import (
