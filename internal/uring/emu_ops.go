@@ -36,10 +36,9 @@ type fileRef struct {
 	direct bool
 }
 
-// newFileRef holds fd for the table.
-func newFileRef(fd int) *fileRef {
-	fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
-	f := &fileRef{fd: fd, direct: err == nil && fl&unix.O_DIRECT != 0}
+// newFileRef holds fd, opened O_DIRECT or not, for the table.
+func newFileRef(fd int, direct bool) *fileRef {
+	f := &fileRef{fd: fd, direct: direct}
 	f.refs.Store(1)
 	return f
 }
@@ -115,7 +114,7 @@ func (e *emu) tryCached(q *req) bool {
 	}
 	q.state = stRunning
 	e.mu.Unlock()
-	r, errno := openCached(int(s.Fd), s.Addr, how)
+	r, errno := openCached(int(s.Fd), s.Addr, how, s.FileIndex == 0)
 	e.mu.Lock()
 	switch {
 	case q.state == stDone:
@@ -136,8 +135,10 @@ func (e *emu) tryCached(q *req) bool {
 // openCached opens a regular file or a directory without blocking: with
 // O_NONBLOCK (an open of a FIFO or a device may wait, or do something
 // on open; those get EAGAIN here, to be opened on a goroutine), cleared
-// again if the caller did not ask for it.
-func openCached(dfd int, path uint64, how OpenHow) (uintptr, unix.Errno) {
+// again on an fd the caller gets (plain) if it did not ask for it. (On a
+// regular file or a directory O_NONBLOCK changes nothing the engine
+// does.)
+func openCached(dfd int, path uint64, how OpenHow, plain bool) (uintptr, unix.Errno) {
 	want := how.Flags
 	how.Flags |= unix.O_NONBLOCK
 	r, _, errno := unix.Syscall6(unix.SYS_OPENAT2, uintptr(dfd), uintptr(path), uintptr(unsafe.Pointer(&how)), unsafe.Sizeof(how), 0, 0)
@@ -153,7 +154,7 @@ func openCached(dfd int, path uint64, how OpenHow) (uintptr, unix.Errno) {
 		unix.Close(fd)
 		return 0, unix.EAGAIN
 	}
-	if want&unix.O_NONBLOCK == 0 {
+	if plain && want&unix.O_NONBLOCK == 0 {
 		if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFL, int(want&^unix.O_CLOEXEC)); err != nil {
 			unix.Close(fd)
 			return 0, unix.EAGAIN
@@ -397,7 +398,8 @@ func (e *emu) opened(q *req, fd int) int32 {
 		return -int32(unix.EINVAL)
 	}
 	old := e.files[slot]
-	e.files[slot] = newFileRef(fd)
+	how := (*OpenHow)(addrPtr(&s.Off)) // checked by the open that made fd
+	e.files[slot] = newFileRef(fd, how.Flags&unix.O_DIRECT != 0)
 	if old != nil {
 		old.release()
 	}
@@ -680,7 +682,8 @@ func (e *emu) updateFiles(up *filesUpdate, nr uintptr) (int, error) {
 			if err != nil {
 				return doneOr(done, err)
 			}
-			f = newFileRef(nfd)
+			fl, err := unix.FcntlInt(uintptr(nfd), unix.F_GETFL, 0)
+			f = newFileRef(nfd, err == nil && fl&unix.O_DIRECT != 0)
 		}
 		slot := up.Offset + uint32(i)
 		old := e.files[slot]
