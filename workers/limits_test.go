@@ -135,13 +135,14 @@ func TestRlimitNofile(t *testing.T) {
 
 // TestConfigInForce: Pool.Config reports the configuration in force:
 // defaults filled in, the ring size the kernel chose, the in-flight bound,
-// the link width given or its default.
+// io-wq's bound, the link width given or its default.
 func TestConfigInForce(t *testing.T) {
 	type size struct {
 		Workers  int
 		Entries  uint32
 		InFlight int
 		IdleTrim time.Duration
+		Bounded  uint32 // io-wq's bounded workers
 	}
 	for _, tc := range []struct {
 		name  string
@@ -149,10 +150,10 @@ func TestConfigInForce(t *testing.T) {
 		want  size
 		width int
 	}{
-		{"defaults", workers.Config{}, size{1, 256, 511, time.Second}, 8},
-		{"entries rounded up", workers.Config{Entries: 3}, size{1, 4, 7, time.Second}, 8},
-		{"in-flight bound and trim kept", workers.Config{Workers: 2, Entries: 100, InFlight: 10, IdleTrim: -1}, size{2, 128, 10, -1}, 8},
-		{"link width kept", workers.Config{Workers: 3, LinkWidth: 1000}, size{3, 256, 511, time.Second}, 1000},
+		{"defaults", workers.Config{}, size{1, 256, 511, time.Second, 32}, 8},
+		{"entries rounded up", workers.Config{Entries: 3}, size{1, 4, 7, time.Second, 32}, 8},
+		{"in-flight bound, trim and io-wq kept", workers.Config{Workers: 2, Entries: 100, InFlight: 10, IdleTrim: -1, IOWQBounded: 4}, size{2, 128, 10, -1, 4}, 8},
+		{"link width kept", workers.Config{Workers: 3, LinkWidth: 1000}, size{3, 256, 511, time.Second, 32}, 1000},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pool, err := workers.New(tc.cfg)
@@ -161,7 +162,7 @@ func TestConfigInForce(t *testing.T) {
 			}
 			defer pool.Close()
 			c := pool.Config()
-			if diff := cmp.Diff(tc.want, size{c.Workers, c.Entries, c.InFlight, c.IdleTrim}); diff != "" {
+			if diff := cmp.Diff(tc.want, size{c.Workers, c.Entries, c.InFlight, c.IdleTrim, c.IOWQBounded}); diff != "" {
 				t.Errorf("New(%+v).Config() (-want +got):\n%s", tc.cfg, diff)
 			}
 			if c.LinkWidth != tc.width {

@@ -42,8 +42,10 @@ type Config struct {
 	// maximum: RLIMIT_NOFILE, which the kernel applies to each table,
 	// capped at 65536).
 	Files uint32
-	// IOWQBounded and IOWQUnbounded cap each ring's io-wq workers (0: the
-	// kernel's default).
+	// IOWQBounded caps each ring's io-wq workers for regular-file work
+	// that cannot complete inline (an fsync, a write or read that waits
+	// for the disk): default 32, where the kernel's own is 4 per CPU.
+	// IOWQUnbounded caps those for the rest (0: the kernel's default).
 	IOWQBounded, IOWQUnbounded uint32
 	// CPUs, if set, pins worker i's thread and its io-wq workers to
 	// CPUs[i % len(CPUs)].

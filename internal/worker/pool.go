@@ -27,7 +27,9 @@ type Config struct {
 	Entries  uint32 // SQ size (default 256); the CQ is twice that
 	InFlight int    // default and most: the CQ size less the doorbell's CQE
 	Files    uint32 // fixed-file slots (default and most: RLIMIT_NOFILE, 65536)
-	// IOWQBounded and IOWQUnbounded cap each ring's io-wq workers.
+	// IOWQBounded and IOWQUnbounded cap each ring's io-wq workers
+	// (IOWQBounded default DefaultIOWQBounded; IOWQUnbounded 0: the
+	// kernel's default).
 	IOWQBounded, IOWQUnbounded uint32
 	CPUs                       []int         // worker i runs on CPUs[i % len(CPUs)]
 	IdleTrim                   time.Duration // default 1 s; negative: until Close
@@ -51,6 +53,11 @@ const (
 
 // DefaultLinkWidth is Config.LinkWidth's default.
 const DefaultLinkWidth = 8
+
+// DefaultIOWQBounded is Config.IOWQBounded's default. The kernel's own,
+// 4 per CPU, left a burst of fsyncs on a 2-CPU machine waiting behind 8
+// threads, which a busy host starves (examples/jobs -job atomic -busy 2).
+const DefaultIOWQBounded = 32
 
 // MaxWorkers bounds Config.Workers: each worker is an OS thread.
 const MaxWorkers = 1024
@@ -84,6 +91,7 @@ func New(cfg Config) (*Pool, error) {
 	cfg.Entries = cmp.Or(cfg.Entries, 256)
 	cfg.LinkWidth = cmp.Or(cfg.LinkWidth, DefaultLinkWidth)
 	cfg.Files = cmp.Or(cfg.Files, 1<<16)
+	cfg.IOWQBounded = cmp.Or(cfg.IOWQBounded, DefaultIOWQBounded)
 	var lim unix.Rlimit
 	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err == nil && uint64(cfg.Files) > lim.Cur {
 		cfg.Files = uint32(lim.Cur)
