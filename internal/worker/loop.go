@@ -194,8 +194,9 @@ func (w *Worker) reap() {
 	}
 }
 
-// sweepBelow is how few active tasks a turn preps all of, news or not.
-const sweepBelow = 4
+// sweepBelow is how few active tasks a turn preps all of, news or not;
+// BenchmarkManyTasks sets it high to prep all every turn.
+var sweepBelow = 4
 
 // prep lets the tasks with news (or all) prep, finishes those done, and
 // returns the fewest CQEs any task needs, at least 1 (the doorbell's).

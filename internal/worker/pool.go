@@ -231,8 +231,9 @@ func (p *Pool) OnWorker() bool {
 	return false
 }
 
-// spinTime bounds a spin, in ns: a few times a small graph's run.
-const spinTime = 50_000
+// spinTime bounds a spin, in ns: a few times a small graph's run;
+// BenchmarkSpin sets it to 0.
+var spinTime int64 = 50_000
 
 // Spin calls done until it reports true, for up to spinTime, and reports
 // whether it did: waking a sleeping thread costs more than a wait of
