@@ -54,7 +54,7 @@ func setupHeader(direct bool) func(ctx context.Context, e *env) (*contest, error
 // blocks one after another.
 func headerPlain(ctx context.Context, root string, paths []string, direct bool, limit int) ([][]uint32, error) {
 	sums := make([][]uint32, len(paths))
-	g, ctx := errgroup.WithContext(ctx)
+	var g errgroup.Group
 	g.SetLimit(limit)
 	for i, p := range paths {
 		g.Go(func() (err error) {

@@ -204,7 +204,7 @@ func (r *Ring) unmap() {
 	if r.sqeMem != nil {
 		unix.Munmap(r.sqeMem)
 	}
-	if r.cqMem != nil && len(r.cqMem) > 0 && &r.cqMem[0] != &r.sqMem[0] {
+	if len(r.cqMem) > 0 && &r.cqMem[0] != &r.sqMem[0] {
 		unix.Munmap(r.cqMem)
 	}
 	if r.sqMem != nil {
