@@ -1,17 +1,16 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/iodag/iodag/internal/exampletest"
 )
 
 func TestRun(t *testing.T) {
@@ -102,78 +101,10 @@ func TestCanceled(t *testing.T) {
 // in a temporary directory and removes it at exit, also when interrupted;
 // -cache keeps them in the user's cache directory.
 func TestFilesRemoved(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the example")
-	}
-	bin := filepath.Join(t.TempDir(), "maildir")
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go command to build the example with")
-	}
-	if out, err := exec.Command(goBin, "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	tests := []struct {
-		name      string
-		args      []string
-		interrupt bool   // SIGINT once the files are made
-		kept      string // what stays in the cache directory, if anything
-	}{
-		{"temporary", []string{"-n", "50", "-repeat", "1"}, false, ""},
-		{"interrupted", []string{"-n", "500", "-repeat", "1000000"}, true, ""},
-		{"cache", []string{"-n", "50", "-repeat", "1", "-cache"}, false, "iodag/maildir-50/mail"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			tmp, cache := t.TempDir(), t.TempDir()
-			cmd := exec.Command(bin, append(tc.args, "-workers", "1", "-ring", "32")...)
-			cmd.Env = append(os.Environ(), "TMPDIR="+tmp, "XDG_CACHE_HOME="+cache, "HOME="+cache)
-			stdout, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			// Its first line says the files are made.
-			first, err := bufio.NewReader(stdout).ReadString('\n')
-			if err != nil {
-				cmd.Wait()
-				t.Fatalf("maildir %q: no first line (%v); stderr:\n%s", tc.args, err, &stderr)
-			}
-			if tc.interrupt {
-				if err := cmd.Process.Signal(os.Interrupt); err != nil {
-					t.Fatal(err)
-				}
-			}
-			io.Copy(io.Discard, stdout)
-			err = cmd.Wait()
-			if code := cmd.ProcessState.ExitCode(); code != 0 && !tc.interrupt {
-				t.Errorf("maildir %q: exit %d (%v); stderr:\n%s", tc.args, code, err, &stderr)
-			}
-			if !strings.Contains(first, " in "+tmp) && tc.kept == "" {
-				t.Errorf("maildir %q: first line %q, want the files in $TMPDIR %s", tc.args, first, tmp)
-			}
-			checkEmpty(t, tmp)
-			if tc.kept == "" {
-				checkEmpty(t, cache)
-			} else if fi, err := os.Stat(filepath.Join(cache, tc.kept)); err != nil || !fi.IsDir() {
-				t.Errorf("maildir %q: %s in the cache directory: %v, want a directory", tc.args, tc.kept, err)
-			}
-		})
-	}
-}
-
-// checkEmpty fails the test for anything in dir.
-func checkEmpty(t *testing.T, dir string) {
-	t.Helper()
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range ents {
-		t.Errorf("left behind in %s: %s", dir, e.Name())
-	}
+	fixed := []string{"-workers", "1", "-ring", "32"}
+	exampletest.Cleanup(t, 1, []exampletest.Case{
+		{Name: "temporary", Args: append([]string{"-n", "50", "-repeat", "1"}, fixed...)},
+		{Name: "interrupted", Args: append([]string{"-n", "500", "-repeat", "1000000"}, fixed...), Interrupt: true},
+		{Name: "cache", Args: append([]string{"-n", "50", "-repeat", "1", "-cache"}, fixed...), Kept: "iodag/maildir-50/mail"},
+	})
 }

@@ -1,13 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -15,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/iodag/iodag/internal/exampletest"
 	"github.com/iodag/iodag/submit"
 	"github.com/iodag/iodag/workers"
 )
@@ -225,82 +223,11 @@ func newPool(t *testing.T) *workers.Pool {
 // a temporary directory and removes it at exit, also when interrupted;
 // -cache keeps it in the user's cache directory.
 func TestTreeRemoved(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the example")
-	}
-	bin := filepath.Join(t.TempDir(), "walk")
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go command to build the example with")
-	}
-	if out, err := exec.Command(goBin, "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	tests := []struct {
-		name      string
-		args      []string
-		interrupt bool   // SIGINT once the tree is made
-		kept      string // what stays in the cache directory, if anything
-	}{
-		{"temporary", []string{"-repeat", "1"}, false, ""},
-		{"interrupted", []string{"-repeat", "1000000"}, true, ""},
-		{"cache", []string{"-repeat", "1", "-cache"}, false,
-			filepath.Join("iodag", filepath.Base(defaultCache(config{files: 300, fanout: 3, depth: 2, plant: 3, needle: "iodag-needle"})), treeDir)},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			tmp, cache := t.TempDir(), t.TempDir()
-			args := append(tc.args, "-files", "300", "-dirs", "3/2", "-plant", "3", "-workers", "1", "-ring", "32")
-			cmd := exec.Command(bin, args...)
-			cmd.Env = append(os.Environ(), "TMPDIR="+tmp, "XDG_CACHE_HOME="+cache, "HOME="+cache)
-			stdout, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			// Its first two lines say the tree is made, and where.
-			r := bufio.NewReader(stdout)
-			r.ReadString('\n')
-			where, err := r.ReadString('\n')
-			if err != nil {
-				cmd.Wait()
-				t.Fatalf("walk %q: no second line (%v); stderr:\n%s", args, err, &stderr)
-			}
-			if tc.interrupt {
-				if err := cmd.Process.Signal(os.Interrupt); err != nil {
-					t.Fatal(err)
-				}
-			}
-			io.Copy(io.Discard, r)
-			err = cmd.Wait()
-			if code := cmd.ProcessState.ExitCode(); code != 0 && !tc.interrupt {
-				t.Errorf("walk %q: exit %d (%v); stderr:\n%s", args, code, err, &stderr)
-			}
-			if !strings.Contains(where, "in "+tmp) && tc.kept == "" {
-				t.Errorf("walk %q: second line %q, want the tree in $TMPDIR %s", args, where, tmp)
-			}
-			checkEmpty(t, tmp)
-			if tc.kept == "" {
-				checkEmpty(t, cache)
-			} else if fi, err := os.Stat(filepath.Join(cache, tc.kept)); err != nil || !fi.IsDir() {
-				t.Errorf("walk %q: %s in the cache directory: %v, want a directory", args, tc.kept, err)
-			}
-		})
-	}
-}
-
-// checkEmpty fails the test for anything in dir.
-func checkEmpty(t *testing.T, dir string) {
-	t.Helper()
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range ents {
-		t.Errorf("left behind in %s: %s", dir, e.Name())
-	}
+	fixed := []string{"-files", "300", "-dirs", "3/2", "-plant", "3", "-workers", "1", "-ring", "32"}
+	kept := filepath.Join("iodag", filepath.Base(defaultCache(config{files: 300, fanout: 3, depth: 2, plant: 3, needle: "iodag-needle"})), treeDir)
+	exampletest.Cleanup(t, 2, []exampletest.Case{
+		{Name: "temporary", Args: append([]string{"-repeat", "1"}, fixed...)},
+		{Name: "interrupted", Args: append([]string{"-repeat", "1000000"}, fixed...), Interrupt: true},
+		{Name: "cache", Args: append([]string{"-repeat", "1", "-cache"}, fixed...), Kept: kept},
+	})
 }
