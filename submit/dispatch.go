@@ -8,49 +8,35 @@ import (
 )
 
 // dispatch takes up to n nodes off the front of the ready queue while
-// the worker has room, and sends each (or a kernel chain it heads, with
-// chains), starts it (a Go task), or ends it; an open that waits for a
-// slot goes to the back. It returns how many it took off the queue, and
-// how many of those did not go to the back.
-func (t *task) dispatch(w *worker.Worker, n int, chains bool) (tried, moved int) {
+// the worker has room, and sends each (or a kernel chain it heads),
+// starts it (a Go task), or ends it; an open that waits for a slot goes
+// to the back. It returns how many of those it took did not go to the back.
+func (t *task) dispatch(w *worker.Worker, n int) (moved int) {
 	room := w.Room()
 	wide := n >= w.LinkWidth()
-	for room > 0 && tried < n {
+	for tried := 0; room > 0 && tried < n; {
 		u := t.ready[t.rhead]
-		if k := t.prepBare(w, t.ready[t.rhead:t.rhead+min(n-tried, room)], chains, wide); k > 0 {
+		if k := t.prepBare(w, t.ready[t.rhead:t.rhead+min(n-tried, room)], true, wide); k > 0 {
 			t.rhead += k
 			tried, moved, room = tried+k, moved+k, room-k
 			continue
 		}
 		t.rhead++
 		tried++
-		switch v := t.take(w, u); v {
-		case taken:
+		switch t.launch(w, u, t.graph.links(u, wide)) {
 		case noSlot:
 			t.ready = append(t.ready, u)
 			continue
 		case noRoom:
 			t.rhead-- // it waits at the front
-			return tried - 1, moved
+			return moved
 		case stopped:
-			return tried, moved
-		default:
-			t.refuse(w, u, v)
-			moved++
-			continue
+			return moved
 		}
 		moved++
-		switch {
-		case t.hot[u].op == dag.OpGo:
-			t.spawn(w, u)
-		case chains && t.graph.links(u, wide):
-			t.graph.chain(w, u)
-		default:
-			t.prep(w, u, 0)
-		}
 		room = w.Room()
 	}
-	return tried, moved
+	return moved
 }
 
 // dropReady drops the first n nodes of the ready queue, dispatched, once

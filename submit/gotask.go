@@ -235,9 +235,7 @@ func (t *task) settleGoDone(w *worker.Worker) bool {
 		d := t.settling[0]
 		t.settling = t.settling[1:]
 		t.goEnded(d, w.Now())
-		t.conclude(d.i)
-		t.ended(w, d.i)
-		t.settled(w, d.i)
+		t.ran(w, d.i, t.st.node[d.i].status)
 	}
 	if len(done) > 0 { // it may have moved directories
 		t.retireDirs()
@@ -298,15 +296,10 @@ func (t *task) userCode() {
 	}
 }
 
-// callHook calls a hook on the worker, like guard, without a closure.
-func (t *task) callHook(hook func(dag.Inputs, dag.Result) error, in dag.Inputs, r dag.Result) (err error) {
+// callUser calls a hook or binding on the worker, like guard, without a
+// closure.
+func callUser[A any](t *task, fn func(dag.Inputs, A) error, in dag.Inputs, a A) (err error) {
 	t.userCode()
 	defer recovered(&err)
-	return hook(in, r)
-}
-
-func (t *task) callBind(bind func(dag.Inputs, *dag.Params) error, in dag.Inputs, p *dag.Params) (err error) {
-	t.userCode()
-	defer recovered(&err)
-	return bind(in, p)
+	return fn(in, a)
 }

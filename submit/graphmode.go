@@ -58,7 +58,7 @@ func (g *graphMode) prep(w *worker.Worker) {
 		if t.inflight == 0 {
 			g.noted = t.rhead // all complete: nothing to note
 		}
-		_, moved := t.dispatch(w, len(t.ready)-t.rhead, true)
+		moved := t.dispatch(w, len(t.ready)-t.rhead)
 		if t.stopping {
 			return
 		}
@@ -130,16 +130,8 @@ func (g *graphMode) sendOne(w *worker.Worker, u int32, wide bool) bool {
 	case t.st.node[u].status == stPending && t.decide(w, u):
 		return true
 	}
-	switch v := t.take(w, u); v {
-	case taken:
-		t.prep(w, u, 0)
-	case noSlot, noRoom:
-		return false
-	case stopped:
-	default:
-		t.refuse(w, u, v)
-	}
-	return true
+	v := t.launch(w, u, false)
+	return v != noSlot && v != noRoom
 }
 
 // toDataflow ends the levels for this iteration: the pending counts are
@@ -196,7 +188,7 @@ func (g *graphMode) chain(w *worker.Worker, u int32) {
 	for {
 		v := t.hot[u].chainNext
 		link := t.hot[u].chainLink
-		if v < 0 || w.Room() < 2 || !t.canFollow(v) || !seg.allows(t.p, u, v, link) || t.take(w, v) != taken {
+		if v < 0 || w.Room() < 2 || !t.canFollow(v) || !seg.allows(t.p, v, link) || t.take(w, v) != taken {
 			t.prep(w, u, 0)
 			break
 		}

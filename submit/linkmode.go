@@ -119,7 +119,7 @@ func (l *linkMode) segment(w *worker.Worker, k int32) {
 		if seq[j-1] != prev {
 			link = t.p.kernelLink(prev, x) // nodes between them ended early
 		}
-		if link == 0 || !t.mayFollow(x) || !t.canFollow(x) || !seg.allows(t.p, prev, x, link) {
+		if link == 0 || !t.mayFollow(x) || !t.canFollow(x) || !seg.allows(t.p, x, link) {
 			if t.iter == 0 { // Report.LinkBreaks counts one run
 				t.breaks++
 			}

@@ -101,7 +101,7 @@ func (s *segment) add(p *plan, u int32, link uint8) {
 	s.soft, s.handle = true, h
 }
 
-func (s *segment) allows(p *plan, u, v int32, link uint8) bool {
+func (s *segment) allows(p *plan, v int32, link uint8) bool {
 	if link != uring.SQEIOHardlink || !s.soft {
 		return true
 	}

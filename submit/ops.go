@@ -117,7 +117,7 @@ func (t *task) sqesOf(i int32) int {
 // bind calls node i's binding on prm and checks what it chose.
 func (t *task) bind(i int32, prm *dag.Params) int32 {
 	t.in.self = i
-	err := t.callBind(t.p.nodes[i].Bind, &t.in, prm)
+	err := callUser(t, t.p.nodes[i].Bind, &t.in, prm)
 	if t.cancelReq.Load() {
 		t.stopping = true // canceled during the binding: nothing more goes down
 	}
@@ -255,6 +255,25 @@ func checkPath(path string) error {
 		return fmt.Errorf("%w: path %q must be relative to the run's root, clean, without \"..\"", ErrBadParam, path)
 	}
 	return nil
+}
+
+// launch takes what node u needs and sends it (with chain, the kernel
+// chain it heads), starts it (a Go task), or ends it as take's verdict
+// says; it returns the verdict.
+func (t *task) launch(w *worker.Worker, u int32, chain bool) int32 {
+	v := t.take(w, u)
+	switch {
+	case v == noSlot, v == noRoom, v == stopped:
+	case v != taken:
+		t.refuse(w, u, v)
+	case t.hot[u].op == dag.OpGo:
+		t.spawn(w, u)
+	case chain:
+		t.graph.chain(w, u)
+	default:
+		t.prep(w, u, 0)
+	}
+	return v
 }
 
 // refuse ends node i as take's verdict says: canceled if what it needs
@@ -439,12 +458,8 @@ func (t *task) closeRetired() {
 }
 
 func (t *task) closeDirs() {
-	for d, fd := range t.dirFds {
-		if fd >= 0 {
-			unix.Close(int(fd))
-			t.dirFds[d] = -1
-		}
-	}
+	t.retireDirs()
+	t.closeRetired()
 }
 
 // fd returns the fixed-file slot node i reads, writes or syncs.

@@ -78,12 +78,12 @@ func (t *task) settleReadFile(w *worker.Worker, i int32, status uint8) (_ uint8,
 		n.res, status = int32(st.size[i]), stFailed
 	case status == stOK:
 		st.moved[i] += n.res
-		if int(st.moved[i]) == len(b)-rfHead && n.res > 0 && !t.canceled {
+		if limit := t.p.nodes[i].Len; limit > 0 && int64(st.moved[i]) > limit {
+			n.res, status = -int32(unix.EFBIG), stFailed
+		} else if int(st.moved[i]) == len(b)-rfHead && n.res > 0 && !t.canceled {
 			if status = t.growReadFile(w, i); status == stOK {
 				return status, true
 			}
-		} else if limit := t.p.nodes[i].Len; limit > 0 && int64(st.moved[i]) > limit {
-			n.res, status = -int32(unix.EFBIG), stFailed
 		} else {
 			n.res = st.moved[i]
 			status = t.keepRead(i, st.buf[i][rfHead:rfHead+int(n.res)], status)
@@ -94,16 +94,12 @@ func (t *task) settleReadFile(w *worker.Worker, i int32, status uint8) (_ uint8,
 }
 
 // growReadFile moves readfile node i's bytes into a buffer twice as large
-// and reads on; a file over its Len or over maxTransfer fails.
+// and reads on; a file over maxTransfer fails.
 func (t *task) growReadFile(w *worker.Worker, i int32) uint8 {
 	st, n := t.st, &t.st.node[i]
 	done := int(st.moved[i])
 	size := 2 * done
 	if limit := t.p.nodes[i].Len; limit > 0 {
-		if int64(done) > limit {
-			n.res = -int32(unix.EFBIG)
-			return stFailed
-		}
 		size = int(min(int64(size), limit+1))
 	}
 	if size > maxTransfer {
@@ -120,9 +116,9 @@ func (t *task) growReadFile(w *worker.Worker, i int32) uint8 {
 	st.buf[i] = nb
 	if w.Room() == 0 { // the SQ is full of this turn's requests: the next Prep sends it
 		t.readOn = append(t.readOn, i)
-		return stOK
+	} else {
+		t.prepRead(w, i)
 	}
-	t.prepRead(w, i)
 	return stOK
 }
 

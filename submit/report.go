@@ -279,7 +279,7 @@ func (r *Runner) buildReport(mode Mode, repeat int, wall int64) *Report {
 	slab := newErrSlab(r.st)
 	for i := range nodes {
 		n := &nodes[i]
-		r.fillResult(n, int32(i), slab)
+		r.fillResult(n, int32(i), &slab)
 		switch n.Status {
 		case StatusOK:
 			rep.Counts.OK++
@@ -305,7 +305,7 @@ type errSlab struct {
 	canceled []CanceledError
 }
 
-func newErrSlab(st *state) *errSlab {
+func newErrSlab(st *state) errSlab {
 	var bad, canceled int
 	for _, n := range st.node {
 		switch n.status {
@@ -317,38 +317,24 @@ func newErrSlab(st *state) *errSlab {
 			canceled++
 		}
 	}
-	if bad == 0 {
-		return nil
-	}
-	return &errSlab{make([]OpError, bad), make([]CanceledError, canceled)}
+	return errSlab{make([]OpError, bad), make([]CanceledError, canceled)}
 }
 
-func (s *errSlab) op(e OpError) *OpError {
-	var p *OpError
-	if s == nil || len(s.ops) == 0 {
-		p = new(OpError)
-	} else {
-		p, s.ops = &s.ops[0], s.ops[1:]
+// fromSlab returns e at the front of *slab, taken off it, or allocated if
+// the slab is empty.
+func fromSlab[T any](slab *[]T, e T) *T {
+	if len(*slab) == 0 {
+		*slab = make([]T, 1)
 	}
-	*p = e
-	return p
-}
-
-func (s *errSlab) cancel(e CanceledError) *CanceledError {
-	var p *CanceledError
-	if s == nil || len(s.canceled) == 0 {
-		p = new(CanceledError)
-	} else {
-		p, s.canceled = &s.canceled[0], s.canceled[1:]
-	}
-	*p = e
+	p := &(*slab)[0]
+	*p, *slab = e, (*slab)[1:]
 	return p
 }
 
 // canceledByContext reports whether canceled node i's Cause is
 // CauseContext: its cause says so, or names a node that succeeded.
-func (r *Runner) canceledByContext(st *state, i int32) bool {
-	c := st.node[i].cause
+func (r *Runner) canceledByContext(i int32) bool {
+	c := r.st.node[i].cause
 	return c == causeContext || c >= 0 && r.st.node[c].status == stOK
 }
 
@@ -359,7 +345,7 @@ func (r *Runner) spared(t *task) bool {
 		return false
 	}
 	for _, i := range t.nodes {
-		if t.st.node[i].status == stCanceled && r.canceledByContext(t.st, i) {
+		if t.st.node[i].status == stCanceled && r.canceledByContext(i) {
 			return false
 		}
 	}
@@ -369,12 +355,11 @@ func (r *Runner) spared(t *task) bool {
 // nodeResult returns node i's outcome, its times on the pool's clock.
 func (r *Runner) nodeResult(i int32) NodeResult {
 	var n NodeResult
-	r.fillResult(&n, i, nil)
+	r.fillResult(&n, i, &errSlab{})
 	return n
 }
 
-// fillResult writes node i's outcome over *n, its error from slab (nil:
-// allocated).
+// fillResult writes node i's outcome over *n, its error from slab.
 func (r *Runner) fillResult(n *NodeResult, i int32, slab *errSlab) {
 	p, st := r.p, r.st
 	op := p.hot[i].op
@@ -398,7 +383,7 @@ func (r *Runner) fillResult(n *NodeResult, i int32, slab *errSlab) {
 	default:
 		n.Status = StatusCanceled
 		switch c := st.node[i].cause; {
-		case r.canceledByContext(st, i):
+		case r.canceledByContext(i):
 			n.Cause = CauseContext
 		case c >= 0:
 			n.Cause = p.nodes[c].ID
@@ -424,7 +409,7 @@ func (r *Runner) errOf(i int32, n *NodeResult, slab *errSlab) error {
 	err := r.st.err[i]
 	switch {
 	case n.Status == StatusCanceled:
-		err = slab.cancel(CanceledError{Cause: n.Cause, Err: err})
+		err = fromSlab(&slab.canceled, CanceledError{Cause: n.Cause, Err: err})
 	case n.Status != StatusFailed:
 		return nil
 	case err == errDeadline:
@@ -435,5 +420,5 @@ func (r *Runner) errOf(i int32, n *NodeResult, slab *errSlab) error {
 	default:
 		err = fmt.Errorf("result %d", n.Res)
 	}
-	return slab.op(OpError{Node: n.ID, Op: n.Op, Err: err})
+	return fromSlab(&slab.ops, OpError{Node: n.ID, Op: n.Op, Err: err})
 }

@@ -27,14 +27,13 @@ type streamGate struct {
 	mu    sync.Mutex
 	queue []NodeResult
 	spare []NodeResult // the reader's last batch, emptied: the next queue
-	held  int          // len(queue)
 	r     *Runner
 }
 
 func (g *streamGate) full() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.held >= StreamBuffer
+	return len(g.queue) >= StreamBuffer
 }
 
 // Start runs the graph like Run but returns at once: Results yields each
@@ -57,7 +56,6 @@ func (r *Runner) Start(ctx context.Context, mode Mode, o Options) *Stream {
 	o.Observe = func(n NodeResult) {
 		s.gate.mu.Lock()
 		s.gate.queue = append(s.gate.queue, n)
-		s.gate.held = len(s.gate.queue)
 		s.gate.mu.Unlock()
 		select {
 		case s.more <- struct{}{}:
@@ -86,7 +84,7 @@ func (s *Stream) Results() iter.Seq[NodeResult] {
 		for {
 			g.mu.Lock()
 			batch := g.queue
-			g.queue, g.held = g.spare, 0
+			g.queue = g.spare
 			g.mu.Unlock()
 			if len(batch) >= StreamBuffer && g.r != nil {
 				g.r.wake() // the run paused: it may go on
@@ -95,7 +93,6 @@ func (s *Stream) Results() iter.Seq[NodeResult] {
 				if !yield(n) { // the rest goes back, for the next loop
 					g.mu.Lock()
 					g.queue = append(append([]NodeResult(nil), batch[k+1:]...), g.queue...)
-					g.held = len(g.queue)
 					g.mu.Unlock()
 					return
 				}

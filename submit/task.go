@@ -360,7 +360,6 @@ func (t *task) Finish(w *worker.Worker, err error) {
 	t.enters = w.Enters() - t.enters0
 	t.unpin()
 	t.closeDirs()
-	t.closeRetired()
 	t.releaseHandles(w)
 	for _, s := range t.ownSlots {
 		w.ClearSlot(s)
@@ -395,11 +394,8 @@ func (t *task) abandon(w *worker.Worker, err error) bool {
 		if n.status >= stOK || n.status == stInflight && t.hot[i].op == dag.OpGo {
 			continue
 		}
-		if n.status == stInflight && st.borrowed[i] {
-			w.Hold(st.buf[i])
-		}
 		n.status, n.cause = stCanceled, causeContext
-		st.buf[i], st.borrowed[i], st.owned[i] = nil, false, false
+		t.abandonBuf(w, i)
 		if t.obs != nil {
 			ended = append(ended, i)
 		}
@@ -517,10 +513,11 @@ func (t *task) statusOf(i int32) uint8 {
 	return stOK
 }
 
-// abandonBuf lets go of node i's buffer for good: the syscall backend
-// abandoned its request with the system call still running, which may
-// write into it at any time. Go memory is held for as long as the worker
-// is; a worker buffer is never given back (the worker keeps its memory).
+// abandonBuf lets go of node i's buffer for good: its request was left in
+// flight (its worker failed, or the syscall backend abandoned it with the
+// system call still running) and may write into it at any time. Go memory
+// is held for as long as the worker is; a worker buffer is never given
+// back (the worker keeps its memory).
 func (t *task) abandonBuf(w *worker.Worker, i int32) {
 	st := t.st
 	if b := st.buf[i]; b != nil && st.borrowed[i] {
@@ -583,7 +580,7 @@ func (t *task) conclude(i int32) {
 			r.Data = t.lent
 		}
 		t.hooked = i
-		if err := t.callHook(hook, &t.in, r); err != nil && st.node[i].status == stOK {
+		if err := callUser(t, hook, &t.in, r); err != nil && st.node[i].status == stOK {
 			st.node[i].status, st.err[i] = stFailed, err
 		}
 		t.hooked = -1

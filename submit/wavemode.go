@@ -84,14 +84,7 @@ func (m *waveMode) send(w *worker.Worker, u int32) bool {
 		m.moved = true
 		return true
 	}
-	switch v := t.take(w, u); v {
-	case taken:
-		m.moved = true
-		if t.hot[u].op == dag.OpGo {
-			t.spawn(w, u)
-		} else {
-			t.prep(w, u, 0)
-		}
+	switch t.launch(w, u, false) {
 	case noRoom:
 		return false
 	case noSlot:
@@ -99,7 +92,6 @@ func (m *waveMode) send(w *worker.Worker, u int32) bool {
 	case stopped:
 	default:
 		m.moved = true
-		t.refuse(w, u, v)
 	}
 	return true
 }
