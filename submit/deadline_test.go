@@ -19,10 +19,16 @@ import (
 // completed by then fails with an error matching os.ErrDeadlineExceeded,
 // whatever its op, in every mode; its dependents follow the usual rules
 // (an after-edge cancels, a finally-edge runs); a node that completes in
-// time is not touched.
+// time is not touched. A readfile's deadline covers its later reads too
+// (only its first read had one: a FIFO that gave a first read's worth and
+// then nothing held the run until its context ended).
 func TestDeadline(t *testing.T) {
 	root := t.TempDir()
 	mkfifo(t, filepath.Join(root, "fifo"))
+	mkfifo(t, filepath.Join(root, "stalls"))
+	writer, err := os.OpenFile(filepath.Join(root, "stalls"), os.O_RDWR, 0) // a writer that stays: reads wait
+	must(t, err)
+	defer writer.Close()
 	must(t, os.WriteFile(filepath.Join(root, "file"), []byte("hello"), 0o644))
 	const short = 20 * time.Millisecond
 	b := dag.NewBuilder("deadlines")
@@ -39,13 +45,16 @@ func TestDeadline(t *testing.T) {
 		return in.Context().Err()
 	}).Timeout(short)
 	b.ReadFile("readfile", "file").Timeout(time.Hour)
+	b.ReadFile("readfile stalls", "stalls").Timeout(short)
 	b.Nop("nop").Timeout(time.Hour)
 	g := mustBuild(t, b)
 	pool := newPool(t, workers.Config{Workers: 2})
 	for _, m := range Modes() {
 		t.Run(m.String(), func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a backstop
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // a backstop
 			defer cancel()
+			_, err := writer.Write(make([]byte, rfFirst)) // the first read's worth, in the pipe's 64 KiB
+			must(t, err)
 			rep, err := Run(ctx, pool, g, m, Options{Root: root})
 			if rep == nil {
 				t.Fatal(err)
@@ -61,6 +70,7 @@ func TestDeadline(t *testing.T) {
 			want := map[string]string{
 				"open fifo": "ok", "read fifo": "failed", "after read": "canceled", "close fifo": "ok",
 				"slow": "failed", "after slow": "canceled", "go": "failed", "readfile": "ok", "nop": "ok",
+				"readfile stalls": "failed",
 			}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)

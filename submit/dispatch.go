@@ -54,10 +54,11 @@ func (t *task) dropReady(n int) int {
 	return n
 }
 
-// starved fails the ready opens that wait for a slot none can free (a
-// full worker's other runs may free one), and reports whether it did.
+// starved fails the ready nodes that wait for a slot none can free, and
+// reports whether it did; a node at the front that waits for room (a full
+// worker's other runs may free it) is not starved.
 func (t *task) starved(w *worker.Worker) bool {
-	if t.inflight > 0 || t.goRunning > 0 || t.rhead == len(t.ready) || w.FreeSlots() > 0 || w.Room() == 0 {
+	if t.inflight > 0 || t.goRunning > 0 || t.rhead == len(t.ready) || w.FreeSlots() > 0 || w.Room() < t.sqesOf(t.ready[t.rhead]) {
 		return false
 	}
 	for end := len(t.ready); t.rhead < end; t.rhead++ {

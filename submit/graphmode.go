@@ -1,8 +1,9 @@
 package submit
 
 import (
-	"github.com/iodag/iodag/dag"
 	"math"
+
+	"github.com/iodag/iodag/dag"
 
 	"github.com/iodag/iodag/internal/uring"
 	"github.com/iodag/iodag/internal/worker"

@@ -1,11 +1,13 @@
 package submit
 
 import (
+	"bytes"
 	"fmt"
 	"hash/crc32"
+	"os"
 	"path/filepath"
 	"strings"
-	"time"
+	"syscall"
 	"unsafe"
 
 	"github.com/iodag/iodag/dag"
@@ -102,7 +104,8 @@ func (t *task) takeSome(w *worker.Worker, i int32) int32 {
 	return taken
 }
 
-// sqesOf returns how many SQEs node i goes down as.
+// sqesOf returns how many SQEs node i goes down as: at most
+// worker.MinRoom, which every worker can give.
 func (t *task) sqesOf(i int32) int {
 	n := 1
 	if t.hot[i].op == dag.OpReadFile {
@@ -321,6 +324,7 @@ func (t *task) prep(w *worker.Worker, i int32, link uint8) *uring.SQE {
 	t.inflight++
 	t.sqes++
 	n := &st.node[i]
+	first := n.status != stInflight // else a short write goes on
 	n.status, n.parts, n.expired = stInflight, 0, false
 	if t.record {
 		n.start = w.Now()
@@ -341,20 +345,26 @@ func (t *task) prep(w *worker.Worker, i int32, link uint8) *uring.SQE {
 	if link != 0 {
 		w.Linked()
 	}
-	if d := t.p.timeoutOf(i); d > 0 {
-		t.prepDeadline(w, s, i, d)
+	if t.p.timeoutOf(i) > 0 {
+		t.prepDeadline(w, s, i, first)
 	}
 	return s
 }
 
-// prepDeadline links a timeout of d to node i's SQE s; both CQEs come
-// back. A node with a deadline is linked to no other (kernelLink).
-func (t *task) prepDeadline(w *worker.Worker, s *uring.SQE, i int32, d time.Duration) {
+// prepDeadline links node i's deadline to its SQE s as a link timeout;
+// both CQEs come back. The deadline is a point in time, set when the node
+// is first sent, so that a node that goes on (a short write, a readfile's
+// next read) keeps it. A node with a deadline is linked to no other
+// (kernelLink).
+func (t *task) prepDeadline(w *worker.Worker, s *uring.SQE, i int32, first bool) {
 	s.Flags |= uring.SQEIOLink
 	ts := &t.st.deadline[i]
-	*ts = unix.NsecToTimespec(int64(d))
+	if first {
+		unix.ClockGettime(unix.CLOCK_MONOTONIC, ts)
+		*ts = unix.NsecToTimespec(ts.Nano() + int64(t.p.timeoutOf(i)))
+	}
 	lt := w.SQE(auxBit | deadBit | uint64(i))
-	lt.PrepLinkTimeout(ts, 0)
+	lt.PrepLinkTimeout(ts, uring.TimeoutAbs)
 	t.inflight++
 	t.sqes++
 	t.st.node[i].parts++
@@ -503,15 +513,12 @@ func (t *task) settle(w *worker.Worker, i int32, status uint8) (_ uint8, more bo
 			st.size[i] = int64((*unix.Statx_t)(unsafe.Pointer(&b[0])).Size)
 		}
 	case dag.OpOpen:
-		// An open that did not succeed installed nothing, and nothing
-		// linked behind it still runs: no hard link follows an open
-		// (plan.kernelLink), and the kernel cancels the rest of the chain.
 		if h := p.handle[i]; status != stOK && st.alive[h] {
-			t.freeSlot(w, h)
+			t.failedOpen(w, i, status)
 		}
 	case dag.OpClose: // one that ran emptied its slot, whatever its result
 		if h := p.handle[i]; status != stCanceled && st.alive[h] {
-			t.freeSlot(w, h)
+			t.freeSlot(w, h, false)
 		}
 	case dag.OpRename:
 		if status != stCanceled {
@@ -526,8 +533,33 @@ func (t *task) settle(w *worker.Worker, i int32, status uint8) (_ uint8, more bo
 	return status, false
 }
 
-func (t *task) freeSlot(w *worker.Worker, h int32) {
-	w.FreeSlot(t.st.slot[h])
+// failedOpen frees the slot of open i, which did not succeed; nothing
+// linked behind it still runs (no hard link follows an open, see
+// plan.kernelLink, and the kernel cancels the rest of the chain). One its
+// deadline cut short may have installed its file. A bound open's error
+// names the path it opened.
+func (t *task) failedOpen(w *worker.Worker, i int32, status uint8) {
+	st, n := t.st, &t.st.node[i]
+	t.freeSlot(w, t.p.handle[i], n.expired)
+	if status != stFailed || t.p.nodes[i].Bind == nil {
+		return
+	}
+	b := st.buf[i][unsafe.Sizeof(uring.OpenHow{}):]
+	err := error(syscall.Errno(-n.res))
+	if n.expired {
+		err = os.ErrDeadlineExceeded
+	}
+	st.err[i] = &os.PathError{Op: "open", Path: string(b[:bytes.IndexByte(b, 0)]), Err: err}
+}
+
+// freeSlot frees handle h's slot; installed: a file may be in it, which
+// the ring closes first.
+func (t *task) freeSlot(w *worker.Worker, h int32, installed bool) {
+	if installed {
+		w.ClearSlot(t.st.slot[h])
+	} else {
+		w.FreeSlot(t.st.slot[h])
+	}
 	t.st.alive[h] = false
 }
 

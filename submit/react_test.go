@@ -293,6 +293,28 @@ func TestHooks(t *testing.T) {
 	}
 }
 
+// TestFailedOpenHandle: an open that a hook fails leaves no handle, as an
+// open the kernel failed: what uses the handle over a finally-edge is
+// canceled (it used to read the file). An open whose binding chose the
+// path fails with that path, as package os says it.
+func TestFailedOpenHandle(t *testing.T) {
+	vetoed := dag.NewBuilder("vetoed open")
+	vetoed.AddFile(dag.FileSpec{Name: "f", Size: 16})
+	o := vetoed.Open("open", "f", unix.O_RDONLY, "h").Then(func(dag.Inputs, dag.Result) error {
+		return errors.New("not this file")
+	})
+	vetoed.Close("close", dag.Handle("h")).Finally(vetoed.Read("read", dag.Handle("h"), 0, 16).Finally(o))
+	canceled := ending{StatusCanceled, `canceled: node "open" did not succeed`}
+	checkStates(t, "hook", mustBuild(t, vetoed), map[string]ending{"open": {StatusFailed, "not this file"}, "read": canceled, "close": canceled})
+
+	bound := dag.NewBuilder("bound open")
+	bound.Open("open", "placeholder", unix.O_RDONLY, "h").Bind(func(_ dag.Inputs, p *dag.Params) error {
+		p.Path = "missing"
+		return nil
+	})
+	checkStates(t, "bound", mustBuild(t, bound), map[string]ending{"open": {StatusFailed, "open missing: no such file or directory"}})
+}
+
 // TestHookNotOnCanceled: a node's hook runs only if the node ran (ok or
 // failed), in every mode: not for a read that its failed open canceled,
 // whether the read was kernel-linked behind the open (graph, link) and

@@ -54,8 +54,8 @@ func (t *task) prepReadFile(w *worker.Worker, s *uring.SQE, i int32) {
 	w.Linked()
 }
 
-// prepRead sends readfile node i's next read, into the rest of its buffer
-// (its deadline is linked to the first).
+// prepRead sends readfile node i's next read, into the rest of its buffer,
+// with its deadline (readSQEs).
 func (t *task) prepRead(w *worker.Worker, i int32) {
 	st := t.st
 	b, done := st.buf[i], int(st.moved[i])
@@ -64,8 +64,8 @@ func (t *task) prepRead(w *worker.Worker, i int32) {
 	r.Flags |= uring.SQEFixedFile | t.hot[i].sqeFlags // Async: its requests go to io-wq
 	t.inflight++
 	t.sqes++
-	if d := t.p.timeoutOf(i); d > 0 && done == 0 {
-		t.prepDeadline(w, r, i, d)
+	if t.p.timeoutOf(i) > 0 {
+		t.prepDeadline(w, r, i, done == 0)
 	}
 }
 
@@ -114,7 +114,7 @@ func (t *task) growReadFile(w *worker.Worker, i int32) uint8 {
 	copy(nb[rfHead:], st.buf[i][rfHead:rfHead+done])
 	w.PutBuf(st.buf[i])
 	st.buf[i] = nb
-	if w.Room() == 0 { // the SQ is full of this turn's requests: the next Prep sends it
+	if w.Room() < t.readSQEs(i) { // the SQ is full of this turn's requests: the next Prep sends it
 		t.readOn = append(t.readOn, i)
 	} else {
 		t.prepRead(w, i)
@@ -125,8 +125,11 @@ func (t *task) growReadFile(w *worker.Worker, i int32) uint8 {
 // sendReadOn sends the reads growReadFile could not, as room allows; after
 // a cancellation it ends their nodes canceled instead.
 func (t *task) sendReadOn(w *worker.Worker) {
-	for len(t.readOn) > 0 && (t.canceled || w.Room() > 0) {
+	for len(t.readOn) > 0 {
 		i := t.readOn[len(t.readOn)-1]
+		if !t.canceled && w.Room() < t.readSQEs(i) {
+			return
+		}
 		t.readOn = t.readOn[:len(t.readOn)-1]
 		if t.canceled {
 			t.st.node[i].res = -int32(unix.ECANCELED)
@@ -137,6 +140,10 @@ func (t *task) sendReadOn(w *worker.Worker) {
 	}
 }
 
+// readSQEs returns how many SQEs readfile node i's next read takes: all
+// of the node's but the open.
+func (t *task) readSQEs(i int32) int { return t.sqesOf(i) - 1 }
+
 // closeReadFile closes node i's slot, freed when the close completes.
 func (t *task) closeReadFile(w *worker.Worker, i int32) {
 	st := t.st
@@ -145,13 +152,12 @@ func (t *task) closeReadFile(w *worker.Worker, i int32) {
 		return
 	}
 	if st.size[i] < 0 {
-		t.freeSlot(w, h) // the open installed nothing
+		t.freeSlot(w, h, false) // the open installed nothing
 		return
 	}
 	c := w.SQE(auxBit | uint64(i))
 	if c == nil {
-		w.ClearSlot(st.slot[h]) // no room: closed now, without the ring
-		st.alive[h] = false
+		t.freeSlot(w, h, true) // no room: closed now, without the ring
 		return
 	}
 	c.PrepCloseDirect(st.slot[h])
@@ -163,6 +169,6 @@ func (t *task) closeReadFile(w *worker.Worker, i int32) {
 func (t *task) completeAux(w *worker.Worker, c *uring.CQE) {
 	i := int32(c.UserData & indexMask)
 	if h := t.p.handle[i]; h >= 0 && t.st.alive[h] {
-		t.freeSlot(w, h)
+		t.freeSlot(w, h, false)
 	}
 }

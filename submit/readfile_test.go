@@ -10,10 +10,12 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/iodag/iodag/dag"
 	"github.com/iodag/iodag/workers"
+	"golang.org/x/sys/unix"
 )
 
 // TestReadFile: a readfile reads a whole file of any size in one node, in
@@ -111,30 +113,73 @@ func TestReadFileCap(t *testing.T) {
 
 // TestReadFileFullSQ: readfiles whose reads complete together, more of
 // them than the SQ holds (Async: io-wq completes them while the worker
-// waits), read their whole files: a next read that finds the SQ full
-// goes down in the next turn.
+// waits), read their whole files in every mode: a next read that finds
+// too little room goes down in a later turn. With deadlines, each next
+// read takes two SQEs; on the smallest budget a pool allows (3 in
+// flight), a node takes all of it (its open, its read, the deadline).
 func TestReadFileFullSQ(t *testing.T) {
 	root := t.TempDir()
 	const files, size = 64, 8*rfFirst + 1 // four reads a file
 	want := bytes.Repeat([]byte{'x'}, size)
-	b := dag.NewBuilder("full sq")
 	for i := range files {
-		name := fmt.Sprint(i)
-		must(t, os.WriteFile(filepath.Join(root, name), want, 0o644))
-		b.ReadFile(name, name).Keep().Async()
+		must(t, os.WriteFile(filepath.Join(root, fmt.Sprint(i)), want, 0o644))
 	}
+	for _, tc := range []struct {
+		name     string
+		cfg      workers.Config
+		deadline time.Duration
+	}{
+		{"4 entries", workers.Config{Workers: 1, Entries: 4}, 0},
+		{"4 entries, deadlines", workers.Config{Workers: 1, Entries: 4}, time.Hour},
+		{"3 in flight, deadlines", workers.Config{Workers: 1, Entries: 3, InFlight: 3}, time.Hour},
+	} {
+		b := dag.NewBuilder("full sq")
+		for i := range files {
+			rf := b.ReadFile(fmt.Sprint(i), fmt.Sprint(i)).Keep().Async()
+			if tc.deadline > 0 {
+				rf.Timeout(tc.deadline)
+			}
+		}
+		g := mustBuild(t, b)
+		pool := newPool(t, tc.cfg)
+		for _, m := range Modes() {
+			t.Run(tc.name+"/"+m.String(), func(t *testing.T) {
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // a backstop
+				defer cancel()
+				rep, err := Run(ctx, pool, g, m, Options{Root: root})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, n := range rep.Nodes {
+					if !bytes.Equal(n.Data, want) {
+						t.Fatalf("node %s: %d bytes, want %d", n.ID, len(n.Data), size)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestReadFileStarved: a readfile that waits for a slot while two open
+// handles hold both of the worker's fails with EMFILE in every mode, and
+// the handles' closes run (waves mode passed over it again and again, and
+// the run never ended).
+func TestReadFileStarved(t *testing.T) {
+	b := dag.NewBuilder("starved readfile")
+	b.AddFile(dag.FileSpec{Name: "f", Size: 16})
+	o1 := b.Open("o1", "f", unix.O_RDONLY, "h1")
+	o2 := b.Open("o2", "f", unix.O_RDONLY, "h2")
+	rf := b.ReadFile("rf", "f").After(o1, o2)
+	b.Close("c1", dag.Handle("h1")).Finally(rf)
+	b.Close("c2", dag.Handle("h2")).Finally(rf)
 	g := mustBuild(t, b)
-	pool := newPool(t, workers.Config{Workers: 1, Entries: 4})
+	ok := outcome{StatusOK, 0, "", 0}
+	want := map[string]outcome{"o1": ok, "o2": ok, "rf": {StatusFailed, -int32(unix.EMFILE), "", 0}, "c1": ok, "c2": ok}
 	for _, m := range Modes() {
 		t.Run(m.String(), func(t *testing.T) {
-			rep, err := Run(context.Background(), pool, g, m, Options{Root: root})
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, n := range rep.Nodes {
-				if !bytes.Equal(n.Data, want) {
-					t.Fatalf("node %s: %d bytes, want %d", n.ID, len(n.Data), size)
-				}
+			pool := newPool(t, workers.Config{Workers: 1, Files: 2})
+			if diff := cmp.Diff(want, outcomes(runBounded(t, pool, g, m))); diff != "" {
+				t.Errorf("outcomes (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -626,50 +626,70 @@ func TestCancelCauseUncomparable(t *testing.T) {
 	}
 }
 
-// TestNoRoomIsNotEMFILE: a run whose nodes find the worker's in-flight
-// budget full, while another run holds the only fixed-file slot, waits
-// for room; its NOPs, which need no slot, must not fail with EMFILE.
+// TestNoRoomIsNotEMFILE: a run whose nodes find too little of the
+// worker's in-flight budget left, while another run holds the only
+// fixed-file slot, waits for room; its nodes, which need no slot, must not
+// fail with EMFILE: NOPs with no room at all, or a NOP with a deadline
+// (two SQEs) with room for one.
 func TestNoRoomIsNotEMFILE(t *testing.T) {
-	pool := newPool(t, workers.Config{Workers: 1, InFlight: 1, Files: 1})
+	nops := dag.NewBuilder("nops")
+	nops.Nop("n2").After(nops.Nop("n1"))
+	deadline := dag.NewBuilder("deadline")
+	deadline.Nop("n1").Timeout(time.Hour)
+	for _, tc := range []struct {
+		name string
+		held int // of the worker's 3 SQEs in flight
+		g    *dag.Graph
+	}{
+		{"no room", 3, mustBuild(t, nops)},
+		{"room for one SQE", 2, mustBuild(t, deadline)},
+	} {
+		for _, m := range Modes() {
+			t.Run(tc.name+"/"+m.String(), func(t *testing.T) {
+				pool := newPool(t, workers.Config{Workers: 1, InFlight: 3, Files: 1})
+				holding, done := holdSlotAndRoom(t, pool, tc.held)
+				<-holding
+				rep, err := Run(context.Background(), pool, tc.g, m, Options{})
+				if err := nodesOnly(err); err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(Counts{OK: tc.g.Len()}, rep.Counts); diff != "" {
+					t.Errorf("beside a run holding the slot and the budget (-want +got):\n%s\n%v", diff, rep.Err())
+				}
+				if err := <-done; err != nil {
+					t.Fatal(err)
+				}
+			})
+		}
+	}
+}
+
+// holdSlotAndRoom starts a run on pool that opens a file into a slot and
+// then keeps n 100 ms timeouts in flight: holding is closed once the slot
+// is held and the timeouts go down next turn, before any run queued
+// meanwhile preps. done gives the run's error.
+func holdSlotAndRoom(t *testing.T, pool *workers.Pool, n int) (holding chan struct{}, done chan error) {
 	root := t.TempDir()
-	holding := make(chan struct{})
+	holding, done = make(chan struct{}), make(chan error, 1)
 	b := dag.NewBuilder("holder")
 	b.AddFile(dag.FileSpec{Name: "x", Size: 10})
 	o := b.Open("open", "x", unix.O_RDONLY, "h").Then(func(dag.Inputs, dag.Result) error {
-		close(holding) // the slot is held; the timeout goes down next turn
+		close(holding)
 		return nil
 	})
-	wait := b.Timeout("wait", 20*time.Millisecond).After(o)
-	b.Close("close", dag.Handle("h")).Finally(wait)
-	holder, err := b.Build()
-	if err != nil {
-		t.Fatal(err)
+	c := b.Close("close", dag.Handle("h"))
+	for k := range n {
+		c.Finally(b.Timeout(fmt.Sprint("wait", k), 100*time.Millisecond).After(o))
 	}
+	holder := mustBuild(t, b)
 	if err := scratch.Create(root, holder); err != nil {
 		t.Fatal(err)
 	}
-	nb := dag.NewBuilder("nops")
-	nb.Nop("n2").After(nb.Nop("n1"))
-	nops, err := nb.Build()
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
 	go func() {
 		_, err := Run(context.Background(), pool, holder, Graph, Options{Root: root})
 		done <- err
 	}()
-	<-holding
-	rep, err := Run(context.Background(), pool, nops, Graph, Options{})
-	if err := nodesOnly(err); err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(Counts{OK: 2}, rep.Counts); diff != "" {
-		t.Errorf("NOPs beside a run holding the slot and the budget (-want +got):\n%s\n%v", diff, rep.Err())
-	}
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	return holding, done
 }
 
 // TestGoTaskMovesDirOnEveryWorker: a Go task renames directory d away and

@@ -1109,6 +1109,30 @@ func TestRepeatDigests(t *testing.T) {
 	}
 }
 
+// TestReportCountsCancels: Report.SQEs and MaxInflight count the
+// ASYNC_CANCELs a canceled run sends: an hour's timeout and, beside it, a
+// Go task that cancels the run make two SQEs, both in flight at once.
+func TestReportCountsCancels(t *testing.T) {
+	pool := newPool(t, workers.Config{Workers: 1})
+	for _, m := range Modes() {
+		t.Run(m.String(), func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			b := dag.NewBuilder("canceled")
+			b.Timeout("slow", time.Hour)
+			b.Go("cancel", func(dag.Inputs) error { cancel(); return nil })
+			rep, err := Run(ctx, pool, mustBuild(t, b), m, Options{})
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("Run = %v, want context.Canceled", err)
+			}
+			got := [3]int{int(rep.SQEs), rep.MaxInflight, rep.Counts.Canceled}
+			if diff := cmp.Diff([3]int{2, 2, 1}, got); diff != "" {
+				t.Errorf("SQEs, MaxInflight, canceled nodes (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 // errOnly returns the error of an Inputs.Run, for a Go task that needs
 // only that.
 func errOnly(_ []dag.Result, err error) error { return err }

@@ -539,7 +539,7 @@ func (t *task) ran(w *worker.Worker, i int32, status uint8) {
 		}
 	}
 	st.node[i].status = status
-	t.conclude(i)
+	t.conclude(w, i)
 	if t.lent != nil {
 		t.lent = nil
 		t.dropBuf(w, i)
@@ -569,9 +569,10 @@ func (t *task) brokeLink(n *nodeState) bool {
 	return !n.hard
 }
 
-// conclude runs the hook (which may fail the node) and the observer of a
-// node that ran or failed; a node canceled in flight has no hook run.
-func (t *task) conclude(i int32) {
+// conclude runs the hook (which may fail the node: an open's handle is
+// then closed) and the observer of a node that ran or failed; a node
+// canceled in flight has no hook run.
+func (t *task) conclude(w *worker.Worker, i int32) {
 	st := t.st
 	if hook := t.p.then[i]; hook != nil && st.node[i].status != stCanceled {
 		t.in.self = i
@@ -582,6 +583,9 @@ func (t *task) conclude(i int32) {
 		t.hooked = i
 		if err := callUser(t, hook, &t.in, r); err != nil && st.node[i].status == stOK {
 			st.node[i].status, st.err[i] = stFailed, err
+			if h := t.p.handle[i]; t.hot[i].op == dag.OpOpen && st.alive[h] {
+				t.freeSlot(w, h, true)
+			}
 		}
 		t.hooked = -1
 	}
@@ -611,7 +615,7 @@ func (t *task) fail(w *worker.Worker, i int32, res int32, err error) {
 	n := &t.st.node[i]
 	n.status, n.res, n.end = stFailed, res, w.Now()
 	t.st.err[i] = err
-	t.conclude(i)
+	t.conclude(w, i)
 	t.ended(w, i)
 }
 
@@ -657,7 +661,9 @@ func (t *task) sendCancels(w *worker.Worker) {
 		s := w.SQE(cancelBit | uint64(i))
 		s.PrepCancel(w.UserData(t.hot[i].userData(i)), 0)
 		t.inflight++
+		t.sqes++
 	}
+	t.maxInflight = max(t.maxInflight, t.inflight)
 }
 
 // releaseHandles empties and frees the slots no close emptied.
@@ -665,8 +671,7 @@ func (t *task) releaseHandles(w *worker.Worker) {
 	st, p := t.st, t.p
 	for _, o := range t.opens {
 		if h := p.handle[o]; st.alive[h] {
-			w.ClearSlot(st.slot[h])
-			st.alive[h] = false
+			t.freeSlot(w, h, true)
 		}
 	}
 }

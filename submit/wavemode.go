@@ -96,11 +96,12 @@ func (m *waveMode) send(w *worker.Worker, u int32) bool {
 	return true
 }
 
-// starve fails the opens that wait for a slot when a whole pass freed none.
+// starve fails the opens and readfiles that wait for a slot when a whole
+// pass freed none.
 func (m *waveMode) starve(w *worker.Worker) {
 	t := m.t
 	for _, u := range m.order {
-		if t.st.node[u].status == stReady && t.hot[u].op == dag.OpOpen {
+		if op := t.hot[u].op; t.st.node[u].status == stReady && (op == dag.OpOpen || op == dag.OpReadFile) {
 			t.fail(w, u, -int32(unix.EMFILE), nil)
 		}
 	}

@@ -591,7 +591,7 @@ func (e *emu) startChain(start, end uint32) {
 // readTimeout reads a TIMEOUT's or LINK_TIMEOUT's timespec and returns
 // how long from now it lasts.
 func readTimeout(s *SQE) (time.Duration, int32) {
-	valid := uint32(timeoutAbs | timeoutBoottime | timeoutRealtime)
+	valid := uint32(TimeoutAbs | timeoutBoottime | timeoutRealtime)
 	if s.Opcode == OpTimeout {
 		valid |= TimeoutETimeSuccess
 	}
@@ -609,7 +609,7 @@ func readTimeout(s *SQE) (time.Duration, int32) {
 	if ts.Sec > int64(1<<62/time.Second) {
 		d = 1 << 62 // a timeout that never fires
 	}
-	if s.OpFlags&timeoutAbs != 0 {
+	if s.OpFlags&TimeoutAbs != 0 {
 		clock := unix.CLOCK_MONOTONIC
 		if s.OpFlags&timeoutBoottime != 0 {
 			clock = unix.CLOCK_BOOTTIME

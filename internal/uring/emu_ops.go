@@ -13,7 +13,6 @@ import (
 
 // Kernel constants only the emulation needs.
 const (
-	timeoutAbs      = 1 << 0  // IORING_TIMEOUT_ABS
 	timeoutBoottime = 1 << 2  // IORING_TIMEOUT_BOOTTIME
 	timeoutRealtime = 1 << 3  // IORING_TIMEOUT_REALTIME
 	cancelUserData  = 1 << 4  // IORING_ASYNC_CANCEL_USERDATA

@@ -265,6 +265,9 @@ const (
 	// for its link, so the requests linked after it run; its res is still
 	// -ETIME (IORING_TIMEOUT_ETIME_SUCCESS).
 	TimeoutETimeSuccess uint32 = 1 << 5
+	// TimeoutAbs makes a timeout's timespec a CLOCK_MONOTONIC time, not a
+	// duration (IORING_TIMEOUT_ABS).
+	TimeoutAbs uint32 = 1 << 0
 	// CancelAll cancels every request matching the key (IORING_ASYNC_CANCEL_ALL).
 	CancelAll uint32 = 1 << 0
 	// CancelAny cancels requests whatever their key (IORING_ASYNC_CANCEL_ANY).
