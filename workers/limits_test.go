@@ -191,8 +191,10 @@ func TestSetupRefused(t *testing.T) {
 		{"negative CPU", workers.Config{CPUs: []int{2, -65}}, nil, "Config.CPUs[1] -65", false},
 		{"too many workers", workers.Config{Workers: 11000}, nil, "Config.Workers 11000: want 1 to 1024", false},
 		{"negative workers", workers.Config{Workers: -5}, nil, "Config.Workers -5", false},
-		{"one entry", workers.Config{Entries: 1}, nil, "Config.Entries 1: want at least 2", false},
+		{"one entry", workers.Config{Entries: 1}, nil, "Config.Entries 1: want at least 3", false},
+		{"two entries", workers.Config{Entries: 2}, nil, "Config.Entries 2: want at least 3", false},
 		{"negative in-flight", workers.Config{InFlight: -1}, nil, "Config.InFlight -1", false},
+		{"in-flight 2", workers.Config{InFlight: 2}, nil, "Config.InFlight 2: want 0 (the most) or at least 3", false},
 		{"negative link width", workers.Config{LinkWidth: -1}, nil, "Config.LinkWidth -1", false},
 	}
 	for _, tc := range cases {

@@ -117,7 +117,7 @@ func (w *Worker) wait(want uint32) error {
 		w.readied = false
 		runtime.Gosched()
 	}
-	if w.state.Swap(stateSleeping)&statePoked != 0 || w.poked || w.queue.fits(w.pool.cfg.MaxTasks-(len(w.tasks)-len(w.freeTags))) {
+	if w.state.Swap(stateSleeping)&statePoked != 0 || w.poked || w.slotFreed || w.queue.fits(w.pool.cfg.MaxTasks-(len(w.tasks)-len(w.freeTags))) {
 		want = 0
 	}
 	var err error
@@ -202,6 +202,7 @@ var sweepBelow = 4
 // returns the fewest CQEs any task needs, at least 1 (the doorbell's).
 func (w *Worker) prep() uint32 {
 	w.takeNews()
+	w.slotFreed = false // this prep sweeps for it
 	want := 0
 	if w.sweep || !w.tracking || len(w.active) <= sweepBelow {
 		want = w.prepAll()

@@ -62,6 +62,12 @@ const DefaultIOWQBounded = 32
 // MaxWorkers bounds Config.Workers: each worker is an OS thread.
 const MaxWorkers = 1024
 
+// MinRoom is the most SQEs a task may need at once (a readfile's open and
+// read and its deadline), which every worker can give: Config.InFlight is
+// at least that, and Config.Entries too, rounded up to a power of two
+// with room for the doorbell's SQE.
+const MinRoom = 3
+
 // Pool is a set of fixed workers. Its methods are safe for concurrent use.
 type Pool struct {
 	cfg     Config
@@ -118,7 +124,7 @@ func start(cfg Config) (*Pool, error) {
 	errs := make([]error, cfg.Workers)
 	var started sync.WaitGroup
 	for i := range cfg.Workers {
-		w := &Worker{pool: p, id: i, queue: &queue{}, stale: true, syscalls: cfg.Backend == Syscalls}
+		w := &Worker{pool: p, id: i, queue: &queue{}, efd: -1, stale: true, syscalls: cfg.Backend == Syscalls}
 		p.workers = append(p.workers, w)
 		started.Add(1)
 		p.wg.Add(1)
@@ -142,16 +148,16 @@ func (cfg *Config) check() error {
 	switch {
 	case cfg.Workers < 0 || cfg.Workers > MaxWorkers:
 		return fmt.Errorf("workers: Config.Workers %d: want 1 to %d (0 for 1)", cfg.Workers, MaxWorkers)
-	case cfg.Entries == 1:
-		return errors.New("workers: Config.Entries 1: want at least 2 (each worker's doorbell takes an SQE; 0 for 256)")
+	case cfg.Entries > 0 && cfg.Entries < MinRoom:
+		return fmt.Errorf("workers: Config.Entries %d: want at least %d (0 for 256): a node may take %[2]d SQEs at once, and the worker's doorbell one more", cfg.Entries, MinRoom)
 	case cfg.MaxTasks < 0 || cfg.MaxTasks > MaxTasks || cfg.MaxTasks > 0 && cfg.MaxTasks <= DepthReserve:
 		return fmt.Errorf("workers: Config.MaxTasks %d: want %d to %d (0 for the most)", cfg.MaxTasks, DepthReserve+1, MaxTasks)
 	case cfg.LinkWidth < 0:
 		return fmt.Errorf("workers: Config.LinkWidth %d: want 0 (the default, %d) or more", cfg.LinkWidth, DefaultLinkWidth)
 	case cfg.Backend > Syscalls:
 		return fmt.Errorf("workers: Config.Backend %d: want Auto, IOURing or Syscalls", cfg.Backend)
-	case cfg.InFlight < 0:
-		return fmt.Errorf("workers: Config.InFlight %d: want 0 (the most) or more", cfg.InFlight)
+	case cfg.InFlight < 0 || cfg.InFlight > 0 && cfg.InFlight < MinRoom:
+		return fmt.Errorf("workers: Config.InFlight %d: want 0 (the most) or at least %d: a node may take %[2]d SQEs at once", cfg.InFlight, MinRoom)
 	}
 	for i, c := range cfg.CPUs {
 		if c < 0 {

@@ -93,9 +93,10 @@ type Worker struct {
 	queue *queue
 	ring  *uring.Ring
 
-	// efd is the doorbell's eventfd. A wake writes it after its swap of
-	// state, from any goroutine, so it is closed only under efdMu and written
-	// only while open: else a late wake could write into the fd's next file.
+	// efd is the doorbell's eventfd (io_uring only; -1 if none). A wake
+	// writes it after its swap of state, from any goroutine, so it is
+	// closed only under efdMu and written only while open: else a late wake
+	// could write into the fd's next file.
 	efdMu    sync.RWMutex
 	efd      int
 	syscalls bool   // the ring is uring.NewSyscalls's: a wake is Ring.Wake, no doorbell
@@ -116,6 +117,7 @@ type Worker struct {
 	sweep      bool
 	tracking   bool // the last prepAll kept what prepDue needs
 	slotWait   bool // a task found no free slot: a freed one sweeps
+	slotFreed  bool // one was freed since the turn's prep began: the wait must not block
 	wokenSpare []int
 
 	cur         uint64 // tag of the task being called, shifted
@@ -229,7 +231,7 @@ func (w *Worker) AllocSlot() (uint32, bool) {
 func (w *Worker) FreeSlot(s uint32) {
 	w.slots = append(w.slots, s)
 	if w.slotWait {
-		w.slotWait, w.sweep = false, true
+		w.slotWait, w.sweep, w.slotFreed = false, true, true
 	}
 }
 
@@ -341,7 +343,7 @@ func (w *Worker) wake() {
 	}
 	one := [8]byte{1}
 	w.efdMu.RLock()
-	if w.efd > 0 {
+	if w.efd >= 0 {
 		unix.Write(w.efd, one[:])
 	}
 	w.efdMu.RUnlock()
@@ -390,9 +392,14 @@ func (w *Worker) setup() error {
 	if cfg.InFlight > 0 {
 		w.inflightCap = min(w.inflightCap, cfg.InFlight)
 	}
-	if w.efd, err = unix.Eventfd(0, unix.EFD_CLOEXEC); err != nil {
+	if w.syscalls {
+		return nil // a wake is Ring.Wake: no doorbell
+	}
+	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC)
+	if err != nil {
 		return fmt.Errorf("eventfd: %w", err)
 	}
+	w.efd = efd
 	if w.arena, err = uring.NewArena(8); err != nil {
 		return err
 	}
@@ -405,7 +412,7 @@ func (w *Worker) teardown() {
 		w.closeErr = w.ring.Close() // cancels the doorbell read
 	}
 	w.efdMu.Lock()
-	if w.efd > 0 {
+	if w.efd >= 0 {
 		unix.Close(w.efd)
 	}
 	w.efd = -1

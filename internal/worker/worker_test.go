@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"reflect"
 	"sync/atomic"
 	"testing"
@@ -526,5 +527,129 @@ func TestPrepsWhoWait(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// slotWaiter wants a fixed-file slot once armed, with nothing in flight:
+// only a freed slot gets it prepped again.
+type slotWaiter struct {
+	armed bool
+	done  chan struct{}
+}
+
+func (t *slotWaiter) Start(*Worker) error { return nil }
+func (t *slotWaiter) Prep(w *Worker) (int, bool) {
+	if !t.armed {
+		return 0, false
+	}
+	s, ok := w.AllocSlot()
+	if ok {
+		w.FreeSlot(s)
+	}
+	return 0, ok
+}
+func (*slotWaiter) Complete(*Worker, []uring.CQE) {}
+func (*slotWaiter) Wait(*Worker) int              { return 1 }
+func (t *slotWaiter) Finish(*Worker, error)       { close(t.done) }
+func (*slotWaiter) Abort()                        {}
+
+// slotHolder takes the only slot as it starts (arming the waiter), and
+// frees it in the Prep after its timeout completes.
+type slotHolder struct {
+	waiter    *slotWaiter
+	slot      uint32
+	ts        unix.Timespec
+	sent, got bool
+}
+
+func (t *slotHolder) Start(w *Worker) error {
+	t.slot, _ = w.AllocSlot()
+	t.waiter.armed = true
+	return nil
+}
+func (t *slotHolder) Prep(w *Worker) (int, bool) {
+	switch {
+	case !t.sent:
+		w.SQE(1).PrepTimeout(&t.ts, 0, 0)
+		t.sent = true
+	case t.got:
+		w.FreeSlot(t.slot) // in the round that prepped the waiter already
+		return 0, true
+	}
+	return 1, false
+}
+func (t *slotHolder) Complete(*Worker, []uring.CQE) { t.got = true }
+func (*slotHolder) Wait(*Worker) int                { return 1 }
+func (*slotHolder) Finish(*Worker, error)           {}
+func (*slotHolder) Abort()                          {}
+
+// TestSlotFreedInPrep: a slot freed in a Prep (or a Finish, as a run's
+// handles are) after a task earlier in the round found none gets that
+// task prepped again at once: the worker used to sleep until some other
+// completion or wake came, here never.
+func TestSlotFreedInPrep(t *testing.T) {
+	for name, b := range map[string]Backend{"io_uring": IOURing, "syscalls": Syscalls} {
+		t.Run(name, func(t *testing.T) {
+			p, err := New(Config{Workers: 1, Files: 1, Backend: b})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			a := &slotWaiter{done: make(chan struct{})}
+			h := &slotHolder{waiter: a, ts: unix.Timespec{Nsec: 1e6}}
+			for _, task := range []Task{a, h} { // a is prepped before h
+				if err := p.GoOn(0, task); err != nil {
+					t.Fatal(err)
+				}
+			}
+			select {
+			case <-a.done:
+			case <-time.After(5 * time.Second):
+				t.Fatal("the task waiting for a slot was not prepped after the slot was freed")
+			}
+		})
+	}
+}
+
+// TestDoorbellOnFdZero: a worker whose doorbell eventfd is fd 0 (a
+// program that closed its stdin) is woken by it, and closes it: fd 0
+// read as "no eventfd", so a task handed to the sleeping worker never ran
+// and Close waited for it forever.
+func TestDoorbellOnFdZero(t *testing.T) {
+	saved, err := unix.Dup(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		unix.Dup3(saved, 0, 0)
+		unix.Close(saved)
+	}()
+	p, err := New(Config{Workers: 1, Backend: IOURing})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := p.workers[0]
+	// The doorbell's read holds its file: moved to fd 0, it still reads it.
+	w.efdMu.Lock()
+	if err := unix.Dup3(w.efd, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	unix.Close(w.efd)
+	w.efd = 0
+	w.efdMu.Unlock()
+	task := doneTask{make(chan int, 1)}
+	if err := p.GoOn(0, task); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-task.finished:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a task handed to the worker did not run: its doorbell on fd 0 was not rung")
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if link, err := os.Readlink("/proc/self/fd/0"); err == nil && link == "anon_inode:[eventfd]" {
+		t.Errorf("fd 0 is still the doorbell's eventfd after Close")
 	}
 }
