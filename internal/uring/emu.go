@@ -478,7 +478,7 @@ func (e *emu) runInline(start, end uint32) {
 			broken = res < 0 && s.Flags&SQEIOHardlink == 0
 		}
 		e.post(s.UserData, res, 0)
-		e.stopMatched(true)
+		e.stopMatched()
 	}
 }
 
@@ -658,7 +658,7 @@ func (e *emu) advance(ch *chain, inline bool) {
 			e.complete(q, nopRes(&q.sqe), 0)
 		case q.sqe.Opcode == OpAsyncCancel:
 			e.complete(q, e.cancel(&q.sqe, q), 0)
-			e.stopMatched(inline)
+			e.stopMatched()
 		case q.sqe.Opcode == OpLinkTimeout:
 			e.complete(q, -int32(unix.EINVAL), 0) // first of its chain: it guards nothing
 		case q.sqe.Opcode == OpTimeout:
@@ -869,8 +869,10 @@ func (e *emu) cancel(s *SQE, self *req) int32 {
 
 // stopMatched stops the requests the last cancel matched; lock held.
 // Queued or parked ones complete with -ECANCELED now; one in a system
-// call gets graceWait to return before it is abandoned.
-func (e *emu) stopMatched(inline bool) {
+// call gets graceWait to return before it is abandoned. A chain it stops
+// goes on as from the enter: what blocks goes to a goroutine of its own,
+// not the canceling chain's.
+func (e *emu) stopMatched() {
 	for len(e.stops) > 0 {
 		q := e.stops[0]
 		e.stops = e.stops[:copy(e.stops, e.stops[1:])]
@@ -880,7 +882,7 @@ func (e *emu) stopMatched(inline bool) {
 			e.complete(q, -int32(unix.ECANCELED), 0) // its chain passes it
 		case q.parked:
 			e.complete(q, -int32(unix.ECANCELED), 0)
-			e.takeOver(q, inline)
+			e.takeOver(q, true)
 		case !q.cancelReq:
 			q.cancelReq = true
 			q.timer = time.AfterFunc(graceWait, func() {

@@ -274,6 +274,43 @@ func TestCancelParkedRead(t *testing.T) {
 	})
 }
 
+// TestCancelInChainGoesOn: a chain whose ASYNC_CANCEL ends another
+// chain's timeout goes on at once, on both kinds of ring; the other
+// chain's next request (hard-linked: it runs) waits for a pipe elsewhere.
+// The emulation ran that read on the canceling chain's goroutine, so the
+// canceling chain's NOP waited for the pipe too.
+func TestCancelInChainGoesOn(t *testing.T) {
+	eachKind(t, func(t *testing.T, k ringKind) {
+		r := k.ring(t, 16, Options{})
+		a := newArena(t, 4096)
+		rfd, wfd := pipe(t)
+		s := getSQE(t, r)
+		s.PrepTimeout(timespec(a, 3600e9), 0, 0)
+		s.UserData, s.Flags = 10, SQEIOHardlink
+		s = getSQE(t, r)
+		s.PrepRead(int32(rfd), a.Alloc(1, 1), 0)
+		s.UserData = 11
+		submit(t, r) // the timeout is armed
+		s = getSQE(t, r)
+		s.PrepStatx(openDir(t, t.TempDir()), cString(a, "."), 0, unix.STATX_BASIC_STATS, arenaValue(a, unix.Statx_t{}))
+		s.UserData, s.Flags = 20, SQEIOLink // a system call: the chain goes on off the enter
+		s = getSQE(t, r)
+		s.PrepCancel(10, 0)
+		s.UserData, s.Flags = 21, SQEIOLink
+		getSQE(t, r).PrepNop()
+		want := map[uint64]int32{10: eCANCELED, 20: 0, 21: 0, 0: 0}
+		if diff := cmp.Diff(want, results(t, reap(t, r, 4), want)); diff != "" {
+			t.Errorf("the canceling chain and the timeout (-want +got):\n%s", diff)
+		}
+		if _, err := unix.Write(wfd, []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(map[uint64]int32{11: 1}, results(t, reap(t, r, 1), nil)); diff != "" {
+			t.Errorf("the read after the timeout (-want +got):\n%s", diff)
+		}
+	})
+}
+
 // TestCancelAll cancels every queued timeout with one user_data.
 func TestCancelAll(t *testing.T) {
 	eachKind(t, func(t *testing.T, k ringKind) {
