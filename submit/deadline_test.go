@@ -19,13 +19,15 @@ import (
 // completed by then fails with an error matching os.ErrDeadlineExceeded,
 // whatever its op, in every mode; its dependents follow the usual rules
 // (an after-edge cancels, a finally-edge runs); a node that completes in
-// time is not touched. A readfile's deadline covers its later reads too
-// (only its first read had one: a FIFO that gave a first read's worth and
-// then nothing held the run until its context ended).
+// time is not touched. A readfile's deadline covers its open and its
+// later reads too (only its first read had one: a FIFO that gave a first
+// read's worth and then nothing, or one with no writer, whose open blocks
+// on the syscall backend, held the run until its context ended).
 func TestDeadline(t *testing.T) {
 	root := t.TempDir()
 	mkfifo(t, filepath.Join(root, "fifo"))
 	mkfifo(t, filepath.Join(root, "stalls"))
+	mkfifo(t, filepath.Join(root, "no writer"))
 	writer, err := os.OpenFile(filepath.Join(root, "stalls"), os.O_RDWR, 0) // a writer that stays: reads wait
 	must(t, err)
 	defer writer.Close()
@@ -46,6 +48,7 @@ func TestDeadline(t *testing.T) {
 	}).Timeout(short)
 	b.ReadFile("readfile", "file").Timeout(time.Hour)
 	b.ReadFile("readfile stalls", "stalls").Timeout(short)
+	b.ReadFile("readfile no writer", "no writer").Timeout(short)
 	b.Nop("nop").Timeout(time.Hour)
 	g := mustBuild(t, b)
 	pool := newPool(t, workers.Config{Workers: 2})
@@ -70,7 +73,7 @@ func TestDeadline(t *testing.T) {
 			want := map[string]string{
 				"open fifo": "ok", "read fifo": "failed", "after read": "canceled", "close fifo": "ok",
 				"slow": "failed", "after slow": "canceled", "go": "failed", "readfile": "ok", "nop": "ok",
-				"readfile stalls": "failed",
+				"readfile stalls": "failed", "readfile no writer": "failed",
 			}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)

@@ -107,14 +107,13 @@ func (t *task) takeSome(w *worker.Worker, i int32) int32 {
 // sqesOf returns how many SQEs node i goes down as: at most
 // worker.MinRoom, which every worker can give.
 func (t *task) sqesOf(i int32) int {
-	n := 1
 	if t.hot[i].op == dag.OpReadFile {
-		n++
+		return 2 * t.readSQEs(i) // its open and its read, each with its deadline
 	}
 	if t.p.timeoutOf(i) > 0 {
-		n++
+		return 2
 	}
-	return n
+	return 1
 }
 
 // bind calls node i's binding on prm and checks what it chose.
@@ -351,12 +350,12 @@ func (t *task) prep(w *worker.Worker, i int32, link uint8) *uring.SQE {
 	return s
 }
 
-// prepDeadline links node i's deadline to its SQE s as a link timeout;
-// both CQEs come back. The deadline is a point in time, set when the node
-// is first sent, so that a node that goes on (a short write, a readfile's
-// next read) keeps it. A node with a deadline is linked to no other
-// (kernelLink).
-func (t *task) prepDeadline(w *worker.Worker, s *uring.SQE, i int32, first bool) {
+// prepDeadline links node i's deadline to its SQE s as a link timeout,
+// and returns that; both CQEs come back. The deadline is a point in time,
+// set when the node is first sent, so that a node that goes on (a short
+// write, a readfile's next request) keeps it. A node with a deadline is
+// linked to no other (kernelLink).
+func (t *task) prepDeadline(w *worker.Worker, s *uring.SQE, i int32, first bool) *uring.SQE {
 	s.Flags |= uring.SQEIOLink
 	ts := &t.st.deadline[i]
 	if first {
@@ -369,6 +368,7 @@ func (t *task) prepDeadline(w *worker.Worker, s *uring.SQE, i int32, first bool)
 	t.sqes++
 	t.st.node[i].parts++
 	w.Linked()
+	return lt
 }
 
 // prepOp fills SQE s for node i, not a NOP or read (apart: prep's frame stays small).

@@ -40,7 +40,8 @@ func (t *task) takeReadFile(w *worker.Worker, i int32) int32 {
 	return taken
 }
 
-// prepReadFile fills s with readfile node i's open, linked to its first read.
+// prepReadFile fills s with readfile node i's open, linked to its first
+// read; a deadline guards each (the open may block: a FIFO, a hung mount).
 func (t *task) prepReadFile(w *worker.Worker, s *uring.SQE, i int32) {
 	st, p := t.st, t.p
 	b, slot := st.buf[i], st.slot[p.handle[i]]
@@ -50,6 +51,9 @@ func (t *task) prepReadFile(w *worker.Worker, s *uring.SQE, i int32) {
 	s.UserData |= rfOpenBit
 	s.Flags |= uring.SQEIOLink | t.hot[i].sqeFlags
 	st.node[i].parts = 1
+	if t.p.timeoutOf(i) > 0 {
+		t.prepDeadline(w, s, i, true).Flags |= uring.SQEIOLink // the read follows it
+	}
 	t.prepRead(w, i)
 	w.Linked()
 }
@@ -65,7 +69,7 @@ func (t *task) prepRead(w *worker.Worker, i int32) {
 	t.inflight++
 	t.sqes++
 	if t.p.timeoutOf(i) > 0 {
-		t.prepDeadline(w, r, i, done == 0)
+		t.prepDeadline(w, r, i, false) // set at the open
 	}
 }
 
@@ -74,8 +78,8 @@ func (t *task) settleReadFile(w *worker.Worker, i int32, status uint8) (_ uint8,
 	st, n := t.st, &t.st.node[i]
 	b := st.buf[i]
 	switch {
-	case st.size[i] < 0: // its open failed; the read was canceled with it
-		n.res, status = int32(st.size[i]), stFailed
+	case st.size[i] < 0 && status == stFailed && !n.expired: // its open failed; the read was canceled with it
+		n.res = int32(st.size[i])
 	case status == stOK:
 		st.moved[i] += n.res
 		if limit := t.p.nodes[i].Len; limit > 0 && int64(st.moved[i]) > limit {
@@ -140,9 +144,14 @@ func (t *task) sendReadOn(w *worker.Worker) {
 	}
 }
 
-// readSQEs returns how many SQEs readfile node i's next read takes: all
-// of the node's but the open.
-func (t *task) readSQEs(i int32) int { return t.sqesOf(i) - 1 }
+// readSQEs returns how many SQEs readfile node i's next read takes: the
+// read, and its deadline.
+func (t *task) readSQEs(i int32) int {
+	if t.p.timeoutOf(i) > 0 {
+		return 2
+	}
+	return 1
+}
 
 // closeReadFile closes node i's slot, freed when the close completes.
 func (t *task) closeReadFile(w *worker.Worker, i int32) {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/iodag/iodag/dag"
+	"github.com/iodag/iodag/internal/worker"
 	"github.com/iodag/iodag/workers"
 	"golang.org/x/sys/unix"
 )
@@ -115,8 +116,9 @@ func TestReadFileCap(t *testing.T) {
 // them than the SQ holds (Async: io-wq completes them while the worker
 // waits), read their whole files in every mode: a next read that finds
 // too little room goes down in a later turn. With deadlines, each next
-// read takes two SQEs; on the smallest budget a pool allows (3 in
-// flight), a node takes all of it (its open, its read, the deadline).
+// read takes two SQEs; on the smallest budget a pool allows (4 in
+// flight), a node takes all of it (its open and its first read, each
+// with its deadline).
 func TestReadFileFullSQ(t *testing.T) {
 	root := t.TempDir()
 	const files, size = 64, 8*rfFirst + 1 // four reads a file
@@ -129,9 +131,9 @@ func TestReadFileFullSQ(t *testing.T) {
 		cfg      workers.Config
 		deadline time.Duration
 	}{
-		{"4 entries", workers.Config{Workers: 1, Entries: 4}, 0},
-		{"4 entries, deadlines", workers.Config{Workers: 1, Entries: 4}, time.Hour},
-		{"3 in flight, deadlines", workers.Config{Workers: 1, Entries: 3, InFlight: 3}, time.Hour},
+		{"8 entries", workers.Config{Workers: 1, Entries: 8}, 0},
+		{"8 entries, deadlines", workers.Config{Workers: 1, Entries: 8}, time.Hour},
+		{"4 in flight, deadlines", workers.Config{Workers: 1, Entries: 5, InFlight: worker.MinRoom}, time.Hour},
 	} {
 		b := dag.NewBuilder("full sq")
 		for i := range files {

@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/iodag/iodag/dag"
 	"github.com/iodag/iodag/internal/shapes"
+	"github.com/iodag/iodag/internal/worker"
 	"github.com/iodag/iodag/scratch"
 	"github.com/iodag/iodag/workers"
 	"golang.org/x/sys/unix"
@@ -638,15 +639,15 @@ func TestNoRoomIsNotEMFILE(t *testing.T) {
 	deadline.Nop("n1").Timeout(time.Hour)
 	for _, tc := range []struct {
 		name string
-		held int // of the worker's 3 SQEs in flight
+		held int // of the worker's worker.MinRoom SQEs in flight
 		g    *dag.Graph
 	}{
-		{"no room", 3, mustBuild(t, nops)},
-		{"room for one SQE", 2, mustBuild(t, deadline)},
+		{"no room", worker.MinRoom, mustBuild(t, nops)},
+		{"room for one SQE", worker.MinRoom - 1, mustBuild(t, deadline)},
 	} {
 		for _, m := range Modes() {
 			t.Run(tc.name+"/"+m.String(), func(t *testing.T) {
-				pool := newPool(t, workers.Config{Workers: 1, InFlight: 3, Files: 1})
+				pool := newPool(t, workers.Config{Workers: 1, InFlight: worker.MinRoom, Files: 1})
 				holding, done := holdSlotAndRoom(t, pool, tc.held)
 				<-holding
 				rep, err := Run(context.Background(), pool, tc.g, m, Options{})
@@ -925,42 +926,59 @@ func TestStreamBounded(t *testing.T) {
 // opened for writing with O_CREAT, which io_uring hands to io-wq at once,
 // with no reader), canceled by the run's context, is canceled with
 // ECANCELED in every mode (it reported ERESTARTSYS, res -512), and the
-// report's JSON reads back.
+// report's JSON reads back. So is a readfile of a FIFO with no writer,
+// whose open (syscall backend) or read (io_uring) blocks: the run did not
+// end on the syscall backend, its cancellation sent to the read alone.
 func TestCanceledFIFOOpen(t *testing.T) {
-	for _, m := range Modes() {
-		t.Run(m.String(), func(t *testing.T) {
-			root := t.TempDir()
-			mkfifo(t, filepath.Join(root, "fifo"))
-			ctx, cancel := context.WithCancel(context.Background())
-			b := dag.NewBuilder("fifo")
+	for _, tc := range []struct {
+		name string
+		node func(b *dag.Builder) dag.Task
+	}{
+		{"open", func(b *dag.Builder) dag.Task {
 			o := b.Open("open", "fifo", unix.O_WRONLY|unix.O_CREAT, "h")
 			b.Close("close", o.Handle()).Finally(o)
-			b.Go("cancel", func(dag.Inputs) error {
-				// The open is in the kernel by the time the Go task runs:
-				// it went down in the same turn, or before.
-				cancel()
-				return nil
+			return o
+		}},
+		{"readfile", func(b *dag.Builder) dag.Task { return b.ReadFile("open", "fifo") }},
+	} {
+		for _, m := range Modes() {
+			t.Run(tc.name+"/"+m.String(), func(t *testing.T) {
+				canceledFIFOOpen(t, m, tc.node)
 			})
-			g := mustBuild(t, b)
-			pool := newPool(t, workers.Config{Workers: 1})
-			rep, err := Run(ctx, pool, g, m, Options{Root: root})
-			if !errors.Is(err, context.Canceled) {
-				t.Fatalf("Run = %v, want context.Canceled", err)
-			}
-			checkFinal(t, g, rep)
-			open := rep.Nodes[o.Index()]
-			if open.Status != StatusCanceled || open.Res != -int32(unix.ECANCELED) || open.Errno != Errno(unix.ECANCELED) {
-				t.Errorf("open: %s, res %d, errno %v; want canceled, res %d, ECANCELED", open.Status, open.Res, open.Errno, -int32(unix.ECANCELED))
-			}
-			data, err := json.Marshal(rep)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var back Report
-			if err := json.Unmarshal(data, &back); err != nil {
-				t.Errorf("json.Unmarshal(the report) = %v", err)
-			}
-		})
+		}
+	}
+}
+
+func canceledFIFOOpen(t *testing.T, m Mode, node func(b *dag.Builder) dag.Task) {
+	root := t.TempDir()
+	mkfifo(t, filepath.Join(root, "fifo"))
+	ctx, cancel := context.WithCancel(context.Background())
+	b := dag.NewBuilder("fifo")
+	o := node(b)
+	b.Go("cancel", func(dag.Inputs) error {
+		// The open is in the kernel by the time the Go task runs:
+		// it went down in the same turn, or before.
+		cancel()
+		return nil
+	})
+	g := mustBuild(t, b)
+	pool := newPool(t, workers.Config{Workers: 1})
+	rep, err := Run(ctx, pool, g, m, Options{Root: root})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run = %v, want context.Canceled", err)
+	}
+	checkFinal(t, g, rep)
+	open := rep.Nodes[o.Index()]
+	if open.Status != StatusCanceled || open.Res != -int32(unix.ECANCELED) || open.Errno != Errno(unix.ECANCELED) {
+		t.Errorf("open: %s, res %d, errno %v; want canceled, res %d, ECANCELED", open.Status, open.Res, open.Errno, -int32(unix.ECANCELED))
+	}
+	data, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Report
+	if err := json.Unmarshal(data, &back); err != nil {
+		t.Errorf("json.Unmarshal(the report) = %v", err)
 	}
 }
 

@@ -650,18 +650,27 @@ func (t *task) cancelAll(w *worker.Worker) {
 }
 
 // sendCancels sends an ASYNC_CANCEL to each node in flight (a Go task is
-// waited for), as room allows.
+// waited for; a readfile's open gets one too), as room allows.
 func (t *task) sendCancels(w *worker.Worker) {
 	st := t.st
-	for ; t.cancelPos < len(t.nodes) && w.Room() > 0; t.cancelPos++ {
+	for ; t.cancelPos < len(t.nodes); t.cancelPos++ {
 		i := t.nodes[t.cancelPos]
 		if st.node[i].status != stInflight || t.hot[i].op == dag.OpGo {
 			continue
 		}
-		s := w.SQE(cancelBit | uint64(i))
-		s.PrepCancel(w.UserData(t.hot[i].userData(i)), 0)
-		t.inflight++
-		t.sqes++
+		keys := [2]uint64{t.hot[i].userData(i), uint64(i) | rfOpenBit}
+		n := 1
+		if t.hot[i].op == dag.OpReadFile {
+			n = 2
+		}
+		if w.Room() < n {
+			break
+		}
+		for _, k := range keys[:n] {
+			w.SQE(cancelBit|uint64(i)).PrepCancel(w.UserData(k), 0)
+		}
+		t.inflight += n
+		t.sqes += uint64(n)
 	}
 	t.maxInflight = max(t.maxInflight, t.inflight)
 }

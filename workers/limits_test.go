@@ -151,7 +151,7 @@ func TestConfigInForce(t *testing.T) {
 		width int
 	}{
 		{"defaults", workers.Config{}, size{1, 256, 511, time.Second, 32}, 8},
-		{"entries rounded up", workers.Config{Entries: 3}, size{1, 4, 7, time.Second, 32}, 8},
+		{"entries rounded up", workers.Config{Entries: 5}, size{1, 8, 15, time.Second, 32}, 8},
 		{"in-flight bound, trim and io-wq kept", workers.Config{Workers: 2, Entries: 100, InFlight: 10, IdleTrim: -1, IOWQBounded: 4}, size{2, 128, 10, -1, 4}, 8},
 		{"link width kept", workers.Config{Workers: 3, LinkWidth: 1000}, size{3, 256, 511, time.Second, 32}, 1000},
 	} {
@@ -191,10 +191,10 @@ func TestSetupRefused(t *testing.T) {
 		{"negative CPU", workers.Config{CPUs: []int{2, -65}}, nil, "Config.CPUs[1] -65", false},
 		{"too many workers", workers.Config{Workers: 11000}, nil, "Config.Workers 11000: want 1 to 1024", false},
 		{"negative workers", workers.Config{Workers: -5}, nil, "Config.Workers -5", false},
-		{"one entry", workers.Config{Entries: 1}, nil, "Config.Entries 1: want at least 3", false},
-		{"two entries", workers.Config{Entries: 2}, nil, "Config.Entries 2: want at least 3", false},
+		{"one entry", workers.Config{Entries: 1}, nil, "Config.Entries 1: want at least 5", false},
+		{"four entries", workers.Config{Entries: 4}, nil, "Config.Entries 4: want at least 5", false},
 		{"negative in-flight", workers.Config{InFlight: -1}, nil, "Config.InFlight -1", false},
-		{"in-flight 2", workers.Config{InFlight: 2}, nil, "Config.InFlight 2: want 0 (the most) or at least 3", false},
+		{"in-flight 3", workers.Config{InFlight: 3}, nil, "Config.InFlight 3: want 0 (the most) or at least 4", false},
 		{"negative link width", workers.Config{LinkWidth: -1}, nil, "Config.LinkWidth -1", false},
 	}
 	for _, tc := range cases {

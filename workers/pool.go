@@ -29,14 +29,14 @@ type Config struct {
 	// worker still adds 44-66% to many goroutines each running small
 	// graphs (BenchmarkSmallRuns in package submit).
 	Workers int
-	// Entries is each ring's SQ size (default 256, at least 3: a node may
-	// take 3 SQEs at once, and the worker's doorbell one more; the kernel
+	// Entries is each ring's SQ size (default 256, at least 5: a node may
+	// take 4 SQEs at once, and the worker's doorbell one more; the kernel
 	// rounds it up to a power of two, and Pool.Config reports that); the
 	// CQ is twice that.
 	Entries uint32
 	// InFlight bounds the SQEs one worker keeps in flight (default and
 	// maximum: the CQ size less one CQE kept for the worker's doorbell,
-	// so the CQ never overflows; at least 3, what a node may take at once).
+	// so the CQ never overflows; at least 4, what a node may take at once).
 	InFlight int
 	// Files is the size of each worker's fixed-file table: the most
 	// files a run can hold open at once on one worker (default and

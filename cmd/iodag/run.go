@@ -300,8 +300,8 @@ func (f poolFlags) check() error {
 	if *f.workers < 1 || *f.workers > 1024 {
 		return fmt.Errorf("--workers %d: want 1 to 1024", *f.workers)
 	}
-	if *f.ring < 3 || *f.ring > 32768 {
-		return fmt.Errorf("--ring %d: want 3 to 32768", *f.ring)
+	if *f.ring < 5 || *f.ring > 32768 {
+		return fmt.Errorf("--ring %d: want 5 to 32768", *f.ring)
 	}
 	if _, err := workers.ParseBackend(*f.backend); err != nil {
 		return fmt.Errorf("--backend %s: want auto, io_uring or syscalls", *f.backend)

@@ -63,10 +63,9 @@ const DefaultIOWQBounded = 32
 const MaxWorkers = 1024
 
 // MinRoom is the most SQEs a task may need at once (a readfile's open and
-// read and its deadline), which every worker can give: Config.InFlight is
-// at least that, and Config.Entries too, rounded up to a power of two
-// with room for the doorbell's SQE.
-const MinRoom = 3
+// read, each with a deadline), which every worker can give: Config.InFlight
+// is at least that, and Config.Entries more (the doorbell takes an SQE).
+const MinRoom = 4
 
 // Pool is a set of fixed workers. Its methods are safe for concurrent use.
 type Pool struct {
@@ -148,8 +147,8 @@ func (cfg *Config) check() error {
 	switch {
 	case cfg.Workers < 0 || cfg.Workers > MaxWorkers:
 		return fmt.Errorf("workers: Config.Workers %d: want 1 to %d (0 for 1)", cfg.Workers, MaxWorkers)
-	case cfg.Entries > 0 && cfg.Entries < MinRoom:
-		return fmt.Errorf("workers: Config.Entries %d: want at least %d (0 for 256): a node may take %[2]d SQEs at once, and the worker's doorbell one more", cfg.Entries, MinRoom)
+	case cfg.Entries > 0 && cfg.Entries <= MinRoom:
+		return fmt.Errorf("workers: Config.Entries %d: want at least %d (0 for 256): a node may take %d SQEs at once, and the worker's doorbell one more", cfg.Entries, MinRoom+1, MinRoom)
 	case cfg.MaxTasks < 0 || cfg.MaxTasks > MaxTasks || cfg.MaxTasks > 0 && cfg.MaxTasks <= DepthReserve:
 		return fmt.Errorf("workers: Config.MaxTasks %d: want %d to %d (0 for the most)", cfg.MaxTasks, DepthReserve+1, MaxTasks)
 	case cfg.LinkWidth < 0:

@@ -462,7 +462,7 @@ func TestPrepsWhoWait(t *testing.T) {
 		tasks func() []Task
 		start func(t *testing.T, tasks []Task) // once all are handed over
 	}{
-		{"ring full", Config{Workers: 1, Entries: 4, InFlight: 4}, func() []Task {
+		{"ring full", Config{Workers: 1, Entries: 8, InFlight: 4}, func() []Task {
 			var ts []Task
 			for range 4 * (sweepBelow + 1) {
 				ts = append(ts, &nopTask{n: 64, done: make(chan struct{})})
@@ -478,7 +478,7 @@ func TestPrepsWhoWait(t *testing.T) {
 		}, nil},
 		// Woken together once they all wait: the first fills the ring
 		// in a turn that preps only those woken.
-		{"ring full after wakes", Config{Workers: 1, Entries: 4, InFlight: 4}, func() []Task {
+		{"ring full after wakes", Config{Workers: 1, Entries: 8, InFlight: 4}, func() []Task {
 			var ts []Task
 			for range 4 * (sweepBelow + 1) {
 				ts = append(ts, &burstTask{nopTask: nopTask{n: 64, done: make(chan struct{})}, fire: &fire, started: make(chan struct{})})
