@@ -22,7 +22,8 @@ import (
 // time is not touched. A readfile's deadline covers its open and its
 // later reads too (only its first read had one: a FIFO that gave a first
 // read's worth and then nothing, or one with no writer, whose open blocks
-// on the syscall backend, held the run until its context ended).
+// on the syscall backend, held the run until its context ended); a Go
+// task's deadline ends the subgraph it runs (which ran to its end).
 func TestDeadline(t *testing.T) {
 	root := t.TempDir()
 	mkfifo(t, filepath.Join(root, "fifo"))
@@ -45,6 +46,9 @@ func TestDeadline(t *testing.T) {
 	b.Go("go", func(in dag.Inputs) error {
 		<-in.Context().Done()
 		return in.Context().Err()
+	}).Timeout(short)
+	b.Go("go subgraph", func(in dag.Inputs) error {
+		return errOnly(in.Run("sub", func(b *dag.Builder) { b.Timeout("long", time.Hour) }))
 	}).Timeout(short)
 	b.ReadFile("readfile", "file").Timeout(time.Hour)
 	b.ReadFile("readfile stalls", "stalls").Timeout(short)
@@ -73,7 +77,7 @@ func TestDeadline(t *testing.T) {
 			want := map[string]string{
 				"open fifo": "ok", "read fifo": "failed", "after read": "canceled", "close fifo": "ok",
 				"slow": "failed", "after slow": "canceled", "go": "failed", "readfile": "ok", "nop": "ok",
-				"readfile stalls": "failed", "readfile no writer": "failed",
+				"readfile stalls": "failed", "readfile no writer": "failed", "go subgraph": "failed",
 			}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)

@@ -50,7 +50,7 @@ func (in *inputs) Run(name string, declare func(b *dag.Builder)) ([]dag.Result, 
 	child := NewRunner((*workers.Pool)(r.pool), g)
 	defer child.Close()
 	child.depth, child.parent = r.depth+1, r
-	wall, err := child.run(r.context(), r.mode, Options{Root: r.root})
+	wall, err := child.run(in.Context(), r.mode, Options{Root: r.root}) // with the Go task's deadline
 	if wall < 0 {
 		return nil, err
 	}
@@ -263,10 +263,12 @@ func (t *task) goEnded(d goResult, now int64) {
 }
 
 // cutShort reports whether a Go task that returned err gave up because the
-// run ended early (then it is canceled, like an I/O node in flight), and
-// sends the run's cancellation if it has not reached the tasks yet.
+// run ended early (then it is canceled, like an I/O node in flight): err
+// is the run's context's, or a StopError its subgraph passed on. It sends
+// the run's cancellation if that has not reached the tasks yet.
 func (t *task) cutShort(err error) bool {
-	if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, worker.ErrClosed) ||
+	var se *StopError
+	if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, worker.ErrClosed) && !errors.As(err, &se) ||
 		!t.cancelReq.Load() && !t.r.contextDone() {
 		return false
 	}

@@ -1103,10 +1103,16 @@ func TestStopReaches(t *testing.T) {
 			t.Errorf("%s chain: counts %+v, want hit ok and the rest canceled", m, rep.Counts)
 		}
 		rep, err = Run(context.Background(), pool, nested, m, Options{})
-		if !errors.As(err, &se) || se.Node != "hit" || !errors.Is(err, errFound) {
-			t.Errorf("%s nested: Run = %v, want the StopError from the innermost hit", m, err)
+		var fe *FailedError
+		if !errors.As(err, &se) || se.Node != "hit" || !errors.Is(err, errFound) || errors.As(err, &fe) {
+			t.Errorf("%s nested: Run = %v, want the StopError from the innermost hit, and no failure", m, err)
 		}
 		checkFinal(t, nested, rep)
+		// Cut short by the Stop, as the sibling: the Go task that passed
+		// on its subgraph's error was failed.
+		if diff := cmp.Diff(Counts{Canceled: 2}, rep.Counts); diff != "" {
+			t.Errorf("%s nested: top and sibling (-want +got):\n%s", m, diff)
+		}
 	}
 }
 
@@ -1571,6 +1577,29 @@ func TestHookGoexitHolds(t *testing.T) {
 	checkFinal(t, g, rep)
 	if s := (*worker.Pool)(pool).Stats()[0]; s.Held != 64 {
 		t.Errorf("the dead worker holds %d bytes, want the 64 of the read it left in flight", s.Held)
+	}
+}
+
+// TestDeadWorkerIsNotClosed: after a hook's runtime.Goexit ended a
+// worker, a run given to it fails with the worker's error, not with
+// workers.ErrClosed: the pool was not closed (the tasks handed over
+// before it were canceled, and that was taken for a closing pool).
+func TestDeadWorkerIsNotClosed(t *testing.T) {
+	pool := newPool(t, workers.Config{Workers: 2})
+	b := dag.NewBuilder("kill")
+	b.Nop("a").Then(func(dag.Inputs, dag.Result) error { runtime.Goexit(); return nil })
+	if _, err := Run(context.Background(), pool, mustBuild(t, b), Graph, Options{}); err == nil {
+		t.Fatal("the run whose hook ended its worker succeeded")
+	}
+	b = dag.NewBuilder("two components") // one task on each worker
+	b.Nop("x")
+	b.Nop("y")
+	two := mustBuild(t, b)
+	for range 4 {
+		_, err := Run(context.Background(), pool, two, Graph, Options{})
+		if err == nil || errors.Is(err, workers.ErrClosed) {
+			t.Errorf("Run = %v, want the dead worker's error, not workers.ErrClosed", err)
+		}
 	}
 }
 

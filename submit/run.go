@@ -262,11 +262,13 @@ func (r *Runner) begin(ctx context.Context, mode Mode, o Options, files []int) {
 }
 
 // hand gives the run's tasks to the pool and returns how many it handed
-// over; if the pool closed, the run is canceled.
+// over; if the pool closed (or a worker died), the run is canceled, and
+// that error says why.
 func (r *Runner) hand() (int, error) {
 	ws := r.pool.Pick(r.picks[:len(r.tasks)])
 	for j, t := range r.tasks {
 		if err := r.pool.GoOn(ws[j], t); err != nil {
+			r.failed.Store(true)
 			r.cancel()
 			for _, t := range r.tasks[j:] {
 				t.reset()
