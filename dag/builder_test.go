@@ -809,6 +809,53 @@ func TestOpenMode(t *testing.T) {
 	}
 }
 
+// TestMkdirMode checks that Build refuses a mkdir's mode beyond the
+// permission bits, as an open's, declared or from a spec.
+func TestMkdirMode(t *testing.T) {
+	for _, tc := range []struct {
+		mode uint32
+		want []string
+	}{
+		{0o755, nil},
+		{0o7777, nil},
+		{0, nil},
+		{0o10000, []string{`node "d": field "mode": mode 0o10000 has bits beyond the permission bits 0o7777`}},
+		{0o170000, []string{`node "d": field "mode": mode 0o170000 has bits beyond the permission bits 0o7777`}},
+		{0xffffffff, []string{`node "d": field "mode": mode 0o37777777777 has bits beyond the permission bits 0o7777`}},
+	} {
+		b := NewBuilder("m")
+		b.Mkdir("d", "dir", tc.mode)
+		_, err := b.Build()
+		if diff := cmp.Diff(tc.want, errorTexts(err)); diff != "" {
+			t.Errorf("Build(mkdir, mode %#o) (-want +got):\n%s", tc.mode, diff)
+		}
+		s, err := ParseSpec(fmt.Appendf(nil, `{"name": "m", "nodes": [{"id": "d", "op": "mkdir", "path": "dir", "mode": %d}]}`, tc.mode))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []string
+		for _, w := range tc.want {
+			want = append(want, "1:25: "+w) // the node's line:column
+		}
+		_, err = s.Build()
+		if diff := cmp.Diff(want, errorTexts(err)); diff != "" {
+			t.Errorf("Build(spec of mkdir, mode %d) (-want +got):\n%s", tc.mode, diff)
+		}
+	}
+}
+
+// errorTexts returns the texts of the errors err joins, or of err.
+func errorTexts(err error) []string {
+	if err == nil {
+		return nil
+	}
+	var out []string
+	for _, e := range problemsOf(err) {
+		out = append(out, e.Error())
+	}
+	return out
+}
+
 func TestCycleError(t *testing.T) {
 	b := NewBuilder("c")
 	b.Nop("a").AfterID("c")

@@ -593,8 +593,13 @@ func (v *validator) checkNode(i int32) {
 		if nd.As == "" {
 			v.nodeErr(i, "as", wrap(ErrMissingField, "missing as (the handle to produce)"))
 		}
-	case OpStatx, OpUnlink, OpMkdir:
+	case OpStatx, OpUnlink:
 		v.checkPathField(i, "path", nd.Path)
+	case OpMkdir:
+		v.checkPathField(i, "path", nd.Path)
+		if nd.Mode > 0o7777 {
+			v.nodeErr(i, "mode", errModeBits(nd.Mode))
+		}
 	case OpRename:
 		v.checkPathField(i, "path", nd.Path)
 		v.checkPathField(i, "to", nd.To)
@@ -650,12 +655,18 @@ func (v *validator) checkOpenMode(i int32) {
 	creates := nd.OpenFlags&unix.O_CREAT != 0 || nd.OpenFlags&unix.O_TMPFILE == unix.O_TMPFILE
 	switch {
 	case nd.Mode > 0o7777:
-		v.nodeErr(i, "mode", wrap(ErrBadValue, "mode 0o%o has bits beyond the permission bits 0o7777", nd.Mode))
+		v.nodeErr(i, "mode", errModeBits(nd.Mode))
 	case nd.Mode != 0 && !creates:
 		v.nodeErr(i, "mode", wrap(ErrConflict, "mode 0o%o without flag creat: an open that creates no file takes no mode", nd.Mode))
 	case creates && nd.Mode == 0:
 		nd.Mode = defaultMode
 	}
+}
+
+// errModeBits is the problem of an open's or mkdir's mode beyond the
+// permission bits, which the kernel refuses (an open) or drops (a mkdir).
+func errModeBits(mode uint32) error {
+	return wrap(ErrBadValue, "mode 0o%o has bits beyond the permission bits 0o7777", mode)
 }
 
 // article returns the op's name after "a" or "an".
