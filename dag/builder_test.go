@@ -773,8 +773,8 @@ func TestOpenMode(t *testing.T) {
 		{unix.O_WRONLY | unix.O_CREAT, 0o7777, 0o7777, ""},
 		{unix.O_RDWR | unix.O_TMPFILE, 0o600, 0o600, ""},
 		{unix.O_WRONLY, 0, 0, ""},
-		{unix.O_RDONLY, 0o600, 0, `node "o": field "mode": mode 0o600 without flag creat: an open that creates no file takes no mode`},
-		{unix.O_RDONLY | unix.O_DIRECTORY, 0o755, 0, `node "o": field "mode": mode 0o755 without flag creat: an open that creates no file takes no mode`},
+		{unix.O_RDONLY, 0o600, 0, `node "o": field "mode": mode 0o600 without flag creat or tmpfile: an open that creates no file takes no mode`},
+		{unix.O_RDONLY | unix.O_DIRECTORY, 0o755, 0, `node "o": field "mode": mode 0o755 without flag creat or tmpfile: an open that creates no file takes no mode`},
 		{unix.O_WRONLY | unix.O_CREAT, 0o10000, 0, `node "o": field "mode": mode 0o10000 has bits beyond the permission bits 0o7777`},
 		{unix.O_WRONLY | unix.O_CREAT, 0xffffffff, 0, `node "o": field "mode": mode 0o37777777777 has bits beyond the permission bits 0o7777`},
 	}

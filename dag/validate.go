@@ -589,6 +589,9 @@ func (v *validator) checkNode(i int32) {
 		default:
 			v.checkPathField(i, "path", nd.Path)
 		}
+		if bad := unnamedOpenFlags(nd.OpenFlags); bad != 0 {
+			v.nodeErr(i, "flags", wrap(ErrBadValue, "flags %#x have no name in a spec (ParseOpenFlags names those openat2 takes)", uint(bad)))
+		}
 		v.checkOpenMode(i)
 		if nd.As == "" {
 			v.nodeErr(i, "as", wrap(ErrMissingField, "missing as (the handle to produce)"))
@@ -657,7 +660,7 @@ func (v *validator) checkOpenMode(i int32) {
 	case nd.Mode > 0o7777:
 		v.nodeErr(i, "mode", errModeBits(nd.Mode))
 	case nd.Mode != 0 && !creates:
-		v.nodeErr(i, "mode", wrap(ErrConflict, "mode 0o%o without flag creat: an open that creates no file takes no mode", nd.Mode))
+		v.nodeErr(i, "mode", wrap(ErrConflict, "mode 0o%o without flag creat or tmpfile: an open that creates no file takes no mode", nd.Mode))
 	case creates && nd.Mode == 0:
 		nd.Mode = defaultMode
 	}
