@@ -23,7 +23,8 @@ const DefaultMaxNodes = 10_000_000
 // "nop#3". Generated ids yield to declared ones: one that another node's
 // id already holds, declared (before or after it) or generated (before
 // it), gets '#' and its node's index appended, "read data#7", as many
-// times as it takes. Task.ID asks for a node's id before Build, which
+// times as it takes within MaxIDLen, then its op, '#', its index, '#' and
+// the first count from 1 that is free, "read#7#1". Task.ID asks for a node's id before Build, which
 // fixes it then: a node declared afterwards with that id is a duplicate.
 // An open declared without an id nor a handle produces the handle '@'
 // and its id (Task.Handle).

@@ -240,6 +240,58 @@ func TestGeneratedIDs(t *testing.T) {
 	}
 }
 
+// TestGeneratedIDsWithinMaxIDLen checks that a generated id whose '#'
+// suffixes would pass MaxIDLen, all taken by declared ids, becomes its
+// op, '#', its index, '#' and the first free count: an id Graph.Spec's
+// spec builds again.
+func TestGeneratedIDsWithinMaxIDLen(t *testing.T) {
+	// taken returns base, then base and '#'+index as many times as they
+	// fit in MaxIDLen.
+	taken := func(base string, i int) []string {
+		var ids []string
+		for id := base; len(id) <= MaxIDLen; id += fmt.Sprint("#", i) {
+			ids = append(ids, id)
+		}
+		return ids
+	}
+	long := strings.Repeat("x", maxGenTarget)
+	for _, tc := range []struct {
+		name     string
+		declare  func(b *Builder) Task // the node of the generated id
+		declared []string              // ids declared after it
+		want     string
+	}{
+		{"nop", func(b *Builder) Task { return b.Nop("") },
+			taken("nop#0", 0), "nop#0#1"},
+		{"nop, counts taken", func(b *Builder) Task { return b.Nop("") },
+			append(taken("nop#0", 0), "nop#0#1", "nop#0#2"), "nop#0#3"},
+		{"long target", func(b *Builder) Task { return b.Mkdir("", long, 0o755) },
+			taken("mkdir "+long, 0), "mkdir#0#1"},
+		{"index 12", func(b *Builder) Task {
+			for range 12 {
+				b.Nop("")
+			}
+			return b.Nop("")
+		}, taken("nop#12", 12), "nop#12#1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := NewBuilder("ids")
+			gen := tc.declare(b)
+			for _, id := range tc.declared {
+				b.Nop(id)
+			}
+			g, err := b.Build()
+			if err != nil {
+				t.Fatalf("Build() = %.300v", err)
+			}
+			if diff := cmp.Diff(tc.want, gen.ID()); diff != "" {
+				t.Errorf("generated id (-want +got):\n%s", diff)
+			}
+			checkRoundTrip(t, g)
+		})
+	}
+}
+
 // TestIDBeforeBuild: Task.ID before Build gives the id Build keeps, and
 // fixes it then: a node declared afterwards with it is a duplicate.
 func TestIDBeforeBuild(t *testing.T) {
