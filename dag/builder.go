@@ -389,10 +389,13 @@ func (b *Builder) pathNode(op Op, id, path string) Task {
 // Write declares a write of data at off to t: its Buf is data, its Len
 // len(data) (with Task.LenAt, a cap). data is not copied: leave it as it
 // is until the run ends. An O_DIRECT write needs aligned data (see
-// AlignedBuffer); Build refuses an empty one. A write of n bytes of one
-// value, which a spec declares with fill and len, is Add(Node{Op:
-// OpWrite, Len: n, Fill: value, ...}).
+// AlignedBuffer); Build refuses an empty one (nil too), with Task.LenAt
+// as without. A write of n bytes of one value, which a spec declares with
+// fill and len, is Add(Node{Op: OpWrite, Len: n, Fill: value, ...}).
 func (b *Builder) Write(id string, t Target, off int64, data []byte) Task {
+	if data == nil {
+		data = []byte{} // a Buf, which Build refuses empty, not a write of zeros
+	}
 	nd, task := b.newNode(OpWrite, id)
 	nd.Offset, nd.Len, nd.Buf = off, int64(len(data)), data
 	return b.use(nd, task, t)
@@ -665,7 +668,8 @@ func (t Task) Async() Task {
 
 // Buffer makes the read or write t use buf (see AlignedBuffer for O_DIRECT):
 // a write writes buf's bytes instead of its data, so Build refuses one
-// with a fill.
+// with a fill. Build refuses a buf shorter than the node's len, or empty
+// (with len_from, whose length it must hold).
 func (t Task) Buffer(buf []byte) Task {
 	t.node("buf").Buf = buf
 	return t

@@ -927,6 +927,51 @@ func TestCycleError(t *testing.T) {
 	}
 }
 
+// TestEmptyBuffer checks that Build refuses a write of empty data, and a
+// read or write into an empty buffer, with a length bound by len_from
+// (len 0 then is no cap) as without: the run would fail it.
+func TestEmptyBuffer(t *testing.T) {
+	emptyBuf := `node "n": field "buf": buffer of 0 bytes: with len_from, it must hold the length the node gets`
+	for _, tc := range []struct {
+		name    string
+		declare func(b *Builder, src, statx Task) Task
+		want    []string
+	}{
+		{"write, LenAt", func(b *Builder, src, _ Task) Task {
+			return b.Write("n", File("f"), 0, []byte{}).LenAt(src, 0, 4)
+		}, []string{emptyBuf}},
+		{"write of nil, LenAt", func(b *Builder, src, _ Task) Task {
+			return b.Write("n", File("f"), 0, nil).LenAt(src, 0, 4)
+		}, []string{emptyBuf}},
+		{"write", func(b *Builder, _, _ Task) Task {
+			return b.Write("n", File("f"), 0, []byte{})
+		}, []string{`node "n": field "len": len must be > 0, got 0`}},
+		{"read, LenAt", func(b *Builder, src, _ Task) Task {
+			return b.Read("n", File("f"), 0, 0).Buffer([]byte{}).LenAt(src, 0, 4)
+		}, []string{emptyBuf}},
+		{"read, LenFrom", func(b *Builder, _, statx Task) Task {
+			return b.Read("n", File("f"), 0, 0).Buffer([]byte{}).LenFrom(statx)
+		}, []string{emptyBuf}},
+		{"write, LenAt, data", func(b *Builder, src, _ Task) Task {
+			return b.Write("n", File("f"), 0, []byte{1}).LenAt(src, 0, 4)
+		}, nil},
+		{"fill write, LenAt", func(b *Builder, src, _ Task) Task {
+			return b.Add(Node{Op: OpWrite, ID: "n", File: "f", Fill: 1}).LenAt(src, 0, 4)
+		}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := NewBuilder("w")
+			b.AddFile(FileSpec{Name: "f", Size: 8192})
+			src, statx := b.Read("src", File("f"), 0, 8), b.Statx("statx", "f")
+			tc.declare(b, src, statx).After(src, statx)
+			_, err := b.Build()
+			if diff := cmp.Diff(tc.want, errorTexts(err)); diff != "" {
+				t.Errorf("Build (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 func TestAlignedBuffer(t *testing.T) {
 	for _, n := range []int{1, 4096, 10000, 1 << 20} {
 		buf := AlignedBuffer(n)

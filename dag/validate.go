@@ -808,6 +808,8 @@ func (v *validator) checkTransfer(i int32) {
 	switch {
 	case lenFrom && nd.Len < 0:
 		v.nodeErr(i, "len", wrap(ErrBadLength, "len (a cap with len_from) must be >= 0, got %d", nd.Len))
+	case lenFrom && nd.Buf != nil && len(nd.Buf) == 0:
+		v.nodeErr(i, "buf", wrap(ErrBadLength, "buffer of 0 bytes: with len_from, it must hold the length the node gets"))
 	case !lenFrom && nd.Len <= 0:
 		v.nodeErr(i, "len", wrap(ErrBadLength, "len must be > 0, got %d", nd.Len))
 	case nd.Len > MaxTransfer:
