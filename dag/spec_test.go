@@ -202,6 +202,38 @@ func TestSpecRoundTripResults(t *testing.T) {
 	}
 }
 
+// TestBadOpBindings checks that Build reports a node's unknown or missing
+// op alone, not also a len_from or offset_from of it, or naming it, which
+// gave the op's internal number ("op(255)").
+func TestBadOpBindings(t *testing.T) {
+	for _, tc := range []struct {
+		name, nodes string
+		want        []string
+	}{
+		{"unknown op, len_from", `{"id":"s","op":"statx","path":"p"},{"id":"a","op":"bogus","len_from":"s","after":["s"]}`,
+			[]string{`1:89: node "a": field "op": unknown op "bogus"`}},
+		{"missing op, len_from", `{"id":"s","op":"statx","path":"p"},{"id":"a","len_from":"s","after":["s"]}`,
+			[]string{`1:89: node "a": field "op": missing op`}},
+		{"unknown op, offset_from", `{"id":"s","op":"read","file":"f","len":8},{"id":"a","op":"bogus","offset_from":{"node":"s","at":0,"size":8},"after":["s"]}`,
+			[]string{`1:96: node "a": field "op": unknown op "bogus"`}},
+		{"source of unknown op", `{"id":"s","op":"bogus"},{"id":"a","op":"read","file":"f","len_from":"s","after":["s"]}`,
+			[]string{`1:54: node "s": field "op": unknown op "bogus"`}},
+		{"source of missing op", `{"id":"s"},{"id":"a","op":"read","file":"f","offset_from":{"node":"s","at":0,"size":8},"len":1,"after":["s"]}`,
+			[]string{`1:54: node "s": field "op": missing op`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := ParseSpec([]byte(`{"name":"x","files":[{"name":"f","size":8}],"nodes":[` + tc.nodes + `]}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = s.Build()
+			if diff := cmp.Diff(tc.want, errorTexts(err)); diff != "" {
+				t.Errorf("Build (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 func TestParseSpecErrors(t *testing.T) {
 	tests := []struct {
 		name     string

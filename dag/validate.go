@@ -400,6 +400,9 @@ func (v *validator) resolveBindings() {
 			continue
 		}
 		nd, src := &b.nodes[bd.node], &b.nodes[from]
+		if nd.Op >= numOps || src.Op >= numOps {
+			continue // badOp reports the op, unknown or missing, alone
+		}
 		if bd.kind == lenFromStatx {
 			switch {
 			case nd.Op != OpRead:
