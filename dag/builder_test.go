@@ -927,6 +927,47 @@ func TestCycleError(t *testing.T) {
 	}
 }
 
+// TestBuildLimitErrors checks what Build's doc says of ErrEmptyGraph and
+// ErrTooLarge: they end the checks, joined with the problems found
+// before, those recorded while declaring and (unless the files are too
+// many) the files'.
+func TestBuildLimitErrors(t *testing.T) {
+	badFile := `file "/abs": field "name": path "/abs" is absolute`
+	grow := `Grow(-1, 0): sizes must be >= 0`
+	for _, tc := range []struct {
+		name    string
+		opts    []BuilderOption
+		declare func(b *Builder)
+		want    []string
+	}{
+		{"empty", nil, func(b *Builder) {}, []string{"graph has no nodes"}},
+		{"empty, a bad file", nil, func(b *Builder) { b.AddFile(FileSpec{Name: "/abs"}) },
+			[]string{"graph has no nodes", badFile}},
+		{"empty, a bad Grow", nil, func(b *Builder) { b.Grow(-1, 0) },
+			[]string{grow, "graph has no nodes"}},
+		{"too many nodes, a bad file, a bad Grow, a bad id", []BuilderOption{WithMaxNodes(1)}, func(b *Builder) {
+			b.AddFile(FileSpec{Name: "/abs"})
+			b.Grow(-1, 0)
+			b.Nop("a")
+			b.Nop("b\x00") // not checked
+		}, []string{grow, "graph too large: 2 nodes, limit 1", badFile}},
+		{"too many files, a bad file", nil, func(b *Builder) {
+			b.AddFile(FileSpec{Name: "/abs"})
+			b.AddFile(FileSpec{Name: "d", Dir: &DirSpec{Count: MaxFiles}})
+			b.Nop("a")
+		}, []string{fmt.Sprintf("graph too large: %d files, limit %d (MaxFiles)", MaxFiles+1, MaxFiles)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := NewBuilder("limits", tc.opts...)
+			tc.declare(b)
+			_, err := b.Build()
+			if diff := cmp.Diff(tc.want, errorTexts(err)); diff != "" {
+				t.Errorf("Build (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 // TestEmptyBuffer checks that Build refuses a write of empty data, and a
 // read or write into an empty buffer, with a length bound by len_from
 // (len 0 then is no cap) as without: the run would fail it.

@@ -16,7 +16,12 @@ import (
 // Build validates the declared graph and stages it. On success it returns an
 // immutable Graph; otherwise an error joining (errors.Join) one *NodeError or
 // *FileError per problem found, in declaration order (at most MaxProblems,
-// then one error counting the rest), or ErrEmptyGraph or ErrTooLarge alone. Build hands the declared nodes to the Graph: the Builder
+// then one error counting the rest). A graph of no nodes (ErrEmptyGraph)
+// or past a limit (ErrTooLarge: WithMaxNodes, MaxFiles, edges) ends the
+// checks: the error then joins it with the problems found before, those
+// recorded while declaring (by the Builder's methods, or ParseSpec's and
+// Spec.Build's of a spec's fields) and, unless the files are too many,
+// the files'. Build hands the declared nodes to the Graph: the Builder
 // is empty afterwards, whatever the result.
 func (b *Builder) Build() (*Graph, error) {
 	b.gather()
