@@ -231,6 +231,10 @@ func BenchmarkSpecDecoders(b *testing.B) {
 // open's handle closed below the chain (and, in maildir, 50,000
 // open -> statx -> read -> close files): what checking that every close
 // descends from its open costs. A search per open was quadratic in K.
+// barrier-handle/K builds K opens, a NOP after them all, then a read and
+// a close of each open's handle (barrier-offset_from: K reads, the NOP,
+// then K reads each at an offset one of them read): sweeps of 64 sources
+// each were quadratic in K.
 func BenchmarkBuildHandles(b *testing.B) {
 	for _, k := range []int{1000, 10000} {
 		b.Run(fmt.Sprintf("shared-chain/%dk", k/1000), func(b *testing.B) {
@@ -252,6 +256,19 @@ func BenchmarkBuildHandles(b *testing.B) {
 				}
 			}
 		})
+	}
+	for _, kind := range []string{"handle", "offset_from"} {
+		for _, k := range []int{10000, 100000} {
+			b.Run(fmt.Sprintf("barrier-%s/%dk", kind, k/1000), func(b *testing.B) {
+				for range b.N {
+					bl := NewBuilder("barrier")
+					barrier(bl, k, kind)
+					if _, err := bl.Build(); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
 	}
 	b.Run("maildir/50k", func(b *testing.B) {
 		s, err := maildirSpec(50000), error(nil)

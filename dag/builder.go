@@ -23,7 +23,8 @@ const DefaultMaxNodes = 10_000_000
 // "nop#3". Generated ids yield to declared ones: one that another node's
 // id already holds, declared (before or after it) or generated (before
 // it), gets '#' and its node's index appended, "read data#7", as many
-// times as it takes. Task.ID asks for a node's id before Build, which
+// times as it takes within MaxIDLen, then its op, '#', its index, '#' and
+// the first count from 1 that is free, "read#7#1". Task.ID asks for a node's id before Build, which
 // fixes it then: a node declared afterwards with that id is a duplicate.
 // An open declared without an id nor a handle produces the handle '@'
 // and its id (Task.Handle).
@@ -388,10 +389,13 @@ func (b *Builder) pathNode(op Op, id, path string) Task {
 // Write declares a write of data at off to t: its Buf is data, its Len
 // len(data) (with Task.LenAt, a cap). data is not copied: leave it as it
 // is until the run ends. An O_DIRECT write needs aligned data (see
-// AlignedBuffer); Build refuses an empty one. A write of n bytes of one
-// value, which a spec declares with fill and len, is Add(Node{Op:
-// OpWrite, Len: n, Fill: value, ...}).
+// AlignedBuffer); Build refuses an empty one (nil too), with Task.LenAt
+// as without. A write of n bytes of one value, which a spec declares with
+// fill and len, is Add(Node{Op: OpWrite, Len: n, Fill: value, ...}).
 func (b *Builder) Write(id string, t Target, off int64, data []byte) Task {
+	if data == nil {
+		data = []byte{} // a Buf, which Build refuses empty, not a write of zeros
+	}
 	nd, task := b.newNode(OpWrite, id)
 	nd.Offset, nd.Len, nd.Buf = off, int64(len(data)), data
 	return b.use(nd, task, t)
@@ -410,7 +414,9 @@ func (b *Builder) Fsync(id string, t Target) Task {
 // is not its open's), so that it never collides; Task.Handle targets it.
 // Path "." names the root itself, which only an open with O_DIRECTORY may
 // open (to fsync the directory after a rename in it). With O_CREAT and no
-// mode (see Task.Mode), Build gives the open mode 0o644.
+// mode (see Task.Mode), Build gives the open mode 0o644. Build refuses
+// flags a spec has no name for (see ParseOpenFlags), so that Graph.Spec
+// keeps them all: bits openat2 refuses, and an access mode of 3.
 func (b *Builder) Open(id, path string, flags int, as string) Task {
 	switch {
 	case as != "":
@@ -662,7 +668,8 @@ func (t Task) Async() Task {
 
 // Buffer makes the read or write t use buf (see AlignedBuffer for O_DIRECT):
 // a write writes buf's bytes instead of its data, so Build refuses one
-// with a fill.
+// with a fill. Build refuses a buf shorter than the node's len, or empty
+// (with len_from, whose length it must hold).
 func (t Task) Buffer(buf []byte) Task {
 	t.node("buf").Buf = buf
 	return t

@@ -240,6 +240,58 @@ func TestGeneratedIDs(t *testing.T) {
 	}
 }
 
+// TestGeneratedIDsWithinMaxIDLen checks that a generated id whose '#'
+// suffixes would pass MaxIDLen, all taken by declared ids, becomes its
+// op, '#', its index, '#' and the first free count: an id Graph.Spec's
+// spec builds again.
+func TestGeneratedIDsWithinMaxIDLen(t *testing.T) {
+	// taken returns base, then base and '#'+index as many times as they
+	// fit in MaxIDLen.
+	taken := func(base string, i int) []string {
+		var ids []string
+		for id := base; len(id) <= MaxIDLen; id += fmt.Sprint("#", i) {
+			ids = append(ids, id)
+		}
+		return ids
+	}
+	long := strings.Repeat("x", maxGenTarget)
+	for _, tc := range []struct {
+		name     string
+		declare  func(b *Builder) Task // the node of the generated id
+		declared []string              // ids declared after it
+		want     string
+	}{
+		{"nop", func(b *Builder) Task { return b.Nop("") },
+			taken("nop#0", 0), "nop#0#1"},
+		{"nop, counts taken", func(b *Builder) Task { return b.Nop("") },
+			append(taken("nop#0", 0), "nop#0#1", "nop#0#2"), "nop#0#3"},
+		{"long target", func(b *Builder) Task { return b.Mkdir("", long, 0o755) },
+			taken("mkdir "+long, 0), "mkdir#0#1"},
+		{"index 12", func(b *Builder) Task {
+			for range 12 {
+				b.Nop("")
+			}
+			return b.Nop("")
+		}, taken("nop#12", 12), "nop#12#1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := NewBuilder("ids")
+			gen := tc.declare(b)
+			for _, id := range tc.declared {
+				b.Nop(id)
+			}
+			g, err := b.Build()
+			if err != nil {
+				t.Fatalf("Build() = %.300v", err)
+			}
+			if diff := cmp.Diff(tc.want, gen.ID()); diff != "" {
+				t.Errorf("generated id (-want +got):\n%s", diff)
+			}
+			checkRoundTrip(t, g)
+		})
+	}
+}
+
 // TestIDBeforeBuild: Task.ID before Build gives the id Build keeps, and
 // fixes it then: a node declared afterwards with it is a duplicate.
 func TestIDBeforeBuild(t *testing.T) {
@@ -773,8 +825,8 @@ func TestOpenMode(t *testing.T) {
 		{unix.O_WRONLY | unix.O_CREAT, 0o7777, 0o7777, ""},
 		{unix.O_RDWR | unix.O_TMPFILE, 0o600, 0o600, ""},
 		{unix.O_WRONLY, 0, 0, ""},
-		{unix.O_RDONLY, 0o600, 0, `node "o": field "mode": mode 0o600 without flag creat: an open that creates no file takes no mode`},
-		{unix.O_RDONLY | unix.O_DIRECTORY, 0o755, 0, `node "o": field "mode": mode 0o755 without flag creat: an open that creates no file takes no mode`},
+		{unix.O_RDONLY, 0o600, 0, `node "o": field "mode": mode 0o600 without flag creat or tmpfile: an open that creates no file takes no mode`},
+		{unix.O_RDONLY | unix.O_DIRECTORY, 0o755, 0, `node "o": field "mode": mode 0o755 without flag creat or tmpfile: an open that creates no file takes no mode`},
 		{unix.O_WRONLY | unix.O_CREAT, 0o10000, 0, `node "o": field "mode": mode 0o10000 has bits beyond the permission bits 0o7777`},
 		{unix.O_WRONLY | unix.O_CREAT, 0xffffffff, 0, `node "o": field "mode": mode 0o37777777777 has bits beyond the permission bits 0o7777`},
 	}
@@ -809,6 +861,53 @@ func TestOpenMode(t *testing.T) {
 	}
 }
 
+// TestMkdirMode checks that Build refuses a mkdir's mode beyond the
+// permission bits, as an open's, declared or from a spec.
+func TestMkdirMode(t *testing.T) {
+	for _, tc := range []struct {
+		mode uint32
+		want []string
+	}{
+		{0o755, nil},
+		{0o7777, nil},
+		{0, nil},
+		{0o10000, []string{`node "d": field "mode": mode 0o10000 has bits beyond the permission bits 0o7777`}},
+		{0o170000, []string{`node "d": field "mode": mode 0o170000 has bits beyond the permission bits 0o7777`}},
+		{0xffffffff, []string{`node "d": field "mode": mode 0o37777777777 has bits beyond the permission bits 0o7777`}},
+	} {
+		b := NewBuilder("m")
+		b.Mkdir("d", "dir", tc.mode)
+		_, err := b.Build()
+		if diff := cmp.Diff(tc.want, errorTexts(err)); diff != "" {
+			t.Errorf("Build(mkdir, mode %#o) (-want +got):\n%s", tc.mode, diff)
+		}
+		s, err := ParseSpec(fmt.Appendf(nil, `{"name": "m", "nodes": [{"id": "d", "op": "mkdir", "path": "dir", "mode": %d}]}`, tc.mode))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []string
+		for _, w := range tc.want {
+			want = append(want, "1:25: "+w) // the node's line:column
+		}
+		_, err = s.Build()
+		if diff := cmp.Diff(want, errorTexts(err)); diff != "" {
+			t.Errorf("Build(spec of mkdir, mode %d) (-want +got):\n%s", tc.mode, diff)
+		}
+	}
+}
+
+// errorTexts returns the texts of the errors err joins, or of err.
+func errorTexts(err error) []string {
+	if err == nil {
+		return nil
+	}
+	var out []string
+	for _, e := range problemsOf(err) {
+		out = append(out, e.Error())
+	}
+	return out
+}
+
 func TestCycleError(t *testing.T) {
 	b := NewBuilder("c")
 	b.Nop("a").AfterID("c")
@@ -825,6 +924,92 @@ func TestCycleError(t *testing.T) {
 	}
 	if got, want := err.Error(), `node "a": field "after": cycle: a -> b -> c -> a`; got != want {
 		t.Errorf("Build() = %q, want %q", got, want)
+	}
+}
+
+// TestBuildLimitErrors checks what Build's doc says of ErrEmptyGraph and
+// ErrTooLarge: they end the checks, joined with the problems found
+// before, those recorded while declaring and (unless the files are too
+// many) the files'.
+func TestBuildLimitErrors(t *testing.T) {
+	badFile := `file "/abs": field "name": path "/abs" is absolute`
+	grow := `Grow(-1, 0): sizes must be >= 0`
+	for _, tc := range []struct {
+		name    string
+		opts    []BuilderOption
+		declare func(b *Builder)
+		want    []string
+	}{
+		{"empty", nil, func(b *Builder) {}, []string{"graph has no nodes"}},
+		{"empty, a bad file", nil, func(b *Builder) { b.AddFile(FileSpec{Name: "/abs"}) },
+			[]string{"graph has no nodes", badFile}},
+		{"empty, a bad Grow", nil, func(b *Builder) { b.Grow(-1, 0) },
+			[]string{grow, "graph has no nodes"}},
+		{"too many nodes, a bad file, a bad Grow, a bad id", []BuilderOption{WithMaxNodes(1)}, func(b *Builder) {
+			b.AddFile(FileSpec{Name: "/abs"})
+			b.Grow(-1, 0)
+			b.Nop("a")
+			b.Nop("b\x00") // not checked
+		}, []string{grow, "graph too large: 2 nodes, limit 1", badFile}},
+		{"too many files, a bad file", nil, func(b *Builder) {
+			b.AddFile(FileSpec{Name: "/abs"})
+			b.AddFile(FileSpec{Name: "d", Dir: &DirSpec{Count: MaxFiles}})
+			b.Nop("a")
+		}, []string{fmt.Sprintf("graph too large: %d files, limit %d (MaxFiles)", MaxFiles+1, MaxFiles)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := NewBuilder("limits", tc.opts...)
+			tc.declare(b)
+			_, err := b.Build()
+			if diff := cmp.Diff(tc.want, errorTexts(err)); diff != "" {
+				t.Errorf("Build (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestEmptyBuffer checks that Build refuses a write of empty data, and a
+// read or write into an empty buffer, with a length bound by len_from
+// (len 0 then is no cap) as without: the run would fail it.
+func TestEmptyBuffer(t *testing.T) {
+	emptyBuf := `node "n": field "buf": buffer of 0 bytes: with len_from, it must hold the length the node gets`
+	for _, tc := range []struct {
+		name    string
+		declare func(b *Builder, src, statx Task) Task
+		want    []string
+	}{
+		{"write, LenAt", func(b *Builder, src, _ Task) Task {
+			return b.Write("n", File("f"), 0, []byte{}).LenAt(src, 0, 4)
+		}, []string{emptyBuf}},
+		{"write of nil, LenAt", func(b *Builder, src, _ Task) Task {
+			return b.Write("n", File("f"), 0, nil).LenAt(src, 0, 4)
+		}, []string{emptyBuf}},
+		{"write", func(b *Builder, _, _ Task) Task {
+			return b.Write("n", File("f"), 0, []byte{})
+		}, []string{`node "n": field "len": len must be > 0, got 0`}},
+		{"read, LenAt", func(b *Builder, src, _ Task) Task {
+			return b.Read("n", File("f"), 0, 0).Buffer([]byte{}).LenAt(src, 0, 4)
+		}, []string{emptyBuf}},
+		{"read, LenFrom", func(b *Builder, _, statx Task) Task {
+			return b.Read("n", File("f"), 0, 0).Buffer([]byte{}).LenFrom(statx)
+		}, []string{emptyBuf}},
+		{"write, LenAt, data", func(b *Builder, src, _ Task) Task {
+			return b.Write("n", File("f"), 0, []byte{1}).LenAt(src, 0, 4)
+		}, nil},
+		{"fill write, LenAt", func(b *Builder, src, _ Task) Task {
+			return b.Add(Node{Op: OpWrite, ID: "n", File: "f", Fill: 1}).LenAt(src, 0, 4)
+		}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := NewBuilder("w")
+			b.AddFile(FileSpec{Name: "f", Size: 8192})
+			src, statx := b.Read("src", File("f"), 0, 8), b.Statx("statx", "f")
+			tc.declare(b, src, statx).After(src, statx)
+			_, err := b.Build()
+			if diff := cmp.Diff(tc.want, errorTexts(err)); diff != "" {
+				t.Errorf("Build (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 

@@ -19,9 +19,12 @@ type handleRef struct{ node, open int32 }
 // being a problem,
 // then each generated id takes the form its node's op and target make,
 // or, if another id holds that, a suffix: '#' and the node's index, as
-// many times as it takes. It resolves the handles of handleRefs on the
-// way; handle finds the open producing a handle given by name, for the
-// target of the nodes that use it. Problems go to probs.
+// many times as it takes within MaxIDLen, then the op, '#', the index, '#'
+// and a count, from 1 until one is free (each node's own: declared ids
+// block no more candidates than there are of them). It resolves the
+// handles of handleRefs on the way; handle finds the open producing a
+// handle given by name, for the target of the nodes that use it. Problems
+// go to probs.
 func (b *Builder) nameNodes(handle func(string) (int32, bool), probs *problemList) {
 	n := int32(len(b.nodes))
 	if b.ids == nil {
@@ -56,9 +59,21 @@ func (b *Builder) nameNodes(handle func(string) (int32, bool), probs *problemLis
 			continue
 		}
 		nd.ID = b.genID(i, open, handle)
+		count := 0 // once the suffixes would pass MaxIDLen, op#index#count
 		for _, taken := x.insert(i); taken; _, taken = x.insert(i) {
-			b.arena.writeByte('#')
-			b.arena.writeInt(int(i))
+			if count == 0 && len(nd.ID)+1+len(strconv.Itoa(int(i))) <= MaxIDLen {
+				b.arena.writeByte('#')
+				b.arena.writeInt(int(i))
+			} else {
+				count++
+				op := nd.Op.String()
+				b.arena.begin(len(op) + 42)
+				b.arena.write(op)
+				b.arena.writeByte('#')
+				b.arena.writeInt(int(i))
+				b.arena.writeByte('#')
+				b.arena.writeInt(count)
+			}
 			nd.ID = b.arena.str()
 		}
 		if nd.Op == OpOpen && nd.As == genHandle {

@@ -139,8 +139,11 @@ type openFlag struct {
 	bits int
 }
 
-// openFlags lists the spec's open flags in the order Graph.Spec writes them.
-// Access modes come first; sync before dsync because O_SYNC contains O_DSYNC's bit.
+// openFlags lists the spec's open flags, one for each flag openat2
+// accepts (its O_ACCMODE of 3 and O_LARGEFILE, 0 here, aside), in the
+// order Graph.Spec writes them. Access modes come first; sync before
+// dsync because O_SYNC contains O_DSYNC's bit, tmpfile before directory
+// because O_TMPFILE contains O_DIRECTORY's.
 func openFlags() []openFlag {
 	return []openFlag{
 		{"rdonly", unix.O_RDONLY},
@@ -153,12 +156,36 @@ func openFlags() []openFlag {
 		{"direct", unix.O_DIRECT},
 		{"sync", unix.O_SYNC},
 		{"dsync", unix.O_DSYNC},
+		{"tmpfile", unix.O_TMPFILE},
 		{"directory", unix.O_DIRECTORY},
+		{"nofollow", unix.O_NOFOLLOW},
+		{"noatime", unix.O_NOATIME},
+		{"cloexec", unix.O_CLOEXEC},
+		{"nonblock", unix.O_NONBLOCK},
+		{"noctty", unix.O_NOCTTY},
+		{"async", unix.O_ASYNC},
+		{"path", unix.O_PATH},
 	}
 }
 
-// ParseOpenFlags translates spec flag names (rdonly, wronly, rdwr, creat, trunc,
-// excl, append, direct, sync, dsync, directory) into unix.O_* bits. At most one
+// unnamedOpenFlags returns the bits of flags no spec flag name gives, and
+// an access mode of 3 (O_ACCMODE): what FormatOpenFlags cannot write,
+// which Build refuses.
+func unnamedOpenFlags(flags int) int {
+	rest := flags &^ unix.O_ACCMODE
+	for _, f := range openFlags()[3:] {
+		rest &^= f.bits
+	}
+	if flags&unix.O_ACCMODE == unix.O_ACCMODE {
+		rest |= unix.O_ACCMODE
+	}
+	return rest
+}
+
+// ParseOpenFlags translates spec flag names (rdonly, wronly, rdwr, creat,
+// trunc, excl, append, direct, sync, dsync, tmpfile, directory, nofollow,
+// noatime, cloexec, nonblock, noctty, async, path: the O_* flags of
+// open(2) in lower case, without O_) into unix.O_* bits. At most one
 // access mode may be given; none means rdonly.
 func ParseOpenFlags(names []string) (int, error) {
 	flags, modes := 0, 0
@@ -189,7 +216,9 @@ func ParseOpenFlags(names []string) (int, error) {
 }
 
 // FormatOpenFlags is the inverse of ParseOpenFlags: the access mode first, then
-// the other flags in a fixed order. Bits it does not know are dropped.
+// the other flags in a fixed order. Bits it does not know are dropped: Build
+// refuses an open with any, so that the flags of a built graph's opens
+// all have names.
 func FormatOpenFlags(flags int) []string {
 	var out []string
 	switch flags & unix.O_ACCMODE {

@@ -54,9 +54,10 @@ type Spec struct {
 // file names a spec file, handle the as of an open; paths are relative to
 // the run's root, in clean form, without ".."; only an open with flag
 // directory may have path ".", the root itself (to fsync it after a
-// rename). An open with flag creat and no mode creates with mode 0644
-// (420); only an open with flag creat takes a mode, and only permission
-// bits (at most 0o7777, 4095).
+// rename). flags are the names ParseOpenFlags lists. An open with flag
+// creat (or tmpfile) and no mode creates with mode 0644 (420); only an
+// open with flag creat or tmpfile takes a mode. A mode, of an open or a
+// mkdir, has only permission bits (at most 0o7777, 4095).
 //
 // keep makes a read keep the bytes it returned, and a readfile the file's
 // contents, for the run's report (a statx takes no keep: its size is in its

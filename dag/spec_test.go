@@ -18,6 +18,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"golang.org/x/sys/unix"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files in testdata")
@@ -201,6 +202,38 @@ func TestSpecRoundTripResults(t *testing.T) {
 	}
 }
 
+// TestBadOpBindings checks that Build reports a node's unknown or missing
+// op alone, not also a len_from or offset_from of it, or naming it, which
+// gave the op's internal number ("op(255)").
+func TestBadOpBindings(t *testing.T) {
+	for _, tc := range []struct {
+		name, nodes string
+		want        []string
+	}{
+		{"unknown op, len_from", `{"id":"s","op":"statx","path":"p"},{"id":"a","op":"bogus","len_from":"s","after":["s"]}`,
+			[]string{`1:89: node "a": field "op": unknown op "bogus"`}},
+		{"missing op, len_from", `{"id":"s","op":"statx","path":"p"},{"id":"a","len_from":"s","after":["s"]}`,
+			[]string{`1:89: node "a": field "op": missing op`}},
+		{"unknown op, offset_from", `{"id":"s","op":"read","file":"f","len":8},{"id":"a","op":"bogus","offset_from":{"node":"s","at":0,"size":8},"after":["s"]}`,
+			[]string{`1:96: node "a": field "op": unknown op "bogus"`}},
+		{"source of unknown op", `{"id":"s","op":"bogus"},{"id":"a","op":"read","file":"f","len_from":"s","after":["s"]}`,
+			[]string{`1:54: node "s": field "op": unknown op "bogus"`}},
+		{"source of missing op", `{"id":"s"},{"id":"a","op":"read","file":"f","offset_from":{"node":"s","at":0,"size":8},"len":1,"after":["s"]}`,
+			[]string{`1:54: node "s": field "op": missing op`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := ParseSpec([]byte(`{"name":"x","files":[{"name":"f","size":8}],"nodes":[` + tc.nodes + `]}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = s.Build()
+			if diff := cmp.Diff(tc.want, errorTexts(err)); diff != "" {
+				t.Errorf("Build (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 func TestParseSpecErrors(t *testing.T) {
 	tests := []struct {
 		name     string
@@ -297,6 +330,10 @@ func TestOpenFlags(t *testing.T) {
 		{[]string{"rdwr", "append", "sync"}, []string{"rdwr", "append", "sync"}, false},
 		{[]string{"dsync"}, []string{"rdonly", "dsync"}, false},
 		{[]string{"directory", "rdonly"}, []string{"rdonly", "directory"}, false},
+		{[]string{"tmpfile", "rdwr"}, []string{"rdwr", "tmpfile"}, false},
+		{[]string{"directory", "tmpfile", "rdwr"}, []string{"rdwr", "tmpfile"}, false},
+		{[]string{"path", "nofollow", "cloexec", "noatime", "nonblock", "noctty", "async"},
+			[]string{"rdonly", "nofollow", "noatime", "cloexec", "nonblock", "noctty", "async", "path"}, false},
 		{[]string{"wronly", "rdwr"}, nil, true},
 		{[]string{"nope"}, nil, true},
 	}
@@ -312,6 +349,42 @@ func TestOpenFlags(t *testing.T) {
 		if got := FormatOpenFlags(flags); !cmp.Equal(got, tc.want) {
 			t.Errorf("FormatOpenFlags(ParseOpenFlags(%q)) = %q, want %q", tc.in, got, tc.want)
 		}
+	}
+}
+
+// TestOpenFlagsRoundTrip checks that Build keeps every flag of an open
+// given from Go through Graph.Spec, or refuses those a spec cannot name.
+func TestOpenFlagsRoundTrip(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		flags int
+		want  []string // Build's errors
+	}{
+		{"tmpfile", unix.O_RDWR | unix.O_TMPFILE, nil},
+		{"nofollow", unix.O_RDONLY | unix.O_NOFOLLOW, nil},
+		{"noatime", unix.O_RDONLY | unix.O_NOATIME, nil},
+		{"cloexec nonblock", unix.O_WRONLY | unix.O_CLOEXEC | unix.O_NONBLOCK, nil},
+		{"path noctty async", unix.O_PATH | unix.O_NOCTTY | unix.O_ASYNC, nil},
+		{"directory sync", unix.O_DIRECTORY | unix.O_SYNC, nil},
+		{"access mode 3", unix.O_ACCMODE, []string{`node "o": field "flags": flags 0x3 have no name in a spec (ParseOpenFlags names those openat2 takes)`}},
+		{"unknown bit", unix.O_RDONLY | 1<<30, []string{`node "o": field "flags": flags 0x40000000 have no name in a spec (ParseOpenFlags names those openat2 takes)`}},
+		{"negative", -1, []string{`node "o": field "flags": flags 0xffffffffff80803f have no name in a spec (ParseOpenFlags names those openat2 takes)`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := NewBuilder("flags")
+			b.Open("o", "d", tc.flags, "h")
+			g, err := b.Build()
+			if diff := cmp.Diff(tc.want, errorTexts(err)); diff != "" {
+				t.Fatalf("Build (-want +got):\n%s", diff)
+			}
+			if err != nil {
+				return
+			}
+			if got := g.Spec().Nodes[0].Flags; !slices.Equal(got, FormatOpenFlags(tc.flags)) {
+				t.Errorf("Spec() flags = %q", got)
+			}
+			checkRoundTrip(t, g)
+		})
 	}
 }
 

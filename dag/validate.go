@@ -16,12 +16,20 @@ import (
 // Build validates the declared graph and stages it. On success it returns an
 // immutable Graph; otherwise an error joining (errors.Join) one *NodeError or
 // *FileError per problem found, in declaration order (at most MaxProblems,
-// then one error counting the rest), or ErrEmptyGraph or ErrTooLarge alone. Build hands the declared nodes to the Graph: the Builder
+// then one error counting the rest). A graph of no nodes (ErrEmptyGraph)
+// or past a limit (ErrTooLarge: WithMaxNodes, MaxFiles, edges) ends the
+// checks: the error then joins it with the problems found before, those
+// recorded while declaring (by the Builder's methods, or ParseSpec's and
+// Spec.Build's of a spec's fields) and, unless the files are too many,
+// the files'. Build hands the declared nodes to the Graph: the Builder
 // is empty afterwards, whatever the result.
 func (b *Builder) Build() (*Graph, error) {
 	b.gather()
 	v := &validator{b: b, problemList: b.probs}
 	g := v.build()
+	if validated != nil {
+		validated(v)
+	}
 	b.edges.release()
 	err := v.err()
 	*b = Builder{name: b.name, maxNodes: b.maxNodes, gen: b.gen + 1}
@@ -31,6 +39,9 @@ func (b *Builder) Build() (*Graph, error) {
 	b.built = g
 	return g, nil
 }
+
+// validated, if set (by tests), sees each validator after its build.
+var validated func(*validator)
 
 // MaxProblems is how many problems Build and ParseSpec list at most: a
 // spec of millions of bad nodes is not millions of errors (each held
@@ -394,6 +405,9 @@ func (v *validator) resolveBindings() {
 			continue
 		}
 		nd, src := &b.nodes[bd.node], &b.nodes[from]
+		if nd.Op >= numOps || src.Op >= numOps {
+			continue // badOp reports the op, unknown or missing, alone
+		}
 		if bd.kind == lenFromStatx {
 			switch {
 			case nd.Op != OpRead:
@@ -583,12 +597,20 @@ func (v *validator) checkNode(i int32) {
 		default:
 			v.checkPathField(i, "path", nd.Path)
 		}
+		if bad := unnamedOpenFlags(nd.OpenFlags); bad != 0 {
+			v.nodeErr(i, "flags", wrap(ErrBadValue, "flags %#x have no name in a spec (ParseOpenFlags names those openat2 takes)", uint(bad)))
+		}
 		v.checkOpenMode(i)
 		if nd.As == "" {
 			v.nodeErr(i, "as", wrap(ErrMissingField, "missing as (the handle to produce)"))
 		}
-	case OpStatx, OpUnlink, OpMkdir:
+	case OpStatx, OpUnlink:
 		v.checkPathField(i, "path", nd.Path)
+	case OpMkdir:
+		v.checkPathField(i, "path", nd.Path)
+		if nd.Mode > 0o7777 {
+			v.nodeErr(i, "mode", errModeBits(nd.Mode))
+		}
 	case OpRename:
 		v.checkPathField(i, "path", nd.Path)
 		v.checkPathField(i, "to", nd.To)
@@ -644,12 +666,18 @@ func (v *validator) checkOpenMode(i int32) {
 	creates := nd.OpenFlags&unix.O_CREAT != 0 || nd.OpenFlags&unix.O_TMPFILE == unix.O_TMPFILE
 	switch {
 	case nd.Mode > 0o7777:
-		v.nodeErr(i, "mode", wrap(ErrBadValue, "mode 0o%o has bits beyond the permission bits 0o7777", nd.Mode))
+		v.nodeErr(i, "mode", errModeBits(nd.Mode))
 	case nd.Mode != 0 && !creates:
-		v.nodeErr(i, "mode", wrap(ErrConflict, "mode 0o%o without flag creat: an open that creates no file takes no mode", nd.Mode))
+		v.nodeErr(i, "mode", wrap(ErrConflict, "mode 0o%o without flag creat or tmpfile: an open that creates no file takes no mode", nd.Mode))
 	case creates && nd.Mode == 0:
 		nd.Mode = defaultMode
 	}
+}
+
+// errModeBits is the problem of an open's or mkdir's mode beyond the
+// permission bits, which the kernel refuses (an open) or drops (a mkdir).
+func errModeBits(mode uint32) error {
+	return wrap(ErrBadValue, "mode 0o%o has bits beyond the permission bits 0o7777", mode)
 }
 
 // article returns the op's name after "a" or "an".
@@ -788,6 +816,8 @@ func (v *validator) checkTransfer(i int32) {
 	switch {
 	case lenFrom && nd.Len < 0:
 		v.nodeErr(i, "len", wrap(ErrBadLength, "len (a cap with len_from) must be >= 0, got %d", nd.Len))
+	case lenFrom && nd.Buf != nil && len(nd.Buf) == 0:
+		v.nodeErr(i, "buf", wrap(ErrBadLength, "buffer of 0 bytes: with len_from, it must hold the length the node gets"))
 	case !lenFrom && nd.Len <= 0:
 		v.nodeErr(i, "len", wrap(ErrBadLength, "len must be > 0, got %d", nd.Len))
 	case nd.Len > MaxTransfer:
@@ -903,6 +933,14 @@ type reach struct {
 	gen   int32
 	found []int32 // what the sweep in progress found, to clear
 	heap  []int32 // found and not yet swept, by position
+	// sweeps counts the sweeps made, for tests.
+	sweeps int
+
+	// near's searches: seen holds tick of a node found from a source,
+	// tick+1 of one x is found from.
+	seen     []uint32
+	tick     uint32
+	down, up []int32
 }
 
 func newReach(g *Graph) *reach {
@@ -982,6 +1020,7 @@ func (r *reach) reached(gs groups, qs []query, afterOnly bool) []bool {
 			}
 		}
 		r.sweep(afterOnly)
+		r.sweeps++
 		for b, g := range chunk {
 			for _, k := range byGroup[qoff[g]:qoff[g+1]] {
 				ok[k] = r.got[qs[k].node]&(1<<b) != 0
@@ -992,6 +1031,76 @@ func (r *reach) reached(gs groups, qs []query, afterOnly bool) []bool {
 		}
 	}
 	return ok
+}
+
+// nearBudget is how many edges near looks at before it leaves a question
+// to reached.
+const nearBudget = 64
+
+// near answers, if a search of a few edges can, whether x descends over at
+// least one edge (every edge, or after edges only) from one of srcs other
+// than x itself: searching down from the sources and up from x at once,
+// taking the cheaper node to expand next, each side only through nodes
+// between the sources and x in level (an edge goes down at least one
+// level). decided is false if it gave up after nearBudget edges. Most
+// questions reached's sweeps would answer, of a user behind a barrier
+// (every open, then a NOP, then each open's reads), take a few edges:
+// sweeps of 64 sources each, all through the barrier, were quadratic.
+func (r *reach) near(srcs []int32, x int32, afterOnly bool) (yes, decided bool) {
+	g, level := r.g, r.g.level
+	if r.seen == nil {
+		r.seen = make([]uint32, len(g.nodes))
+	}
+	if r.tick += 2; r.tick < 2 { // wrapped
+		clear(r.seen)
+		r.tick = 2
+	}
+	down, up := r.tick, r.tick+1
+	r.down, r.up = r.down[:0], append(r.up[:0], x)
+	r.seen[x] = up
+	low := int32(math.MaxInt32) // the lowest level of a source
+	for _, s := range srcs {
+		if s != x && level[s] < level[x] && r.seen[s] != down {
+			r.seen[s] = down
+			r.down = append(r.down, s)
+			low = min(low, level[s])
+		}
+	}
+	budget := nearBudget
+	for d, u := 0, 0; d < len(r.down) && u < len(r.up); {
+		if a, b := r.down[d], r.up[u]; len(g.Succs(a)) <= len(g.Preds(b)) {
+			d++
+			if budget -= len(g.Succs(a)); budget < 0 {
+				return false, false
+			}
+			for _, e := range g.Succs(a) {
+				switch y := e.Node; {
+				case afterOnly && e.Kind != After || r.seen[y] == down:
+				case r.seen[y] == up:
+					return true, true
+				case level[y] < level[x]:
+					r.seen[y] = down
+					r.down = append(r.down, y)
+				}
+			}
+		} else {
+			u++
+			if budget -= len(g.Preds(b)); budget < 0 {
+				return false, false
+			}
+			for _, e := range g.Preds(b) {
+				switch y := e.Node; {
+				case afterOnly && e.Kind != After || r.seen[y] == up:
+				case r.seen[y] == down:
+					return true, true
+				case level[y] > low:
+					r.seen[y] = up
+					r.up = append(r.up, y)
+				}
+			}
+		}
+	}
+	return false, true // one side found all there is
 }
 
 // find notes that x is reached by a group asking about positions up to
@@ -1136,7 +1245,7 @@ func (v *validator) checkHandles() {
 // from the handle's open, and from one of its closes (other than
 // itself). Most graphs answer both locally, in Order: a user after its
 // open or after a user that descends from it, a handle whose closes have
-// no successors; reach searches for the others.
+// no successors; reach searches for the others, near first.
 func (v *validator) handleReach(opens []int32, closes groups, users []query) (fromOpen, afterClose []bool) {
 	g := v.g
 	fromOpen, afterClose = make([]bool, len(users)), make([]bool, len(users))
@@ -1165,11 +1274,19 @@ func (v *validator) handleReach(opens []int32, closes groups, users []query) (fr
 	var openAt, closeAt []int
 	for k, u := range users {
 		if !fromOpen[k] {
-			slowOpen, openAt = append(slowOpen, u), append(openAt, k)
+			yes, decided := v.reach().near(opens[u.group:u.group+1], u.node, false)
+			fromOpen[k] = yes
+			if !decided {
+				slowOpen, openAt = append(slowOpen, u), append(openAt, k)
+			}
 		}
 		for _, c := range closes.of(u.group) {
 			if len(g.Succs(c)) > 0 {
-				slowClose, closeAt = append(slowClose, u), append(closeAt, k)
+				yes, decided := v.reach().near(closes.of(u.group), u.node, false)
+				afterClose[k] = yes
+				if !decided {
+					slowClose, closeAt = append(slowClose, u), append(closeAt, k)
+				}
 				break
 			}
 		}
@@ -1229,16 +1346,20 @@ func (v *validator) checkBindingAncestry() {
 	if len(bs) == 0 {
 		return
 	}
-	// Each source its own group, asked about over every edge, or after
-	// edges only (a Source).
+	// near answers most; of the others, each source its own group, asked
+	// about over every edge, or after edges only (a Source).
 	r := v.reach()
-	ok := make([]bool, len(bs))
+	ok, decided := make([]bool, len(bs)), make([]bool, len(bs))
+	for k, b := range bs {
+		src := [1]int32{b.from}
+		ok[k], decided[k] = r.near(src[:], b.node, b.kind != lenFromStatx)
+	}
 	index := make([]int32, len(g.nodes)) // of a source, 1 + its group
 	srcs, qs, at := make([]int32, 0, len(bs)), make([]query, 0, len(bs)), make([]int, 0, len(bs))
 	for _, afterOnly := range []bool{false, true} {
 		srcs, qs, at = srcs[:0], qs[:0], at[:0]
 		for k, b := range bs {
-			if (b.kind != lenFromStatx) != afterOnly {
+			if decided[k] || (b.kind != lenFromStatx) != afterOnly {
 				continue
 			}
 			if index[b.from] == 0 {
