@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/iodag/iodag/chrometrace"
 	"github.com/iodag/iodag/compare"
 	"github.com/iodag/iodag/dag"
 	"github.com/iodag/iodag/internal/human"
@@ -73,6 +74,16 @@ func compareSpec(ctx context.Context, args []string, stdout, stderr io.Writer) i
 			*repeat = 1
 		}
 	}
+	svgOut, err := openOut(stderr, "compare", "--svg", *svgFile)
+	if err != nil {
+		return exitUsage
+	}
+	defer svgOut.discard()
+	traceOut, err := openOut(stderr, "compare", "--trace-json", *traceFile)
+	if err != nil {
+		return exitUsage
+	}
+	defer traceOut.discard()
 	root, remove, err := scratchDir()
 	if err != nil {
 		fmt.Fprintf(stderr, "iodag compare: %v\n", err)
@@ -113,21 +124,16 @@ func compareSpec(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	if o.Progress != nil {
 		fmt.Fprint(stderr, "\r\033[K") // the bar's line, for the table
 	}
-	if *svgFile != "" {
-		if err := writeSVGFile(*svgFile, c); err != nil {
-			fmt.Fprintf(stderr, "iodag compare: %v\n", err)
-			return exitFailed
-		}
+	// The comparison is printed whether the files could be written or not.
+	var reports []*submit.Report
+	for _, m := range c.Modes {
+		reports = append(reports, m.Report)
 	}
-	if *traceFile != "" {
-		var reports []*submit.Report
-		for _, m := range c.Modes {
-			reports = append(reports, m.Report)
-		}
-		if err := writeTraceFile(*traceFile, reports...); err != nil {
-			fmt.Fprintf(stderr, "iodag compare: --trace-json: %v\n", err)
-			return exitFailed
-		}
+	svgErr := svgOut.write(stderr, "compare", func(w io.Writer) error { return writeSVG(w, c) })
+	traceErr := traceOut.write(stderr, "compare", func(w io.Writer) error { return chrometrace.Write(w, reports...) })
+	svg := *svgFile // the timeline, if written
+	if svgErr != nil {
+		svg = ""
 	}
 	if *asJSON {
 		if err := writeJSON(stdout, c); err != nil {
@@ -135,13 +141,13 @@ func compareSpec(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		}
 	} else {
 		printComparison(stdout, c, about{workers: pool.Size(), repeat: *repeat, builtin: len(pos) == 0,
-			work: describeWork(g), scratch: root, svg: *svgFile})
+			work: describeWork(g), scratch: root, svg: svg})
 	}
 	if code, ok := interrupted(ctx); ok {
 		fmt.Fprintf(stderr, "iodag compare: %v: the comparison is partial\n", context.Cause(ctx))
 		return code
 	}
-	if !c.OK() {
+	if !c.OK() || svgErr != nil || traceErr != nil {
 		return exitFailed
 	}
 	return exitOK

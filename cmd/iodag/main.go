@@ -13,17 +13,19 @@
 //
 // --trace-json FILE writes the run (compare: each mode's) as a Chrome
 // trace, which Perfetto UI (https://ui.perfetto.dev) and chrome://tracing
-// open.
+// open. FILE (and compare's --svg FILE) is opened before the run: one
+// that cannot be is a usage error; if writing it fails after the run,
+// the report is printed all the same, and iodag exits 1.
 //
 // Exit status: 0 ok; 1 some node not ok (for compare: the modes disagree),
-// the run could not be set up or a write to stdout failed; 2 bad spec or
-// usage; 141 when stdout's reader has left (EPIPE, as SIGPIPE would);
+// the run could not be set up or a write to stdout or to a FILE failed;
+// 2 bad spec or usage; 141 when stdout's reader has left (EPIPE, as SIGPIPE would);
 // 130, 143 or 129 after SIGINT, SIGTERM or SIGHUP, which cancel the run
 // (its partial report is printed, counting the runs that ended and, as
 // the last, the one cut short, its rates of the runs that ended; if
 // stdout blocks on a reader that does not read for a second, or a second
-// signal comes, iodag exits without the rest). Scratch directories are removed in every case. Errors go to
-// stderr.
+// signal comes, iodag exits without the rest). Scratch directories are
+// removed in every case. Errors go to stderr.
 package main
 
 import (

@@ -87,6 +87,11 @@ func runSpec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		specError(stderr, "run", pos[0], err)
 		return exitUsage
 	}
+	traceOut, err := openOut(stderr, "run", "--trace-json", *traceFile)
+	if err != nil {
+		return exitUsage
+	}
+	defer traceOut.discard()
 
 	root := *rootDir
 	if root == "" {
@@ -130,12 +135,8 @@ func runSpec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "iodag run: %v\n", err)
 		return exitFailed
 	}
-	if *traceFile != "" {
-		if err := writeTraceFile(*traceFile, rep); err != nil {
-			fmt.Fprintf(stderr, "iodag run: --trace-json: %v\n", err)
-			return exitFailed
-		}
-	}
+	// The report is printed whether the trace could be written or not.
+	traceErr := traceOut.write(stderr, "run", func(w io.Writer) error { return chrometrace.Write(w, rep) })
 	out := runReport{Report: rep, Trace: *trace, Latency: lat.Summary()}
 	if *asJSON {
 		if err := writeJSON(stdout, out); err != nil {
@@ -156,7 +157,7 @@ func runSpec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "iodag run: %v\n", err)
 		return exitFailed
 	}
-	if rep.Counts.Failed+rep.Counts.Canceled > 0 {
+	if traceErr != nil || rep.Counts.Failed+rep.Counts.Canceled > 0 {
 		return exitFailed
 	}
 	return exitOK
@@ -255,19 +256,6 @@ func why(n *submit.NodeResult) string {
 func traceJSONHelp(what string) string {
 	return "write " + what + " to `FILE` as a Chrome trace, a span per node on its worker's track " +
 		"(open it in Perfetto UI, https://ui.perfetto.dev, or chrome://tracing); traced unless --trace=false"
-}
-
-// writeTraceFile writes reports to path as a Chrome trace.
-func writeTraceFile(path string, reports ...*submit.Report) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := chrometrace.Write(f, reports...); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return f.Close()
 }
 
 // maxRepeat is the most runs --repeat asks for: a billion runs of a
