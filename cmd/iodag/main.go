@@ -53,9 +53,6 @@ type verb struct {
 	run     func(args []string, stdout, stderr io.Writer) int
 	usage   string // after "iodag "
 	purpose string // what it does, in a line
-	// ownWrites says the verb tells stderr of a failed write to stdout
-	// itself (gen), so the dispatcher does not say it again.
-	ownWrites bool
 }
 
 // verbs lists the subcommands in the order help shows them; a new verb
@@ -68,7 +65,7 @@ func verbs() []verb {
 			purpose: "print a spec's depth, width, critical path, components and levels"},
 		{name: "dot", run: dotMain, usage: "dot SPEC",
 			purpose: "print a spec's graph as Graphviz DOT, one rank per level"},
-		{name: "gen", run: genMain, usage: "gen SHAPE ARGS [--op nop|read4k] [--seed N]", ownWrites: true,
+		{name: "gen", run: genMain, usage: "gen SHAPE ARGS [--op nop|read4k] [--seed N]",
 			purpose: "print the spec of a built-in shape (iodag gen alone lists them)"},
 		{name: "run", run: runMain, usage: "run SPEC [--mode graph|link|waves] [--workers N] [--ring N] [--backend auto|io_uring|syscalls] [--repeat R] [--root DIR] [--trace] [--trace-json FILE] [--nodes] [--json]",
 			purpose: "run a spec in one mode and report the run and the nodes not ok"},
@@ -100,13 +97,13 @@ func main() {
 func run(args []string, stdout, stderr io.Writer) int {
 	out := &output{w: stdout}
 	code := dispatch(args, out, stderr)
-	prefix, quiet := "iodag", false
+	prefix := "iodag"
 	if len(args) > 0 {
 		if v, ok := lookup(args[0]); ok {
-			prefix, quiet = "iodag "+v.name, v.ownWrites
+			prefix = "iodag " + v.name
 		}
 	}
-	return out.exitStatus(prefix, code, quiet, stderr)
+	return out.exitStatus(prefix, code, stderr)
 }
 
 // dispatch runs the verb args[0] names, or prints help: "iodag help

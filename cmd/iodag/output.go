@@ -72,18 +72,15 @@ func (o *output) blockedFor() time.Duration {
 // code having written to o, and tells stderr of a failed write: a reader
 // that left (EPIPE) ends iodag quietly with 141, as SIGPIPE would (128 +
 // 13); any other failed write makes an exit of 0 a 1. A signal's status
-// stands. prefix starts the message ("iodag run"); quiet says the verb
-// has told stderr of its failed writes itself.
-func (o *output) exitStatus(prefix string, code int, quiet bool, stderr io.Writer) int {
+// stands. prefix starts the message ("iodag run").
+func (o *output) exitStatus(prefix string, code int, stderr io.Writer) int {
 	switch {
 	case o.err == nil || code >= 128:
 		return code
 	case errors.Is(o.err, syscall.EPIPE):
 		return 128 + int(syscall.SIGPIPE)
 	}
-	if !quiet {
-		fmt.Fprintf(stderr, "%s: writing the output: %v\n", prefix, o.err)
-	}
+	fmt.Fprintf(stderr, "%s: writing the output: %v\n", prefix, o.err)
 	if code == exitOK {
 		return exitFailed
 	}
