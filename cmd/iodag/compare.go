@@ -211,7 +211,7 @@ func printComparison(w io.Writer, c *compare.Comparison, a about) {
 	if len(c.Modes) > 0 {
 		nodes, ring = len(c.Modes[0].Nodes), c.Modes[0].Ring
 	}
-	fmt.Fprintf(w, "%s: %d nodes, repeat %d, %d %s, ring %d\n\n", c.Name, nodes, a.repeat, a.workers, plural(a.workers, "worker"), ring)
+	fmt.Fprintf(w, "%s: %d nodes, repeat %d, %d %s, ring %d\n\n", shown(c.Name), nodes, a.repeat, a.workers, plural(a.workers, "worker"), ring)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "mode    \tops/s\tper batch\twall\tenters/run\tmax in-flight\tok\tfailed\tcanceled\tskipped\tvs link\t")
 	for _, m := range c.Modes {

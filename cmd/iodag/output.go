@@ -7,9 +7,12 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unicode/utf8"
 )
 
 // outputChunk is the most output writes to its writer at once, so that
@@ -219,4 +222,15 @@ func (o *outFile) discard() {
 		os.Remove(o.f.Name())
 	}
 	o.f = nil
+}
+
+// shown returns a name of the spec's (its graph's name) as the CLI prints
+// it to be read: as it is, or, if it holds anything a terminal would act
+// on or hide (a control character such as ESC or CR, a bidirectional
+// override such as U+202E, invalid UTF-8), quoted with those escaped.
+func shown(s string) string {
+	if strings.IndexFunc(s, func(r rune) bool { return !strconv.IsPrint(r) || r == utf8.RuneError }) >= 0 {
+		return strconv.Quote(s)
+	}
+	return s
 }

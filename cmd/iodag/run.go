@@ -172,7 +172,7 @@ func printReport(w io.Writer, r runReport, all bool, work string) {
 		skipped = fmt.Sprintf(", %d skipped", rep.Counts.Skipped)
 	}
 	fmt.Fprintf(w, "%s: %s mode, %d nodes: %d ok, %d failed, %d canceled%s; repeat %d, wall %s, %s ops/s, %.1f enters/run, max in-flight %d\n",
-		rep.Name, rep.Mode, len(rep.Nodes), rep.Counts.OK, rep.Counts.Failed, rep.Counts.Canceled, skipped,
+		shown(rep.Name), rep.Mode, len(rep.Nodes), rep.Counts.OK, rep.Counts.Failed, rep.Counts.Canceled, skipped,
 		rep.Repeat, human.Duration(rep.WallNS), human.Rate(rep.OpsPerSec), float64(rep.Enters)/float64(max(rep.Repeat, 1)), rep.MaxInflight)
 	l := r.Latency
 	fmt.Fprintf(w, "latency: p50 %s, p99 %s, max %s (%d nodes timed)\n", human.Duration(l.P50NS), human.Duration(l.P99NS), human.Duration(l.MaxNS), l.Nodes)
