@@ -108,12 +108,7 @@ func compareSpec(ctx context.Context, args []string, stdout, stderr io.Writer) i
 
 	o := compare.Options{Scratch: root, Repeat: *repeat, Trace: *trace}
 	if bar := progressBar(stderr, len(compare.Columns)*(*repeat), compare.Columns[0]); bar != nil {
-		o.Progress = func(done, total int) {
-			if done < total {
-				bar.Describe(compare.Columns[done / *repeat])
-			}
-			bar.Set(done)
-		}
+		o.Progress = progress(bar.Describe, func(done int) { bar.Set(done) })
 		defer bar.Close()
 	}
 	c, err := compare.Run(ctx, pool, g, o)
@@ -175,6 +170,21 @@ func defaultGraph(root string, stderr io.Writer) (*dag.Graph, error) {
 		fmt.Fprintf(stderr, "iodag compare: note: %s refuses O_DIRECT (tmpfs before Linux 6.6?): the reads are buffered and measure the page cache; set TMPDIR to a disk file system to measure the device\n", filepath.Dir(root))
 	}
 	return g, nil
+}
+
+// progress returns compare.Options.Progress for a bar: it sets the runs
+// done, and describes the bar as the column that runs next. The columns
+// take turns, a batch each, in Columns order, so that is the column after
+// the one whose batch has just ended.
+func progress(describe func(string), set func(done int)) func(done, total int) {
+	batches := 0
+	return func(done, total int) {
+		batches++
+		if done < total {
+			describe(compare.Columns[batches%len(compare.Columns)])
+		}
+		set(done)
+	}
 }
 
 // progressBar returns a bar counting to runs on stderr, described as what,
