@@ -34,6 +34,7 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/iodag/iodag/internal/suggest"
@@ -116,11 +117,22 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 	name := args[0]
 	switch name {
 	case "help", "-h", "-help", "--help":
-		if name != "help" || len(args) == 1 {
+		if name != "help" {
 			usage(stdout)
 			return exitOK
 		}
-		name, args = args[1], []string{args[1], "--help"}
+		// help's arguments: at most one COMMAND; help itself, or a
+		// help flag, asks for iodag's help.
+		pos := slices.DeleteFunc(slices.Clone(args[1:]), isHelp)
+		switch {
+		case len(pos) > 1:
+			fmt.Fprintf(stderr, "iodag help: want at most one COMMAND, got %d arguments: %s\nusage: iodag help [COMMAND]\n", len(pos), strings.Join(pos, " "))
+			return exitUsage
+		case len(pos) == 0 || pos[0] == "help":
+			usage(stdout)
+			return exitOK
+		}
+		name, args = pos[0], []string{pos[0], "--help"}
 	}
 	v, ok := lookup(name)
 	if !ok {
@@ -144,15 +156,18 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 // a "--".
 func helpAsked(args []string) bool {
 	for _, a := range args {
-		switch a {
-		case "--":
+		if a == "--" {
 			return false
-		case "-h", "-help", "--help":
+		}
+		if isHelp(a) {
 			return true
 		}
 	}
 	return false
 }
+
+// isHelp reports whether a is a flag that asks for help.
+func isHelp(a string) bool { return a == "-h" || a == "-help" || a == "--help" }
 
 // usage prints iodag's help: the commands, and where the rest is said.
 func usage(w io.Writer) {

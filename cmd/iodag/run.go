@@ -77,7 +77,10 @@ func runSpec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	if *rootDir != "" {
-		if fi, err := os.Stat(*rootDir); err != nil || !fi.IsDir() {
+		if fi, err := os.Stat(*rootDir); err != nil {
+			fmt.Fprintf(stderr, "iodag run: --root: %v\n", err)
+			return exitUsage
+		} else if !fi.IsDir() {
 			fmt.Fprintf(stderr, "iodag run: --root %s: not a directory\n", *rootDir)
 			return exitUsage
 		}
