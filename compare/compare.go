@@ -215,9 +215,13 @@ func (c *Comparison) Column(name string) *ModeResult {
 // Reports. The columns take turns (a share of each one's repeats, then
 // the next one's, up to 20 turns each), so that drift in the machine
 // (other load, the device, the page cache) spreads over all of them. If
-// ctx ends first, it returns the columns that ran (with their partial
-// reports), unchecked, with ctx's error. Any other error means the
-// comparison could not run.
+// ctx ends first, it returns the columns that ran, unchecked, with ctx's
+// error: each column's partial report counts the runs of its turns that
+// ended and, as its last, the run cut short, whose nodes it shows; its
+// wall time, enters, SQEs and ops/s are of the runs that ended (a turn
+// cut short after more than one run is left out of them: submit does not
+// say how many of its runs ended). Any other error means the comparison
+// could not run.
 func Run(ctx context.Context, pool *workers.Pool, g *dag.Graph, o Options) (*Comparison, error) {
 	if o.Repeat <= 0 {
 		o.Repeat = 1
@@ -271,12 +275,17 @@ turns:
 			if _, ok := err.(*submit.FailedError); ok {
 				err = nil // failed nodes are what the columns are compared on
 			}
-			if rep != nil {
+			switch {
+			case rep == nil:
+			case err != nil: // cut short: how many of its runs finished is not known
+				sums[k].Cut(rep, n)
+				if batch.Timed(n, o.Trace) {
+					lats[k].Add(rep.Nodes)
+				}
+			default:
 				sums[k].Add(rep)
 				lats[k].Add(rep.Nodes)
-				if err == nil { // an interrupted batch's figure is not the column's
-					spreads[k].add(rep.OpsPerSec)
-				}
+				spreads[k].add(rep.OpsPerSec)
 				done += n
 				if o.Progress != nil {
 					o.Progress(done, total)

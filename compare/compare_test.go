@@ -327,6 +327,55 @@ func TestRunErrors(t *testing.T) {
 	}
 }
 
+// TestRunInterrupted ends Run's context after two turns of 5 runs (link,
+// then waves, of --repeat 100): graph mode's turn is cut short, and counts
+// as the one run it cut short, not the 5 it asked for, with no figures:
+// how many of its runs ended is not known.
+func TestRunInterrupted(t *testing.T) {
+	pool, err := workers.New(workers.Config{Workers: 1, Entries: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	g, err := dag.LoadFile("../testdata/fail_missing.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var progress []int
+	o := Options{Scratch: t.TempDir(), Repeat: 100, Progress: func(done, total int) {
+		progress = append(progress, done)
+		if len(progress) == 2 {
+			cancel()
+		}
+	}}
+	c, err := Run(ctx, pool, g, o)
+	if err == nil || c == nil || c.Checked {
+		t.Fatalf("Run(interrupted) = %+v, %v; want the columns that ran, unchecked, and an error", c, err)
+	}
+	type column struct {
+		Column  string
+		Repeat  int
+		Figures bool // ops/s and wall not 0
+		Batches int  // Spread's
+	}
+	var got []column
+	for _, m := range c.Modes {
+		got = append(got, column{m.Column, m.Repeat, m.OpsPerSec > 0 && m.WallNS > 0, m.Spread.Batches})
+	}
+	want := []column{{"link", 5, true, 1}, {"waves", 5, true, 1}, {"graph", 1, false, 0}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("columns mismatch (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]int{5, 10}, progress); diff != "" {
+		t.Errorf("progress mismatch (-want +got):\n%s", diff)
+	}
+	if got := c.Column("graph").Counts.Canceled; got != g.Len() {
+		t.Errorf("graph: %d nodes canceled, want %d", got, g.Len())
+	}
+}
+
 // nodes makes hand-made node results from id:status pairs.
 func nodes(rs ...submit.NodeResult) []submit.NodeResult { return rs }
 

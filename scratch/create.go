@@ -43,8 +43,10 @@ import (
 func Create(root string, g *dag.Graph) error { return CreateContext(context.Background(), root, g) }
 
 // CreateContext is Create, which stops with ctx's cause (context.Cause)
-// when ctx ends: a spec may ask for millions of files, which take
-// minutes to make, and an interrupted program should clean up instead.
+// when ctx ends: a spec may ask for millions of files, or a file of
+// gigabytes, which take minutes to make, and an interrupted program
+// should clean up instead. A large file it was writing when ctx ended is
+// left empty.
 func CreateContext(ctx context.Context, root string, g *dag.Graph) error {
 	rootFd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -59,7 +61,10 @@ func CreateContext(ctx context.Context, root string, g *dag.Graph) error {
 			return context.Cause(ctx)
 		}
 		if f.Dir == nil {
-			if err := createFile(rootFd, f.Name, f.Size, f.Fill); err != nil {
+			if err := createFile(ctx, rootFd, f.Name, f.Size, f.Fill); err != nil {
+				if ctx.Err() != nil {
+					return context.Cause(ctx)
+				}
 				return specFileError(root, f.Name, "create", err)
 			}
 			continue
@@ -95,7 +100,7 @@ func createDir(ctx context.Context, rootFd int, root string, f dag.FileSpec) err
 			size += rng.Int64N(span + 1)
 		}
 		name := fmt.Sprintf("%05d", i)
-		if err := createFile(dirFd, name, size, byte(i)); err != nil {
+		if err := createFile(ctx, dirFd, name, size, byte(i)); err != nil {
 			return specFileError(root, f.Name+"/"+name, "create", err)
 		}
 	}
@@ -136,8 +141,11 @@ func checkSpace(rootFd int, root string, files []dag.FileSpec) error {
 }
 
 // createFile creates name under dirFd, a regular file of size bytes of
-// fill, or keeps it if it is one of that size already.
-func createFile(dirFd int, name string, size int64, fill byte) error {
+// fill, or keeps it if it is one of that size already. Between chunks of
+// a large file it stops if ctx has ended, truncating the file to nothing
+// (a file may be gigabytes, which take many seconds to write): then its
+// error is ctx's.
+func createFile(ctx context.Context, dirFd int, name string, size int64, fill byte) error {
 	if dir := filepath.Dir(name); dir != "." {
 		if err := confine.MkdirAll(dirFd, dir); err != nil {
 			return err
@@ -160,6 +168,10 @@ func createFile(dirFd int, name string, size int64, fill byte) error {
 		chunk[i] = fill
 	}
 	for off := int64(0); off < size; off += int64(len(chunk)) {
+		if off > 0 && ctx.Err() != nil { // a small file, one chunk, is not worth the check
+			f.Truncate(0)
+			return ctx.Err()
+		}
 		if _, err := f.Write(chunk[:min(int64(len(chunk)), size-off)]); err != nil {
 			return err
 		}

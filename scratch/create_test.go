@@ -239,24 +239,34 @@ func (c *endsAfter) Err() error {
 
 // TestCreateContext: CreateContext stops when its context ends, with the
 // context's cause, part way through a directory of many files (a spec
-// may ask for millions), and makes nothing if it has ended already.
+// may ask for millions) or a large file (or gigabytes), which it
+// truncates to nothing, and makes nothing if it has ended already.
 func TestCreateContext(t *testing.T) {
-	b := dag.NewBuilder("many")
-	b.AddFile(dag.FileSpec{Name: "d", Dir: &dag.DirSpec{Count: 5000}})
-	b.Nop("n")
-	g, err := b.Build()
-	if err != nil {
-		t.Fatal(err)
+	tests := []struct {
+		name  string
+		file  dag.FileSpec
+		calls int     // of the context's Err before it ends
+		want  []entry // d's first entries, then how many
+		files int
+	}{
+		{"directory, ended", dag.FileSpec{Name: "d", Dir: &dag.DirSpec{Count: 5000}}, 0, nil, 0},
+		// A check per 1024 files.
+		{"directory", dag.FileSpec{Name: "d", Dir: &dag.DirSpec{Count: 5000}}, 3, []entry{{Path: "d", Dir: true}, {Path: "d/00000"}}, 2049},
+		{"file, ended", dag.FileSpec{Name: "big", Size: 64 << 20, Fill: 3}, 0, nil, 0},
+		// A check per MiB after the first.
+		{"file", dag.FileSpec{Name: "big", Size: 64 << 20, Fill: 3}, 3, []entry{{Path: "big"}}, 1},
 	}
-	for _, calls := range []int{0, 3} {
-		root := t.TempDir()
-		err := scratch.CreateContext(&endsAfter{context.Background(), calls}, root, g)
-		if !errors.Is(err, context.Canceled) {
-			t.Errorf("ending at call %d: CreateContext = %v, want context.Canceled", calls, err)
-		}
-		entries, _ := os.ReadDir(filepath.Join(root, "d"))
-		if want := max(calls-1, 0) * 1024; len(entries) != want {
-			t.Errorf("ending at call %d: %d files made, want %d", calls, len(entries), want)
-		}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			err := scratch.CreateContext(&endsAfter{context.Background(), tc.calls}, root, graphOf(t, tc.file))
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("ending at call %d: CreateContext = %v, want context.Canceled", tc.calls, err)
+			}
+			got := entries(t, root)
+			if diff := cmp.Diff(tc.want, got[:min(len(got), len(tc.want))]); diff != "" || len(got) != tc.files {
+				t.Errorf("ending at call %d: %d entries, want %d; first ones mismatch (-want +got):\n%s", tc.calls, len(got), tc.files, diff)
+			}
+		})
 	}
 }

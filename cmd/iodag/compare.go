@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/iodag/iodag/chrometrace"
 	"github.com/iodag/iodag/compare"
 	"github.com/iodag/iodag/dag"
 	"github.com/iodag/iodag/internal/human"
@@ -73,6 +74,16 @@ func compareSpec(ctx context.Context, args []string, stdout, stderr io.Writer) i
 			*repeat = 1
 		}
 	}
+	svgOut, err := openOut(stderr, "compare", "--svg", *svgFile)
+	if err != nil {
+		return exitUsage
+	}
+	defer svgOut.discard()
+	traceOut, err := openOut(stderr, "compare", "--trace-json", *traceFile)
+	if err != nil {
+		return exitUsage
+	}
+	defer traceOut.discard()
 	root, remove, err := scratchDir()
 	if err != nil {
 		fmt.Fprintf(stderr, "iodag compare: %v\n", err)
@@ -97,12 +108,7 @@ func compareSpec(ctx context.Context, args []string, stdout, stderr io.Writer) i
 
 	o := compare.Options{Scratch: root, Repeat: *repeat, Trace: *trace}
 	if bar := progressBar(stderr, len(compare.Columns)*(*repeat), compare.Columns[0]); bar != nil {
-		o.Progress = func(done, total int) {
-			if done < total {
-				bar.Describe(compare.Columns[done / *repeat])
-			}
-			bar.Set(done)
-		}
+		o.Progress = progress(bar.Describe, func(done int) { bar.Set(done) })
 		defer bar.Close()
 	}
 	c, err := compare.Run(ctx, pool, g, o)
@@ -113,21 +119,16 @@ func compareSpec(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	if o.Progress != nil {
 		fmt.Fprint(stderr, "\r\033[K") // the bar's line, for the table
 	}
-	if *svgFile != "" {
-		if err := writeSVGFile(*svgFile, c); err != nil {
-			fmt.Fprintf(stderr, "iodag compare: %v\n", err)
-			return exitFailed
-		}
+	// The comparison is printed whether the files could be written or not.
+	var reports []*submit.Report
+	for _, m := range c.Modes {
+		reports = append(reports, m.Report)
 	}
-	if *traceFile != "" {
-		var reports []*submit.Report
-		for _, m := range c.Modes {
-			reports = append(reports, m.Report)
-		}
-		if err := writeTraceFile(*traceFile, reports...); err != nil {
-			fmt.Fprintf(stderr, "iodag compare: --trace-json: %v\n", err)
-			return exitFailed
-		}
+	svgErr := svgOut.write(stderr, "compare", func(w io.Writer) error { return writeSVG(w, c) })
+	traceErr := traceOut.write(stderr, "compare", func(w io.Writer) error { return chrometrace.Write(w, reports...) })
+	svg := *svgFile // the timeline, if written
+	if svgErr != nil {
+		svg = ""
 	}
 	if *asJSON {
 		if err := writeJSON(stdout, c); err != nil {
@@ -135,13 +136,13 @@ func compareSpec(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		}
 	} else {
 		printComparison(stdout, c, about{workers: pool.Size(), repeat: *repeat, builtin: len(pos) == 0,
-			work: describeWork(g), scratch: root, svg: *svgFile})
+			work: describeWork(g), scratch: root, svg: svg})
 	}
 	if code, ok := interrupted(ctx); ok {
 		fmt.Fprintf(stderr, "iodag compare: %v: the comparison is partial\n", context.Cause(ctx))
 		return code
 	}
-	if !c.OK() {
+	if !c.OK() || svgErr != nil || traceErr != nil {
 		return exitFailed
 	}
 	return exitOK
@@ -169,6 +170,21 @@ func defaultGraph(root string, stderr io.Writer) (*dag.Graph, error) {
 		fmt.Fprintf(stderr, "iodag compare: note: %s refuses O_DIRECT (tmpfs before Linux 6.6?): the reads are buffered and measure the page cache; set TMPDIR to a disk file system to measure the device\n", filepath.Dir(root))
 	}
 	return g, nil
+}
+
+// progress returns compare.Options.Progress for a bar: it sets the runs
+// done, and describes the bar as the column that runs next. The columns
+// take turns, a batch each, in Columns order, so that is the column after
+// the one whose batch has just ended.
+func progress(describe func(string), set func(done int)) func(done, total int) {
+	batches := 0
+	return func(done, total int) {
+		batches++
+		if done < total {
+			describe(compare.Columns[batches%len(compare.Columns)])
+		}
+		set(done)
+	}
 }
 
 // progressBar returns a bar counting to runs on stderr, described as what,
@@ -205,7 +221,7 @@ func printComparison(w io.Writer, c *compare.Comparison, a about) {
 	if len(c.Modes) > 0 {
 		nodes, ring = len(c.Modes[0].Nodes), c.Modes[0].Ring
 	}
-	fmt.Fprintf(w, "%s: %d nodes, repeat %d, %d %s, ring %d\n\n", c.Name, nodes, a.repeat, a.workers, plural(a.workers, "worker"), ring)
+	fmt.Fprintf(w, "%s: %d nodes, repeat %d, %d %s, ring %d\n\n", shown(c.Name), nodes, a.repeat, a.workers, plural(a.workers, "worker"), ring)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "mode    \tops/s\tper batch\twall\tenters/run\tmax in-flight\tok\tfailed\tcanceled\tskipped\tvs link\t")
 	for _, m := range c.Modes {

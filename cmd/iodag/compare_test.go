@@ -13,6 +13,7 @@ import (
 	"github.com/iodag/iodag/compare"
 	"github.com/iodag/iodag/dag"
 	"github.com/iodag/iodag/submit"
+	"github.com/iodag/iodag/workers"
 )
 
 func TestCompareText(t *testing.T) {
@@ -243,5 +244,50 @@ func TestCompareInterrupted(t *testing.T) {
 	}
 	if want := "interrupted by terminated: the comparison is partial"; !strings.Contains(stderr.String(), want) {
 		t.Errorf("stderr = %q, want it to contain %q", stderr.String(), want)
+	}
+}
+
+// TestCompareProgress: the bar names the column whose batch runs next.
+// The columns take turns a batch at a time (--repeat 40: 20 batches of 2
+// runs each), so it names each in turn, not link for the first quarter
+// of the runs, waves for the second...
+func TestCompareProgress(t *testing.T) {
+	emptyTMPDIR(t)
+	pool, err := workers.New(workers.Config{Workers: 1, Entries: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	g, err := dag.LoadFile("../../testdata/fail_missing.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const repeat = 40
+	type step struct {
+		Done int
+		Next string // what the bar says runs next, "" if nothing
+	}
+	var got []step
+	o := compare.Options{Scratch: t.TempDir(), Repeat: repeat, Progress: progress(
+		func(col string) { got[len(got)-1].Next = col },
+		func(done int) { got[len(got)-1].Done = done })}
+	inner := o.Progress
+	o.Progress = func(done, total int) {
+		got = append(got, step{})
+		inner(done, total)
+	}
+	if _, err := compare.Run(context.Background(), pool, g, o); err != nil {
+		t.Fatal(err)
+	}
+	var want []step
+	for b := 1; b <= len(compare.Columns)*repeat/2; b++ {
+		next := compare.Columns[b%len(compare.Columns)]
+		if b == len(compare.Columns)*repeat/2 {
+			next = ""
+		}
+		want = append(want, step{2 * b, next})
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("progress mismatch (-want +got):\n%s", diff)
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 )
 
@@ -11,6 +12,16 @@ func dotMain(args []string, stdout, stderr io.Writer) int {
 	_, g, ok := specArg(fs, args, stderr)
 	if !ok {
 		return exitUsage
+	}
+	if name := shown(g.Name()); name != g.Name() {
+		// The graph's name is its label: quoted, as shown, in a copy.
+		s := g.Spec()
+		s.Name = name
+		var err error
+		if g, err = s.Build(); err != nil {
+			fmt.Fprintf(stderr, "iodag dot: %v\n", err)
+			return exitFailed
+		}
 	}
 	if err := g.WriteDOT(stdout); err != nil {
 		return writeFailed(stderr, "dot", err)

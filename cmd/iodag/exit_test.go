@@ -22,7 +22,7 @@ func TestFailedWrite(t *testing.T) {
 		{[]string{"stage", spec}, "iodag stage: writing the output: write /dev/stdout: no space left on device\n"},
 		{[]string{"stage", "--json", spec}, "iodag stage: writing the output: write /dev/stdout: no space left on device\n"},
 		{[]string{"dot", spec}, "iodag dot: writing the output: write /dev/stdout: no space left on device\n"},
-		{[]string{"gen", "diamond"}, "iodag gen: write /dev/stdout: no space left on device\n"},
+		{[]string{"gen", "diamond"}, "iodag gen: writing the output: write /dev/stdout: no space left on device\n"},
 		{[]string{"run", "../../testdata/stagger4x8.json"}, "iodag run: writing the output: write /dev/stdout: no space left on device\n"},
 		{[]string{"run", "--nodes", "../../testdata/stagger4x8.json"}, "iodag run: writing the output: write /dev/stdout: no space left on device\n"},
 		{[]string{"run", "--json", "../../testdata/stagger4x8.json"}, "iodag run: writing the output: write /dev/stdout: no space left on device\n"},
@@ -55,7 +55,7 @@ func TestFailedWrite(t *testing.T) {
 	}
 }
 
-// TestClosedReader runs run and compare with stdout a pipe whose reader
+// TestClosedReader runs run, compare and gen with stdout a pipe whose reader
 // has left: the first write fails with EPIPE. iodag must remove its
 // scratch directory and exit 141 (128 + SIGPIPE), as a writer killed by
 // SIGPIPE does, without a word on stderr beyond run's first line.
@@ -68,6 +68,7 @@ func TestClosedReader(t *testing.T) {
 		{"run", "--json", spec},
 		{"compare", spec},
 		{"compare", "--json", spec},
+		{"gen", "fanout", "1000"},
 	} {
 		t.Run(strings.Join(args[:len(args)-1], " "), func(t *testing.T) {
 			r, w, err := os.Pipe()

@@ -58,8 +58,9 @@ func usageError(stderr io.Writer, fs *flag.FlagSet, format string, args ...any) 
 }
 
 // parseArgs parses flags wherever they appear among args and returns the
-// positional arguments; "--" ends flag parsing. On an error it has told
-// fs's output what is wrong (usageError), or, for -h or --help, written
+// positional arguments; "--" ends flag parsing, and a negative number
+// (gen fanout -1) is positional, not a flag. On an error it has told fs's
+// output what is wrong (usageError), or, for -h or --help, written
 // fs.Usage.
 func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 	out, usage := fs.Output(), fs.Usage
@@ -69,6 +70,13 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
+			// The flag package stopped at the argument before the
+			// rest it left.
+			if rest := fs.Args(); len(rest) < len(args) && negative.MatchString(args[len(args)-len(rest)-1]) {
+				pos = append(pos, args[len(args)-len(rest)-1])
+				args = rest
+				continue
+			}
 			if errors.Is(err, flag.ErrHelp) {
 				usage()
 			} else {
@@ -87,6 +95,9 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 		args = rest[1:]
 	}
 }
+
+// negative is a negative number, which no flag's name is.
+var negative = regexp.MustCompile(`^-[0-9][0-9.]*$`)
 
 // dashName is a flag's name after one dash in the flag package's errors.
 var dashName = regexp.MustCompile(`(^| )-(\w)`)

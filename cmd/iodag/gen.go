@@ -71,8 +71,7 @@ func gen(args []string, stdout, stderr io.Writer, maxSize int) int {
 		return tooLarge(stderr, pos, shapes.Size{Nodes: len(s.Nodes), MinBytes: n, MaxBytes: n}, maxSize)
 	}
 	if _, err := stdout.Write(data); err != nil {
-		fmt.Fprintf(stderr, "iodag gen: %v\n", err)
-		return exitFailed
+		return writeFailed(stderr, "gen", err)
 	}
 	return exitOK
 }

@@ -71,6 +71,59 @@ func TestHostileSpecs(t *testing.T) {
 	}
 }
 
+// TestHostileName gives a spec a name that would act on a terminal (ESC
+// starting a colour, CR returning to the line's start, U+202E reversing
+// what follows): every verb that prints the name for reading must print
+// it quoted, with those escaped, never raw.
+func TestHostileName(t *testing.T) {
+	emptyTMPDIR(t)
+	quoted := `"\x1b[31mred\r\u202egnp.exe"`
+	spec := filepath.Join(t.TempDir(), "hostile.json")
+	if err := os.WriteFile(spec, []byte(`{"name": "\u001b[31mred\r\u202egnp.exe", "nodes": [{"id": "a", "op": "nop"}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	svg := filepath.Join(t.TempDir(), "timeline.svg")
+	tests := []struct {
+		args []string
+		want string // in stdout (the svg's, for --svg)
+	}{
+		{[]string{"validate", spec}, ": ok: " + quoted + ", 1 nodes"},
+		{[]string{"stage", spec}, "name: " + quoted + "\n"},
+		{[]string{"dot", spec}, `label="\"\\x1b[31mred\\r\\u202egnp.exe\"";`},
+		{[]string{"run", spec}, quoted + ": graph mode, 1 nodes"},
+		{[]string{"compare", spec}, quoted + ": 1 nodes, repeat 1"},
+		{[]string{"compare", spec, "--svg", svg}, `font-weight="bold">&#34;\x1b[31mred\r\u202egnp.exe&#34;: the last run`},
+	}
+	for _, tc := range tests {
+		name := tc.args[0]
+		if len(tc.args) > 2 {
+			name += " " + tc.args[2]
+		}
+		t.Run(name, func(t *testing.T) {
+			code, stdout, stderr := runCatching(tc.args)
+			if code != exitOK {
+				t.Fatalf("run(%q) = %d; stderr:\n%s", tc.args, code, stderr)
+			}
+			out := stdout
+			if len(tc.args) > 2 {
+				data, err := os.ReadFile(svg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				out = string(data)
+			}
+			if !strings.Contains(out, tc.want) {
+				t.Errorf("run(%q) output =\n%s\nwant it to contain %q", tc.args, out, tc.want)
+			}
+			for what, text := range map[string]string{"stdout": stdout, "stderr": stderr, "output": out} {
+				if i := strings.IndexAny(text, "\x1b\r\u202e"); i >= 0 {
+					t.Errorf("run(%q) %s holds %q raw, at %d: %q", tc.args, what, []rune(text[i:])[0], i, text[max(i-20, 0):min(i+20, len(text))])
+				}
+			}
+		})
+	}
+}
+
 // runCatching calls run, turning a panic on the calling goroutine into an
 // exit status of -1 and a message on stderr.
 func runCatching(args []string) (code int, stdout, stderr string) {

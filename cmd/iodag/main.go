@@ -13,16 +13,19 @@
 //
 // --trace-json FILE writes the run (compare: each mode's) as a Chrome
 // trace, which Perfetto UI (https://ui.perfetto.dev) and chrome://tracing
-// open.
+// open. FILE (and compare's --svg FILE) is opened before the run: one
+// that cannot be is a usage error; if writing it fails after the run,
+// the report is printed all the same, and iodag exits 1.
 //
 // Exit status: 0 ok; 1 some node not ok (for compare: the modes disagree),
-// the run could not be set up or a write to stdout failed; 2 bad spec or
-// usage; 141 when stdout's reader has left (EPIPE, as SIGPIPE would);
+// the run could not be set up or a write to stdout or to a FILE failed;
+// 2 bad spec or usage; 141 when stdout's reader has left (EPIPE, as SIGPIPE would);
 // 130, 143 or 129 after SIGINT, SIGTERM or SIGHUP, which cancel the run
-// (its partial report is printed; if stdout blocks on a reader that does
-// not read for a second, or a second signal comes, iodag exits without
-// the rest). Scratch directories are removed in every case. Errors go to
-// stderr.
+// (its partial report is printed, counting the runs that ended and, as
+// the last, the one cut short, its rates of the runs that ended; if
+// stdout blocks on a reader that does not read for a second, or a second
+// signal comes, iodag exits without the rest). Scratch directories are
+// removed in every case. Errors go to stderr.
 package main
 
 import (
@@ -31,6 +34,7 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/iodag/iodag/internal/suggest"
@@ -50,9 +54,6 @@ type verb struct {
 	run     func(args []string, stdout, stderr io.Writer) int
 	usage   string // after "iodag "
 	purpose string // what it does, in a line
-	// ownWrites says the verb tells stderr of a failed write to stdout
-	// itself (gen), so the dispatcher does not say it again.
-	ownWrites bool
 }
 
 // verbs lists the subcommands in the order help shows them; a new verb
@@ -65,7 +66,7 @@ func verbs() []verb {
 			purpose: "print a spec's depth, width, critical path, components and levels"},
 		{name: "dot", run: dotMain, usage: "dot SPEC",
 			purpose: "print a spec's graph as Graphviz DOT, one rank per level"},
-		{name: "gen", run: genMain, usage: "gen SHAPE ARGS [--op nop|read4k] [--seed N]", ownWrites: true,
+		{name: "gen", run: genMain, usage: "gen SHAPE ARGS [--op nop|read4k] [--seed N]",
 			purpose: "print the spec of a built-in shape (iodag gen alone lists them)"},
 		{name: "run", run: runMain, usage: "run SPEC [--mode graph|link|waves] [--workers N] [--ring N] [--backend auto|io_uring|syscalls] [--repeat R] [--root DIR] [--trace] [--trace-json FILE] [--nodes] [--json]",
 			purpose: "run a spec in one mode and report the run and the nodes not ok"},
@@ -97,13 +98,13 @@ func main() {
 func run(args []string, stdout, stderr io.Writer) int {
 	out := &output{w: stdout}
 	code := dispatch(args, out, stderr)
-	prefix, quiet := "iodag", false
+	prefix := "iodag"
 	if len(args) > 0 {
 		if v, ok := lookup(args[0]); ok {
-			prefix, quiet = "iodag "+v.name, v.ownWrites
+			prefix = "iodag " + v.name
 		}
 	}
-	return out.exitStatus(prefix, code, quiet, stderr)
+	return out.exitStatus(prefix, code, stderr)
 }
 
 // dispatch runs the verb args[0] names, or prints help: "iodag help
@@ -116,11 +117,22 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 	name := args[0]
 	switch name {
 	case "help", "-h", "-help", "--help":
-		if name != "help" || len(args) == 1 {
+		if name != "help" {
 			usage(stdout)
 			return exitOK
 		}
-		name, args = args[1], []string{args[1], "--help"}
+		// help's arguments: at most one COMMAND; help itself, or a
+		// help flag, asks for iodag's help.
+		pos := slices.DeleteFunc(slices.Clone(args[1:]), isHelp)
+		switch {
+		case len(pos) > 1:
+			fmt.Fprintf(stderr, "iodag help: want at most one COMMAND, got %d arguments: %s\nusage: iodag help [COMMAND]\n", len(pos), strings.Join(pos, " "))
+			return exitUsage
+		case len(pos) == 0 || pos[0] == "help":
+			usage(stdout)
+			return exitOK
+		}
+		name, args = pos[0], []string{pos[0], "--help"}
 	}
 	v, ok := lookup(name)
 	if !ok {
@@ -144,15 +156,18 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 // a "--".
 func helpAsked(args []string) bool {
 	for _, a := range args {
-		switch a {
-		case "--":
+		if a == "--" {
 			return false
-		case "-h", "-help", "--help":
+		}
+		if isHelp(a) {
 			return true
 		}
 	}
 	return false
 }
+
+// isHelp reports whether a is a flag that asks for help.
+func isHelp(a string) bool { return a == "-h" || a == "-help" || a == "--help" }
 
 // usage prints iodag's help: the commands, and where the rest is said.
 func usage(w io.Writer) {

@@ -241,6 +241,7 @@ func TestParseArgs(t *testing.T) {
 		{[]string{"a", "--json"}, []string{"a"}, true},
 		{[]string{"--json", "a", "b"}, []string{"a", "b"}, true},
 		{[]string{"a", "--", "--json"}, []string{"a", "--json"}, false},
+		{[]string{"-1", "--json", "-2.5"}, []string{"-1", "-2.5"}, true},
 	}
 	for _, tc := range tests {
 		fs := newFlags("t", "t", &bytes.Buffer{})

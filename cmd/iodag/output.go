@@ -5,9 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unicode/utf8"
 )
 
 // outputChunk is the most output writes to its writer at once, so that
@@ -70,18 +75,15 @@ func (o *output) blockedFor() time.Duration {
 // code having written to o, and tells stderr of a failed write: a reader
 // that left (EPIPE) ends iodag quietly with 141, as SIGPIPE would (128 +
 // 13); any other failed write makes an exit of 0 a 1. A signal's status
-// stands. prefix starts the message ("iodag run"); quiet says the verb
-// has told stderr of its failed writes itself.
-func (o *output) exitStatus(prefix string, code int, quiet bool, stderr io.Writer) int {
+// stands. prefix starts the message ("iodag run").
+func (o *output) exitStatus(prefix string, code int, stderr io.Writer) int {
 	switch {
 	case o.err == nil || code >= 128:
 		return code
 	case errors.Is(o.err, syscall.EPIPE):
 		return 128 + int(syscall.SIGPIPE)
 	}
-	if !quiet {
-		fmt.Fprintf(stderr, "%s: writing the output: %v\n", prefix, o.err)
-	}
+	fmt.Fprintf(stderr, "%s: writing the output: %v\n", prefix, o.err)
 	if code == exitOK {
 		return exitFailed
 	}
@@ -146,4 +148,89 @@ func (t *trimWriter) flush() error {
 		t.spaces -= n
 	}
 	return nil
+}
+
+// outFile is a file a verb writes after its run (--trace-json, --svg),
+// opened before it, so that a path that cannot be written is refused
+// before the run, not found after it.
+type outFile struct {
+	flag string // the flag that names it, "--svg"
+	f    *os.File
+	made bool // opened created it: a file never written is removed
+}
+
+// openOut opens path, the value of the verb name's flag, to be written
+// later (truncated then, not now, so a run that never writes it leaves
+// a file that was there as it was), or returns nil if path is "". When
+// it cannot, it tells stderr why, naming the flag, and returns an error:
+// exit with exitUsage.
+func openOut(stderr io.Writer, name, flag, path string) (*outFile, error) {
+	if path == "" {
+		return nil, nil
+	}
+	o := &outFile{flag: flag}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
+	o.made = err == nil
+	if errors.Is(err, fs.ErrExist) {
+		f, err = os.OpenFile(path, os.O_WRONLY, 0)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "iodag %s: %s: %v\n", name, flag, err)
+		return nil, err
+	}
+	o.f = f
+	return o, nil
+}
+
+// write writes the file with fn and closes it; a failure is told to
+// stderr, naming the flag, and returned. A nil o writes nothing.
+func (o *outFile) write(stderr io.Writer, name string, fn func(io.Writer) error) error {
+	if o == nil {
+		return nil
+	}
+	f := o.f
+	o.f, o.made = nil, false
+	err := fn(f)
+	if err == nil {
+		if fi, serr := f.Stat(); serr == nil && fi.Mode().IsRegular() {
+			if pos, serr := f.Seek(0, io.SeekCurrent); serr == nil {
+				err = f.Truncate(pos) // what was there beyond what fn wrote
+			}
+		}
+	}
+	var pe *fs.PathError
+	if err != nil && !errors.As(err, &pe) {
+		err = fmt.Errorf("write %s: %w", f.Name(), err)
+	}
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "iodag %s: %s: %v\n", name, o.flag, err)
+	}
+	return err
+}
+
+// discard closes a file not written, removing it if openOut created it.
+// A nil o, or one written, is left alone.
+func (o *outFile) discard() {
+	if o == nil || o.f == nil {
+		return
+	}
+	o.f.Close()
+	if o.made {
+		os.Remove(o.f.Name())
+	}
+	o.f = nil
+}
+
+// shown returns a name of the spec's (its graph's name) as the CLI prints
+// it to be read: as it is, or, if it holds anything a terminal would act
+// on or hide (a control character such as ESC or CR, a bidirectional
+// override such as U+202E, invalid UTF-8), quoted with those escaped.
+func shown(s string) string {
+	if strings.IndexFunc(s, func(r rune) bool { return !strconv.IsPrint(r) || r == utf8.RuneError }) >= 0 {
+		return strconv.Quote(s)
+	}
+	return s
 }

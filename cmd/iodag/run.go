@@ -77,7 +77,10 @@ func runSpec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	if *rootDir != "" {
-		if fi, err := os.Stat(*rootDir); err != nil || !fi.IsDir() {
+		if fi, err := os.Stat(*rootDir); err != nil {
+			fmt.Fprintf(stderr, "iodag run: --root: %v\n", err)
+			return exitUsage
+		} else if !fi.IsDir() {
 			fmt.Fprintf(stderr, "iodag run: --root %s: not a directory\n", *rootDir)
 			return exitUsage
 		}
@@ -87,6 +90,11 @@ func runSpec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		specError(stderr, "run", pos[0], err)
 		return exitUsage
 	}
+	traceOut, err := openOut(stderr, "run", "--trace-json", *traceFile)
+	if err != nil {
+		return exitUsage
+	}
+	defer traceOut.discard()
 
 	root := *rootDir
 	if root == "" {
@@ -130,12 +138,8 @@ func runSpec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "iodag run: %v\n", err)
 		return exitFailed
 	}
-	if *traceFile != "" {
-		if err := writeTraceFile(*traceFile, rep); err != nil {
-			fmt.Fprintf(stderr, "iodag run: --trace-json: %v\n", err)
-			return exitFailed
-		}
-	}
+	// The report is printed whether the trace could be written or not.
+	traceErr := traceOut.write(stderr, "run", func(w io.Writer) error { return chrometrace.Write(w, rep) })
 	out := runReport{Report: rep, Trace: *trace, Latency: lat.Summary()}
 	if *asJSON {
 		if err := writeJSON(stdout, out); err != nil {
@@ -156,7 +160,7 @@ func runSpec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "iodag run: %v\n", err)
 		return exitFailed
 	}
-	if rep.Counts.Failed+rep.Counts.Canceled > 0 {
+	if traceErr != nil || rep.Counts.Failed+rep.Counts.Canceled > 0 {
 		return exitFailed
 	}
 	return exitOK
@@ -171,7 +175,7 @@ func printReport(w io.Writer, r runReport, all bool, work string) {
 		skipped = fmt.Sprintf(", %d skipped", rep.Counts.Skipped)
 	}
 	fmt.Fprintf(w, "%s: %s mode, %d nodes: %d ok, %d failed, %d canceled%s; repeat %d, wall %s, %s ops/s, %.1f enters/run, max in-flight %d\n",
-		rep.Name, rep.Mode, len(rep.Nodes), rep.Counts.OK, rep.Counts.Failed, rep.Counts.Canceled, skipped,
+		shown(rep.Name), rep.Mode, len(rep.Nodes), rep.Counts.OK, rep.Counts.Failed, rep.Counts.Canceled, skipped,
 		rep.Repeat, human.Duration(rep.WallNS), human.Rate(rep.OpsPerSec), float64(rep.Enters)/float64(max(rep.Repeat, 1)), rep.MaxInflight)
 	l := r.Latency
 	fmt.Fprintf(w, "latency: p50 %s, p99 %s, max %s (%d nodes timed)\n", human.Duration(l.P50NS), human.Duration(l.P99NS), human.Duration(l.MaxNS), l.Nodes)
@@ -255,19 +259,6 @@ func why(n *submit.NodeResult) string {
 func traceJSONHelp(what string) string {
 	return "write " + what + " to `FILE` as a Chrome trace, a span per node on its worker's track " +
 		"(open it in Perfetto UI, https://ui.perfetto.dev, or chrome://tracing); traced unless --trace=false"
-}
-
-// writeTraceFile writes reports to path as a Chrome trace.
-func writeTraceFile(path string, reports ...*submit.Report) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := chrometrace.Write(f, reports...); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return f.Close()
 }
 
 // maxRepeat is the most runs --repeat asks for: a billion runs of a

@@ -163,7 +163,7 @@ func TestRunText(t *testing.T) {
 		{"skipped", []string{"run", "../../testdata/dot/cleanup.json", "--mode", "link", "--nodes"}, exitOK,
 			[]string{"cleanup: link mode, 8 nodes: 6 ok, 0 failed, 0 canceled, 2 skipped;",
 				"  rm     unlink  skipped  0 ", "  alert  nop     skipped  0 "}, ""},
-		{"bad root", []string{"run", "../../testdata/allops.json", "--root", "/nonexistent/iodag"}, exitUsage, nil, "--root /nonexistent/iodag: not a directory"},
+		{"bad root", []string{"run", "../../testdata/allops.json", "--root", "/nonexistent/iodag"}, exitUsage, nil, "--root: stat /nonexistent/iodag: no such file or directory"},
 		{"bad spec", []string{"run", "../../testdata/invalid/many_errors.json"}, exitUsage, nil, `many_errors.json:6:4: node "b": field "after": unknown node "zz"`},
 		{"missing spec", []string{"run", "nope.json"}, exitUsage, nil, "iodag run: open nope.json: no such file or directory\n"},
 	}
@@ -223,22 +223,33 @@ func TestNoDirectIO(t *testing.T) {
 
 // TestRunInterrupted ends the run's context as a signal would: the
 // partial report is printed, the scratch directory removed, and the exit
-// status is the signal's. (TestSignal sends real signals to the binary.)
+// status is the signal's. The report counts the run cut short, not every
+// run of its batch (100 of --repeat 2000): how many of those ended is not
+// known, so neither are its figures. (TestSignal sends real signals to
+// the binary.)
 func TestRunInterrupted(t *testing.T) {
 	emptyTMPDIR(t)
+	type figures struct {
+		Repeat    int
+		OpsPerSec bool // not 0
+		Wall      bool // not 0
+	}
 	tests := []struct {
 		sig  syscall.Signal
+		args []string
 		code int
+		want figures
 	}{
-		{syscall.SIGINT, 130},
-		{syscall.SIGTERM, 143},
+		{syscall.SIGINT, nil, 130, figures{1, true, true}},
+		{syscall.SIGTERM, nil, 143, figures{1, true, true}},
+		{syscall.SIGINT, []string{"--repeat", "2000"}, 130, figures{1, false, false}},
 	}
 	for _, tc := range tests {
-		t.Run(tc.sig.String(), func(t *testing.T) {
+		t.Run(strings.Join(append([]string{tc.sig.String()}, tc.args...), " "), func(t *testing.T) {
 			ctx, cancel := context.WithCancelCause(context.Background())
 			cancel(&signalError{tc.sig})
 			var stdout, stderr bytes.Buffer
-			args := []string{"../../testdata/fail_missing.json", "--json"}
+			args := append([]string{"../../testdata/fail_missing.json", "--json"}, tc.args...)
 			if code := runSpec(ctx, args, &stdout, &stderr); code != tc.code {
 				t.Errorf("runSpec(%q) interrupted by %v = %d, want %d; stderr:\n%s", args, tc.sig, code, tc.code, stderr.String())
 			}
@@ -248,6 +259,10 @@ func TestRunInterrupted(t *testing.T) {
 			}
 			if rep.Counts.Canceled != len(rep.Nodes) || len(rep.Nodes) != 8 || rep.Nodes[0].Cause != submit.CauseContext {
 				t.Errorf("partial report counts %+v, node 0 %+v; want all 8 canceled by the context", rep.Counts, rep.Nodes[0])
+			}
+			got := figures{rep.Repeat, rep.OpsPerSec != 0, rep.WallNS != 0}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("partial report's figures mismatch (-want +got):\n%s", diff)
 			}
 			if want := "interrupted by " + tc.sig.String(); !strings.Contains(stderr.String(), want) {
 				t.Errorf("stderr = %q, want it to contain %q", stderr.String(), want)

@@ -178,6 +178,75 @@ func TestSignal(t *testing.T) {
 	}
 }
 
+// TestSignalCreating sends SIGINT to the binary while it writes a spec
+// file of 8 GB (which takes many seconds, then a sync): iodag must stop
+// writing, print the partial report and exit 130 within a few seconds,
+// having removed its scratch directory, file and all.
+func TestSignalCreating(t *testing.T) {
+	bin := iodagBin(t)
+	const size = 8 << 30
+	tmp := t.TempDir()
+	var fs unix.Statfs_t
+	if err := unix.Statfs(tmp, &fs); err != nil {
+		t.Fatal(err)
+	}
+	if fs.Blocks == 0 || fs.Bavail*uint64(fs.Bsize) < 2*size {
+		t.Skipf("%s has not 16 GB available", tmp)
+	}
+	spec := filepath.Join(t.TempDir(), "huge.json")
+	if err := os.WriteFile(spec, []byte(fmt.Sprintf(`{"name": "huge", "files": [{"name": "big", "size": %d, "fill": 3}],
+"nodes": [{"id": "r", "op": "read", "file": "big", "offset": 0, "len": 4096}]}`, size)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "run", "--json", spec)
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	deadline := time.After(30 * time.Second)
+	poll := time.NewTicker(2 * time.Millisecond)
+	for started := false; !started; {
+		select {
+		case <-poll.C:
+			big, _ := filepath.Glob(filepath.Join(tmp, "iodag-*", "big"))
+			if len(big) > 0 {
+				fi, err := os.Stat(big[0])
+				started = err == nil && fi.Size() > 0
+			}
+		case err := <-exited:
+			t.Fatalf("iodag run ended (%v) before it wrote its spec file; stderr:\n%s", err, &stderr)
+		case <-deadline:
+			cmd.Process.Kill()
+			t.Fatal("iodag run wrote no spec file within 30 s")
+		}
+	}
+	poll.Stop()
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	signaled := time.Now()
+	var err error
+	select {
+	case err = <-exited:
+	case <-deadline:
+		cmd.Process.Kill()
+		<-exited
+		t.Fatalf("iodag run did not end within 30 s; stderr:\n%s", &stderr)
+	}
+	if took, code := time.Since(signaled), cmd.ProcessState.ExitCode(); code != 130 || took > 3*time.Second {
+		t.Errorf("iodag run, SIGINT while it wrote its 8 GB spec file: exit %d (%v) %v after it, want 130 within 3 s; stderr:\n%s", code, err, took, &stderr)
+	}
+	var rep submit.Report
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil || rep.Counts.Canceled != 1 {
+		t.Errorf("partial report %+v (%v), want its node canceled:\n%s", rep.Counts, err, &stdout)
+	}
+	checkNoScratch(t, tmp)
+}
+
 // TestSignalStdoutBlocked signals the binary while its report waits for
 // a reader that never reads (stdout a pipe, full): iodag must still exit,
 // with 128 + the signal, having removed its scratch directory.

@@ -55,7 +55,7 @@ func stageMain(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitOK
 	}
-	fmt.Fprintf(stdout, "name: %s\nnodes: %d\nedges: %d\ndepth: %d\nwidth: %d\n", r.Name, r.Nodes, r.Edges, r.Depth, r.Width)
+	fmt.Fprintf(stdout, "name: %s\nnodes: %d\nedges: %d\ndepth: %d\nwidth: %d\n", shown(r.Name), r.Nodes, r.Edges, r.Depth, r.Width)
 	cp := strings.Join(r.CriticalPath, " -> ")
 	if n := len(r.CriticalPath); n > 2*maxListed {
 		cp = fmt.Sprintf("%s -> ... -> %s", strings.Join(r.CriticalPath[:maxListed], " -> "), strings.Join(r.CriticalPath[n-2:], " -> "))

@@ -176,7 +176,7 @@ func writeSVG(w io.Writer, c *compare.Comparison) error {
 	p(`<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%.0f" viewBox="0 0 %d %.0f" font-family="sans-serif" font-size="12">`+"\n",
 		svgWidth, height, svgWidth, height)
 	p(`<rect width="100%%" height="100%%" fill="white"/>` + "\n")
-	p(`<text x="8" y="22" font-size="15" font-weight="bold">%s: the last run of each mode</text>`+"\n", esc(c.Name))
+	p(`<text x="8" y="22" font-size="15" font-weight="bold">%s: the last run of each mode</text>`+"\n", esc(shown(c.Name)))
 	stamps := "traced: each node's completion at its own time (one completion at a time, so runs are slower than untraced)"
 	if !c.Trace {
 		stamps = "not traced: completions stamped per batch, the nodes of a batch sharing one time (--trace for each node's own)"

@@ -2,10 +2,13 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -84,13 +87,55 @@ func TestTraceJSON(t *testing.T) {
 	}
 }
 
-// TestTraceJSONUnwritable: a trace that cannot be written fails the
-// command, naming the flag and the file.
-func TestTraceJSONUnwritable(t *testing.T) {
+// TestOutFileUnwritable: a --trace-json or --svg that cannot be opened is
+// refused before the run, naming the flag and the file, with exit 2; one
+// that fails when written (/dev/full) fails the command, naming the flag,
+// after the run, whose report is printed all the same.
+func TestOutFileUnwritable(t *testing.T) {
 	emptyTMPDIR(t)
+	spec := "../../testdata/diamond.json"
 	file := filepath.Join(t.TempDir(), "no", "trace.json")
+	var tests []cliCase
 	for _, verb := range []string{"run", "compare"} {
-		cliCase{verb, []string{verb, "../../testdata/diamond.json", "--trace-json", file}, exitFailed, nil,
-			"iodag " + verb + ": --trace-json: open " + file + ": no such file or directory\n"}.check(t)
+		tests = append(tests,
+			cliCase{verb + " --trace-json missing", []string{verb, spec, "--trace-json", file}, exitUsage, nil,
+				"iodag " + verb + ": --trace-json: open " + file + ": no such file or directory\n"},
+			cliCase{verb + " --trace-json full", []string{verb, spec, "--trace-json", "/dev/full"}, exitFailed, []string{"diamond: "},
+				"iodag " + verb + ": --trace-json: write /dev/full: no space left on device\n"})
+	}
+	tests = append(tests,
+		cliCase{"compare --svg missing", []string{"compare", spec, "--svg", file}, exitUsage, nil,
+			"iodag compare: --svg: open " + file + ": no such file or directory\n"},
+		cliCase{"compare --svg full", []string{"compare", spec, "--svg", "/dev/full"}, exitFailed, []string{"diamond: 4 nodes"},
+			"iodag compare: --svg: write /dev/full: no space left on device\n"})
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.check(t)
+			if _, err := os.Stat(filepath.Dir(file)); err == nil {
+				t.Errorf("%s made", filepath.Dir(file))
+			}
+		})
+	}
+}
+
+// TestOutFileInterrupted: a signal's exit status stands when the trace
+// cannot be written, and the partial report is printed.
+func TestOutFileInterrupted(t *testing.T) {
+	emptyTMPDIR(t)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(&signalError{syscall.SIGINT})
+	tests := []struct {
+		args []string
+		spec func(context.Context, []string, io.Writer, io.Writer) int
+		out  string
+	}{
+		{[]string{"../../testdata/diamond.json", "--trace-json", "/dev/full"}, runSpec, "diamond: graph mode"},
+		{[]string{"../../testdata/diamond.json", "--svg", "/dev/full"}, compareSpec, "diamond: 4 nodes"},
+	}
+	for _, tc := range tests {
+		var stdout, stderr bytes.Buffer
+		if code := tc.spec(ctx, tc.args, &stdout, &stderr); code != 130 || !strings.Contains(stdout.String(), tc.out) {
+			t.Errorf("%q interrupted = %d, stdout:\n%s\nwant 130 and the partial report; stderr:\n%s", tc.args, code, &stdout, &stderr)
+		}
 	}
 }

@@ -67,7 +67,10 @@ func TestRun(t *testing.T) {
 }
 
 // TestRunCanceled checks that a run its context ended returns the sum so
-// far with the error.
+// far with the error: the calls that ended, and the call cut short as one
+// run, its nodes the report's; the figures are of the runs that ended,
+// as a cut-short call of more than one run does not say how many of its
+// own did.
 func TestRunCanceled(t *testing.T) {
 	pool, err := workers.New(workers.Config{Workers: 1})
 	if err != nil {
@@ -84,16 +87,67 @@ func TestRunCanceled(t *testing.T) {
 	}
 	r := submit.NewRunner(pool, g)
 	defer r.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	calls := 0
-	rep, err := Run(ctx, r, submit.Graph, submit.Options{Repeat: 100}, func(*submit.Report, int) {
-		calls++
-		if calls == 2 {
-			cancel()
-		}
-	})
-	if err == nil || rep == nil || calls != 3 || rep.Repeat != 15 || rep.Counts.Canceled != g.Len() {
-		t.Errorf("Run(canceled after the second call) = %+v, %v after %d calls; want the sum of 3 (the last canceled) and the error", rep, err, calls)
+	type outcome struct {
+		Calls    []int // the runs done after each call each saw
+		Repeat   int
+		Canceled int
+		Timed    int // the calls whose walls add up to the sum's
+	}
+	tests := []struct {
+		name        string
+		repeat      int
+		trace       bool
+		cancelAfter int // calls; 0: before the first
+		want        outcome
+		ran         int // the runs the ops/s are of
+	}{
+		// The third call (5 runs) is cut short at its first run: one
+		// partial run, untimed, and each does not see it.
+		{"third of 20 calls", 100, false, 2, outcome{[]int{5, 10}, 11, g.Len(), 2}, 10},
+		{"third of 20 calls, traced", 100, true, 2, outcome{[]int{5, 10, 11}, 11, g.Len(), 2}, 10},
+		// A call of one run is that run: its figures are the partial run's.
+		{"second of 3 calls of one run", 3, false, 1, outcome{[]int{1, 2}, 2, g.Len(), 2}, 2},
+		{"the only call", 1, false, 0, outcome{[]int{1}, 1, g.Len(), 1}, 1},
+		{"the first of 20 calls", 100, false, 0, outcome{nil, 1, g.Len(), 0}, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if tc.cancelAfter == 0 {
+				cancel()
+			}
+			var got outcome
+			var walls []int64
+			rep, err := Run(ctx, r, submit.Graph, submit.Options{Repeat: tc.repeat, Trace: tc.trace}, func(rep *submit.Report, done int) {
+				got.Calls = append(got.Calls, done)
+				walls = append(walls, rep.WallNS)
+				if len(got.Calls) == tc.cancelAfter {
+					cancel()
+				}
+			})
+			if err == nil || rep == nil {
+				t.Fatalf("Run(canceled) = %+v, %v; want the sum so far and the error", rep, err)
+			}
+			got.Repeat, got.Canceled = rep.Repeat, rep.Counts.Canceled
+			var wall int64
+			for got.Timed = 0; got.Timed < len(walls) && wall < rep.WallNS; got.Timed++ {
+				wall += walls[got.Timed]
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("Run(canceled after %d calls) mismatch (-want +got):\n%s", tc.cancelAfter, diff)
+			}
+			if wall != rep.WallNS {
+				t.Errorf("sum's wall %d, want the first %d calls' (%v)", rep.WallNS, got.Timed, walls)
+			}
+			want := 0.0
+			if rep.WallNS > 0 {
+				want = float64(g.Len()) * float64(tc.ran) / (float64(rep.WallNS) / 1e9)
+			}
+			if rep.OpsPerSec != want {
+				t.Errorf("sum's ops/s %v, want %v: %d runs over its wall %d", rep.OpsPerSec, want, tc.ran, rep.WallNS)
+			}
+		})
 	}
 }
 
