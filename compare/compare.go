@@ -277,8 +277,8 @@ turns:
 			}
 			switch {
 			case rep == nil:
-			case err != nil: // cut short: how many of its runs finished is not known
-				sums[k].Cut(rep, n)
+			case err != nil: // cut short
+				sums[k].Add(rep)
 				if batch.Timed(n, o.Trace) {
 					lats[k].Add(rep.Nodes)
 				}

@@ -24,10 +24,12 @@ type Report struct {
 	// Backend is what the pool ran on: "io_uring" or "syscalls" (plain
 	// system calls; see workers.Backend).
 	Backend string `json:"backend"`
-	Repeat  int    `json:"repeat"`
+	// Repeat is how many times the graph ran: Options.Repeat, or fewer if
+	// the run ended early (the last of them cut short).
+	Repeat int `json:"repeat"`
 	// WallNS is the wall time of all repeats, in nanoseconds.
 	WallNS int64 `json:"wall_ns"`
-	// OpsPerSec is nodes run (all repeats) per second of wall time.
+	// OpsPerSec is the nodes of Repeat runs per second of wall time.
 	OpsPerSec float64 `json:"ops_per_sec"`
 	// Enters counts io_uring_enter calls on the workers' rings during the
 	// run (other runs sharing the pool at the time included).

@@ -178,8 +178,17 @@ func (r *Runner) Run(ctx context.Context, mode Mode, o Options) (*Report, error)
 	if wall < 0 {
 		return nil, err
 	}
-	rep := r.buildReport(mode, o.Repeat, wall)
+	rep := r.buildReport(mode, r.begun(o.Repeat), wall)
 	return rep, join(err, r.failures())
+}
+
+// begun returns how many of repeat runs of the graph began: all, unless
+// the run ended early.
+func (r *Runner) begun(repeat int) int {
+	for _, t := range r.tasks {
+		repeat = min(repeat, t.iter+1)
+	}
+	return repeat
 }
 
 // run is Run without the report or failed nodes; wall is -1 if it did

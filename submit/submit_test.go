@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -1128,6 +1129,34 @@ func TestReportCountsCancels(t *testing.T) {
 			got := [3]int{int(rep.SQEs), rep.MaxInflight, rep.Counts.Canceled}
 			if diff := cmp.Diff([3]int{2, 2, 1}, got); diff != "" {
 				t.Errorf("SQEs, MaxInflight, canceled nodes (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestRepeatCutShort: Report.Repeat of a repeated run its context ended
+// is the runs that began (it said the runs asked for): for a graph of one
+// node, one outcome a run.
+func TestRepeatCutShort(t *testing.T) {
+	b := dag.NewBuilder("one nop")
+	b.Nop("n")
+	g := mustBuild(t, b)
+	pool := newPool(t, workers.Config{Workers: 1})
+	for _, m := range Modes() {
+		t.Run(m.String(), func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var seen atomic.Int64
+			rep, err := Run(ctx, pool, g, m, Options{Repeat: 1 << 30, Observe: func(NodeResult) {
+				if seen.Add(1) == 5 {
+					cancel()
+				}
+			}})
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("Run = %v, want context.Canceled", err)
+			}
+			if rep.Repeat != int(seen.Load()) || rep.Repeat < 5 {
+				t.Errorf("Repeat %d; want the %d runs whose outcomes the observer saw", rep.Repeat, seen.Load())
 			}
 		})
 	}

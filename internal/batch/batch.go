@@ -23,10 +23,10 @@ const Max = 20
 // Timed). It returns a report of its own summing the calls (Sum): wall
 // time, enters and SQEs added up, the largest in-flight and split counts,
 // ops/s over all of them, the last call's counts and nodes. When a call
-// fails or is cut short (ctx ended), Run returns the sum so far (Sum.Cut)
-// with the error (nil if the first call returned no report); when nodes
-// failed (a *submit.FailedError), the calls go on, and Run returns the
-// last one's.
+// fails or is cut short (ctx ended), Run returns the sum so far, that
+// call's runs counted as it reports them (Report.Repeat), with the error
+// (nil if the first call returned no report); when nodes failed (a
+// *submit.FailedError), the calls go on, and Run returns the last one's.
 func Run(ctx context.Context, r *submit.Runner, m submit.Mode, o submit.Options, each func(rep *submit.Report, done int)) (*submit.Report, error) {
 	repeat := max(o.Repeat, 1)
 	size := Size(repeat)
@@ -41,17 +41,13 @@ func Run(ctx context.Context, r *submit.Runner, m submit.Mode, o submit.Options,
 		if _, ok := err.(*submit.FailedError); ok {
 			failed, err = err, nil // nodes failed: the runs go on
 		}
-		if err != nil {
-			sum.Cut(rep, o.Repeat)
-			if each != nil && Timed(o.Repeat, o.Trace) {
-				each(rep, sum.Report().Repeat)
-			}
-			return sum.Report(), err
-		}
-		done += o.Repeat
 		sum.Add(rep)
-		if each != nil {
+		done += rep.Repeat
+		if each != nil && (err == nil || Timed(o.Repeat, o.Trace)) {
 			each(rep, done)
+		}
+		if err != nil {
+			return sum.Report(), err
 		}
 	}
 	return sum.Report(), failed
@@ -71,64 +67,34 @@ func Size(repeat int) int { return (max(repeat, 1)-1)/Max + 1 }
 
 // Sum adds up the reports of the calls that make one long run; its zero
 // value is empty.
-type Sum struct {
-	rep *submit.Report
-	// timed is how many runs WallNS, Enters and SQEs are of: Repeat,
-	// but for a run a call cut short after others (Cut).
-	timed int
-}
+type Sum struct{ rep *submit.Report }
 
-// Add adds the report of a call that ran all its runs: wall time, enters
-// and SQEs added up, the largest in-flight and split counts, the last
-// call's counts and nodes (copied: the Runner reuses its report).
+// Add adds a call's report: wall time, enters, SQEs and runs added up,
+// the largest in-flight and split counts, the last call's counts and
+// nodes (copied: the Runner reuses its report).
 func (s *Sum) Add(rep *submit.Report) {
-	s.add(rep, true)
-	s.rep.Repeat += rep.Repeat
-	s.timed += rep.Repeat
-}
-
-// Cut adds the report of a call of asked runs that was cut short (its
-// context ended, or it failed): it counts one run, the last, partial one,
-// whose nodes and counts it shows, besides the runs of the calls added
-// before. A call's report does not say how many of its runs finished
-// before the cut (submit.Report.Repeat is the runs asked for), so when it
-// asked for more than one, its wall time, enters and SQEs, which are of
-// those runs too, are left out, and the sum's figures (ops/s among them)
-// are of the runs the calls before it finished.
-func (s *Sum) Cut(rep *submit.Report, asked int) {
-	whole := asked <= 1 // the call's figures are of its one, partial run
-	s.add(rep, whole)
-	s.rep.Repeat++
-	if whole {
-		s.timed++
-	}
-}
-
-// add adds rep's figures, its wall time, enters and SQEs if timed.
-func (s *Sum) add(rep *submit.Report, timed bool) {
 	if s.rep == nil {
 		cp := *rep
 		cp.Nodes, cp.Repeat, cp.WallNS, cp.Enters, cp.SQEs = nil, 0, 0, 0, 0
 		s.rep = &cp
 	}
-	if timed {
-		s.rep.WallNS += rep.WallNS
-		s.rep.Enters += rep.Enters
-		s.rep.SQEs += rep.SQEs
-	}
+	s.rep.Repeat += rep.Repeat
+	s.rep.WallNS += rep.WallNS
+	s.rep.Enters += rep.Enters
+	s.rep.SQEs += rep.SQEs
 	s.rep.MaxInflight = max(s.rep.MaxInflight, rep.MaxInflight)
 	s.rep.LinkBreaks = max(s.rep.LinkBreaks, rep.LinkBreaks)
 	s.rep.Counts = rep.Counts
 	s.rep.Nodes = append(s.rep.Nodes[:0], rep.Nodes...)
 }
 
-// Report returns the sum, its ops/s over the runs its wall time is of, or
-// nil if no call was added.
+// Report returns the sum, its ops/s over all its runs, or nil if no call
+// was added.
 func (s *Sum) Report() *submit.Report {
 	if s.rep != nil {
 		s.rep.OpsPerSec = 0
 		if s.rep.WallNS > 0 {
-			s.rep.OpsPerSec = float64(len(s.rep.Nodes)) * float64(s.timed) / (float64(s.rep.WallNS) / 1e9)
+			s.rep.OpsPerSec = float64(len(s.rep.Nodes)) * float64(s.rep.Repeat) / (float64(s.rep.WallNS) / 1e9)
 		}
 	}
 	return s.rep
