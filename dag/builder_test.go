@@ -457,6 +457,8 @@ func TestBuildErrors(t *testing.T) {
 			b.Close("c", File("f"))
 		}, []problem{{"c", "file", ErrUnexpectedField.Error()}}},
 		{"bad id", nil, func(b *Builder) { b.Nop("a\nb") }, []problem{{"a\nb", "id", ErrBadID.Error()}}},
+		{"C1 control in an id", nil, func(b *Builder) { b.Nop("a\u0085b") }, []problem{{"a\u0085b", "id", ErrBadID.Error()}}},
+		{"bidi override in an id", nil, func(b *Builder) { b.Nop("a\u202eb") }, []problem{{"a\u202eb", "id", ErrBadID.Error()}}},
 		{"unknown op", nil, func(b *Builder) { b.Add(Node{ID: "a", Op: 99, LenFrom: -1}) }, []problem{{"a", "op", ErrUnknownOp.Error()}}},
 		{"unknown node", nil, func(b *Builder) { b.Nop("a").AfterID("zz").FinallyID("yy") },
 			[]problem{{"a", "after", ErrUnknownNode.Error()}, {"a", "finally", ErrUnknownNode.Error()}}},

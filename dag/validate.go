@@ -8,6 +8,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
@@ -94,7 +95,7 @@ func (v *validator) nodeErr(i int32, field string, err error) {
 
 // Problems a spec of millions of empty nodes has millions of, made once.
 var (
-	errBadID         = wrap(ErrBadID, "id must be valid UTF-8 of at most %d bytes, without quotes, backslashes or control characters", MaxIDLen)
+	errBadID         = wrap(ErrBadID, "id must be valid UTF-8 of at most %d bytes, without quotes, backslashes, control or bidirectional formatting characters", MaxIDLen)
 	errMissingID     = wrap(ErrMissingField, "missing id")
 	errMissingOp     = wrap(ErrMissingField, "missing op")
 	errMissingTarget = wrap(ErrMissingField, "missing file or handle")
@@ -704,7 +705,15 @@ func goodID(id string) bool {
 	}
 	// U+FFFD is what a JSON decoder makes of invalid UTF-8 or a lone
 	// surrogate: an id holding it was not what its author wrote.
-	return len(id) <= MaxIDLen && utf8.ValidString(id) && !strings.ContainsRune(id, utf8.RuneError)
+	if len(id) > MaxIDLen || !utf8.ValidString(id) {
+		return false
+	}
+	for _, r := range id {
+		if r == utf8.RuneError || unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) {
+			return false // C1 controls, and bidi ones that reorder what a terminal shows
+		}
+	}
+	return true
 }
 
 func (v *validator) checkPathField(i int32, field, p string) {
