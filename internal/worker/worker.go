@@ -359,7 +359,7 @@ func (w *Worker) setup() error {
 	r, err := newRing(cfg.Entries, o)
 	if errors.Is(err, unix.EINVAL) { // an older kernel
 		o.SingleIssuer, o.DeferTaskrun, o.RegisterRing = false, false, false
-		r, err = uring.New(cfg.Entries, o)
+		r, err = newRing(cfg.Entries, o)
 	}
 	if err != nil {
 		return err
