@@ -217,11 +217,9 @@ func (c *Comparison) Column(name string) *ModeResult {
 // (other load, the device, the page cache) spreads over all of them. If
 // ctx ends first, it returns the columns that ran, unchecked, with ctx's
 // error: each column's partial report counts the runs of its turns that
-// ended and, as its last, the run cut short, whose nodes it shows; its
-// wall time, enters, SQEs and ops/s are of the runs that ended (a turn
-// cut short after more than one run is left out of them: submit does not
-// say how many of its runs ended). Any other error means the comparison
-// could not run.
+// began, the last of them cut short, whose nodes it shows, and its
+// figures are theirs. Any other error means the comparison could not
+// run.
 func Run(ctx context.Context, pool *workers.Pool, g *dag.Graph, o Options) (*Comparison, error) {
 	if o.Repeat <= 0 {
 		o.Repeat = 1

@@ -21,8 +21,8 @@
 // the run could not be set up or a write to stdout or to a FILE failed;
 // 2 bad spec or usage; 141 when stdout's reader has left (EPIPE, as SIGPIPE would);
 // 130, 143 or 129 after SIGINT, SIGTERM or SIGHUP, which cancel the run
-// (its partial report is printed, counting the runs that ended and, as
-// the last, the one cut short, its rates of the runs that ended; if
+// (its partial report is printed, counting the runs that began, the last
+// of them cut short, its rates theirs; if
 // stdout blocks on a reader that does not read for a second, or a second
 // signal comes, iodag exits without the rest). Scratch directories are
 // removed in every case. Errors go to stderr.
