@@ -61,7 +61,7 @@ func (b *Builder) nameNodes(handle func(string) (int32, bool), probs *problemLis
 		nd.ID = b.genID(i, open, handle)
 		count := 0 // once the suffixes would pass MaxIDLen, op#index#count
 		for _, taken := x.insert(i); taken; _, taken = x.insert(i) {
-			if count == 0 && len(nd.ID)+1+len(strconv.Itoa(int(i))) <= MaxIDLen {
+			if count == 0 && len(nd.ID)+suffixLen(i) <= MaxIDLen {
 				b.arena.writeByte('#')
 				b.arena.writeInt(int(i))
 			} else {
@@ -175,4 +175,13 @@ func (b *Builder) handles() func(string) (int32, bool) {
 		}
 	}
 	return func(h string) (int32, bool) { o, ok := opens[h]; return o, ok }
+}
+
+// suffixLen returns the length of '#' and index i, written out.
+func suffixLen(i int32) int {
+	n := 2
+	for ; i >= 10; i /= 10 {
+		n++
+	}
+	return n
 }

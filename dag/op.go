@@ -168,14 +168,21 @@ func openFlags() []openFlag {
 	}
 }
 
+// namedOpenBits are the bits of the flags a spec names, the access modes
+// aside (made once: Build checks every open's flags).
+var namedOpenBits = func() int {
+	bits := 0
+	for _, f := range openFlags()[3:] {
+		bits |= f.bits
+	}
+	return bits
+}()
+
 // unnamedOpenFlags returns the bits of flags no spec flag name gives, and
 // an access mode of 3 (O_ACCMODE): what FormatOpenFlags cannot write,
 // which Build refuses.
 func unnamedOpenFlags(flags int) int {
-	rest := flags &^ unix.O_ACCMODE
-	for _, f := range openFlags()[3:] {
-		rest &^= f.bits
-	}
+	rest := flags &^ unix.O_ACCMODE &^ namedOpenBits
 	if flags&unix.O_ACCMODE == unix.O_ACCMODE {
 		rest |= unix.O_ACCMODE
 	}
