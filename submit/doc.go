@@ -59,11 +59,17 @@
 // (MAX_RW_COUNT), EOVERFLOW when it is over the caller's buffer; a read
 // whose statx did not succeed is canceled.
 //
-// Paths are relative to Options.Root and cannot leave it: the root is
-// opened once per run, and every path, a subgraph's too, resolves beneath
-// that directory, wherever it is moved meanwhile. A path is resolved when
-// its node runs, after every node it depends on (a rename of one of its
-// directories, a Go task that may move them).
+// Paths are relative to Options.Root and no symlink or ".." leads them
+// out of it: the root is opened once per run, and every path, a
+// subgraph's too, resolves beneath that directory, wherever it is moved
+// meanwhile. An open's path is resolved when the open runs. The directory
+// a statx, unlink, mkdir or rename works in is opened beneath the root
+// when a node first needs it and kept until a rename or a Go task of the
+// run ends (either may have moved it), so a hook or binding must not move
+// a directory later nodes work in, and one that another process moves out
+// of the root while the run goes on may still be worked in where it went.
+// An open follows a hard link planted in the root to a file outside it
+// (a spec file is refused unless it has one link).
 //
 // Canceling the context cancels the requests in flight
 // (IORING_OP_ASYNC_CANCEL), waits for their completions and cancels the
