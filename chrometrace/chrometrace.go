@@ -17,7 +17,8 @@ import (
 
 // Write writes reports as a Chrome trace (the Trace Event Format's JSON
 // object). Each report is a process, named after its graph
-// and mode, with a track (thread) per worker, "worker N", and one, "Go
+// and mode, with a track (thread) per worker, "worker N" (more of that
+// name where its nodes overlap, which one track cannot show), and one, "Go
 // tasks", for the nodes of op dag.OpGo, which run on goroutines of their
 // own. A node that ran (ok or failed) is a complete event from its StartNS
 // to its EndNS; one canceled or skipped was never run to its end and is

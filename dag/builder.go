@@ -556,7 +556,7 @@ func (t Task) After(preds ...Task) Task { return t.edge(After, preds) }
 // status (ok, failed, canceled or skipped), as a deferred call runs: to
 // close, unlink, report. If t uses a handle, it still runs only if the
 // open producing it succeeded; otherwise it is canceled, its cause the
-// open's.
+// open's (skipped if the open was).
 func (t Task) Finally(preds ...Task) Task { return t.edge(Finally, preds) }
 
 // OnFailure makes t run only if one of preds failed or was canceled: a

@@ -106,7 +106,7 @@ const (
 	// (IOSQE_IO_HARDLINK where the kernel links them). A node that uses a
 	// handle (a read, write, fsync or close of an open's handle) still runs
 	// only if that open succeeded; otherwise it is canceled, its cause the
-	// open's.
+	// open's (skipped if the open was).
 	Finally
 	// OnFailure runs the dependent only if the predecessor failed or was
 	// canceled: cleanup. When the predecessor succeeds, the dependent is

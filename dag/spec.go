@@ -32,7 +32,7 @@ type Spec struct {
 // succeeded; a finally edge once it has settled, whatever its status (ok,
 // failed, canceled or skipped), like a deferred call, but a node that uses
 // a handle still runs only if its open succeeded (else it is canceled, its
-// cause the open's); an on_failure edge only if it failed or was canceled:
+// cause the open's, or skipped with it); an on_failure edge only if it failed or was canceled:
 // otherwise the node is skipped (not a failure), and so is what runs only
 // after it (see Task.After, Task.Finally and Task.OnFailure). Each op
 // takes the fields below, and Build rejects a node that sets any other

@@ -15,7 +15,7 @@
 // finally-edge runs it once the predecessor has settled, whatever its
 // status, like a deferred call; a node that uses a handle (a read, write,
 // fsync or close of an open's handle) still runs only if that open
-// succeeded, and is canceled otherwise. A node with on_failure edges runs
+// succeeded, and is canceled otherwise (skipped if the open was). A node with on_failure edges runs
 // only if one of those predecessors failed or was canceled, and is skipped
 // otherwise (a cleanup). A node's fate is decided once all its
 // predecessors have settled. Success is a result >= 0, except that a read

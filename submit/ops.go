@@ -279,16 +279,25 @@ func (t *task) launch(w *worker.Worker, u int32, chain bool) int32 {
 }
 
 // refuse ends node i as take's verdict says: canceled if what it needs
-// did not succeed, else failed.
+// (its length's statx, its handle's open) did not succeed, skipped if that
+// was skipped, else failed.
 func (t *task) refuse(w *worker.Worker, i int32, verdict int32) {
+	var from int32
 	switch verdict {
 	case unbound:
-		t.cancel(w, i, t.rootOf(t.p.nodes[i].LenFrom))
+		from = t.p.nodes[i].LenFrom
 	case noHandle:
-		t.cancel(w, i, t.rootOf(t.p.openOf[t.p.handle[i]]))
+		from = t.p.openOf[t.p.handle[i]]
 	default:
 		t.fail(w, i, verdict, t.st.err[i])
+		return
 	}
+	status := stCanceled
+	if t.st.node[from].status == stSkipped {
+		status = stSkipped
+	}
+	t.end(w, i, status, t.rootOf(from))
+	t.ended(w, i)
 }
 
 // canFollow reports whether node i may go down in a kernel chain behind

@@ -16,7 +16,7 @@ import (
 //     skipped, v is skipped;
 //   - a finally-edge holds whatever u's status, like a deferred call (a
 //     node that uses a handle still needs its open to have succeeded:
-//     take cancels it otherwise);
+//     refuse cancels it otherwise, or skips it with a skipped open);
 //   - an on_failure edge holds whatever u's status: a node with
 //     on_failure edges runs only if one of those predecessors failed or
 //     was canceled, and is skipped otherwise.

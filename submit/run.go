@@ -58,7 +58,9 @@ func Run(ctx context.Context, pool *workers.Pool, g *dag.Graph, mode Mode, o Opt
 }
 
 // Runner runs one graph repeatedly on one pool, reusing everything it
-// allocated: a rerun allocates nothing per node. A Runner is not safe
+// allocated: a rerun allocates nothing per I/O node that succeeds (a Go
+// task's goroutine, a kept read's bytes and a failure's error are
+// allocated each run). A Runner is not safe
 // for concurrent use; use one per goroutine (a pool serves many).
 type Runner struct {
 	pool     *worker.Pool
@@ -324,7 +326,10 @@ func (r *Runner) runErr(ctx context.Context, handed int, goErr error) error {
 		errs = append(errs, r.stopErr)
 	}
 	r.stopMu.Unlock()
-	return errors.Join(dedupe(errs)...)
+	if errs = dedupe(errs); len(errs) == 1 {
+		return errs[0] // itself: err == ctx.Err() and err.(*StopError) hold
+	}
+	return errors.Join(errs...)
 }
 
 func (r *Runner) finished() {
