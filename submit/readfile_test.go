@@ -163,9 +163,9 @@ func TestReadFileFullSQ(t *testing.T) {
 }
 
 // TestReadFileStarved: a readfile that waits for a slot while two open
-// handles hold both of the worker's fails with EMFILE in every mode, and
-// the handles' closes run (waves mode passed over it again and again, and
-// the run never ended).
+// handles hold both of the worker's fails with EMFILE in every mode, an
+// open's error (it said read), and the handles' closes run (waves mode
+// passed over it again and again, and the run never ended).
 func TestReadFileStarved(t *testing.T) {
 	b := dag.NewBuilder("starved readfile")
 	b.AddFile(dag.FileSpec{Name: "f", Size: 16})
@@ -180,8 +180,13 @@ func TestReadFileStarved(t *testing.T) {
 	for _, m := range Modes() {
 		t.Run(m.String(), func(t *testing.T) {
 			pool := newPool(t, workers.Config{Workers: 1, Files: 2})
-			if diff := cmp.Diff(want, outcomes(runBounded(t, pool, g, m))); diff != "" {
+			rep := runBounded(t, pool, g, m)
+			if diff := cmp.Diff(want, outcomes(rep)); diff != "" {
 				t.Errorf("outcomes (-want +got):\n%s", diff)
+			}
+			var pe *os.PathError
+			if err := rep.Nodes[rf.Index()].Err; !errors.As(err, &pe) || pe.Op != "open" {
+				t.Errorf("rf: %v, want the *os.PathError of an open (it never read)", err)
 			}
 		})
 	}

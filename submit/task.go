@@ -615,6 +615,9 @@ func (t *task) fail(w *worker.Worker, i int32, res int32, err error) {
 	n := &t.st.node[i]
 	n.status, n.res, n.end = stFailed, res, w.Now()
 	t.st.err[i] = err
+	if t.hot[i].op == dag.OpReadFile {
+		t.st.size[i] = int64(res) // it never opened its file: its error is an open's
+	}
 	t.conclude(w, i)
 	t.ended(w, i)
 }
