@@ -131,12 +131,14 @@ func (e *emu) tryCached(q *req) bool {
 	return true
 }
 
-// openCached opens a regular file or a directory without blocking: with
-// O_NONBLOCK (an open of a FIFO or a device may wait, or do something
-// on open; those get EAGAIN here, to be opened on a goroutine), cleared
-// again on an fd the caller gets (plain) if it did not ask for it. (On a
-// regular file or a directory O_NONBLOCK changes nothing the engine
-// does.)
+// openCached opens a regular file, a directory or a FIFO without
+// blocking: with O_NONBLOCK, as io_uring's first try does (a FIFO with no
+// writer opens for reading at once; one with no reader, and a device,
+// which may do something on open, get EAGAIN here, to be opened on a
+// goroutine). O_NONBLOCK is cleared again if the caller did not ask
+// for it, on a FIFO (its reads then wait) and on an fd the caller gets
+// (plain). (On a regular file or a directory O_NONBLOCK changes nothing
+// the engine does.)
 func openCached(dfd int, path uint64, how OpenHow, plain bool) (uintptr, unix.Errno) {
 	want := how.Flags
 	how.Flags |= unix.O_NONBLOCK
@@ -149,11 +151,13 @@ func openCached(dfd int, path uint64, how OpenHow, plain bool) (uintptr, unix.Er
 	}
 	fd := int(r)
 	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG && st.Mode&unix.S_IFMT != unix.S_IFDIR {
+	err := unix.Fstat(fd, &st)
+	kind := st.Mode & unix.S_IFMT
+	if err != nil || kind != unix.S_IFREG && kind != unix.S_IFDIR && kind != unix.S_IFIFO {
 		unix.Close(fd)
 		return 0, unix.EAGAIN
 	}
-	if plain && want&unix.O_NONBLOCK == 0 {
+	if (plain || kind == unix.S_IFIFO) && want&unix.O_NONBLOCK == 0 {
 		if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFL, int(want&^unix.O_CLOEXEC)); err != nil {
 			unix.Close(fd)
 			return 0, unix.EAGAIN

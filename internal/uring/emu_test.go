@@ -311,6 +311,45 @@ func TestCancelInChainGoesOn(t *testing.T) {
 	})
 }
 
+// TestFIFOOpenForReading: an open of a FIFO for reading, with no writer,
+// completes at once on both kinds of ring (io_uring's first try is
+// non-blocking), into a descriptor and into a fixed-file slot, and what it
+// gives is a blocking file (the emulation waited for a writer on a
+// goroutine).
+func TestFIFOOpenForReading(t *testing.T) {
+	eachKind(t, func(t *testing.T, k ringKind) {
+		r := k.ring(t, 8, Options{})
+		if err := r.RegisterFilesSparse(1); err != nil {
+			t.Fatal(err)
+		}
+		a := newArena(t, 4096)
+		dir := t.TempDir()
+		mkfifo(t, dir, "fifo")
+		dfd := openDir(t, dir)
+		how := arenaValue(a, OpenHow{Flags: unix.O_RDONLY, Resolve: ResolveBeneath})
+		s := getSQE(t, r)
+		s.PrepOpenat2(dfd, cString(a, "fifo"), how)
+		s.UserData = 1
+		s = getSQE(t, r)
+		s.PrepOpenat2Direct(dfd, cString(a, "fifo"), how, 0)
+		s.UserData = 2
+		got := map[uint64]bool{}
+		for _, c := range reap(t, r, 2) {
+			got[c.UserData] = c.Res >= 0
+			if c.UserData == 1 && c.Res >= 0 {
+				fl, err := unix.FcntlInt(uintptr(c.Res), unix.F_GETFL, 0)
+				if err != nil || fl&unix.O_NONBLOCK != 0 {
+					t.Errorf("the fd's flags %#x (%v): want no O_NONBLOCK", fl, err)
+				}
+				unix.Close(int(c.Res))
+			}
+		}
+		if diff := cmp.Diff(map[uint64]bool{1: true, 2: true}, got); diff != "" {
+			t.Errorf("opens done at once (-want +got):\n%s", diff)
+		}
+	})
+}
+
 // TestCancelAll cancels every queued timeout with one user_data.
 func TestCancelAll(t *testing.T) {
 	eachKind(t, func(t *testing.T, k ringKind) {
