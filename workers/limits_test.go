@@ -172,6 +172,22 @@ func TestConfigInForce(t *testing.T) {
 	}
 }
 
+// TestConfigCPUs: the CPUs a pool keeps are its own: changing the slice
+// given to New, or the one Config returns, changes nothing in force.
+func TestConfigCPUs(t *testing.T) {
+	cpus := []int{0}
+	p, err := workers.New(workers.Config{CPUs: cpus})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	cpus[0] = 1
+	p.Config().CPUs[0] = 7
+	if diff := cmp.Diff([]int{0}, p.Config().CPUs); diff != "" {
+		t.Errorf("Config().CPUs (-want +got):\n%s", diff)
+	}
+}
+
 // TestSetupRefused gives New configurations the kernel refuses: New fails
 // with an error naming the worker and the cause, leaving nothing running.
 func TestSetupRefused(t *testing.T) {
@@ -182,9 +198,6 @@ func TestSetupRefused(t *testing.T) {
 		text    string
 		mayPass bool // a pool is fine too
 	}{
-		{"entries over 32768", workers.Config{Entries: 1 << 16}, unix.EINVAL, "worker 0: io_uring_setup", false},
-		{"entries 1<<31 (CQ size overflows)", workers.Config{Entries: 1 << 31}, unix.EINVAL, "worker 0: io_uring_setup", false},
-		{"entries max uint32", workers.Config{Workers: 2, Entries: 1<<32 - 1}, unix.EINVAL, "io_uring_setup", false},
 		{"absent CPU", workers.Config{CPUs: []int{1 << 20}}, unix.EINVAL, "worker 0: pin to CPU 1048576", false},
 		{"files over the kernel's table limit", workers.Config{Files: 1 << 31}, nil, "worker 0", true},
 		// Refused before any worker starts, naming the field.
@@ -193,6 +206,9 @@ func TestSetupRefused(t *testing.T) {
 		{"negative workers", workers.Config{Workers: -5}, nil, "Config.Workers -5", false},
 		{"one entry", workers.Config{Entries: 1}, nil, "Config.Entries 1: want at least 5", false},
 		{"four entries", workers.Config{Entries: 4}, nil, "Config.Entries 4: want at least 5", false},
+		{"entries over 32768", workers.Config{Entries: 1 << 16}, nil, "Config.Entries 65536: want at most 32768", false},
+		{"entries 1<<31 (the CQ's would overflow)", workers.Config{Entries: 1 << 31}, nil, "Config.Entries 2147483648: want at most 32768", false},
+		{"entries max uint32", workers.Config{Workers: 2, Entries: 1<<32 - 1}, nil, "Config.Entries 4294967295: want at most 32768", false},
 		{"negative in-flight", workers.Config{InFlight: -1}, nil, "Config.InFlight -1", false},
 		{"in-flight 3", workers.Config{InFlight: 3}, nil, "Config.InFlight 3: want 0 (the most) or at least 4", false},
 		{"negative link width", workers.Config{LinkWidth: -1}, nil, "Config.LinkWidth -1", false},

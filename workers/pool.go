@@ -14,6 +14,7 @@ package workers
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/iodag/iodag/internal/worker"
@@ -30,9 +31,9 @@ type Config struct {
 	// graphs (BenchmarkSmallRuns in package submit).
 	Workers int
 	// Entries is each ring's SQ size (default 256, at least 5: a node may
-	// take 4 SQEs at once, and the worker's doorbell one more; the kernel
-	// rounds it up to a power of two, and Pool.Config reports that); the
-	// CQ is twice that.
+	// take 4 SQEs at once, and the worker's doorbell one more; at most
+	// 32768; the kernel rounds it up to a power of two, and Pool.Config
+	// reports that); the CQ is twice that.
 	Entries uint32
 	// InFlight bounds the SQEs one worker keeps in flight (default and
 	// maximum: the CQ size less one CQE kept for the worker's doorbell,
@@ -136,7 +137,7 @@ func New(cfg Config) (*Pool, error) {
 	}
 	p, err := worker.New(worker.Config{
 		Workers: cfg.Workers, Entries: cfg.Entries, InFlight: cfg.InFlight, Files: cfg.Files,
-		IOWQBounded: cfg.IOWQBounded, IOWQUnbounded: cfg.IOWQUnbounded, CPUs: cfg.CPUs,
+		IOWQBounded: cfg.IOWQBounded, IOWQUnbounded: cfg.IOWQUnbounded, CPUs: slices.Clone(cfg.CPUs),
 		IdleTrim: cfg.IdleTrim, LinkWidth: cfg.LinkWidth, Backend: worker.Backend(cfg.Backend),
 	})
 	return (*Pool)(p), err
@@ -164,7 +165,7 @@ func (p *Pool) Config() Config {
 	c := p.engine().Config()
 	return Config{
 		Workers: c.Workers, Entries: c.Entries, InFlight: c.InFlight, Files: c.Files,
-		IOWQBounded: c.IOWQBounded, IOWQUnbounded: c.IOWQUnbounded, CPUs: c.CPUs,
+		IOWQBounded: c.IOWQBounded, IOWQUnbounded: c.IOWQUnbounded, CPUs: slices.Clone(c.CPUs),
 		IdleTrim: c.IdleTrim, LinkWidth: c.LinkWidth, Backend: Backend(c.Backend),
 	}
 }

@@ -62,6 +62,9 @@ const DefaultIOWQBounded = 32
 // MaxWorkers bounds Config.Workers: each worker is an OS thread.
 const MaxWorkers = 1024
 
+// MaxEntries bounds Config.Entries: the kernel's IORING_MAX_ENTRIES.
+const MaxEntries = 32768
+
 // MinRoom is the most SQEs a task may need at once (a readfile's open and
 // read, each with a deadline), which every worker can give: Config.InFlight
 // is at least that, and Config.Entries more (the doorbell takes an SQE).
@@ -149,6 +152,8 @@ func (cfg *Config) check() error {
 		return fmt.Errorf("workers: Config.Workers %d: want 1 to %d (0 for 1)", cfg.Workers, MaxWorkers)
 	case cfg.Entries > 0 && cfg.Entries <= MinRoom:
 		return fmt.Errorf("workers: Config.Entries %d: want at least %d (0 for 256): a node may take %d SQEs at once, and the worker's doorbell one more", cfg.Entries, MinRoom+1, MinRoom)
+	case cfg.Entries > MaxEntries:
+		return fmt.Errorf("workers: Config.Entries %d: want at most %d, io_uring's largest SQ", cfg.Entries, MaxEntries)
 	case cfg.MaxTasks < 0 || cfg.MaxTasks > MaxTasks || cfg.MaxTasks > 0 && cfg.MaxTasks <= DepthReserve:
 		return fmt.Errorf("workers: Config.MaxTasks %d: want %d to %d (0 for the most)", cfg.MaxTasks, DepthReserve+1, MaxTasks)
 	case cfg.LinkWidth < 0:
