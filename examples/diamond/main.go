@@ -10,6 +10,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -23,6 +24,11 @@ import (
 )
 
 func main() {
+	flag.Parse() // no flags: -h says so, and an unknown one is refused
+	if flag.NArg() > 0 {
+		fmt.Fprintln(os.Stderr, "diamond: no arguments expected")
+		os.Exit(2)
+	}
 	if err := run(os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "diamond:", err)
 		os.Exit(1)

@@ -43,8 +43,8 @@ func main() {
 	flag.DurationVar(&c.duration, "duration", 2*time.Second, "how long each mode runs")
 	flag.StringVar(&c.dir, "dir", os.TempDir(), "directory for the 64 MiB scratch file (removed at exit)")
 	flag.Parse()
-	if flag.NArg() > 0 {
-		fmt.Fprintln(os.Stderr, "fanout100: no arguments expected")
+	if flag.NArg() > 0 || c.duration <= 0 {
+		fmt.Fprintln(os.Stderr, "fanout100: no arguments expected, and -duration must be > 0")
 		flag.Usage()
 		os.Exit(2)
 	}

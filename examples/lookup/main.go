@@ -357,8 +357,8 @@ func run(ctx context.Context, w io.Writer, c config) error {
 		return fmt.Errorf("-repeat must be >= 1, got %d", c.repeat)
 	case c.blocks < 1 || c.n < 1 || c.serial < 1:
 		return fmt.Errorf("-blocks, -n and -serial must be >= 1")
-	case c.workers < 1 || c.depth < c.workers:
-		return fmt.Errorf("-depth (%d) must be at least -workers (%d), which must be >= 1", c.depth, c.workers)
+	case c.workers < 1 || c.depth < 4*c.workers:
+		return fmt.Errorf("-depth (%d) must be at least 4 per worker (-workers %d, which must be >= 1): a pool keeps at least 4 requests in flight a worker (workers.Config.InFlight)", c.depth, c.workers)
 	}
 	var ios []bool // direct?
 	switch c.io {
