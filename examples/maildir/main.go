@@ -165,7 +165,7 @@ func run(ctx context.Context, w io.Writer, c config) error {
 		return err
 	}
 	t0 := time.Now()
-	if err := scratch.Create(c.cache, g); err != nil {
+	if err := scratch.CreateContext(ctx, c.cache, g); err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "%s: %d files of %d..%d bytes in %s (made or checked in %s)\n", g.Name(), c.n,

@@ -38,7 +38,7 @@ func BenchmarkWalk(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := create(c.cache, t, c.needle); err != nil {
+	if err := create(context.Background(), c.cache, t, c.needle); err != nil {
 		b.Fatal(err)
 	}
 	pool, err := workers.New(workers.Config{Workers: 2, Entries: 256})

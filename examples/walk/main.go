@@ -232,8 +232,9 @@ func layout(c config) (*tree, error) {
 const filler = "abcdefghijklmnopqrstuvwxyz    \n"
 
 // create makes the tree in the cache directory, or checks the one a
-// previous run made: a file of the wrong size is written again.
-func create(cache string, t *tree, needle string) error {
+// previous run made: a file of the wrong size is written again. It stops
+// when ctx ends (a signal).
+func create(ctx context.Context, cache string, t *tree, needle string) error {
 	for _, d := range t.dirs {
 		if err := os.MkdirAll(filepath.Join(cache, d), 0o755); err != nil {
 			return err
@@ -241,6 +242,9 @@ func create(cache string, t *tree, needle string) error {
 	}
 	buf := make([]byte, maxSize)
 	for i, f := range t.files {
+		if err := ctx.Err(); err != nil {
+			return err // a signal: stop making files
+		}
 		path := filepath.Join(cache, f.path)
 		if fi, err := os.Lstat(path); err == nil && fi.Mode().IsRegular() && fi.Size() == int64(f.size) {
 			continue
@@ -287,7 +291,7 @@ func run(ctx context.Context, w io.Writer, c config) error {
 		return err
 	}
 	t0 := time.Now()
-	if err := create(c.cache, t, c.needle); err != nil {
+	if err := create(ctx, c.cache, t, c.needle); err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "walk: %d files of %d..%d bytes (%s in all) in %d directories (-dirs %d/%d), %q planted in %d;\n"+

@@ -69,7 +69,7 @@ func TestMatches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := create(c.cache, tr, c.needle); err != nil {
+	if err := create(context.Background(), c.cache, tr, c.needle); err != nil {
 		t.Fatal(err)
 	}
 	want, err := walkErrgroup(context.Background(), c.cache, []byte(c.needle), c.limit, false)
@@ -103,7 +103,7 @@ func TestStop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := create(c.cache, tr, c.needle); err != nil {
+	if err := create(context.Background(), c.cache, tr, c.needle); err != nil {
 		t.Fatal(err)
 	}
 	pool := newPool(t)
