@@ -353,7 +353,8 @@ func TestOpenFlags(t *testing.T) {
 }
 
 // TestOpenFlagsRoundTrip checks that Build keeps every flag of an open
-// given from Go through Graph.Spec, or refuses those a spec cannot name.
+// given from Go through Graph.Spec, or refuses those a spec cannot name,
+// and cloexec, which the kernel refuses on a fixed-file slot.
 func TestOpenFlagsRoundTrip(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -363,12 +364,14 @@ func TestOpenFlagsRoundTrip(t *testing.T) {
 		{"tmpfile", unix.O_RDWR | unix.O_TMPFILE, nil},
 		{"nofollow", unix.O_RDONLY | unix.O_NOFOLLOW, nil},
 		{"noatime", unix.O_RDONLY | unix.O_NOATIME, nil},
-		{"cloexec nonblock", unix.O_WRONLY | unix.O_CLOEXEC | unix.O_NONBLOCK, nil},
+		{"nonblock", unix.O_WRONLY | unix.O_NONBLOCK, nil},
+		{"cloexec", unix.O_WRONLY | unix.O_CLOEXEC, []string{`node "o": field "flags": flag cloexec: an open's file goes into a fixed-file slot, which the kernel refuses with it`}},
 		{"path noctty async", unix.O_PATH | unix.O_NOCTTY | unix.O_ASYNC, nil},
 		{"directory sync", unix.O_DIRECTORY | unix.O_SYNC, nil},
 		{"access mode 3", unix.O_ACCMODE, []string{`node "o": field "flags": flags 0x3 have no name in a spec (ParseOpenFlags names those openat2 takes)`}},
 		{"unknown bit", unix.O_RDONLY | 1<<30, []string{`node "o": field "flags": flags 0x40000000 have no name in a spec (ParseOpenFlags names those openat2 takes)`}},
-		{"negative", -1, []string{`node "o": field "flags": flags 0xffffffffff80803f have no name in a spec (ParseOpenFlags names those openat2 takes)`}},
+		{"negative", -1, []string{`node "o": field "flags": flags 0xffffffffff80803f have no name in a spec (ParseOpenFlags names those openat2 takes)`,
+			`node "o": field "flags": flag cloexec: an open's file goes into a fixed-file slot, which the kernel refuses with it`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := NewBuilder("flags")

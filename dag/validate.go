@@ -601,6 +601,9 @@ func (v *validator) checkNode(i int32) {
 		if bad := unnamedOpenFlags(nd.OpenFlags); bad != 0 {
 			v.nodeErr(i, "flags", wrap(ErrBadValue, "flags %#x have no name in a spec (ParseOpenFlags names those openat2 takes)", uint(bad)))
 		}
+		if nd.OpenFlags&unix.O_CLOEXEC != 0 {
+			v.nodeErr(i, "flags", wrap(ErrBadValue, "flag cloexec: an open's file goes into a fixed-file slot, which the kernel refuses with it"))
+		}
 		v.checkOpenMode(i)
 		if nd.As == "" {
 			v.nodeErr(i, "as", wrap(ErrMissingField, "missing as (the handle to produce)"))
