@@ -467,11 +467,11 @@ func (e *emu) rw(q *req, fd int) int32 {
 	s := &q.sqe
 	write, total := s.Opcode == OpWrite, int(s.Len)
 	stream := s.Off == ^uint64(0) || q.first == unix.ESPIPE
-	kind, nonblock, nowait := kindUnknown, false, true
+	kind, nowait := kindUnknown, true
 	if q.first == unix.EAGAIN || q.first == unix.EOPNOTSUPP {
 		// The attempt inside the enter would have blocked: a regular
 		// file goes straight to the plain call.
-		if kind, nonblock = classify(fd); kind == kindFile {
+		if kind = classify(fd); kind == kindFile {
 			nowait = false
 		}
 	}
@@ -500,23 +500,21 @@ func (e *emu) rw(q *req, fd int) int32 {
 				continue
 			}
 		case unix.EAGAIN, unix.EOPNOTSUPP:
-			if !nowait {
-				break // an O_NONBLOCK file: -EAGAIN, as the kernel says
-			}
 			if kind == kindUnknown {
-				kind, nonblock = classify(fd)
+				kind = classify(fd)
 			}
 			if kind == kindFile {
+				if !nowait {
+					break // an O_NONBLOCK file that would block: -EAGAIN
+				}
 				nowait = false
 				continue
 			}
 			if q.done > 0 {
 				return int32(q.done)
 			}
-			if nonblock {
-				errno = unix.EAGAIN
-				break
-			}
+			// A pipe or socket waits, O_NONBLOCK or not, as io_uring's
+			// poll does.
 			if errno == unix.EOPNOTSUPP {
 				nowait = false // no RWF_NOWAIT here: poll, then a plain call
 			}
@@ -532,18 +530,17 @@ func (e *emu) rw(q *req, fd int) int32 {
 	}
 }
 
-// classify says whether fd is a regular file (or block device) and
-// whether it is O_NONBLOCK.
-func classify(fd int) (kind int, nonblock bool) {
+// classify says whether fd is a regular file (or block device), or a
+// stream (a pipe, a socket, a character device).
+func classify(fd int) int {
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
-		return kindFile, false // the call says what is wrong
+		return kindFile // the call says what is wrong
 	}
 	if m := st.Mode & unix.S_IFMT; m == unix.S_IFREG || m == unix.S_IFBLK {
-		return kindFile, false
+		return kindFile
 	}
-	fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
-	return kindStream, err == nil && fl&unix.O_NONBLOCK != 0
+	return kindStream
 }
 
 // park waits in poll(2) until fd can move data, or q is canceled or

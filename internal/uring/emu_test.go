@@ -350,6 +350,31 @@ func TestFIFOOpenForReading(t *testing.T) {
 	})
 }
 
+// TestReadNonblockPipe: a read of an empty O_NONBLOCK pipe waits for
+// data on both kinds of ring, as io_uring's poll does (the emulation
+// said EAGAIN at once).
+func TestReadNonblockPipe(t *testing.T) {
+	eachKind(t, func(t *testing.T, k ringKind) {
+		r := k.ring(t, 8, Options{})
+		a := newArena(t, 4096)
+		rfd, wfd := pipe(t)
+		if err := unix.SetNonblock(rfd, true); err != nil {
+			t.Fatal(err)
+		}
+		s := getSQE(t, r)
+		s.PrepRead(int32(rfd), a.Alloc(4, 1), 0)
+		s.UserData = 1
+		submit(t, r)
+		parked(t, r, 1)
+		if _, err := unix.Write(wfd, []byte("xy")); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(map[uint64]int32{1: 2}, results(t, reap(t, r, 1), nil)); diff != "" {
+			t.Errorf("the read (-want +got):\n%s", diff)
+		}
+	})
+}
+
 // TestCancelAll cancels every queued timeout with one user_data.
 func TestCancelAll(t *testing.T) {
 	eachKind(t, func(t *testing.T, k ringKind) {
