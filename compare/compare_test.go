@@ -303,16 +303,24 @@ func TestTrace(t *testing.T) {
 	}
 }
 
-func TestRunErrors(t *testing.T) {
+// failMissing returns a 1-worker pool, closed at the test's end, and the
+// graph of testdata/fail_missing.json.
+func failMissing(t *testing.T) (*workers.Pool, *dag.Graph) {
+	t.Helper()
 	pool, err := workers.New(workers.Config{Workers: 1, Entries: 8})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer pool.Close()
+	t.Cleanup(func() { pool.Close() })
 	g, err := dag.LoadFile("../testdata/fail_missing.json")
 	if err != nil {
 		t.Fatal(err)
 	}
+	return pool, g
+}
+
+func TestRunErrors(t *testing.T) {
+	pool, g := failMissing(t)
 	if c, err := Run(context.Background(), pool, g, Options{}); err == nil {
 		t.Errorf("Run without Scratch = %+v, want an error", c)
 	}
@@ -329,18 +337,9 @@ func TestRunErrors(t *testing.T) {
 
 // TestRunInterrupted ends Run's context after two turns of 5 runs (link,
 // then waves, of --repeat 100): graph mode's turn is cut short, and counts
-// as the one run it cut short, not the 5 it asked for, with no figures:
-// how many of its runs ended is not known.
+// the one run it began, not the 5 it asked for, with that run's figures.
 func TestRunInterrupted(t *testing.T) {
-	pool, err := workers.New(workers.Config{Workers: 1, Entries: 8})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	g, err := dag.LoadFile("../testdata/fail_missing.json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	pool, g := failMissing(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var progress []int
