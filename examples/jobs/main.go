@@ -112,7 +112,7 @@ func mainStatus() int {
 		fmt.Fprintln(os.Stderr, "jobs:", err)
 		return 2
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGPIPE) // SIGPIPE: stdout's reader left; the data is removed
 	defer stop()
 	if err := run(ctx, os.Stdout, c); err != nil {
 		fmt.Fprintln(os.Stderr, "jobs:", err)

@@ -54,6 +54,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/iodag/iodag/dag"
@@ -101,7 +102,7 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGPIPE) // SIGPIPE: stdout's reader left; the data is removed
 	defer stop()
 	if err := run(ctx, os.Stdout, c); err != nil {
 		fmt.Fprintln(os.Stderr, "lookup:", err)

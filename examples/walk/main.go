@@ -126,7 +126,7 @@ func mainStatus() int {
 	}
 	defer remove()
 	c.cache = dir
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGPIPE) // SIGPIPE: stdout's reader left; the data is removed
 	defer stop()
 	if err := run(ctx, os.Stdout, c); err != nil {
 		fmt.Fprintln(os.Stderr, "walk:", err)
