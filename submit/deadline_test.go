@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -51,6 +52,8 @@ func TestDeadline(t *testing.T) {
 		return errOnly(in.Run("sub", func(b *dag.Builder) { b.Timeout("long", time.Hour) }))
 	}).Timeout(short)
 	b.ReadFile("readfile", "file").Timeout(time.Hour)
+	b.ReadFile("readfile forever", "file").Timeout(math.MaxInt64) // its point in time saturates
+	b.Nop("nop forever").Timeout(math.MaxInt64)
 	b.ReadFile("readfile stalls", "stalls").Timeout(short)
 	b.ReadFile("readfile no writer", "no writer").Timeout(short)
 	b.Nop("nop").Timeout(time.Hour)
@@ -78,12 +81,46 @@ func TestDeadline(t *testing.T) {
 				"open fifo": "ok", "read fifo": "failed", "after read": "canceled", "close fifo": "ok",
 				"slow": "failed", "after slow": "canceled", "go": "failed", "readfile": "ok", "nop": "ok",
 				"readfile stalls": "failed", "readfile no writer": "failed", "go subgraph": "failed",
+				"readfile forever": "ok", "nop forever": "ok",
 			}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 			if !errors.Is(err, os.ErrDeadlineExceeded) || ctx.Err() != nil {
 				t.Errorf("Run = %v, want the deadlines' errors", err)
+			}
+		})
+	}
+}
+
+// TestBoundOpenDeadline: an open whose binding chose its path and whose
+// deadline passes while it blocks (a FIFO with no reader) ends failed or
+// canceled with every node final: on the syscall backend the emulation
+// abandons the open with its buffer, and building the error from that
+// buffer crashed the process. (On io_uring the kernel does not interrupt
+// the blocked open; the backstop ends it.)
+func TestBoundOpenDeadline(t *testing.T) {
+	root := t.TempDir()
+	mkfifo(t, filepath.Join(root, "fifo"))
+	b := dag.NewBuilder("bound open deadline")
+	o := b.Open("open", "placeholder", unix.O_WRONLY|unix.O_CREAT, "h").Bind(func(_ dag.Inputs, p *dag.Params) error {
+		p.Path = "fifo"
+		return nil
+	}).Timeout(20 * time.Millisecond)
+	b.Close("close", o.Handle()).Finally(o)
+	g := mustBuild(t, b)
+	pool := newPool(t, workers.Config{Workers: 1})
+	for _, m := range Modes() {
+		t.Run(m.String(), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond) // a backstop
+			defer cancel()
+			rep, err := Run(ctx, pool, g, m, Options{Root: root})
+			if rep == nil {
+				t.Fatal(err)
+			}
+			checkFinal(t, g, rep)
+			if s := rep.Nodes[o.Index()].Status; s != StatusFailed && s != StatusCanceled {
+				t.Errorf("open %s, want failed (its deadline) or canceled (the backstop)", s)
 			}
 		})
 	}

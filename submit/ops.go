@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"hash/crc32"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -369,7 +370,11 @@ func (t *task) prepDeadline(w *worker.Worker, s *uring.SQE, i int32, first bool)
 	ts := &t.st.deadline[i]
 	if first {
 		unix.ClockGettime(unix.CLOCK_MONOTONIC, ts)
-		*ts = unix.NsecToTimespec(ts.Nano() + int64(t.p.timeoutOf(i)))
+		at := ts.Nano() + int64(t.p.timeoutOf(i))
+		if at < ts.Nano() {
+			at = math.MaxInt64 // past the end of time: never
+		}
+		*ts = unix.NsecToTimespec(at)
 	}
 	lt := w.SQE(auxBit | deadBit | uint64(i))
 	lt.PrepLinkTimeout(ts, uring.TimeoutAbs)
@@ -550,7 +555,7 @@ func (t *task) settle(w *worker.Worker, i int32, status uint8) (_ uint8, more bo
 func (t *task) failedOpen(w *worker.Worker, i int32, status uint8) {
 	st, n := t.st, &t.st.node[i]
 	t.freeSlot(w, t.p.handle[i], n.expired)
-	if status != stFailed || t.p.nodes[i].Bind == nil {
+	if status != stFailed || t.p.nodes[i].Bind == nil || st.buf[i] == nil { // nil: abandoned with its call
 		return
 	}
 	b := st.buf[i][unsafe.Sizeof(uring.OpenHow{}):]

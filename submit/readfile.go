@@ -82,13 +82,16 @@ func (t *task) settleReadFile(w *worker.Worker, i int32, status uint8) (_ uint8,
 		n.res = int32(st.size[i])
 	case status == stOK:
 		st.moved[i] += n.res
-		if limit := t.p.nodes[i].Len; limit > 0 && int64(st.moved[i]) > limit {
+		switch full := int(st.moved[i]) == len(b)-rfHead && n.res > 0; {
+		case t.p.nodes[i].Len > 0 && int64(st.moved[i]) > t.p.nodes[i].Len:
 			n.res, status = -int32(unix.EFBIG), stFailed
-		} else if int(st.moved[i]) == len(b)-rfHead && n.res > 0 && !t.canceled {
+		case full && t.canceled: // the file may go on: cut short
+			n.res, n.cause, status = -int32(unix.ECANCELED), causeContext, stCanceled
+		case full:
 			if status = t.growReadFile(w, i); status == stOK {
 				return status, true
 			}
-		} else {
+		default:
 			n.res = st.moved[i]
 			status = t.keepRead(i, st.buf[i][rfHead:rfHead+int(n.res)], status)
 		}

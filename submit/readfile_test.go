@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"syscall"
 	"testing"
 	"time"
@@ -187,6 +188,43 @@ func TestReadFileStarved(t *testing.T) {
 			var pe *os.PathError
 			if err := rep.Nodes[rf.Index()].Err; !errors.As(err, &pe) || pe.Op != "open" {
 				t.Errorf("rf: %v, want the *os.PathError of an open (it never read)", err)
+			}
+		})
+	}
+}
+
+// TestReadFileCutShort: a readfile of a 5 MiB file, its run canceled by
+// a Go task at varying moments, is canceled or reads the whole file,
+// never ok with the part it had when the cancellation came (it kept the
+// bytes of a full buffer as the whole file).
+func TestReadFileCutShort(t *testing.T) {
+	root := t.TempDir()
+	const size = 5 << 20
+	must(t, os.WriteFile(filepath.Join(root, "big"), make([]byte, size), 0o644))
+	pool := newPool(t, workers.Config{Workers: 1, Entries: 8})
+	for _, m := range Modes() {
+		t.Run(m.String(), func(t *testing.T) {
+			for run := range 12 {
+				ctx, cancel := context.WithCancel(context.Background())
+				b := dag.NewBuilder("cut short")
+				big := b.ReadFile("big", "big").Async().Keep()
+				b.Go("cancel", func(dag.Inputs) error {
+					for range run * 300 { // the cancellation at another point of the reads each run
+						runtime.Gosched()
+					}
+					cancel()
+					return nil
+				})
+				g := mustBuild(t, b)
+				rep, err := Run(ctx, pool, g, m, Options{Root: root})
+				cancel()
+				if rep == nil {
+					t.Fatal(err)
+				}
+				checkFinal(t, g, rep)
+				if n := rep.Nodes[big.Index()]; n.Status == StatusFailed || n.Status == StatusOK && (n.Res != size || len(n.Data) != size) {
+					t.Errorf("run %d: big %s, res %d, %d bytes: want canceled, or ok with all %d", run, n.Status, n.Res, len(n.Data), size)
+				}
 			}
 		})
 	}
