@@ -327,6 +327,19 @@ func BenchmarkDeclareBuild(b *testing.B) {
 		}
 		done()
 	})
+	b.Run("statx/14", func(b *testing.B) { // a directory's subgraph in a walk, generated ids
+		done := measurePerNode(b, 14)
+		for range b.N {
+			bl := NewBuilder("dir")
+			for _, p := range paths[:14] {
+				bl.Statx("", p)
+			}
+			if _, err := bl.Build(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		done()
+	})
 	b.Run("header/13k", func(b *testing.B) { // 200 files: open, a header, 64 reads it places, close
 		done := measurePerNode(b, 200*67)
 		for range b.N {

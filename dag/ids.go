@@ -148,10 +148,12 @@ type idArena struct {
 	mark int // where the string being written starts
 }
 
-// begin starts a string of about n bytes.
+// begin starts a string of about n bytes. Blocks double from 512 bytes
+// to 16 KiB, so that a small graph (a subgraph of Inputs.Run) does not
+// allocate a large one.
 func (a *idArena) begin(n int) {
-	const block = 1 << 14
 	if a.sb.Cap()-a.sb.Len() < n+16 {
+		block := min(max(2*a.sb.Cap(), 512), 1<<14)
 		a.sb = strings.Builder{}
 		a.sb.Grow(max(block, n+16))
 	}
