@@ -724,7 +724,9 @@ func (t Task) Then(fn func(in Inputs, r Result) error) Task {
 // fails with an error matching os.ErrDeadlineExceeded if it has not
 // completed d after it was submitted; its dependents follow the usual
 // rules. Build refuses a d <= 0. (Builder.Timeout declares a node that
-// waits.)
+// waits.) On io_uring the kernel cannot end a request it runs on an io-wq
+// thread from the start (fsync, statx, unlink, rename, mkdir, an open with
+// O_CREAT or O_TRUNC): such a node that blocks ends when its request does.
 func (t Task) Timeout(d time.Duration) Task {
 	if d <= 0 && t.live("timeout") {
 		t.b.probs.add(&NodeError{Field: "timeout", Err: wrap(ErrBadValue, "timeout must be > 0, got %v", d), idx: t.i})
