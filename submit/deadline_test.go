@@ -125,3 +125,40 @@ func TestBoundOpenDeadline(t *testing.T) {
 		})
 	}
 }
+
+// TestDeadlineLeasedOpen: an open for writing of a file this process
+// holds a read lease on waits in io-wq for the lease to break; its
+// deadline interrupts it. The kernel's link timeout then says ENOENT (it
+// found its request running) and the open ERESTARTSYS: the node failed
+// with "errno 512" rather than its deadline.
+func TestDeadlineLeasedOpen(t *testing.T) {
+	root := t.TempDir()
+	for _, m := range Modes() {
+		t.Run(m.String(), func(t *testing.T) {
+			name := "leased " + m.String() // a lease of its own: a broken one is gone
+			must(t, os.WriteFile(filepath.Join(root, name), nil, 0o644))
+			f, err := os.Open(filepath.Join(root, name))
+			must(t, err)
+			defer f.Close()
+			if _, err := unix.FcntlInt(f.Fd(), unix.F_SETLEASE, unix.F_RDLCK); err != nil {
+				t.Skipf("no lease on %s: %v", root, err) // a file system without leases
+			}
+			b := dag.NewBuilder("leased")
+			o := b.Open("open", name, unix.O_WRONLY, "h").Timeout(20 * time.Millisecond)
+			b.Close("close", o.Handle()).After(o)
+			g := mustBuild(t, b)
+			pool := newPool(t, workers.Config{Workers: 1})
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // a backstop
+			defer cancel()
+			rep, err := Run(ctx, pool, g, m, Options{Root: root})
+			if rep == nil {
+				t.Fatal(err)
+			}
+			checkFinal(t, g, rep)
+			open := rep.Nodes[o.Index()]
+			if open.Status != StatusFailed || !errors.Is(open.Err, os.ErrDeadlineExceeded) || ctx.Err() != nil {
+				t.Errorf("open %s: %v; want failed at its deadline", open.Status, open.Err)
+			}
+		})
+	}
+}

@@ -334,7 +334,7 @@ func (t *task) prep(w *worker.Worker, i int32, link uint8) *uring.SQE {
 	t.sqes++
 	n := &st.node[i]
 	first := n.status != stInflight // else a short write goes on
-	n.status, n.parts, n.expired = stInflight, 0, false
+	n.status, n.parts, n.expired, n.fired = stInflight, 0, false, false
 	if t.record {
 		n.start = w.Now()
 	}

@@ -65,6 +65,7 @@ type nodeState struct {
 	hard       bool // the kernel link from linkedFrom is IOSQE_IO_HARDLINK
 	parts      int8 // CQEs owed besides the one that ends the node (a link timeout's)
 	expired    bool // the link timeout fired
+	fired      bool // the link timeout fired and found its request running
 	res        int32
 	cause      int32 // the failure that started the cancellations that reached it, or causeContext
 	linkedFrom int32 // the node's kernel-link predecessor in this run, or -1
@@ -461,6 +462,9 @@ func (t *task) complete(w *worker.Worker, c *uring.CQE) {
 	case ud&(auxBit|deadBit) == auxBit|deadBit:
 		n := &t.st.node[int32(ud&indexMask)]
 		n.expired = n.expired || c.Res == -int32(unix.ETIME)
+		// It fired but found its request running in io-wq (ENOENT,
+		// EALREADY): that one ends interrupted, if it did not finish.
+		n.fired = n.fired || c.Res == -int32(unix.ENOENT) || c.Res == -int32(unix.EALREADY)
 	case ud&auxBit != 0:
 		t.completeAux(w, c)
 		return
@@ -492,15 +496,17 @@ func (t *task) complete(w *worker.Worker, c *uring.CQE) {
 // statusOf returns the status node i's result gives it.
 func (t *task) statusOf(i int32) uint8 {
 	n := &t.st.node[i]
+	interrupted := n.res == -int32(unix.ECANCELED) || n.res == -errRestartSys || n.res == -int32(unix.EINTR)
 	switch res := n.res; {
-	case n.expired:
+	case n.expired || n.fired && interrupted:
+		n.expired = true
 		n.res = -int32(unix.ETIME)
 		t.st.err[i] = errDeadline
 		return stFailed
 	case res == -int32(unix.ECANCELED) && n.linkedFrom >= 0 && t.brokeLink(n):
 		n.cause = t.rootOf(n.linkedFrom)
 		return stCanceled
-	case (res == -int32(unix.ECANCELED) || res == -errRestartSys || res == -int32(unix.EINTR)) && t.canceled:
+	case interrupted && t.canceled:
 		// A request blocked in io-wq (an open of a FIFO with no reader)
 		// ends with ERESTARTSYS or EINTR when canceled.
 		n.res, n.cause = -int32(unix.ECANCELED), causeContext
