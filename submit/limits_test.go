@@ -186,7 +186,7 @@ func TestLimitsChild(t *testing.T) {
 	default:
 		t.Fatalf("unknown limit %q", kind)
 	}
-	pool, err := workers.New(workers.Config{Workers: 2, Entries: 16})
+	pool, err := workers.New(workers.Config{Workers: 2, Entries: 16, Backend: testBackend})
 	if err != nil {
 		fmt.Printf("RESULT pool err=%v\n", err)
 		return

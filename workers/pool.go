@@ -42,7 +42,10 @@ type Config struct {
 	// Files is the size of each worker's fixed-file table: the most
 	// files a run can hold open at once on one worker (default and
 	// maximum: RLIMIT_NOFILE, which the kernel applies to each table,
-	// capped at 65536).
+	// capped at 65536). On the syscall backend each slot holds one of the
+	// process's descriptors, so the default shares what RLIMIT_NOFILE
+	// leaves free at New among the workers, less an eighth (at least 16,
+	// at most half) for the rest of the process.
 	Files uint32
 	// IOWQBounded caps each ring's io-wq workers for regular-file work
 	// that cannot complete inline (an fsync, a write or read that waits

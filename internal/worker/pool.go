@@ -11,6 +11,8 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
+	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -26,7 +28,7 @@ type Config struct {
 	Workers  int    // default 1, at most MaxWorkers
 	Entries  uint32 // SQ size (default 256); the CQ is twice that
 	InFlight int    // default and most: the CQ size less the doorbell's CQE
-	Files    uint32 // fixed-file slots (default and most: RLIMIT_NOFILE, 65536)
+	Files    uint32 // fixed-file slots (see fileSlots)
 	// IOWQBounded and IOWQUnbounded cap each ring's io-wq workers
 	// (IOWQBounded default DefaultIOWQBounded; IOWQUnbounded 0: the
 	// kernel's default).
@@ -98,12 +100,7 @@ func New(cfg Config) (*Pool, error) {
 	cfg.MaxTasks = cmp.Or(cfg.MaxTasks, MaxTasks)
 	cfg.Entries = cmp.Or(cfg.Entries, 256)
 	cfg.LinkWidth = cmp.Or(cfg.LinkWidth, DefaultLinkWidth)
-	cfg.Files = cmp.Or(cfg.Files, 1<<16)
 	cfg.IOWQBounded = cmp.Or(cfg.IOWQBounded, DefaultIOWQBounded)
-	var lim unix.Rlimit
-	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err == nil && uint64(cfg.Files) > lim.Cur {
-		cfg.Files = uint32(lim.Cur)
-	}
 	if cfg.Backend != Auto {
 		return start(cfg)
 	}
@@ -122,6 +119,7 @@ func New(cfg Config) (*Pool, error) {
 
 // start starts the workers of a pool on cfg.Backend.
 func start(cfg Config) (*Pool, error) {
+	cfg.Files = fileSlots(cfg)
 	p := &Pool{cfg: cfg, epoch: time.Now()}
 	errs := make([]error, cfg.Workers)
 	var started sync.WaitGroup
@@ -375,4 +373,28 @@ func (q *queue) take(dst []Task, room int) []Task {
 	q.deepest.Store(int32(deepest))
 	q.n.Store(int32(len(q.tasks)))
 	return dst
+}
+
+// fileSlots returns the size of each worker's fixed-file table: cfg.Files
+// or RLIMIT_NOFILE (at most 65536), whichever is less; the kernel applies
+// the limit to each io_uring table. On the syscall backend a slot holds
+// one of the process's own descriptors, so by default the workers share
+// what the limit leaves free, less an eighth (at least 16, at most half)
+// for the rest of the process.
+func fileSlots(cfg Config) uint32 {
+	var lim unix.Rlimit
+	if unix.Getrlimit(unix.RLIMIT_NOFILE, &lim) != nil {
+		lim.Cur = math.MaxUint32
+	}
+	limit := min(lim.Cur, 1<<16)
+	switch {
+	case cfg.Files > 0:
+		return uint32(min(uint64(cfg.Files), lim.Cur))
+	case cfg.Backend == Syscalls:
+		ents, _ := os.ReadDir("/proc/self/fd")
+		free := max(int64(limit)-int64(len(ents)), 0)
+		keep := min(max(free/8, 16), free/2) // for the rest of the process
+		return uint32(max((free-keep)/int64(cfg.Workers), 1))
+	}
+	return uint32(limit)
 }
