@@ -75,8 +75,10 @@ var ErrTooDeep = errors.New("dag: subgraphs nested too deeply")
 type Params struct {
 	Offset int64
 	Len    int64
-	// Buf, if set, is the buffer of the read or write (at least Len
-	// bytes); otherwise the engine provides one.
+	// Buf, if not nil, is the buffer of the read or write (at least Len
+	// bytes; an empty one with Len 0 moves nothing); if nil, the engine
+	// provides one, but a write declared with data (Builder.Write) then
+	// fails with submit.ErrBadParam unless Len is 0.
 	Buf []byte
 	// Path is an open's path, relative to the run's root: clean, without
 	// "..".

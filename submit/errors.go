@@ -153,9 +153,10 @@ func (e *UnsupportedOpError) Error() string {
 var ErrOnWorker = errors.New("submit: Run called on one of the pool's workers (from a hook, binding or observer), which would wait for itself: run it from a Go task")
 
 // ErrBadParam matches (errors.Is) the error of a node whose binding chose
-// parameters out of range: an offset, a negative length, a path, an
-// empty or misaligned buffer. A length over what one transfer moves fails
-// with EFBIG, one over the node's buffer with EOVERFLOW.
+// parameters out of range: an offset, a negative length, a path, a
+// misaligned buffer, no buffer for a write declared with data. A length
+// over what one transfer moves fails with EFBIG, one over the node's
+// buffer with EOVERFLOW.
 var ErrBadParam = errors.New("bad parameter")
 
 // ErrNotGoTask is Inputs.Run's error when a hook or binding calls it:

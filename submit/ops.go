@@ -130,7 +130,7 @@ func (t *task) bind(i int32, prm *dag.Params) int32 {
 	if err == nil && t.hot[i].op == dag.OpOpen {
 		err = checkPath(prm.Path)
 	} else if err == nil {
-		err = checkParams(prm, t.p.direct[i])
+		err = checkParams(prm, &t.p.nodes[i], t.p.direct[i])
 	}
 	if err != nil {
 		t.st.err[i] = err
@@ -157,7 +157,7 @@ func (t *task) takeTransfer(w *worker.Worker, i int32) int32 {
 			return v
 		}
 		off, n, buf = prm.Offset, prm.Len, prm.Buf
-		if buf != nil && &buf[0] != unsafe.SliceData(nd.Buf) {
+		if len(buf) > 0 && &buf[0] != unsafe.SliceData(nd.Buf) {
 			t.pinner.Pin(&buf[0])
 			t.pinned = true
 		}
@@ -232,20 +232,21 @@ const (
 	maxOffset = 1 << 40  // the largest offset a binding may choose, as dag allows
 )
 
-// checkParams checks what a binding chose for a read or write.
-func checkParams(prm *dag.Params, direct bool) error {
+// checkParams checks what a binding chose for read or write nd.
+func checkParams(prm *dag.Params, nd *dag.Node, direct bool) error {
 	switch {
+	case nd.Op == dag.OpWrite && nd.Buf != nil && prm.Buf == nil && prm.Len > 0:
+		// Most likely a read's Result.Data, which is nil unless it keeps its bytes.
+		return fmt.Errorf("%w: buf is nil and len %d: no data to write (a read's Result.Data is nil unless the read Keeps its bytes)", ErrBadParam, prm.Len)
 	case prm.Offset < 0 || prm.Offset > maxOffset:
 		return fmt.Errorf("%w: offset %d is out of [0, 1 TiB]", ErrBadParam, prm.Offset)
 	case prm.Len < 0:
 		return fmt.Errorf("%w: len %d is negative", ErrBadParam, prm.Len)
-	case prm.Buf != nil && len(prm.Buf) == 0:
-		return fmt.Errorf("%w: buf is empty", ErrBadParam)
 	case !direct:
 		return nil
 	case prm.Offset%dag.DirectAlign != 0 || prm.Len%dag.DirectAlign != 0:
 		return fmt.Errorf("%w: offset %d and len %d must be multiples of %d for O_DIRECT", ErrBadParam, prm.Offset, prm.Len, dag.DirectAlign)
-	case prm.Buf != nil && (uintptr(unsafe.Pointer(&prm.Buf[0]))%dag.DirectAlign != 0 || len(prm.Buf)%dag.DirectAlign != 0):
+	case len(prm.Buf) > 0 && (uintptr(unsafe.Pointer(&prm.Buf[0]))%dag.DirectAlign != 0 || len(prm.Buf)%dag.DirectAlign != 0):
 		return fmt.Errorf("%w: buf must be aligned to %d for O_DIRECT (dag.AlignedBuffer)", ErrBadParam, dag.DirectAlign)
 	}
 	return nil

@@ -234,6 +234,51 @@ func TestBind(t *testing.T) {
 	}
 }
 
+// TestBindWriteBuffer: what a write declared with data moves when its
+// binding replaces the buffer. An empty buffer (a kept readfile of an
+// empty file gives one) was refused as "buf is empty" while nil was an
+// empty write; a nil buffer with a length (a read's Data without Keep)
+// must fail rather than write the engine's own bytes.
+func TestBindWriteBuffer(t *testing.T) {
+	tests := []struct {
+		name string
+		buf  []byte
+		len  int64
+		want ending
+		file string
+	}{
+		{"data", []byte("hello"), 5, ending{StatusOK, ""}, "hello"},
+		{"empty buffer", []byte{}, 0, ending{StatusOK, ""}, ""},
+		{"nil, len 0", nil, 0, ending{StatusOK, ""}, ""},
+		{"nil, len 5", nil, 5, ending{StatusFailed, "bad parameter: buf is nil and len 5: no data to write (a read's Result.Data is nil unless the read Keeps its bytes)"}, ""},
+		{"len over buffer", []byte("hi"), 5, ending{StatusFailed, "write out: value too large for defined data type"}, ""},
+	}
+	for _, tc := range tests {
+		b := dag.NewBuilder("bind write")
+		o := b.Open("open", "out", unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC, "h")
+		w := b.Write("write", o.Handle(), 0, []byte{0}).After(o).Bind(func(_ dag.Inputs, p *dag.Params) error {
+			p.Buf, p.Len = tc.buf, tc.len
+			return nil
+		})
+		b.Close("close", o.Handle()).Finally(w)
+		g := mustBuild(t, b)
+		for _, m := range Modes() {
+			t.Run(tc.name+"/"+m.String(), func(t *testing.T) {
+				var root string
+				rep, _ := runReact(t, m, g, func(r string) { root = r })
+				if got := states(rep)["write"]; got != tc.want {
+					t.Errorf("write = %+v, want %+v", got, tc.want)
+				}
+				got, err := os.ReadFile(filepath.Join(root, "out"))
+				must(t, err)
+				if string(got) != tc.file {
+					t.Errorf("file holds %q, want %q", got, tc.file)
+				}
+			})
+		}
+	}
+}
+
 // TestHooks: a hook sees its node's result before the dependents run; its
 // error fails the node and cancels them; a hook that does nothing changes
 // nothing; Stop from a hook ends the whole run with StopError.

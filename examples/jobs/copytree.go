@@ -77,9 +77,7 @@ func copytreePlainFile(src, dst string) error {
 // directory after its parent's; per file an open, a statx and a read of
 // the size the statx found, and an open of the copy (after its directory's
 // mkdir), then a write of what the read returned (a binding gives it the
-// bytes), and a close of each file. (Builder.ReadFile, one node instead of
-// the first four, crashed the program here: see the commit that replaced
-// it.)
+// bytes), and a close of each file.
 func copytreeIodag(ctx context.Context, pool *workers.Pool, root, src, dst string) error {
 	b := dag.NewBuilder("copytree")
 	mkdirs := map[string]dag.Task{dst: b.Mkdir("", dst, 0o755)}
@@ -102,9 +100,6 @@ func copytreeIodag(ctx context.Context, pool *workers.Pool, root, src, dst strin
 			write := b.Write("", out.Handle(), 0, []byte{0}).After(read, out).Bind(func(in dag.Inputs, p *dag.Params) error {
 				p.Buf = in.Result(read).Data
 				p.Len = int64(len(p.Buf))
-				if p.Len == 0 {
-					p.Buf = nil // an empty file: an empty write, not an empty buffer
-				}
 				return nil
 			})
 			b.Close("", out.Handle()).Finally(write)
