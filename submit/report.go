@@ -204,8 +204,15 @@ func (d Digest) String() string { return fmt.Sprintf("%08x", uint32(d)) }
 // form is the name alone; 0 means none.
 type Errno syscall.Errno
 
-// Error returns the name and the text: "ENOENT (no such file or directory)".
-func (e Errno) Error() string { return e.String() + " (" + syscall.Errno(e).Error() + ")" }
+// Error returns the name and the text, "ENOENT (no such file or
+// directory)"; for 0 or a number with no name, String (fmt prints an
+// Errno with Error).
+func (e Errno) Error() string {
+	if s, text := e.String(), syscall.Errno(e).Error(); e != 0 && text != s {
+		return s + " (" + text + ")"
+	}
+	return e.String()
+}
 
 // Is reports whether e is target (a syscall.Errno), or matches it as
 // syscall.Errno does (fs.ErrNotExist, fs.ErrPermission, ...).

@@ -63,3 +63,20 @@ func TestErrnoText(t *testing.T) {
 		}
 	}
 }
+
+// TestErrnoPrints: fmt prints an Errno with Error: an ok node's (0)
+// printed " (errno 0)".
+func TestErrnoPrints(t *testing.T) {
+	for _, tc := range []struct {
+		e    Errno
+		want string
+	}{
+		{0, "[] [] []"},
+		{Errno(syscall.ENOENT), "[ENOENT (no such file or directory)] [ENOENT (no such file or directory)] [ENOENT]"},
+		{512, "[errno 512] [errno 512] [errno 512]"},
+	} {
+		if got := fmt.Sprintf("[%v] [%s] [%s]", tc.e, tc.e, tc.e.String()); got != tc.want {
+			t.Errorf("Errno(%d) prints %q, want %q", int(tc.e), got, tc.want)
+		}
+	}
+}
