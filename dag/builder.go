@@ -723,7 +723,8 @@ func (t Task) Then(fn func(in Inputs, r Result) error) Task {
 // Timeout gives t a deadline of d, whatever its op (a go node's too): t
 // fails with an error matching os.ErrDeadlineExceeded if it has not
 // completed d after it was submitted; its dependents follow the usual
-// rules. Build refuses a d <= 0. (Builder.Timeout declares a node that
+// rules. A go node's Inputs.Context ends at the deadline, and the node
+// ends when its function returns. Build refuses a d <= 0. (Builder.Timeout declares a node that
 // waits.) On io_uring the kernel cannot end a request it runs on an io-wq
 // thread from the start (fsync, statx, unlink, rename, mkdir, an open with
 // O_CREAT or O_TRUNC): such a node that blocks ends when its request does.
