@@ -646,6 +646,39 @@ func TestStreamBreak(t *testing.T) {
 	}
 }
 
+// TestStreamWaitUnpauses: Wait lets a run end whose stream holds
+// StreamBuffer outcomes nobody takes (a loop that broke off, or none);
+// they hung, the run paused for good. What Results had not taken stays
+// for a later loop.
+func TestStreamWaitUnpauses(t *testing.T) {
+	g := graphOf(shapes.Fanout(StreamBuffer+500, shapes.GenOptions{}))
+	for _, broke := range []bool{false, true} {
+		t.Run(fmt.Sprint("broke=", broke), func(t *testing.T) {
+			pool := newPool(t, workers.Config{Workers: 1})
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // a backstop
+			defer cancel()
+			s := NewRunner(pool, g).Start(ctx, Graph, Options{})
+			n := 0
+			if broke {
+				for range s.Results() {
+					n++
+					break
+				}
+			}
+			rep, err := s.Wait()
+			if err != nil || rep.Counts.OK != g.Len() {
+				t.Fatalf("Wait = %v (counts %+v), want every node ok", err, rep.Counts)
+			}
+			for range s.Results() {
+				n++
+			}
+			if n != g.Len() {
+				t.Errorf("Results yielded %d outcomes, want %d", n, g.Len())
+			}
+		})
+	}
+}
+
 // TestStreamObserverPanics: an Options.Observe that panics under
 // Runner.Start costs the stream no outcome.
 func TestStreamObserverPanics(t *testing.T) {

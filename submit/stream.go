@@ -24,23 +24,24 @@ type Stream struct {
 // streamGate is a stream's queue of outcomes, which the run's workers
 // fill and the reader empties; the run pauses while it is full.
 type streamGate struct {
-	mu    sync.Mutex
-	queue []NodeResult
-	spare []NodeResult // the reader's last batch, emptied: the next queue
-	r     *Runner
+	mu      sync.Mutex
+	queue   []NodeResult
+	spare   []NodeResult // the reader's last batch, emptied: the next queue
+	r       *Runner
+	waiting bool // Wait was called: the run no longer pauses
 }
 
 func (g *streamGate) full() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return len(g.queue) >= StreamBuffer
+	return len(g.queue) >= StreamBuffer && !g.waiting
 }
 
 // Start runs the graph like Run but returns at once: Results yields each
 // node's outcome as soon as it is final (its hook has run), Stop ends the
 // run early, and Wait returns the report. The run pauses while the stream
-// holds StreamBuffer outcomes Results has not taken: range over Results,
-// or Stop the run. The Runner must not be used again until Wait has
+// holds StreamBuffer outcomes Results has not taken, until Wait is
+// called: range over Results, Stop the run, or Wait. The Runner must not be used again until Wait has
 // returned. Called on one of the pool's workers, Wait returns ErrOnWorker.
 func (r *Runner) Start(ctx context.Context, mode Mode, o Options) *Stream {
 	ctx, cancel := context.WithCancel(ctx)
@@ -119,8 +120,19 @@ func (s *Stream) Results() iter.Seq[NodeResult] {
 // Stop ends the run early, as canceling its context would.
 func (s *Stream) Stop() { s.cancel() }
 
-// Wait waits for the run to end and returns what Run would have.
+// Wait waits for the run to end and returns what Run would have. The
+// run no longer pauses for Results (a loop that broke off early, or
+// none); what it has not taken stays for it.
 func (s *Stream) Wait() (*Report, error) {
+	if g := &s.gate; g.r != nil {
+		g.mu.Lock()
+		g.waiting = true
+		paused := len(g.queue) >= StreamBuffer // else it cannot pause any more
+		g.mu.Unlock()
+		if paused {
+			g.r.wake()
+		}
+	}
 	<-s.done
 	return s.rep, s.err
 }
