@@ -1,8 +1,10 @@
 package submit
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -48,6 +50,11 @@ func TestConfinement(t *testing.T) {
 		})
 		if diff := cmp.Diff(want, outcomes(rep)); diff != "" {
 			t.Errorf("%s: outcomes differ (-want +got):\n%s", m, diff)
+		}
+		for _, n := range rep.Nodes { // not just "invalid cross-device link"
+			if n.Res == -int32(unix.EXDEV) && (!strings.Contains(n.Err.Error(), "out of the run's root") || !errors.Is(n.Err, unix.EXDEV)) {
+				t.Errorf("%s: %s: error %q, want it to say the path leads out of the root, and match EXDEV", m, n.ID, n.Err)
+			}
 		}
 		ents, _ := os.ReadDir(outside)
 		var names []string

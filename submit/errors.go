@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"syscall"
 	"strings"
 
 	"github.com/iodag/iodag/dag"
@@ -180,6 +181,9 @@ func (r *Runner) kernelErr(i int32, err error) error {
 			op = "open"
 		}
 	case nd.Op == dag.OpRename:
+		if errors.Is(err, syscall.EXDEV) {
+			err = fmt.Errorf("a path leads out of the run's root or to another file system: %w", err)
+		}
 		return &os.LinkError{Op: "rename", Old: nd.Path, New: nd.To, Err: err}
 	case p.file[i] >= 0:
 		path = nd.File
@@ -187,6 +191,9 @@ func (r *Runner) kernelErr(i int32, err error) error {
 		path = p.nodes[p.openOf[p.handle[i]]].Path
 	case nd.Op == dag.OpNop || nd.Op == dag.OpTimeout || nd.Op == dag.OpGo:
 		return err
+	}
+	if errors.Is(err, syscall.EXDEV) { // RESOLVE_BENEATH's refusal
+		err = fmt.Errorf("path leads out of the run's root (a symlink or \"..\"): %w", err)
 	}
 	return &os.PathError{Op: op, Path: path, Err: err}
 }
