@@ -4,8 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"syscall"
 	"strings"
+	"syscall"
 
 	"github.com/iodag/iodag/dag"
 	"github.com/iodag/iodag/internal/uring"
