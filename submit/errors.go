@@ -101,6 +101,23 @@ func (e *StopError) Error() string { return fmt.Sprintf("node %q stopped the run
 // Unwrap returns the error given to Stop.
 func (e *StopError) Unwrap() error { return e.Err }
 
+// PanicError is the error of a node whose hook, binding or Go function
+// panicked: the value passed to panic and the stack of the goroutine that
+// panicked.
+type PanicError struct {
+	Value any
+	Stack []byte
+}
+
+// Error returns "panic: " and the value.
+func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v", e.Value) }
+
+// Unwrap returns the value if it is an error.
+func (e *PanicError) Unwrap() error {
+	err, _ := e.Value.(error)
+	return err
+}
+
 // FailedError is Run's error when nodes failed: the first of their
 // errors (each an *OpError), in node order, and how many failed in all.
 // errors.Is and errors.As look through each listed error.

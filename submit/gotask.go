@@ -3,7 +3,7 @@ package submit
 import (
 	"context"
 	"errors"
-	"fmt"
+	"runtime/debug"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -287,7 +287,7 @@ func guard(fn func() error) (err error) {
 // recovered, deferred, turns a panic into *err.
 func recovered(err *error) {
 	if p := recover(); p != nil {
-		*err = fmt.Errorf("panic: %v", p)
+		*err = &PanicError{Value: p, Stack: debug.Stack()}
 	}
 }
 

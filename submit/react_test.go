@@ -279,6 +279,29 @@ func TestBindWriteBuffer(t *testing.T) {
 	}
 }
 
+// TestPanicError: a panic in a hook, a binding or a Go function fails
+// its node with a *PanicError that holds the value and where it
+// panicked (the error said only "panic: boom"), and unwraps to the value
+// if that is an error.
+func TestPanicError(t *testing.T) {
+	errBoom := errors.New("boom")
+	b := dag.NewBuilder("panics")
+	b.Nop("hook").Then(func(dag.Inputs, dag.Result) error { panic(errBoom) })
+	b.AddFile(dag.FileSpec{Name: "data", Size: 4096})
+	b.Read("binding", dag.File("data"), 0, 16).Bind(func(dag.Inputs, *dag.Params) error { panic(errBoom) })
+	b.Go("go", func(dag.Inputs) error { panic(errBoom) })
+	g := mustBuild(t, b)
+	for _, m := range Modes() {
+		rep, _ := runReact(t, m, g, nil)
+		for _, n := range rep.Nodes {
+			var pe *PanicError
+			if !errors.As(n.Err, &pe) || !errors.Is(n.Err, errBoom) || !bytes.Contains(pe.Stack, []byte("TestPanicError")) {
+				t.Errorf("%s: %s: error %v, want a *PanicError of errBoom with a stack through TestPanicError", m, n.ID, n.Err)
+			}
+		}
+	}
+}
+
 // TestHooks: a hook sees its node's result before the dependents run; its
 // error fails the node and cancels them; a hook that does nothing changes
 // nothing; Stop from a hook ends the whole run with StopError.
