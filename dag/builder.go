@@ -430,7 +430,8 @@ func (b *Builder) Open(id, path string, flags int, as string) Task {
 	return t
 }
 
-// Statx declares a statx of path.
+// Statx declares a statx of path, which does not follow a final
+// symlink (AT_SYMLINK_NOFOLLOW): Result.Size is the link's own.
 func (b *Builder) Statx(id, path string) Task { return b.pathNode(OpStatx, id, path) }
 
 // Close declares a close of t, which must be a handle.
