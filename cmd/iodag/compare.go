@@ -84,6 +84,13 @@ func compareSpec(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		return exitUsage
 	}
 	defer traceOut.discard()
+	spec := ""
+	if len(pos) == 1 {
+		spec = pos[0]
+	}
+	if checkDistinct(stderr, "compare", spec, svgOut, traceOut) != nil {
+		return exitUsage
+	}
 	root, remove, err := scratchDir()
 	if err != nil {
 		fmt.Fprintf(stderr, "iodag compare: %v\n", err)

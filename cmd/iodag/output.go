@@ -211,6 +211,42 @@ func (o *outFile) write(stderr io.Writer, name string, fn func(io.Writer) error)
 	return err
 }
 
+// checkDistinct refuses outputs that would overwrite the SPEC at spec ("" for
+// none) or one another: each of outs (nil ones skipped) that is a regular
+// file must be neither the spec nor another of outs. When one is, it tells
+// stderr which, naming the flags, and returns an error: exit with
+// exitUsage (the deferred discards remove what openOut created).
+func checkDistinct(stderr io.Writer, name, spec string, outs ...*outFile) error {
+	type file struct {
+		what string
+		fi   os.FileInfo
+	}
+	var seen []file
+	if spec != "" {
+		if fi, err := os.Stat(spec); err == nil && fi.Mode().IsRegular() {
+			seen = append(seen, file{"the SPEC", fi})
+		}
+	}
+	for _, o := range outs {
+		if o == nil {
+			continue
+		}
+		fi, err := o.f.Stat()
+		if err != nil || !fi.Mode().IsRegular() {
+			continue // /dev/null, /dev/stdout on a terminal: nothing to lose
+		}
+		for _, s := range seen {
+			if os.SameFile(s.fi, fi) {
+				err := fmt.Errorf("%s %s is %s: it would be overwritten", o.flag, o.f.Name(), s.what)
+				fmt.Fprintf(stderr, "iodag %s: %v\n", name, err)
+				return err
+			}
+		}
+		seen = append(seen, file{o.flag + "'s file too", fi})
+	}
+	return nil
+}
+
 // discard closes a file not written, removing it if openOut created it.
 // A nil o, or one written, is left alone.
 func (o *outFile) discard() {

@@ -95,6 +95,9 @@ func runSpec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	defer traceOut.discard()
+	if checkDistinct(stderr, "run", pos[0], traceOut) != nil {
+		return exitUsage
+	}
 
 	root := *rootDir
 	if root == "" {

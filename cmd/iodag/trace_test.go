@@ -139,3 +139,53 @@ func TestOutFileInterrupted(t *testing.T) {
 		}
 	}
 }
+
+// TestOutFileClobbers: a --trace-json or --svg that is the SPEC, or the
+// other output's file, is refused before the run with exit 2, naming
+// both; the SPEC is left as it was and a file the refused run created is
+// removed. Outputs that are not regular files (/dev/null) may coincide.
+func TestOutFileClobbers(t *testing.T) {
+	emptyTMPDIR(t)
+	dir := t.TempDir()
+	orig, err := os.ReadFile("../../testdata/diamond.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := filepath.Join(dir, "diamond.json")
+	if err := os.WriteFile(spec, orig, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.json")
+	if err := os.Link(spec, link); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	tests := []cliCase{
+		{"run trace is spec", []string{"run", spec, "--trace-json", spec}, exitUsage, nil,
+			"iodag run: --trace-json " + spec + " is the SPEC: it would be overwritten\n"},
+		{"run trace is a link to spec", []string{"run", spec, "--trace-json", link}, exitUsage, nil,
+			"iodag run: --trace-json " + link + " is the SPEC: it would be overwritten\n"},
+		{"compare svg is spec", []string{"compare", spec, "--svg", spec}, exitUsage, nil,
+			"iodag compare: --svg " + spec + " is the SPEC: it would be overwritten\n"},
+		{"compare trace is spec", []string{"compare", spec, "--svg", out, "--trace-json", spec}, exitUsage, nil,
+			"iodag compare: --trace-json " + spec + " is the SPEC: it would be overwritten\n"},
+		{"compare trace is svg", []string{"compare", spec, "--svg", out, "--trace-json", out}, exitUsage, nil,
+			"iodag compare: --trace-json " + out + " is --svg's file too: it would be overwritten\n"},
+		{"compare both /dev/null", []string{"compare", spec, "--svg", "/dev/null", "--trace-json", "/dev/null"}, exitOK, []string{"diamond: 4 nodes"}, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.check(t)
+			got, err := os.ReadFile(spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(string(orig), string(got)); diff != "" {
+				t.Errorf("the SPEC changed (-want +got):\n%s", diff)
+			}
+			if _, err := os.Stat(out); err == nil {
+				t.Errorf("%s left behind", out)
+			}
+		})
+	}
+}
