@@ -66,8 +66,8 @@ func compareSpec(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	}
 	var g *dag.Graph
 	if len(pos) == 1 {
-		if g, err = dag.LoadFile(pos[0]); err != nil {
-			specError(stderr, "compare", pos[0], err)
+		if g, err = loadSpec(pos[0]); err != nil {
+			specError(stderr, "compare", specName(pos[0]), err)
 			return exitUsage
 		}
 		if *repeat == 0 {
@@ -86,7 +86,7 @@ func compareSpec(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	defer traceOut.discard()
 	spec := ""
 	if len(pos) == 1 {
-		spec = pos[0]
+		spec = fileSpec(pos[0])
 	}
 	if checkDistinct(stderr, "compare", spec, svgOut, traceOut) != nil {
 		return exitUsage

@@ -2,6 +2,7 @@
 // Install it from a clone with go install ./cmd/iodag (go install
 // github.com/iodag/iodag/cmd/iodag@latest once the module is published).
 // iodag --help lists the commands, iodag COMMAND --help describes one.
+// A SPEC of - is read from stdin: iodag gen diamond | iodag run -.
 //
 //	iodag validate SPEC
 //	iodag stage SPEC [--json]
@@ -180,7 +181,8 @@ func usage(w io.Writer) {
 iodag COMMAND --help (or iodag help COMMAND) gives a command's usage and flags.
 
 A SPEC is a JSON file of files to create and nodes to run (see testdata/*.json,
-or iodag gen diamond). What each op's fields mean:
+or iodag gen diamond), or - for stdin (iodag gen diamond | iodag run -).
+What each op's fields mean:
 go doc github.com/iodag/iodag/dag NodeSpec (and FileSpec, SourceSpec); the
 format in full: the README's CLI section, "Specs are JSON".
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -289,4 +290,51 @@ func (tc cliCase) check(t *testing.T) {
 	if tc.code == exitUsage && stdout.Len() != 0 {
 		t.Errorf("run(%q) stdout = %q, want nothing on a usage error", tc.args, stdout.String())
 	}
+}
+
+// TestSpecStdin: a SPEC of "-" is read from stdin by every verb that
+// takes one, its errors named "stdin" with their line:column; more than
+// dag.MaxSpecSize bytes are refused.
+func TestSpecStdin(t *testing.T) {
+	emptyTMPDIR(t)
+	diamond, err := os.ReadFile("../../testdata/diamond.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad, err := os.ReadFile("../../testdata/invalid/unknown_after.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		in  io.Reader
+		cli cliCase
+	}{
+		{bytes.NewReader(diamond), cliCase{"validate", []string{"validate", "-"}, exitOK,
+			[]string{`stdin: ok: "diamond", 4 nodes`}, ""}},
+		{bytes.NewReader(diamond), cliCase{"stage", []string{"stage", "-", "--json"}, exitOK, []string{`"name": "diamond"`}, ""}},
+		{bytes.NewReader(diamond), cliCase{"dot", []string{"dot", "-"}, exitOK, []string{"digraph"}, ""}},
+		{bytes.NewReader(diamond), cliCase{"run", []string{"run", "-"}, exitOK, []string{"diamond: graph mode, 4 nodes: 4 ok"}, ""}},
+		{bytes.NewReader(diamond), cliCase{"compare", []string{"compare", "-"}, exitOK, []string{"diamond: 4 nodes", "agree"}, ""}},
+		{bytes.NewReader(bad), cliCase{"validate bad", []string{"validate", "-"}, exitUsage, nil,
+			"stdin:6:4: node \"b\": field \"after\": unknown node \"zz\""}},
+		{bytes.NewReader(nil), cliCase{"validate empty", []string{"validate", "-"}, exitUsage, nil,
+			"stdin:1:1: unexpected end of JSON input"}},
+		{io.LimitReader(zeros{}, dag.MaxSpecSize+1), cliCase{"run too large", []string{"run", "-"}, exitUsage, nil,
+			"iodag run: load stdin: spec is larger than 268435456 bytes (MaxSpecSize)\n"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.cli.name, func(t *testing.T) {
+			defer func(r io.Reader) { stdin = r }(stdin)
+			stdin = tc.in
+			tc.cli.check(t)
+		})
+	}
+}
+
+// zeros reads as endless zero bytes.
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
 }

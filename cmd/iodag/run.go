@@ -85,9 +85,9 @@ func runSpec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return exitUsage
 		}
 	}
-	g, err := dag.LoadFile(pos[0])
+	g, err := loadSpec(pos[0])
 	if err != nil {
-		specError(stderr, "run", pos[0], err)
+		specError(stderr, "run", specName(pos[0]), err)
 		return exitUsage
 	}
 	traceOut, err := openOut(stderr, "run", "--trace-json", *traceFile)
@@ -95,7 +95,7 @@ func runSpec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	defer traceOut.discard()
-	if checkDistinct(stderr, "run", pos[0], traceOut) != nil {
+	if checkDistinct(stderr, "run", fileSpec(pos[0]), traceOut) != nil {
 		return exitUsage
 	}
 
