@@ -228,7 +228,16 @@ func printComparison(w io.Writer, c *compare.Comparison, a about) {
 	if len(c.Modes) > 0 {
 		nodes, ring = len(c.Modes[0].Nodes), c.Modes[0].Ring
 	}
-	fmt.Fprintf(w, "%s: %d nodes, repeat %d, %d %s, ring %d\n\n", shown(c.Name), nodes, a.repeat, a.workers, plural(a.workers, "worker"), ring)
+	repeat := fmt.Sprint(a.repeat)
+	if !c.Checked && len(c.Modes) > 0 {
+		// The runs each mode began before the interruption.
+		var ran []string
+		for _, m := range c.Modes {
+			ran = append(ran, fmt.Sprintf("%s %d", m.Column, m.Repeat))
+		}
+		repeat += " (interrupted; runs begun: " + strings.Join(ran, ", ") + ")"
+	}
+	fmt.Fprintf(w, "%s: %d nodes, repeat %s, %d %s, ring %d\n\n", shown(c.Name), nodes, repeat, a.workers, plural(a.workers, "worker"), ring)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "mode    \tops/s\tper batch\twall\tenters/run\tmax in-flight\tok\tfailed\tcanceled\tskipped\tvs link\t")
 	for _, m := range c.Modes {
@@ -295,7 +304,7 @@ func printComparison(w io.Writer, c *compare.Comparison, a about) {
 		lines = append(lines, [2]string{compare.Syscalls, syscallsDoc})
 	}
 	lines = append(lines,
-		[2]string{"per batch", noiseDoc(c)},
+		[2]string{"per batch", noiseDoc(c, a.repeat)},
 		[2]string{"enters/run", entersDoc},
 		[2]string{"latency", latencyDoc(runs, a.repeat, c.Trace)},
 		[2]string{"agree", "checked per node: status, result (bytes or errno) and the CRC-32C of the data read"},
@@ -329,11 +338,16 @@ func vsLink(m compare.ModeResult) string {
 }
 
 // noiseDoc says what the per-batch figures are and which modes they tell
-// apart.
-func noiseDoc(c *compare.Comparison) string {
+// apart, for a comparison of repeat runs per mode.
+func noiseDoc(c *compare.Comparison, repeat int) string {
 	batches := 0
 	if len(c.Modes) > 0 {
 		batches = c.Modes[0].Spread.Batches
+	}
+	if batches < 2 && repeat > 1 && !c.Checked {
+		// Not a --repeat too small: it was cut short.
+		return "interrupted before each mode ran two batches, which leaves no spread to tell a difference from noise by: " +
+			"no mode is ranked (vs link: noise)"
 	}
 	if batches < 2 {
 		return "one batch per mode, which shows no spread to tell a difference from noise by: no mode is ranked (vs link: noise); " +
@@ -367,7 +381,11 @@ func printLatency(w io.Writer, modes []compare.ModeResult) {
 	fmt.Fprintln(tw, "latency \tp50\tp99\tmax\tnodes timed\t")
 	for _, m := range modes {
 		l := m.Latency
-		fmt.Fprintf(tw, "%-8s\t%s\t%s\t%s\t%d\t\n", m.Column, human.Duration(l.P50NS), human.Duration(l.P99NS), human.Duration(l.MaxNS), l.Nodes)
+		p50, p99, most := human.Duration(l.P50NS), human.Duration(l.P99NS), human.Duration(l.MaxNS)
+		if l.Nodes == 0 {
+			p50, p99, most = "-", "-", "-" // none timed, not 0s
+		}
+		fmt.Fprintf(tw, "%-8s\t%s\t%s\t%s\t%d\t\n", m.Column, p50, p99, most, l.Nodes)
 	}
 	tw.Flush()
 }

@@ -181,7 +181,11 @@ func printReport(w io.Writer, r runReport, all bool, work string) {
 		shown(rep.Name), rep.Mode, len(rep.Nodes), rep.Counts.OK, rep.Counts.Failed, rep.Counts.Canceled, skipped,
 		rep.Repeat, human.Duration(rep.WallNS), human.Rate(rep.OpsPerSec), float64(rep.Enters)/float64(max(rep.Repeat, 1)), rep.MaxInflight)
 	l := r.Latency
-	fmt.Fprintf(w, "latency: p50 %s, p99 %s, max %s (%d nodes timed)\n", human.Duration(l.P50NS), human.Duration(l.P99NS), human.Duration(l.MaxNS), l.Nodes)
+	if l.Nodes == 0 {
+		fmt.Fprintln(w, "latency: no node timed") // not 0s: latency below says why
+	} else {
+		fmt.Fprintf(w, "latency: p50 %s, p99 %s, max %s (%d nodes timed)\n", human.Duration(l.P50NS), human.Duration(l.P99NS), human.Duration(l.MaxNS), l.Nodes)
+	}
 	if all {
 		printNodes(w, rep.Nodes)
 	} else {
