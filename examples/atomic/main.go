@@ -63,6 +63,11 @@ type config struct {
 	mode   string // a mode's name, or "all"
 }
 
+// maxSize is the largest -size: the new contents are held in memory, and
+// one write makes them (a larger -size ran out of memory, leaving its
+// directory behind).
+const maxSize = 1 << 30
+
 // tmpfsSize is the size of the tmpfs -full mounts: less than the new
 // contents by default, so that the write fails with ENOSPC.
 const tmpfsSize = 256 << 10
@@ -143,8 +148,8 @@ func run(ctx context.Context, w io.Writer, c config) error {
 		}
 		modes = []submit.Mode{m}
 	}
-	if c.size < 1 {
-		return fmt.Errorf("-size must be >= 1, got %d", c.size)
+	if c.size < 1 || c.size > maxSize {
+		return fmt.Errorf("-size must be in [1, %d], got %d", maxSize, c.size)
 	}
 	root, err := os.MkdirTemp(c.dir, "iodag-atomic-")
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -137,9 +138,14 @@ func TestUnexpected(t *testing.T) {
 		{dir: t.TempDir(), size: 1, expect: "maybe", mode: "all"},
 		{dir: t.TempDir(), size: 1, mode: "fast"},
 		{dir: t.TempDir(), size: 0, mode: "all"},
+		{dir: t.TempDir(), size: maxSize + 1, mode: "graph"},
+		{dir: t.TempDir(), size: math.MaxInt, mode: "graph"},
 	} {
 		if _, err := runOut(c); err == nil {
 			t.Errorf("run(%+v) = nil, want an error", c)
+		}
+		if ents, _ := os.ReadDir(c.dir); len(ents) != 0 {
+			t.Errorf("run(%+v) left %s in -dir", c, ents[0].Name())
 		}
 	}
 }
