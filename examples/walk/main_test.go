@@ -209,6 +209,25 @@ func TestParseDirs(t *testing.T) {
 	}
 }
 
+// TestLayoutRefused: a tree too large is refused before it is drawn in
+// memory (a -dirs fanout or a -files of 1e11 ran out of memory).
+func TestLayoutRefused(t *testing.T) {
+	for _, tc := range []struct {
+		files, fanout, depth int
+		want                 string
+	}{
+		{100, 99999999999, 1, "-dirs 99999999999/1 makes over 1048576 directories"},
+		{100, 2, 99999999999, "-dirs 2/99999999999 makes over 1048576 directories"},
+		{99999999999, 8, 3, "want 1 <= -files <= 1000000 and 0 <= -plant <= -files, got 99999999999 and 5"},
+		{0, 8, 3, "want 1 <= -files <= 1000000 and 0 <= -plant <= -files, got 0 and 5"},
+	} {
+		c := config{files: tc.files, fanout: tc.fanout, depth: tc.depth, plant: 5, needle: "n"}
+		if _, err := layout(c); err == nil || err.Error() != tc.want {
+			t.Errorf("layout(files %d, dirs %d/%d) = %v, want %q", tc.files, tc.fanout, tc.depth, err, tc.want)
+		}
+	}
+}
+
 func newPool(t *testing.T) *workers.Pool {
 	t.Helper()
 	pool, err := workers.New(workers.Config{Workers: 2, Entries: 64})
