@@ -88,7 +88,7 @@ func compareSpec(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	if len(pos) == 1 {
 		spec = fileSpec(pos[0])
 	}
-	if checkDistinct(stderr, "compare", spec, svgOut, traceOut) != nil {
+	if checkDistinct(stderr, "compare", spec, stdout, svgOut, traceOut) != nil {
 		return exitUsage
 	}
 	root, remove, err := scratchDir()

@@ -15,8 +15,8 @@
 // --trace-json FILE writes the run (compare: each mode's) as a Chrome
 // trace, which Perfetto UI (https://ui.perfetto.dev) and chrome://tracing
 // open. FILE (and compare's --svg FILE) is opened before the run: one
-// that cannot be, or that is the SPEC or the other output's file, is a
-// usage error; if writing it fails after the run,
+// that cannot be, or that is the SPEC, stdout (/dev/stdout, when stdout
+// is a file or a pipe) or the other output's file, is a usage error; if writing it fails after the run,
 // the report is printed all the same, and iodag exits 1.
 //
 // Exit status: 0 ok; 1 some node not ok (for compare: the modes disagree),

@@ -212,11 +212,14 @@ func (o *outFile) write(stderr io.Writer, name string, fn func(io.Writer) error)
 }
 
 // checkDistinct refuses outputs that would overwrite the SPEC at spec ("" for
-// none) or one another: each of outs (nil ones skipped) that is a regular
-// file must be neither the spec nor another of outs. When one is, it tells
-// stderr which, naming the flags, and returns an error: exit with
-// exitUsage (the deferred discards remove what openOut created).
-func checkDistinct(stderr io.Writer, name, spec string, outs ...*outFile) error {
+// none), the report on stdout, or one another: each of outs (nil ones
+// skipped) that is a regular file must be neither the spec nor another of
+// outs, and none that is a regular file or a pipe may be stdout
+// (/dev/stdout: the report and the file would overwrite or interleave with
+// each other). When one is, it tells stderr which, naming the flags, and
+// returns an error: exit with exitUsage (the deferred discards remove what
+// openOut created).
+func checkDistinct(stderr io.Writer, name, spec string, stdout io.Writer, outs ...*outFile) error {
 	type file struct {
 		what string
 		fi   os.FileInfo
@@ -227,19 +230,36 @@ func checkDistinct(stderr io.Writer, name, spec string, outs ...*outFile) error 
 			seen = append(seen, file{"the SPEC", fi})
 		}
 	}
+	var out os.FileInfo // stdout's file, if a regular file or a pipe
+	if o, ok := stdout.(*output); ok {
+		if f, ok := o.w.(*os.File); ok {
+			if fi, err := f.Stat(); err == nil && (fi.Mode().IsRegular() || fi.Mode()&fs.ModeNamedPipe != 0) {
+				out = fi
+			}
+		}
+	}
 	for _, o := range outs {
 		if o == nil {
 			continue
 		}
 		fi, err := o.f.Stat()
-		if err != nil || !fi.Mode().IsRegular() {
-			continue // /dev/null, /dev/stdout on a terminal: nothing to lose
+		if err != nil {
+			continue
+		}
+		refuse := func(what string) error {
+			err := fmt.Errorf("%s %s is %s", o.flag, o.f.Name(), what)
+			fmt.Fprintf(stderr, "iodag %s: %v\n", name, err)
+			return err
+		}
+		if out != nil && os.SameFile(out, fi) {
+			return refuse("stdout: the report and the file would mix")
+		}
+		if !fi.Mode().IsRegular() {
+			continue // /dev/null: nothing to lose
 		}
 		for _, s := range seen {
 			if os.SameFile(s.fi, fi) {
-				err := fmt.Errorf("%s %s is %s: it would be overwritten", o.flag, o.f.Name(), s.what)
-				fmt.Fprintf(stderr, "iodag %s: %v\n", name, err)
-				return err
+				return refuse(s.what + ": it would be overwritten")
 			}
 		}
 		seen = append(seen, file{o.flag + "'s file too", fi})

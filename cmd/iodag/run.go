@@ -95,7 +95,7 @@ func runSpec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	defer traceOut.discard()
-	if checkDistinct(stderr, "run", fileSpec(pos[0]), traceOut) != nil {
+	if checkDistinct(stderr, "run", fileSpec(pos[0]), stdout, traceOut) != nil {
 		return exitUsage
 	}
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -188,4 +189,78 @@ func TestOutFileClobbers(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestOutFileIsStdout: a --trace-json or --svg that is stdout
+// (/dev/stdout), when stdout is a file or a pipe, is refused before the
+// run: the report overwrote the start of the trace in the file, or the two
+// mixed in the pipe. On /dev/null both may go.
+func TestOutFileIsStdout(t *testing.T) {
+	bin := iodagBin(t)
+	tmp := emptyTMPDIR(t)
+	spec := "../../testdata/diamond.json"
+	tests := []struct {
+		name   string
+		args   []string
+		stdout string // "file", "pipe" or "null"
+		code   int
+		stderr string
+	}{
+		{"run file", []string{"run", spec, "--trace-json", "/dev/stdout"}, "file", exitUsage,
+			"iodag run: --trace-json /dev/stdout is stdout: the report and the file would mix\n"},
+		{"run pipe", []string{"run", spec, "--json", "--trace-json", "/dev/stdout"}, "pipe", exitUsage,
+			"iodag run: --trace-json /dev/stdout is stdout: the report and the file would mix\n"},
+		{"compare file", []string{"compare", spec, "--svg", "/dev/stdout"}, "file", exitUsage,
+			"iodag compare: --svg /dev/stdout is stdout: the report and the file would mix\n"},
+		{"run null", []string{"run", spec, "--trace-json", "/dev/stdout"}, "null", exitOK, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := exec.Command(bin, tc.args...)
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			var out *os.File
+			var pipe strings.Builder
+			switch tc.stdout {
+			case "file":
+				f, err := os.Create(filepath.Join(t.TempDir(), "out"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer f.Close()
+				out, cmd.Stdout = f, f
+			case "pipe":
+				cmd.Stdout = &pipe // exec makes a pipe
+			case "null":
+				f, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer f.Close()
+				cmd.Stdout = f
+			}
+			err := cmd.Run()
+			code := 0
+			if ee, ok := err.(*exec.ExitError); ok {
+				code = ee.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if code != tc.code {
+				t.Errorf("%q = %d, want %d; stderr:\n%s", tc.args, code, tc.code, stderr.String())
+			}
+			if tc.stderr != "" && !strings.Contains(stderr.String(), tc.stderr) {
+				t.Errorf("%q stderr = %q, want it to contain %q", tc.args, stderr.String(), tc.stderr)
+			}
+			if out != nil && tc.code == exitUsage {
+				if fi, err := out.Stat(); err != nil || fi.Size() != 0 {
+					t.Errorf("%q wrote %v bytes to stdout (%v), want none", tc.args, fi.Size(), err)
+				}
+			}
+			if tc.stdout == "pipe" && pipe.Len() != 0 {
+				t.Errorf("%q wrote to the pipe:\n%s", tc.args, pipe.String())
+			}
+		})
+	}
+	checkNoScratch(t, tmp)
 }
