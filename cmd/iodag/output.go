@@ -168,6 +168,13 @@ func openOut(stderr io.Writer, name, flag, path string) (*outFile, error) {
 	if path == "" {
 		return nil, nil
 	}
+	if path == "-" {
+		// A SPEC of - is stdin, so - here reads as stdout, where the
+		// report goes: it would otherwise be a file named "-".
+		err := errors.New("want a file name: stdout is the report's (./- names a file called -)")
+		fmt.Fprintf(stderr, "iodag %s: %s -: %v\n", name, flag, err)
+		return nil, err
+	}
 	o := &outFile{flag: flag}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
 	o.made = err == nil

@@ -104,7 +104,13 @@ func TestOutFileUnwritable(t *testing.T) {
 			cliCase{verb + " --trace-json full", []string{verb, spec, "--trace-json", "/dev/full"}, exitFailed, []string{"diamond: "},
 				"iodag " + verb + ": --trace-json: write /dev/full: no space left on device\n"})
 	}
+	for _, f := range []string{"--trace-json", "--svg"} {
+		tests = append(tests, cliCase{"compare " + f + " -", []string{"compare", spec, f, "-"}, exitUsage, nil,
+			"iodag compare: " + f + " -: want a file name: stdout is the report's (./- names a file called -)\n"})
+	}
 	tests = append(tests,
+		cliCase{"run --trace-json -", []string{"run", spec, "--trace-json", "-"}, exitUsage, nil,
+			"iodag run: --trace-json -: want a file name: stdout is the report's (./- names a file called -)\n"},
 		cliCase{"compare --svg missing", []string{"compare", spec, "--svg", file}, exitUsage, nil,
 			"iodag compare: --svg: open " + file + ": no such file or directory\n"},
 		cliCase{"compare --svg full", []string{"compare", spec, "--svg", "/dev/full"}, exitFailed, []string{"diamond: 4 nodes"},
@@ -114,6 +120,10 @@ func TestOutFileUnwritable(t *testing.T) {
 			tc.check(t)
 			if _, err := os.Stat(filepath.Dir(file)); err == nil {
 				t.Errorf("%s made", filepath.Dir(file))
+			}
+			if _, err := os.Stat("-"); err == nil {
+				os.Remove("-")
+				t.Errorf("a file named - made")
 			}
 		})
 	}
