@@ -87,7 +87,7 @@ func TestHostileName(t *testing.T) {
 		args []string
 		want string // in stdout (the svg's, for --svg)
 	}{
-		{[]string{"validate", spec}, ": ok: " + quoted + ", 1 nodes"},
+		{[]string{"validate", spec}, ": ok: " + quoted + ", 1 node,"},
 		{[]string{"stage", spec}, "name: " + quoted + "\n"},
 		{[]string{"dot", spec}, `label="\"\\x1b[31mred\\r\\u202egnp.exe\"";`},
 		{[]string{"run", spec}, quoted + ": graph mode, 1 nodes"},

@@ -50,6 +50,14 @@ func TestRun(t *testing.T) {
 	if err := os.WriteFile(hostile, []byte(`{"name": "x\"; image=\"/etc/passwd\"; y=\"\\", "nodes": [{"id": "a", "op": "nop"}]}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	one := filepath.Join(dir, "one.json")
+	if err := os.WriteFile(one, []byte(`{"name": "one", "nodes": [{"id": "a", "op": "nop"}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pair := filepath.Join(dir, "pair.json")
+	if err := os.WriteFile(pair, []byte(`{"name": "pair", "nodes": [{"id": "a", "op": "nop"}, {"id": "b", "op": "nop", "after": ["a"]}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name       string
 		args       []string
@@ -63,6 +71,8 @@ func TestRun(t *testing.T) {
 		{"unknown verb", []string{"frob"}, exitUsage, "", `unknown command "frob"`, ""},
 		{"validate ok", []string{"validate", "../../testdata/diamond.json"}, exitOK,
 			`ok: "diamond", 4 nodes, 4 edges, depth 3, width 2, 1 component` + "\n", "", ""},
+		{"validate one node", []string{"validate", one}, exitOK, `ok: "one", 1 node, 0 edges, depth 1, width 1, 1 component` + "\n", "", ""},
+		{"validate one edge", []string{"validate", pair}, exitOK, `ok: "pair", 2 nodes, 1 edge, depth 2, width 1, 1 component` + "\n", "", ""},
 		{"validate bad", []string{"validate", bad}, exitUsage, "", bad + `:2:3: node "a": field "after": self-edge`, ""},
 		{"validate invalid golden", []string{"validate", "../../testdata/invalid/many_errors.json"}, exitUsage, "",
 			"many_errors.json:6:4: node \"b\": field \"after\": unknown node \"zz\"\n", ""},
