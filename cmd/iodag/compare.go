@@ -224,9 +224,9 @@ type about struct {
 // printComparison prints the table of modes and their latencies, the
 // agreement check, then what it all means.
 func printComparison(w io.Writer, c *compare.Comparison, a about) {
-	nodes, ring := 0, 0
+	nodes, ring, backend := 0, 0, "io_uring"
 	if len(c.Modes) > 0 {
-		nodes, ring = len(c.Modes[0].Nodes), c.Modes[0].Ring
+		nodes, ring, backend = len(c.Modes[0].Nodes), c.Modes[0].Ring, c.Modes[0].Backend
 	}
 	repeat := fmt.Sprint(a.repeat)
 	if !c.Checked && len(c.Modes) > 0 {
@@ -237,7 +237,11 @@ func printComparison(w io.Writer, c *compare.Comparison, a about) {
 		}
 		repeat += " (interrupted; runs begun: " + strings.Join(ran, ", ") + ")"
 	}
-	fmt.Fprintf(w, "%s: %d nodes, repeat %s, %d %s, ring %d\n\n", shown(c.Name), nodes, repeat, a.workers, plural(a.workers, "worker"), ring)
+	on := ""
+	if backend == "syscalls" {
+		on = ", on syscalls" // link, waves and graph too
+	}
+	fmt.Fprintf(w, "%s: %d nodes, repeat %s, %d %s, ring %d%s\n\n", shown(c.Name), nodes, repeat, a.workers, plural(a.workers, "worker"), ring, on)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "mode    \tops/s\tper batch\twall\tenters/run\tmax in-flight\tok\tfailed\tcanceled\tskipped\tvs link\t")
 	for _, m := range c.Modes {
@@ -302,6 +306,10 @@ func printComparison(w io.Writer, c *compare.Comparison, a about) {
 	}
 	if c.Column(compare.Syscalls) != nil {
 		lines = append(lines, [2]string{compare.Syscalls, syscallsDoc})
+	}
+	if backend == "syscalls" {
+		lines = append(lines, [2]string{"backend", "link, waves and graph ran on plain system calls too, not io_uring (--backend syscalls, " +
+			"or io_uring unavailable), in the emulated ring: they compare the modes' orders, not io_uring with plain system calls"})
 	}
 	lines = append(lines,
 		[2]string{"per batch", noiseDoc(c, a.repeat)},

@@ -223,6 +223,7 @@ func printReport(w io.Writer, r runReport, all bool, work string) {
 	}
 	explain(w, [][2]string{
 		{rep.Mode.String(), modeDoc(rep.Mode)},
+		{"backend", backendDoc(rep.Backend)},
 		{"enters/run", entersDoc},
 		{"latency", latencyDoc(l.Runs, rep.Repeat, r.Trace)},
 		{"nodes", nodes},
