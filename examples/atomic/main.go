@@ -197,6 +197,11 @@ func run(ctx context.Context, w io.Writer, c config) error {
 		}
 		fmt.Fprintf(w, "\n%s (%s):\n", m, duration(time.Duration(rep.WallNS)))
 		printNodes(w, rep)
+		if ctx.Err() != nil {
+			// A signal (or stdout's reader leaving) cut the replace
+			// short: no verdict on it, which would call it a failure.
+			return fmt.Errorf("%s: %w: the replace was cut short, and its directory is removed", m, context.Cause(ctx))
+		}
 		verdict, err := check(rep, root, old, contents, expect, c.full)
 		fmt.Fprintf(w, "=> %s\n", verdict)
 		if err != nil {

@@ -150,6 +150,26 @@ func TestUnexpected(t *testing.T) {
 	}
 }
 
+// TestInterrupted: a replace a signal cut short says so, not that the
+// replace failed and its cleanup was canceled, and leaves nothing in -dir.
+func TestInterrupted(t *testing.T) {
+	sig := errors.New("interrupt signal received")
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(sig)
+	c := config{dir: t.TempDir(), size: 4096, mode: "graph"}
+	var out bytes.Buffer
+	err := run(ctx, &out, c)
+	if !errors.Is(err, sig) || !strings.Contains(err.Error(), "the replace was cut short") {
+		t.Errorf("run interrupted = %v, want %v and that the replace was cut short", err, sig)
+	}
+	if strings.Contains(out.String(), "=>") {
+		t.Errorf("interrupted run gave a verdict:\n%s", out.String())
+	}
+	if ents, _ := os.ReadDir(c.dir); len(ents) != 0 {
+		t.Errorf("run left %s in -dir", ents[0].Name())
+	}
+}
+
 func runOut(c config) (string, error) {
 	var buf bytes.Buffer
 	err := run(context.Background(), &buf, c)
