@@ -250,8 +250,8 @@ func create(ctx context.Context, cache string, t *tree, needle string) error {
 	}
 	buf := make([]byte, maxSize)
 	for i, f := range t.files {
-		if err := ctx.Err(); err != nil {
-			return err // a signal: stop making files
+		if ctx.Err() != nil {
+			return context.Cause(ctx) // a signal, which it names: stop making files
 		}
 		path := filepath.Join(cache, f.path)
 		if fi, err := os.Lstat(path); err == nil && fi.Mode().IsRegular() && fi.Size() == int64(f.size) {

@@ -189,6 +189,22 @@ func TestCanceled(t *testing.T) {
 	}
 }
 
+// TestCreateInterrupted: a signal while the tree is made is named, as it
+// is in the timed runs ("walk: context canceled" said nothing of it).
+func TestCreateInterrupted(t *testing.T) {
+	sig := errors.New("interrupt signal received")
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(sig)
+	c := small(t.TempDir())
+	tr, err := layout(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := create(ctx, c.cache, tr, c.needle); err != sig {
+		t.Errorf("create interrupted = %v, want %v", err, sig)
+	}
+}
+
 func TestParseDirs(t *testing.T) {
 	for _, tc := range []struct {
 		in            string
