@@ -241,7 +241,7 @@ func printComparison(w io.Writer, c *compare.Comparison, a about) {
 	if backend == "syscalls" {
 		on = ", on syscalls" // link, waves and graph too
 	}
-	fmt.Fprintf(w, "%s: %d nodes, repeat %s, %d %s, ring %d%s\n\n", shown(c.Name), nodes, repeat, a.workers, plural(a.workers, "worker"), ring, on)
+	fmt.Fprintf(w, "%s: %d %s, repeat %s, %d %s, ring %d%s\n\n", shown(c.Name), nodes, plural(nodes, "node"), repeat, a.workers, plural(a.workers, "worker"), ring, on)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "mode    \tops/s\tper batch\twall\tenters/run\tmax in-flight\tok\tfailed\tcanceled\tskipped\tvs link\t")
 	for _, m := range c.Modes {

@@ -320,7 +320,7 @@ func TestPrintInterrupted(t *testing.T) {
 		not       []string
 	}{
 		{"compare", out.String(), []string{
-			"g: 1 nodes, repeat 100000 (interrupted; runs begun: link 341, waves 17, graph 0), 1 worker, ring 8\n",
+			"g: 1 node, repeat 100000 (interrupted; runs begun: link 341, waves 17, graph 0), 1 worker, ring 8\n",
 			"  link        -    -    -            0\n",
 			"  waves       -    -    -            0\n",
 			"interrupted before each mode ran two batches",
@@ -367,7 +367,7 @@ func TestPrintBackend(t *testing.T) {
 			want      []string
 			not       []string
 		}{
-			{"compare", cout.String(), []string{"g: 1 nodes, repeat 1, 1 worker, ring 8, on syscalls\n",
+			{"compare", cout.String(), []string{"g: 1 node, repeat 1, 1 worker, ring 8, on syscalls\n",
 				"\n  backend     link, waves and graph ran on plain system calls too, not io_uring"}, nil},
 			{"run", rout.String(), []string{"\n  backend     syscalls: plain system calls made from goroutines, not io_uring"}, nil},
 		}
@@ -377,7 +377,7 @@ func TestPrintBackend(t *testing.T) {
 				want      []string
 				not       []string
 			}{
-				{"compare", cout.String(), []string{"g: 1 nodes, repeat 1, 1 worker, ring 8\n"}, []string{"on syscalls", "\n  backend "}},
+				{"compare", cout.String(), []string{"g: 1 node, repeat 1, 1 worker, ring 8\n"}, []string{"on syscalls", "\n  backend "}},
 				{"run", rout.String(), []string{"\n  backend     io_uring: each worker submits to its own ring\n"}, nil},
 			}
 		}

@@ -72,6 +72,7 @@ func TestRun(t *testing.T) {
 		{"validate ok", []string{"validate", "../../testdata/diamond.json"}, exitOK,
 			`ok: "diamond", 4 nodes, 4 edges, depth 3, width 2, 1 component` + "\n", "", ""},
 		{"validate one node", []string{"validate", one}, exitOK, `ok: "one", 1 node, 0 edges, depth 1, width 1, 1 component` + "\n", "", ""},
+		{"stage one node", []string{"stage", one}, exitOK, "critical path: 1 node: a\ncomponents: 1 (largest 1 node)\n", "", ""},
 		{"validate one edge", []string{"validate", pair}, exitOK, `ok: "pair", 2 nodes, 1 edge, depth 2, width 1, 1 component` + "\n", "", ""},
 		{"validate bad", []string{"validate", bad}, exitUsage, "", bad + `:2:3: node "a": field "after": self-edge`, ""},
 		{"validate invalid golden", []string{"validate", "../../testdata/invalid/many_errors.json"}, exitUsage, "",

@@ -122,7 +122,7 @@ func runSpec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	defer pool.Close()
 
-	fmt.Fprintf(stderr, "iodag run: running %q (%d nodes) in %s mode, repeat %d, in %s\n", g.Name(), g.Len(), mode, *repeat, root)
+	fmt.Fprintf(stderr, "iodag run: running %q (%d %s) in %s mode, repeat %d, in %s\n", g.Name(), g.Len(), plural(g.Len(), "node"), mode, *repeat, root)
 	r := submit.NewRunner(pool, g)
 	defer r.Close()
 	var lat latency.Recorder
@@ -177,14 +177,14 @@ func printReport(w io.Writer, r runReport, all bool, work string) {
 	if rep.Counts.Skipped > 0 {
 		skipped = fmt.Sprintf(", %d skipped", rep.Counts.Skipped)
 	}
-	fmt.Fprintf(w, "%s: %s mode, %d nodes: %d ok, %d failed, %d canceled%s; repeat %d, wall %s, %s ops/s, %.1f enters/run, max in-flight %d\n",
-		shown(rep.Name), rep.Mode, len(rep.Nodes), rep.Counts.OK, rep.Counts.Failed, rep.Counts.Canceled, skipped,
+	fmt.Fprintf(w, "%s: %s mode, %d %s: %d ok, %d failed, %d canceled%s; repeat %d, wall %s, %s ops/s, %.1f enters/run, max in-flight %d\n",
+		shown(rep.Name), rep.Mode, len(rep.Nodes), plural(len(rep.Nodes), "node"), rep.Counts.OK, rep.Counts.Failed, rep.Counts.Canceled, skipped,
 		rep.Repeat, human.Duration(rep.WallNS), human.Rate(rep.OpsPerSec), float64(rep.Enters)/float64(max(rep.Repeat, 1)), rep.MaxInflight)
 	l := r.Latency
 	if l.Nodes == 0 {
 		fmt.Fprintln(w, "latency: no node timed") // not 0s: latency below says why
 	} else {
-		fmt.Fprintf(w, "latency: p50 %s, p99 %s, max %s (%d nodes timed)\n", human.Duration(l.P50NS), human.Duration(l.P99NS), human.Duration(l.MaxNS), l.Nodes)
+		fmt.Fprintf(w, "latency: p50 %s, p99 %s, max %s (%d %s timed)\n", human.Duration(l.P50NS), human.Duration(l.P99NS), human.Duration(l.MaxNS), l.Nodes, plural(int(l.Nodes), "node"))
 	}
 	if all {
 		printNodes(w, rep.Nodes)
