@@ -51,7 +51,7 @@ func runSpec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	rootDir := fs.String("root", "", "run in `DIR` (the spec's files are created there and kept) instead of a scratch directory removed at exit")
 	trace := fs.Bool("trace", false, "stamp each completion with its own time (one completion at a time: slower)")
 	traceFile := fs.String("trace-json", "", traceJSONHelp("the last run"))
-	allNodes := fs.Bool("nodes", false, "list every node (status, result, errno, cause, digest or size, times, worker, error), not only those not ok")
+	allNodes := fs.Bool("nodes", false, "list every node (status, result, errno, cause, digest or size, times, worker, error), not only those not ok (--json always lists every node)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
