@@ -66,8 +66,8 @@ func compareSpec(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	}
 	var g *dag.Graph
 	if len(pos) == 1 {
-		if g, err = dag.LoadFile(pos[0]); err != nil {
-			specError(stderr, "compare", pos[0], err)
+		if g, err = loadSpec(pos[0]); err != nil {
+			specError(stderr, "compare", specName(pos[0]), err)
 			return exitUsage
 		}
 		if *repeat == 0 {
@@ -84,6 +84,13 @@ func compareSpec(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		return exitUsage
 	}
 	defer traceOut.discard()
+	spec := ""
+	if len(pos) == 1 {
+		spec = fileSpec(pos[0])
+	}
+	if checkDistinct(stderr, "compare", spec, stdout, svgOut, traceOut) != nil {
+		return exitUsage
+	}
 	root, remove, err := scratchDir()
 	if err != nil {
 		fmt.Fprintf(stderr, "iodag compare: %v\n", err)
@@ -217,11 +224,24 @@ type about struct {
 // printComparison prints the table of modes and their latencies, the
 // agreement check, then what it all means.
 func printComparison(w io.Writer, c *compare.Comparison, a about) {
-	nodes, ring := 0, 0
+	nodes, ring, backend := 0, 0, "io_uring"
 	if len(c.Modes) > 0 {
-		nodes, ring = len(c.Modes[0].Nodes), c.Modes[0].Ring
+		nodes, ring, backend = len(c.Modes[0].Nodes), c.Modes[0].Ring, c.Modes[0].Backend
 	}
-	fmt.Fprintf(w, "%s: %d nodes, repeat %d, %d %s, ring %d\n\n", shown(c.Name), nodes, a.repeat, a.workers, plural(a.workers, "worker"), ring)
+	repeat := fmt.Sprint(a.repeat)
+	if !c.Checked && len(c.Modes) > 0 {
+		// The runs each mode began before the interruption.
+		var ran []string
+		for _, m := range c.Modes {
+			ran = append(ran, fmt.Sprintf("%s %d", m.Column, m.Repeat))
+		}
+		repeat += " (interrupted; runs begun: " + strings.Join(ran, ", ") + ")"
+	}
+	on := ""
+	if backend == "syscalls" {
+		on = ", on syscalls" // link, waves and graph too
+	}
+	fmt.Fprintf(w, "%s: %d %s, repeat %s, %d %s, ring %d%s\n\n", shown(c.Name), nodes, plural(nodes, "node"), repeat, a.workers, plural(a.workers, "worker"), ring, on)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "mode    \tops/s\tper batch\twall\tenters/run\tmax in-flight\tok\tfailed\tcanceled\tskipped\tvs link\t")
 	for _, m := range c.Modes {
@@ -287,8 +307,12 @@ func printComparison(w io.Writer, c *compare.Comparison, a about) {
 	if c.Column(compare.Syscalls) != nil {
 		lines = append(lines, [2]string{compare.Syscalls, syscallsDoc})
 	}
+	if backend == "syscalls" {
+		lines = append(lines, [2]string{"backend", "link, waves and graph ran on plain system calls too, not io_uring (--backend syscalls, " +
+			"or io_uring unavailable), in the emulated ring: they compare the modes' orders, not io_uring with plain system calls"})
+	}
 	lines = append(lines,
-		[2]string{"per batch", noiseDoc(c)},
+		[2]string{"per batch", noiseDoc(c, a.repeat)},
 		[2]string{"enters/run", entersDoc},
 		[2]string{"latency", latencyDoc(runs, a.repeat, c.Trace)},
 		[2]string{"agree", "checked per node: status, result (bytes or errno) and the CRC-32C of the data read"},
@@ -322,11 +346,16 @@ func vsLink(m compare.ModeResult) string {
 }
 
 // noiseDoc says what the per-batch figures are and which modes they tell
-// apart.
-func noiseDoc(c *compare.Comparison) string {
+// apart, for a comparison of repeat runs per mode.
+func noiseDoc(c *compare.Comparison, repeat int) string {
 	batches := 0
 	if len(c.Modes) > 0 {
 		batches = c.Modes[0].Spread.Batches
+	}
+	if batches < 2 && repeat > 1 && !c.Checked {
+		// Not a --repeat too small: it was cut short.
+		return "interrupted before each mode ran two batches, which leaves no spread to tell a difference from noise by: " +
+			"no mode is ranked (vs link: noise)"
 	}
 	if batches < 2 {
 		return "one batch per mode, which shows no spread to tell a difference from noise by: no mode is ranked (vs link: noise); " +
@@ -360,7 +389,11 @@ func printLatency(w io.Writer, modes []compare.ModeResult) {
 	fmt.Fprintln(tw, "latency \tp50\tp99\tmax\tnodes timed\t")
 	for _, m := range modes {
 		l := m.Latency
-		fmt.Fprintf(tw, "%-8s\t%s\t%s\t%s\t%d\t\n", m.Column, human.Duration(l.P50NS), human.Duration(l.P99NS), human.Duration(l.MaxNS), l.Nodes)
+		p50, p99, most := human.Duration(l.P50NS), human.Duration(l.P99NS), human.Duration(l.MaxNS)
+		if l.Nodes == 0 {
+			p50, p99, most = "-", "-", "-" // none timed, not 0s
+		}
+		fmt.Fprintf(tw, "%-8s\t%s\t%s\t%s\t%d\t\n", m.Column, p50, p99, most, l.Nodes)
 	}
 	tw.Flush()
 }

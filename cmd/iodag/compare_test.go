@@ -291,3 +291,107 @@ func TestCompareProgress(t *testing.T) {
 		t.Errorf("progress mismatch (-want +got):\n%s", diff)
 	}
 }
+
+// TestPrintInterrupted: a comparison or a run cut short before a node was
+// timed says so rather than print latencies of 0s, and compare says how
+// many runs each mode began, and that it was cut short before two
+// batches (not that --repeat was too small).
+func TestPrintInterrupted(t *testing.T) {
+	rep := func(mode submit.Mode, repeat int) *submit.Report {
+		return &submit.Report{Name: "g", Mode: mode, Repeat: repeat, Ring: 8, WallNS: 2e6, OpsPerSec: 1000, Enters: 6,
+			Counts: submit.Counts{OK: 1}, Nodes: []submit.NodeResult{{ID: "a", Op: dag.OpNop, Status: submit.StatusOK}}}
+	}
+	c, err := compare.Reports(rep(submit.Link, 341), rep(submit.Waves, 17), rep(submit.Graph, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Checked = false
+	for i := range c.Modes {
+		c.Modes[i].Latency = compare.Latency{}
+		c.Modes[i].Spread = compare.Spread{Batches: 1}
+	}
+	var out bytes.Buffer
+	printComparison(&out, c, about{workers: 1, repeat: 100000, work: "1 node", scratch: "/tmp/iodag-1"})
+	var rout bytes.Buffer
+	printReport(&rout, runReport{Report: rep(submit.Graph, 104189)}, false, "1 node")
+	tests := []struct {
+		name, got string
+		want      []string // in order
+		not       []string
+	}{
+		{"compare", out.String(), []string{
+			"g: 1 node, repeat 100000 (interrupted; runs begun: link 341, waves 17, graph 0), 1 worker, ring 8\n",
+			"  link        -    -    -            0\n",
+			"  waves       -    -    -            0\n",
+			"interrupted before each mode ran two batches",
+		}, []string{" 0s ", "--repeat 2 or more"}},
+		{"run", rout.String(), []string{"repeat 104189, ", "\nlatency: no node timed\n"}, []string{"p50 0s"}},
+	}
+	for _, tc := range tests {
+		rest := tc.got
+		for _, w := range tc.want {
+			i := strings.Index(rest, w)
+			if i < 0 {
+				t.Errorf("%s: output =\n%s\nwant it to contain %q (in order)", tc.name, tc.got, w)
+				break
+			}
+			rest = rest[i+len(w):]
+		}
+		for _, n := range tc.not {
+			if strings.Contains(tc.got, n) {
+				t.Errorf("%s: output =\n%s\nwant no %q", tc.name, tc.got, n)
+			}
+		}
+	}
+}
+
+// TestPrintBackend: run's and compare's text say when the nodes ran on
+// plain system calls (--backend syscalls, or io_uring unavailable): the
+// link, waves and graph columns were indistinguishable from io_uring's,
+// under lines that speak of io_uring.
+func TestPrintBackend(t *testing.T) {
+	rep := func(mode submit.Mode, backend string) *submit.Report {
+		return &submit.Report{Name: "g", Mode: mode, Backend: backend, Repeat: 1, Ring: 8, WallNS: 2e6, OpsPerSec: 1000, Enters: 6,
+			Counts: submit.Counts{OK: 1}, Nodes: []submit.NodeResult{{ID: "a", Op: dag.OpNop, Status: submit.StatusOK}}}
+	}
+	for _, backend := range []string{"io_uring", "syscalls"} {
+		c, err := compare.Reports(rep(submit.Link, backend), rep(submit.Waves, backend), rep(submit.Graph, backend))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cout, rout bytes.Buffer
+		printComparison(&cout, c, about{workers: 1, repeat: 1, work: "1 node", scratch: "/tmp/iodag-1"})
+		printReport(&rout, runReport{Report: rep(submit.Graph, backend)}, false, "1 node")
+		tests := []struct {
+			name, got string
+			want      []string
+			not       []string
+		}{
+			{"compare", cout.String(), []string{"g: 1 node, repeat 1, 1 worker, ring 8, on syscalls\n",
+				"\n  backend     link, waves and graph ran on plain system calls too, not io_uring"}, nil},
+			{"run", rout.String(), []string{"\n  backend     syscalls: plain system calls made from goroutines, not io_uring"}, nil},
+		}
+		if backend == "io_uring" {
+			tests = []struct {
+				name, got string
+				want      []string
+				not       []string
+			}{
+				{"compare", cout.String(), []string{"g: 1 node, repeat 1, 1 worker, ring 8\n"}, []string{"on syscalls", "\n  backend "}},
+				{"run", rout.String(), []string{"\n  backend     io_uring: each worker submits to its own ring\n"}, nil},
+			}
+		}
+		for _, tc := range tests {
+			for _, w := range tc.want {
+				if !strings.Contains(tc.got, w) {
+					t.Errorf("%s on %s: output =\n%s\nwant it to contain %q", tc.name, backend, tc.got, w)
+				}
+			}
+			for _, n := range tc.not {
+				if strings.Contains(tc.got, n) {
+					t.Errorf("%s on %s: output =\n%s\nwant no %q", tc.name, backend, tc.got, n)
+				}
+			}
+		}
+	}
+}

@@ -22,6 +22,15 @@ func modeDoc(m submit.Mode) string {
 	return "dataflow: a node is submitted the moment its last predecessor completes (in the same enter)"
 }
 
+// backendDoc says what a report's backend (Report.Backend) is, for run.
+func backendDoc(backend string) string {
+	if backend != "syscalls" {
+		return backend + ": each worker submits to its own ring"
+	}
+	return "syscalls: plain system calls made from goroutines, not io_uring (--backend syscalls, or io_uring unavailable); " +
+		"the mode orders the nodes as on io_uring, and enters/run counts the emulated ring's enters"
+}
+
 // syscallsDoc says what compare's syscalls column is.
 const syscallsDoc = "graph mode on plain system calls (pread, openat2, statx...) made from goroutines, without io_uring: " +
 	"what a Go program does without iodag, and what iodag does where io_uring is blocked"

@@ -132,11 +132,50 @@ func specArg(fs *flag.FlagSet, args []string, stderr io.Writer) (path string, g 
 		usageError(stderr, fs, "%v", err)
 		return "", nil, false
 	}
-	if g, err = dag.LoadFile(pos[0]); err != nil {
-		specError(stderr, fs.Name(), pos[0], err)
+	if g, err = loadSpec(pos[0]); err != nil {
+		specError(stderr, fs.Name(), specName(pos[0]), err)
 		return "", nil, false
 	}
-	return pos[0], g, true
+	return specName(pos[0]), g, true
+}
+
+// stdin is what a SPEC of "-" is read from.
+var stdin io.Reader = os.Stdin
+
+// loadSpec loads the spec at path, or, if path is "-", the spec on stdin
+// (a pipe from iodag gen), of at most dag.MaxSpecSize bytes.
+func loadSpec(path string) (*dag.Graph, error) {
+	if path != "-" {
+		return dag.LoadFile(path)
+	}
+	data, err := io.ReadAll(io.LimitReader(stdin, dag.MaxSpecSize+1))
+	if err != nil {
+		return nil, &os.PathError{Op: "read", Path: specName(path), Err: err}
+	}
+	if len(data) > dag.MaxSpecSize {
+		return nil, &os.PathError{Op: "load", Path: specName(path), Err: fmt.Errorf("spec is larger than %d bytes (MaxSpecSize)", dag.MaxSpecSize)}
+	}
+	s, err := dag.ParseSpec(data)
+	if err != nil {
+		return nil, err
+	}
+	return s.Build()
+}
+
+// fileSpec returns path if it names a file, "" if it is "-" (stdin).
+func fileSpec(path string) string {
+	if path == "-" {
+		return ""
+	}
+	return path
+}
+
+// specName is how messages name the SPEC at path: "stdin" for "-".
+func specName(path string) string {
+	if path == "-" {
+		return "stdin"
+	}
+	return path
 }
 
 // oneSpec checks that the positional arguments are one SPEC.

@@ -87,11 +87,11 @@ func TestHostileName(t *testing.T) {
 		args []string
 		want string // in stdout (the svg's, for --svg)
 	}{
-		{[]string{"validate", spec}, ": ok: " + quoted + ", 1 nodes"},
+		{[]string{"validate", spec}, ": ok: " + quoted + ", 1 node,"},
 		{[]string{"stage", spec}, "name: " + quoted + "\n"},
 		{[]string{"dot", spec}, `label="\"\\x1b[31mred\\r\\u202egnp.exe\"";`},
-		{[]string{"run", spec}, quoted + ": graph mode, 1 nodes"},
-		{[]string{"compare", spec}, quoted + ": 1 nodes, repeat 1"},
+		{[]string{"run", spec}, quoted + ": graph mode, 1 node:"},
+		{[]string{"compare", spec}, quoted + ": 1 node, repeat 1"},
 		{[]string{"compare", spec, "--svg", svg}, `font-weight="bold">&#34;\x1b[31mred\r\u202egnp.exe&#34;: the last run`},
 	}
 	for _, tc := range tests {

@@ -2,6 +2,7 @@
 // Install it from a clone with go install ./cmd/iodag (go install
 // github.com/iodag/iodag/cmd/iodag@latest once the module is published).
 // iodag --help lists the commands, iodag COMMAND --help describes one.
+// A SPEC of - is read from stdin: iodag gen diamond | iodag run -.
 //
 //	iodag validate SPEC
 //	iodag stage SPEC [--json]
@@ -14,7 +15,8 @@
 // --trace-json FILE writes the run (compare: each mode's) as a Chrome
 // trace, which Perfetto UI (https://ui.perfetto.dev) and chrome://tracing
 // open. FILE (and compare's --svg FILE) is opened before the run: one
-// that cannot be is a usage error; if writing it fails after the run,
+// that cannot be, or that is the SPEC, stdout (/dev/stdout, when stdout
+// is a file or a pipe) or the other output's file, is a usage error; if writing it fails after the run,
 // the report is printed all the same, and iodag exits 1.
 //
 // Exit status: 0 ok; 1 some node not ok (for compare: the modes disagree),
@@ -179,7 +181,8 @@ func usage(w io.Writer) {
 iodag COMMAND --help (or iodag help COMMAND) gives a command's usage and flags.
 
 A SPEC is a JSON file of files to create and nodes to run (see testdata/*.json,
-or iodag gen diamond). What each op's fields mean:
+or iodag gen diamond), or - for stdin (iodag gen diamond | iodag run -).
+What each op's fields mean:
 go doc github.com/iodag/iodag/dag NodeSpec (and FileSpec, SourceSpec); the
 format in full: the README's CLI section, "Specs are JSON".
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -49,6 +50,14 @@ func TestRun(t *testing.T) {
 	if err := os.WriteFile(hostile, []byte(`{"name": "x\"; image=\"/etc/passwd\"; y=\"\\", "nodes": [{"id": "a", "op": "nop"}]}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	one := filepath.Join(dir, "one.json")
+	if err := os.WriteFile(one, []byte(`{"name": "one", "nodes": [{"id": "a", "op": "nop"}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pair := filepath.Join(dir, "pair.json")
+	if err := os.WriteFile(pair, []byte(`{"name": "pair", "nodes": [{"id": "a", "op": "nop"}, {"id": "b", "op": "nop", "after": ["a"]}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name       string
 		args       []string
@@ -62,6 +71,9 @@ func TestRun(t *testing.T) {
 		{"unknown verb", []string{"frob"}, exitUsage, "", `unknown command "frob"`, ""},
 		{"validate ok", []string{"validate", "../../testdata/diamond.json"}, exitOK,
 			`ok: "diamond", 4 nodes, 4 edges, depth 3, width 2, 1 component` + "\n", "", ""},
+		{"validate one node", []string{"validate", one}, exitOK, `ok: "one", 1 node, 0 edges, depth 1, width 1, 1 component` + "\n", "", ""},
+		{"stage one node", []string{"stage", one}, exitOK, "critical path: 1 node: a\ncomponents: 1 (largest 1 node)\n", "", ""},
+		{"validate one edge", []string{"validate", pair}, exitOK, `ok: "pair", 2 nodes, 1 edge, depth 2, width 1, 1 component` + "\n", "", ""},
 		{"validate bad", []string{"validate", bad}, exitUsage, "", bad + `:2:3: node "a": field "after": self-edge`, ""},
 		{"validate invalid golden", []string{"validate", "../../testdata/invalid/many_errors.json"}, exitUsage, "",
 			"many_errors.json:6:4: node \"b\": field \"after\": unknown node \"zz\"\n", ""},
@@ -289,4 +301,51 @@ func (tc cliCase) check(t *testing.T) {
 	if tc.code == exitUsage && stdout.Len() != 0 {
 		t.Errorf("run(%q) stdout = %q, want nothing on a usage error", tc.args, stdout.String())
 	}
+}
+
+// TestSpecStdin: a SPEC of "-" is read from stdin by every verb that
+// takes one, its errors named "stdin" with their line:column; more than
+// dag.MaxSpecSize bytes are refused.
+func TestSpecStdin(t *testing.T) {
+	emptyTMPDIR(t)
+	diamond, err := os.ReadFile("../../testdata/diamond.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad, err := os.ReadFile("../../testdata/invalid/unknown_after.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		in  io.Reader
+		cli cliCase
+	}{
+		{bytes.NewReader(diamond), cliCase{"validate", []string{"validate", "-"}, exitOK,
+			[]string{`stdin: ok: "diamond", 4 nodes`}, ""}},
+		{bytes.NewReader(diamond), cliCase{"stage", []string{"stage", "-", "--json"}, exitOK, []string{`"name": "diamond"`}, ""}},
+		{bytes.NewReader(diamond), cliCase{"dot", []string{"dot", "-"}, exitOK, []string{"digraph"}, ""}},
+		{bytes.NewReader(diamond), cliCase{"run", []string{"run", "-"}, exitOK, []string{"diamond: graph mode, 4 nodes: 4 ok"}, ""}},
+		{bytes.NewReader(diamond), cliCase{"compare", []string{"compare", "-"}, exitOK, []string{"diamond: 4 nodes", "agree"}, ""}},
+		{bytes.NewReader(bad), cliCase{"validate bad", []string{"validate", "-"}, exitUsage, nil,
+			"stdin:6:4: node \"b\": field \"after\": unknown node \"zz\""}},
+		{bytes.NewReader(nil), cliCase{"validate empty", []string{"validate", "-"}, exitUsage, nil,
+			"stdin:1:1: unexpected end of JSON input"}},
+		{io.LimitReader(zeros{}, dag.MaxSpecSize+1), cliCase{"run too large", []string{"run", "-"}, exitUsage, nil,
+			"iodag run: load stdin: spec is larger than 268435456 bytes (MaxSpecSize)\n"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.cli.name, func(t *testing.T) {
+			defer func(r io.Reader) { stdin = r }(stdin)
+			stdin = tc.in
+			tc.cli.check(t)
+		})
+	}
+}
+
+// zeros reads as endless zero bytes.
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
 }

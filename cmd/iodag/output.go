@@ -168,6 +168,13 @@ func openOut(stderr io.Writer, name, flag, path string) (*outFile, error) {
 	if path == "" {
 		return nil, nil
 	}
+	if path == "-" {
+		// A SPEC of - is stdin, so - here reads as stdout, where the
+		// report goes: it would otherwise be a file named "-".
+		err := errors.New("want a file name: stdout is the report's (./- names a file called -)")
+		fmt.Fprintf(stderr, "iodag %s: %s -: %v\n", name, flag, err)
+		return nil, err
+	}
 	o := &outFile{flag: flag}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
 	o.made = err == nil
@@ -209,6 +216,62 @@ func (o *outFile) write(stderr io.Writer, name string, fn func(io.Writer) error)
 		fmt.Fprintf(stderr, "iodag %s: %s: %v\n", name, o.flag, err)
 	}
 	return err
+}
+
+// checkDistinct refuses outputs that would overwrite the SPEC at spec ("" for
+// none), the report on stdout, or one another: each of outs (nil ones
+// skipped) that is a regular file must be neither the spec nor another of
+// outs, and none that is a regular file or a pipe may be stdout
+// (/dev/stdout: the report and the file would overwrite or interleave with
+// each other). When one is, it tells stderr which, naming the flags, and
+// returns an error: exit with exitUsage (the deferred discards remove what
+// openOut created).
+func checkDistinct(stderr io.Writer, name, spec string, stdout io.Writer, outs ...*outFile) error {
+	type file struct {
+		what string
+		fi   os.FileInfo
+	}
+	var seen []file
+	if spec != "" {
+		if fi, err := os.Stat(spec); err == nil && fi.Mode().IsRegular() {
+			seen = append(seen, file{"the SPEC", fi})
+		}
+	}
+	var out os.FileInfo // stdout's file, if a regular file or a pipe
+	if o, ok := stdout.(*output); ok {
+		if f, ok := o.w.(*os.File); ok {
+			if fi, err := f.Stat(); err == nil && (fi.Mode().IsRegular() || fi.Mode()&fs.ModeNamedPipe != 0) {
+				out = fi
+			}
+		}
+	}
+	for _, o := range outs {
+		if o == nil {
+			continue
+		}
+		fi, err := o.f.Stat()
+		if err != nil {
+			continue
+		}
+		refuse := func(what string) error {
+			err := fmt.Errorf("%s %s is %s", o.flag, o.f.Name(), what)
+			fmt.Fprintf(stderr, "iodag %s: %v\n", name, err)
+			return err
+		}
+		if out != nil && os.SameFile(out, fi) {
+			return refuse("stdout: the report and the file would mix")
+		}
+		if !fi.Mode().IsRegular() {
+			continue // /dev/null: nothing to lose
+		}
+		for _, s := range seen {
+			if os.SameFile(s.fi, fi) {
+				return refuse(s.what + ": it would be overwritten")
+			}
+		}
+		seen = append(seen, file{o.flag + "'s file too", fi})
+	}
+	return nil
 }
 
 // discard closes a file not written, removing it if openOut created it.

@@ -51,7 +51,7 @@ func runSpec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	rootDir := fs.String("root", "", "run in `DIR` (the spec's files are created there and kept) instead of a scratch directory removed at exit")
 	trace := fs.Bool("trace", false, "stamp each completion with its own time (one completion at a time: slower)")
 	traceFile := fs.String("trace-json", "", traceJSONHelp("the last run"))
-	allNodes := fs.Bool("nodes", false, "list every node (status, result, errno, cause, digest or size, times, worker, error), not only those not ok")
+	allNodes := fs.Bool("nodes", false, "list every node (status, result, errno, cause, digest or size, times, worker, error), not only those not ok (--json always lists every node)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
@@ -85,9 +85,9 @@ func runSpec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return exitUsage
 		}
 	}
-	g, err := dag.LoadFile(pos[0])
+	g, err := loadSpec(pos[0])
 	if err != nil {
-		specError(stderr, "run", pos[0], err)
+		specError(stderr, "run", specName(pos[0]), err)
 		return exitUsage
 	}
 	traceOut, err := openOut(stderr, "run", "--trace-json", *traceFile)
@@ -95,6 +95,9 @@ func runSpec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	defer traceOut.discard()
+	if checkDistinct(stderr, "run", fileSpec(pos[0]), stdout, traceOut) != nil {
+		return exitUsage
+	}
 
 	root := *rootDir
 	if root == "" {
@@ -119,7 +122,7 @@ func runSpec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	defer pool.Close()
 
-	fmt.Fprintf(stderr, "iodag run: running %q (%d nodes) in %s mode, repeat %d, in %s\n", g.Name(), g.Len(), mode, *repeat, root)
+	fmt.Fprintf(stderr, "iodag run: running %q (%d %s) in %s mode, repeat %d, in %s\n", g.Name(), g.Len(), plural(g.Len(), "node"), mode, *repeat, root)
 	r := submit.NewRunner(pool, g)
 	defer r.Close()
 	var lat latency.Recorder
@@ -174,11 +177,15 @@ func printReport(w io.Writer, r runReport, all bool, work string) {
 	if rep.Counts.Skipped > 0 {
 		skipped = fmt.Sprintf(", %d skipped", rep.Counts.Skipped)
 	}
-	fmt.Fprintf(w, "%s: %s mode, %d nodes: %d ok, %d failed, %d canceled%s; repeat %d, wall %s, %s ops/s, %.1f enters/run, max in-flight %d\n",
-		shown(rep.Name), rep.Mode, len(rep.Nodes), rep.Counts.OK, rep.Counts.Failed, rep.Counts.Canceled, skipped,
+	fmt.Fprintf(w, "%s: %s mode, %d %s: %d ok, %d failed, %d canceled%s; repeat %d, wall %s, %s ops/s, %.1f enters/run, max in-flight %d\n",
+		shown(rep.Name), rep.Mode, len(rep.Nodes), plural(len(rep.Nodes), "node"), rep.Counts.OK, rep.Counts.Failed, rep.Counts.Canceled, skipped,
 		rep.Repeat, human.Duration(rep.WallNS), human.Rate(rep.OpsPerSec), float64(rep.Enters)/float64(max(rep.Repeat, 1)), rep.MaxInflight)
 	l := r.Latency
-	fmt.Fprintf(w, "latency: p50 %s, p99 %s, max %s (%d nodes timed)\n", human.Duration(l.P50NS), human.Duration(l.P99NS), human.Duration(l.MaxNS), l.Nodes)
+	if l.Nodes == 0 {
+		fmt.Fprintln(w, "latency: no node timed") // not 0s: latency below says why
+	} else {
+		fmt.Fprintf(w, "latency: p50 %s, p99 %s, max %s (%d %s timed)\n", human.Duration(l.P50NS), human.Duration(l.P99NS), human.Duration(l.MaxNS), l.Nodes, plural(int(l.Nodes), "node"))
+	}
 	if all {
 		printNodes(w, rep.Nodes)
 	} else {
@@ -216,6 +223,7 @@ func printReport(w io.Writer, r runReport, all bool, work string) {
 	}
 	explain(w, [][2]string{
 		{rep.Mode.String(), modeDoc(rep.Mode)},
+		{"backend", backendDoc(rep.Backend)},
 		{"enters/run", entersDoc},
 		{"latency", latencyDoc(l.Runs, rep.Repeat, r.Trace)},
 		{"nodes", nodes},

@@ -60,12 +60,12 @@ func stageMain(args []string, stdout, stderr io.Writer) int {
 	if n := len(r.CriticalPath); n > 2*maxListed {
 		cp = fmt.Sprintf("%s -> ... -> %s", strings.Join(r.CriticalPath[:maxListed], " -> "), strings.Join(r.CriticalPath[n-2:], " -> "))
 	}
-	fmt.Fprintf(stdout, "critical path: %d nodes: %s\n", len(r.CriticalPath), cp)
+	fmt.Fprintf(stdout, "critical path: %d %s: %s\n", len(r.CriticalPath), plural(len(r.CriticalPath), "node"), cp)
 	largest := 0
 	for _, c := range r.Components {
 		largest = max(largest, len(c))
 	}
-	fmt.Fprintf(stdout, "components: %d (largest %d nodes)\n", len(r.Components), largest)
+	fmt.Fprintf(stdout, "components: %d (largest %d %s)\n", len(r.Components), largest, plural(largest, "node"))
 	for l, lv := range r.Levels {
 		fmt.Fprintf(stdout, "level %d: %d: %s\n", l, len(lv), list(lv))
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -103,7 +104,13 @@ func TestOutFileUnwritable(t *testing.T) {
 			cliCase{verb + " --trace-json full", []string{verb, spec, "--trace-json", "/dev/full"}, exitFailed, []string{"diamond: "},
 				"iodag " + verb + ": --trace-json: write /dev/full: no space left on device\n"})
 	}
+	for _, f := range []string{"--trace-json", "--svg"} {
+		tests = append(tests, cliCase{"compare " + f + " -", []string{"compare", spec, f, "-"}, exitUsage, nil,
+			"iodag compare: " + f + " -: want a file name: stdout is the report's (./- names a file called -)\n"})
+	}
 	tests = append(tests,
+		cliCase{"run --trace-json -", []string{"run", spec, "--trace-json", "-"}, exitUsage, nil,
+			"iodag run: --trace-json -: want a file name: stdout is the report's (./- names a file called -)\n"},
 		cliCase{"compare --svg missing", []string{"compare", spec, "--svg", file}, exitUsage, nil,
 			"iodag compare: --svg: open " + file + ": no such file or directory\n"},
 		cliCase{"compare --svg full", []string{"compare", spec, "--svg", "/dev/full"}, exitFailed, []string{"diamond: 4 nodes"},
@@ -113,6 +120,10 @@ func TestOutFileUnwritable(t *testing.T) {
 			tc.check(t)
 			if _, err := os.Stat(filepath.Dir(file)); err == nil {
 				t.Errorf("%s made", filepath.Dir(file))
+			}
+			if _, err := os.Stat("-"); err == nil {
+				os.Remove("-")
+				t.Errorf("a file named - made")
 			}
 		})
 	}
@@ -138,4 +149,128 @@ func TestOutFileInterrupted(t *testing.T) {
 			t.Errorf("%q interrupted = %d, stdout:\n%s\nwant 130 and the partial report; stderr:\n%s", tc.args, code, &stdout, &stderr)
 		}
 	}
+}
+
+// TestOutFileClobbers: a --trace-json or --svg that is the SPEC, or the
+// other output's file, is refused before the run with exit 2, naming
+// both; the SPEC is left as it was and a file the refused run created is
+// removed. Outputs that are not regular files (/dev/null) may coincide.
+func TestOutFileClobbers(t *testing.T) {
+	emptyTMPDIR(t)
+	dir := t.TempDir()
+	orig, err := os.ReadFile("../../testdata/diamond.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := filepath.Join(dir, "diamond.json")
+	if err := os.WriteFile(spec, orig, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.json")
+	if err := os.Link(spec, link); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	tests := []cliCase{
+		{"run trace is spec", []string{"run", spec, "--trace-json", spec}, exitUsage, nil,
+			"iodag run: --trace-json " + spec + " is the SPEC: it would be overwritten\n"},
+		{"run trace is a link to spec", []string{"run", spec, "--trace-json", link}, exitUsage, nil,
+			"iodag run: --trace-json " + link + " is the SPEC: it would be overwritten\n"},
+		{"compare svg is spec", []string{"compare", spec, "--svg", spec}, exitUsage, nil,
+			"iodag compare: --svg " + spec + " is the SPEC: it would be overwritten\n"},
+		{"compare trace is spec", []string{"compare", spec, "--svg", out, "--trace-json", spec}, exitUsage, nil,
+			"iodag compare: --trace-json " + spec + " is the SPEC: it would be overwritten\n"},
+		{"compare trace is svg", []string{"compare", spec, "--svg", out, "--trace-json", out}, exitUsage, nil,
+			"iodag compare: --trace-json " + out + " is --svg's file too: it would be overwritten\n"},
+		{"compare both /dev/null", []string{"compare", spec, "--svg", "/dev/null", "--trace-json", "/dev/null"}, exitOK, []string{"diamond: 4 nodes"}, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.check(t)
+			got, err := os.ReadFile(spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(string(orig), string(got)); diff != "" {
+				t.Errorf("the SPEC changed (-want +got):\n%s", diff)
+			}
+			if _, err := os.Stat(out); err == nil {
+				t.Errorf("%s left behind", out)
+			}
+		})
+	}
+}
+
+// TestOutFileIsStdout: a --trace-json or --svg that is stdout
+// (/dev/stdout), when stdout is a file or a pipe, is refused before the
+// run: the report overwrote the start of the trace in the file, or the two
+// mixed in the pipe. On /dev/null both may go.
+func TestOutFileIsStdout(t *testing.T) {
+	bin := iodagBin(t)
+	tmp := emptyTMPDIR(t)
+	spec := "../../testdata/diamond.json"
+	tests := []struct {
+		name   string
+		args   []string
+		stdout string // "file", "pipe" or "null"
+		code   int
+		stderr string
+	}{
+		{"run file", []string{"run", spec, "--trace-json", "/dev/stdout"}, "file", exitUsage,
+			"iodag run: --trace-json /dev/stdout is stdout: the report and the file would mix\n"},
+		{"run pipe", []string{"run", spec, "--json", "--trace-json", "/dev/stdout"}, "pipe", exitUsage,
+			"iodag run: --trace-json /dev/stdout is stdout: the report and the file would mix\n"},
+		{"compare file", []string{"compare", spec, "--svg", "/dev/stdout"}, "file", exitUsage,
+			"iodag compare: --svg /dev/stdout is stdout: the report and the file would mix\n"},
+		{"run null", []string{"run", spec, "--trace-json", "/dev/stdout"}, "null", exitOK, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := exec.Command(bin, tc.args...)
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			var out *os.File
+			var pipe strings.Builder
+			switch tc.stdout {
+			case "file":
+				f, err := os.Create(filepath.Join(t.TempDir(), "out"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer f.Close()
+				out, cmd.Stdout = f, f
+			case "pipe":
+				cmd.Stdout = &pipe // exec makes a pipe
+			case "null":
+				f, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer f.Close()
+				cmd.Stdout = f
+			}
+			err := cmd.Run()
+			code := 0
+			if ee, ok := err.(*exec.ExitError); ok {
+				code = ee.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if code != tc.code {
+				t.Errorf("%q = %d, want %d; stderr:\n%s", tc.args, code, tc.code, stderr.String())
+			}
+			if tc.stderr != "" && !strings.Contains(stderr.String(), tc.stderr) {
+				t.Errorf("%q stderr = %q, want it to contain %q", tc.args, stderr.String(), tc.stderr)
+			}
+			if out != nil && tc.code == exitUsage {
+				if fi, err := out.Stat(); err != nil || fi.Size() != 0 {
+					t.Errorf("%q wrote %v bytes to stdout (%v), want none", tc.args, fi.Size(), err)
+				}
+			}
+			if tc.stdout == "pipe" && pipe.Len() != 0 {
+				t.Errorf("%q wrote to the pipe:\n%s", tc.args, pipe.String())
+			}
+		})
+	}
+	checkNoScratch(t, tmp)
 }

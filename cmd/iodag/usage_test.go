@@ -22,7 +22,7 @@ func TestUsage(t *testing.T) {
 	helpOf := func(verb, purpose, usage string, flags ...string) []string {
 		return append([]string{"iodag " + verb + ": " + purpose, "\n\nusage: " + strings.TrimSpace("iodag "+verb+" "+usage)}, flags...)
 	}
-	runHelp := helpOf("run", "run a spec in one mode", "SPEC [--mode graph|link|waves]", "\nflags:\n", "  --json\n", "  --mode string\n", "  --repeat R\n")
+	runHelp := helpOf("run", "run a spec in one mode", "SPEC [--mode graph|link|waves]", "\nflags:\n", "  --json\n", "  --mode string\n", "  --nodes\n", "not only those not ok (--json always lists every node)\n", "  --repeat R\n")
 	tests := []struct {
 		args   []string
 		code   int

@@ -13,7 +13,7 @@ func validateMain(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return exitUsage
 	}
-	fmt.Fprintf(stdout, "%s: ok: %q, %d nodes, %d edges, depth %d, width %d, %d %s\n", path, g.Name(), g.Len(), g.Edges(),
-		len(g.Levels()), g.Width(), len(g.Components()), plural(len(g.Components()), "component"))
+	fmt.Fprintf(stdout, "%s: ok: %q, %d %s, %d %s, depth %d, width %d, %d %s\n", path, g.Name(), g.Len(), plural(g.Len(), "node"),
+		g.Edges(), plural(g.Edges(), "edge"), len(g.Levels()), g.Width(), len(g.Components()), plural(len(g.Components()), "component"))
 	return exitOK
 }

@@ -63,6 +63,11 @@ type config struct {
 	mode   string // a mode's name, or "all"
 }
 
+// maxSize is the largest -size: the new contents are held in memory, and
+// one write makes them (a larger -size ran out of memory, leaving its
+// directory behind).
+const maxSize = 1 << 30
+
 // tmpfsSize is the size of the tmpfs -full mounts: less than the new
 // contents by default, so that the write fails with ENOSPC.
 const tmpfsSize = 256 << 10
@@ -143,8 +148,8 @@ func run(ctx context.Context, w io.Writer, c config) error {
 		}
 		modes = []submit.Mode{m}
 	}
-	if c.size < 1 {
-		return fmt.Errorf("-size must be >= 1, got %d", c.size)
+	if c.size < 1 || c.size > maxSize {
+		return fmt.Errorf("-size must be in [1, %d], got %d", maxSize, c.size)
 	}
 	root, err := os.MkdirTemp(c.dir, "iodag-atomic-")
 	if err != nil {
@@ -192,6 +197,11 @@ func run(ctx context.Context, w io.Writer, c config) error {
 		}
 		fmt.Fprintf(w, "\n%s (%s):\n", m, duration(time.Duration(rep.WallNS)))
 		printNodes(w, rep)
+		if ctx.Err() != nil {
+			// A signal (or stdout's reader leaving) cut the replace
+			// short: no verdict on it, which would call it a failure.
+			return fmt.Errorf("%s: %w: the replace was cut short, and its directory is removed", m, context.Cause(ctx))
+		}
 		verdict, err := check(rep, root, old, contents, expect, c.full)
 		fmt.Fprintf(w, "=> %s\n", verdict)
 		if err != nil {

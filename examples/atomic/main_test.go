@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -137,10 +138,35 @@ func TestUnexpected(t *testing.T) {
 		{dir: t.TempDir(), size: 1, expect: "maybe", mode: "all"},
 		{dir: t.TempDir(), size: 1, mode: "fast"},
 		{dir: t.TempDir(), size: 0, mode: "all"},
+		{dir: t.TempDir(), size: maxSize + 1, mode: "graph"},
+		{dir: t.TempDir(), size: math.MaxInt, mode: "graph"},
 	} {
 		if _, err := runOut(c); err == nil {
 			t.Errorf("run(%+v) = nil, want an error", c)
 		}
+		if ents, _ := os.ReadDir(c.dir); len(ents) != 0 {
+			t.Errorf("run(%+v) left %s in -dir", c, ents[0].Name())
+		}
+	}
+}
+
+// TestInterrupted: a replace a signal cut short says so, not that the
+// replace failed and its cleanup was canceled, and leaves nothing in -dir.
+func TestInterrupted(t *testing.T) {
+	sig := errors.New("interrupt signal received")
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(sig)
+	c := config{dir: t.TempDir(), size: 4096, mode: "graph"}
+	var out bytes.Buffer
+	err := run(ctx, &out, c)
+	if !errors.Is(err, sig) || !strings.Contains(err.Error(), "the replace was cut short") {
+		t.Errorf("run interrupted = %v, want %v and that the replace was cut short", err, sig)
+	}
+	if strings.Contains(out.String(), "=>") {
+		t.Errorf("interrupted run gave a verdict:\n%s", out.String())
+	}
+	if ents, _ := os.ReadDir(c.dir); len(ents) != 0 {
+		t.Errorf("run left %s in -dir", ents[0].Name())
 	}
 }
 

@@ -87,7 +87,7 @@ func mainStatus() int {
 	flag.StringVar(&names, "job", "all", "jobs to run, comma-separated: "+strings.Join(jobNames(), ", "))
 	flag.IntVar(&c.pairs, "pairs", 7, "alternated pairs of timed runs per job (default 3 with -quick)")
 	flag.BoolVar(&c.quick, "quick", false, "tiny data sets and 3 pairs: a smoke run")
-	flag.IntVar(&c.busy, "busy", 0, "start this many processes that spin on a CPU while the jobs run")
+	flag.IntVar(&c.busy, "busy", 0, "start this many processes (at most 4 a CPU) that spin on a CPU while the jobs run")
 	flag.StringVar(&c.cache, "cache", "", "keep the data sets in this directory and reuse them on later runs (default: a temporary directory removed at exit)")
 	flag.IntVar(&c.workers, "workers", runtime.GOMAXPROCS(0), "the pool's workers")
 	flag.UintVar(&c.ring, "ring", 0, "each worker's SQ entries (workers.Config.Entries; 0: its default)")
@@ -197,7 +197,15 @@ type row struct {
 	note          string
 }
 
+// maxBusy is the most -busy processes: a few per CPU keep every CPU busy;
+// more only load the machine (-busy 100000 started processes until fork
+// failed, the load average in the thousands).
+func maxBusy() int { return 4 * runtime.NumCPU() }
+
 func run(ctx context.Context, w io.Writer, c config) error {
+	if c.busy > maxBusy() {
+		return fmt.Errorf("-busy %d: want at most %d (4 a CPU)", c.busy, maxBusy())
+	}
 	if c.busy > 0 {
 		stopBusy, err := startBusy(c.busy)
 		if err != nil {

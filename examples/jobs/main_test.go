@@ -259,6 +259,21 @@ func TestRun(t *testing.T) {
 	}
 }
 
+// TestTooBusy: a -busy of more than 4 a CPU is refused before any
+// process is started or data set made.
+func TestTooBusy(t *testing.T) {
+	dir := t.TempDir()
+	c := config{jobs: []string{"du"}, pairs: 1, quick: true, busy: maxBusy() + 1, cache: dir, workers: 2, limit: 8}
+	err := run(context.Background(), new(bytes.Buffer), c)
+	want := fmt.Sprintf("-busy %d: want at most %d (4 a CPU)", c.busy, maxBusy())
+	if err == nil || err.Error() != want {
+		t.Errorf("run with -busy %d = %v, want %q", c.busy, err, want)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("run made %s in -cache", ents[0].Name())
+	}
+}
+
 // TestPickJobs checks -job's parsing.
 func TestPickJobs(t *testing.T) {
 	for _, tc := range []struct {

@@ -352,12 +352,22 @@ func (v *variant) best() time.Duration { return slices.Min(v.times) }
 // rate is the best run's lookups per second.
 func (v *variant) rate() float64 { return float64(v.n) / v.best().Seconds() }
 
+// The largest -blocks and -n: each takes memory per key or lookup, and
+// more ran out of it, leaving the index file behind (a 64 MiB one by
+// default), or panicked.
+const (
+	maxBlocks  = 1 << 22
+	maxLookups = 1_000_000
+)
+
 func run(ctx context.Context, w io.Writer, c config) error {
 	switch {
 	case c.repeat < 1:
 		return fmt.Errorf("-repeat must be >= 1, got %d", c.repeat)
 	case c.blocks < 1 || c.n < 1 || c.serial < 1:
 		return fmt.Errorf("-blocks, -n and -serial must be >= 1")
+	case c.blocks > maxBlocks || c.n > maxLookups:
+		return fmt.Errorf("-blocks must be at most %d (a %d GiB file), -n at most %d; got %d and %d", maxBlocks, maxBlocks*blockSize>>30, maxLookups, c.blocks, c.n)
 	case c.workers < 1 || c.depth < 4*c.workers:
 		return fmt.Errorf("-depth (%d) must be at least 4 per worker (-workers %d, which must be >= 1): a pool keeps at least 4 requests in flight a worker (workers.Config.InFlight)", c.depth, c.workers)
 	}

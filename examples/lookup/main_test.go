@@ -188,6 +188,34 @@ func TestCanceled(t *testing.T) {
 	}
 }
 
+// TestRefused: flags out of range are refused before anything is made
+// in -dir (a -blocks or -n too large ran out of memory or panicked).
+func TestRefused(t *testing.T) {
+	tests := []struct {
+		name string
+		edit func(*config)
+		want string
+	}{
+		{"blocks 0", func(c *config) { c.blocks = 0 }, "-blocks, -n and -serial must be >= 1"},
+		{"blocks huge", func(c *config) { c.blocks = 99999999999999 }, "-blocks must be at most 4194304 (a 16 GiB file), -n at most 1000000; got 99999999999999 and 200"},
+		{"n huge", func(c *config) { c.n = 99999999999 }, "-blocks must be at most 4194304 (a 16 GiB file), -n at most 1000000; got 300 and 99999999999"},
+		{"io", func(c *config) { c.io = "bogus" }, `-io "bogus": want direct, buffered or both`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := small(t.TempDir())
+			tc.edit(&c)
+			err := run(context.Background(), new(bytes.Buffer), c)
+			if err == nil || err.Error() != tc.want {
+				t.Errorf("run = %v, want %q", err, tc.want)
+			}
+			if ents, _ := os.ReadDir(c.dir); len(ents) != 0 {
+				t.Errorf("run left %s in -dir", ents[0].Name())
+			}
+		})
+	}
+}
+
 func runOut(t *testing.T, c config) string {
 	t.Helper()
 	var buf bytes.Buffer

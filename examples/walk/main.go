@@ -189,12 +189,19 @@ type tree struct {
 	planted []string // paths of the files holding the needle, sorted
 }
 
+// The most files and directories a tree has: more ran out of memory
+// (and are more than a disk's worth of small files).
+const (
+	maxFiles = 1_000_000
+	maxDirs  = 1 << 20
+)
+
 // layout draws the tree of c from the seed: each file in a directory
 // picked at random (so some hold many files, some none), of a random size,
 // the needle at a random place in c.plant of them.
 func layout(c config) (*tree, error) {
-	if c.files < 1 || c.plant < 0 || c.plant > c.files {
-		return nil, fmt.Errorf("want -files >= 1 and 0 <= -plant <= -files, got %d and %d", c.files, c.plant)
+	if c.files < 1 || c.files > maxFiles || c.plant < 0 || c.plant > c.files {
+		return nil, fmt.Errorf("want 1 <= -files <= %d and 0 <= -plant <= -files, got %d and %d", maxFiles, c.files, c.plant)
 	}
 	if len(c.needle) < 1 || len(c.needle) > minSize {
 		return nil, fmt.Errorf("-needle must be 1 to %d bytes, got %d", minSize, len(c.needle))
@@ -204,11 +211,12 @@ func layout(c config) (*tree, error) {
 		to := len(t.dirs)
 		for _, parent := range t.dirs[from:to] {
 			for k := range c.fanout {
+				if len(t.dirs) == maxDirs {
+					// Before the append: a fanout of 1e11 ran out of memory.
+					return nil, fmt.Errorf("-dirs %d/%d makes over %d directories", c.fanout, c.depth, maxDirs)
+				}
 				t.dirs = append(t.dirs, parent+"/d"+strconv.Itoa(k))
 			}
-		}
-		if len(t.dirs) > 1<<20 {
-			return nil, fmt.Errorf("-dirs %d/%d makes over %d directories", c.fanout, c.depth, 1<<20)
 		}
 		from = to
 	}
@@ -242,8 +250,8 @@ func create(ctx context.Context, cache string, t *tree, needle string) error {
 	}
 	buf := make([]byte, maxSize)
 	for i, f := range t.files {
-		if err := ctx.Err(); err != nil {
-			return err // a signal: stop making files
+		if ctx.Err() != nil {
+			return context.Cause(ctx) // a signal, which it names: stop making files
 		}
 		path := filepath.Join(cache, f.path)
 		if fi, err := os.Lstat(path); err == nil && fi.Mode().IsRegular() && fi.Size() == int64(f.size) {

@@ -189,6 +189,22 @@ func TestCanceled(t *testing.T) {
 	}
 }
 
+// TestCreateInterrupted: a signal while the tree is made is named, as it
+// is in the timed runs ("walk: context canceled" said nothing of it).
+func TestCreateInterrupted(t *testing.T) {
+	sig := errors.New("interrupt signal received")
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(sig)
+	c := small(t.TempDir())
+	tr, err := layout(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := create(ctx, c.cache, tr, c.needle); err != sig {
+		t.Errorf("create interrupted = %v, want %v", err, sig)
+	}
+}
+
 func TestParseDirs(t *testing.T) {
 	for _, tc := range []struct {
 		in            string
@@ -205,6 +221,25 @@ func TestParseDirs(t *testing.T) {
 		f, d, err := parseDirs(tc.in)
 		if f != tc.fanout || d != tc.depth || (err == nil) != tc.ok {
 			t.Errorf("parseDirs(%q) = %d, %d, %v; want %d, %d, ok %v", tc.in, f, d, err, tc.fanout, tc.depth, tc.ok)
+		}
+	}
+}
+
+// TestLayoutRefused: a tree too large is refused before it is drawn in
+// memory (a -dirs fanout or a -files of 1e11 ran out of memory).
+func TestLayoutRefused(t *testing.T) {
+	for _, tc := range []struct {
+		files, fanout, depth int
+		want                 string
+	}{
+		{100, 99999999999, 1, "-dirs 99999999999/1 makes over 1048576 directories"},
+		{100, 2, 99999999999, "-dirs 2/99999999999 makes over 1048576 directories"},
+		{99999999999, 8, 3, "want 1 <= -files <= 1000000 and 0 <= -plant <= -files, got 99999999999 and 5"},
+		{0, 8, 3, "want 1 <= -files <= 1000000 and 0 <= -plant <= -files, got 0 and 5"},
+	} {
+		c := config{files: tc.files, fanout: tc.fanout, depth: tc.depth, plant: 5, needle: "n"}
+		if _, err := layout(c); err == nil || err.Error() != tc.want {
+			t.Errorf("layout(files %d, dirs %d/%d) = %v, want %q", tc.files, tc.fanout, tc.depth, err, tc.want)
 		}
 	}
 }
