@@ -51,7 +51,7 @@ type Counts struct {
 	OK       int `json:"ok"`
 	Failed   int `json:"failed"`
 	Canceled int `json:"canceled"`
-	Skipped  int `json:"skipped,omitempty"`
+	Skipped  int `json:"skipped"`
 }
 
 // Err returns nil if every node succeeded or was skipped; otherwise a

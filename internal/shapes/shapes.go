@@ -79,21 +79,29 @@ func Shapes() []string {
 // Generate returns the spec of a named shape (see Shapes) with integer args.
 // Every generator refuses sizes of more than dag.DefaultMaxNodes nodes.
 func Generate(name string, args []int, o GenOptions) (*dag.Spec, error) {
-	s, err := shapeArgs(name, args)
+	s, err := shapeArgs(name, args, o)
 	if err != nil {
 		return nil, err
 	}
 	return s.gen(args, o)
 }
 
-// shapeArgs returns the shape called name if it takes len(args) arguments.
-func shapeArgs(name string, args []int) (genShape, error) {
+// shapeArgs returns the shape called name if it takes len(args) arguments
+// and o's op is one it knows.
+func shapeArgs(name string, args []int, o GenOptions) (genShape, error) {
+	if _, err := readOp(o); err != nil {
+		return genShape{}, err
+	}
 	s, ok := lookupShape(name)
 	if !ok {
 		return s, fmt.Errorf("unknown shape %q (want one of %s)", name, strings.Join(Shapes(), ", "))
 	}
 	if len(args) != len(s.args) {
-		return s, fmt.Errorf("shape %s takes %d arguments, got %d", name, len(s.args), len(args))
+		what := "arguments"
+		if len(s.args) == 1 {
+			what = "argument"
+		}
+		return s, fmt.Errorf("shape %s takes %d %s (%s), got %d", name, len(s.args), what, strings.Join(s.args, ", "), len(args))
 	}
 	return s, nil
 }

@@ -127,13 +127,14 @@ func TestGenerateErrors(t *testing.T) {
 		want  string
 	}{
 		{"blob", nil, "", `unknown shape "blob"`},
-		{"fanout", nil, "", "shape fanout takes 1 arguments, got 0"},
+		{"fanout", nil, "", "shape fanout takes 1 argument (N), got 0"},
 		{"fanout", []int{2}, "", "fanout: N must be >= 3, got 2"},
 		{"chains", []int{0, 3}, "", "chains: K must be >= 1, got 0"},
 		{"layered", []int{3, -1}, "", "layered: D must be >= 1, got -1"},
 		{"tree", []int{40}, "", "tree: DEPTH must be in [1, 23], got 40"},
 		{"maildir", []int{3}, "read4k", "maildir: op read4k does not apply"},
 		{"diamond", nil, "write", `unknown op "write"`},
+		{"fanout", []int{2}, "bogus", `unknown op "bogus"`}, // the op first: it said N was too small
 		{"chains", []int{10000, 10000}, "", "over the limit"},
 	}
 	for _, tc := range tests {

@@ -24,7 +24,7 @@ type Size struct {
 // spec's size but for layered, whose random edges it draws as Layered
 // does, without making the nodes.
 func SizeOf(name string, args []int, o GenOptions) (Size, error) {
-	s, err := shapeArgs(name, args)
+	s, err := shapeArgs(name, args, o)
 	if err != nil {
 		return Size{}, err
 	}
