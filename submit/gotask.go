@@ -144,10 +144,12 @@ func (t *task) spawn(w *worker.Worker, i int32) {
 		err := errGoexit // unless fn returns or panics
 		var deadline time.Time
 		if limit > 0 {
+			// Its own deadline: the context may end sooner by the run's
+			// (the caller's deadline), and that is no failure of the task.
+			deadline = time.Now().Add(limit)
 			var cancel context.CancelFunc
-			in.ctx, cancel = context.WithTimeout(t.r.context(), limit)
+			in.ctx, cancel = context.WithDeadline(t.r.context(), deadline)
 			defer cancel()
-			deadline, _ = in.ctx.Deadline()
 		}
 		defer func() {
 			d := goResult{i: i, err: err, late: limit > 0 && !time.Now().Before(deadline)}

@@ -1395,6 +1395,45 @@ func TestGoTaskContext(t *testing.T) {
 	}
 }
 
+// TestGoTaskRunDeadline: a Go task with a deadline of its own, cut short
+// by the run's context's earlier deadline, is canceled, not failed for a
+// deadline of its own that is an hour away, and Run returns the context's
+// error, in every mode, before or after the run hears of the end (it
+// used to take its context's deadline, the run's, for its own).
+func TestGoTaskRunDeadline(t *testing.T) {
+	pool := newPool(t, workers.Config{Workers: 1, Entries: 8})
+	for _, late := range []bool{false, true} {
+		for _, m := range Modes() {
+			t.Run(fmt.Sprintf("late=%v/%s", late, m), func(t *testing.T) {
+				var ctx context.Context
+				ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+				defer cancel()
+				if late {
+					ctx = lateContext{ctx}
+				}
+				b := dag.NewBuilder("go-run-deadline")
+				b.Go("task", func(dag.Inputs) error {
+					<-ctx.Done()
+					return ctx.Err()
+				}).Timeout(time.Hour)
+				g := mustBuild(t, b)
+				rep, err := Run(ctx, pool, g, m, Options{})
+				if !errors.Is(err, context.DeadlineExceeded) || errors.As(err, new(*FailedError)) {
+					t.Errorf("Run = %v, want the context's deadline alone", err)
+				}
+				checkFinal(t, g, rep)
+				n := rep.Nodes[0]
+				if n.Status != StatusCanceled || n.Cause != CauseContext {
+					t.Errorf("the task ended %s (cause %q): %v, want canceled by the context", n.Status, n.Cause, n.Err)
+				}
+				if !errors.Is(n.Err, context.DeadlineExceeded) || errors.Is(n.Err, os.ErrDeadlineExceeded) {
+					t.Errorf("the task's Err = %v, want context.DeadlineExceeded, not its own deadline", n.Err)
+				}
+			})
+		}
+	}
+}
+
 // lateContext is a context whose end nothing but its own Done and Err
 // tell: context.AfterFunc, and the contexts derived from it, never hear
 // of it (as if the goroutine AfterFunc starts had not run yet). Value

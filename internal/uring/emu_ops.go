@@ -517,6 +517,11 @@ func (e *emu) rw(q *req, fd int) int32 {
 			// poll does.
 			if errno == unix.EOPNOTSUPP {
 				nowait = false // no RWF_NOWAIT here: poll, then a plain call
+				if nonblocking(fd) {
+					// The plain call cannot block, and finds what poll
+					// never reports: the end of a FIFO no writer opened.
+					continue
+				}
 			}
 			if res := e.park(q, fd, write); res != 0 {
 				return res
@@ -528,6 +533,12 @@ func (e *emu) rw(q *req, fd int) int32 {
 		}
 		return -int32(errno)
 	}
+}
+
+// nonblocking reports whether fd is O_NONBLOCK.
+func nonblocking(fd int) bool {
+	fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
+	return err == nil && fl&unix.O_NONBLOCK != 0
 }
 
 // classify says whether fd is a regular file (or block device), or a

@@ -375,6 +375,50 @@ func TestReadNonblockPipe(t *testing.T) {
 	})
 }
 
+// TestReadFIFONoWriter: a read of an O_NONBLOCK FIFO no writer has
+// opened, from a fixed-file slot or a descriptor, is at its end (0) at
+// once on both kinds of ring, as a plain read(2) finds it (without
+// O_NONBLOCK, io_uring waits, and so does the emulation). The emulation
+// waited in poll(2), which reports nothing until a writer comes, so the
+// read waited for ever (here, for its link timeout).
+func TestReadFIFONoWriter(t *testing.T) {
+	eachKind(t, func(t *testing.T, k ringKind) {
+		flags := unix.O_RDONLY | unix.O_NONBLOCK
+		r := k.ring(t, 8, Options{})
+		if err := r.RegisterFilesSparse(1); err != nil {
+			t.Fatal(err)
+		}
+		a := newArena(t, 4096)
+		dir := t.TempDir()
+		mkfifo(t, dir, "fifo")
+		dfd := openDir(t, dir)
+		s := getSQE(t, r)
+		s.PrepOpenat2Direct(dfd, cString(a, "fifo"), arenaValue(a, OpenHow{Flags: uint64(flags), Resolve: ResolveBeneath}), 0)
+		s.UserData, s.Flags = 1, SQEIOLink
+		s = getSQE(t, r)
+		s.PrepRead(0, a.Alloc(4, 1), 0)
+		s.UserData, s.Flags = 2, SQEFixedFile|SQEIOLink
+		s = getSQE(t, r)
+		s.PrepLinkTimeout(timespec(a, 5e9), 0)
+		s.UserData = 3
+		fd, err := unix.Open(filepath.Join(dir, "fifo"), flags|unix.O_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s = getSQE(t, r)
+		s.PrepRead(int32(fd), a.Alloc(4, 1), 0)
+		s.UserData, s.Flags = 4, SQEIOLink
+		s = getSQE(t, r)
+		s.PrepLinkTimeout(timespec(a, 5e9), 0)
+		s.UserData = 5
+		want := map[uint64]int32{1: 0, 2: 0, 3: eCANCELED, 4: 0, 5: eCANCELED}
+		if diff := cmp.Diff(want, results(t, reap(t, r, 5), want)); diff != "" {
+			t.Errorf("the open, the reads and their timeouts (-want +got):\n%s", diff)
+		}
+		unix.Close(fd)
+	})
+}
+
 // TestCancelAll cancels every queued timeout with one user_data.
 func TestCancelAll(t *testing.T) {
 	eachKind(t, func(t *testing.T, k ringKind) {
