@@ -361,7 +361,9 @@ func (b *Builder) Nop(id string) Task {
 	return t
 }
 
-// Read declares a read of n bytes at off from t.
+// Read declares a read of n bytes at off from t. Build refuses an n <= 0
+// unless a binding (Task.Bind) or a length source (LenFrom, LenAt) sets
+// it, and an n < 0 in any case.
 func (b *Builder) Read(id string, t Target, off, n int64) Task {
 	nd, task := b.newNode(OpRead, id)
 	nd.Offset, nd.Len = off, n
@@ -390,7 +392,8 @@ func (b *Builder) pathNode(op Op, id, path string) Task {
 // len(data) (with Task.LenAt, a cap). data is not copied: leave it as it
 // is until the run ends. An O_DIRECT write needs aligned data (see
 // AlignedBuffer); Build refuses an empty one (nil too), with Task.LenAt
-// as without. A write of n bytes of one value, which a spec declares with
+// as without, unless a binding (Task.Bind) gives the write its buffer:
+// Write(id, t, off, nil).Bind(fn). A write of n bytes of one value, which a spec declares with
 // fill and len, is Add(Node{Op: OpWrite, Len: n, Fill: value, ...}).
 func (b *Builder) Write(id string, t Target, off int64, data []byte) Task {
 	if data == nil {
@@ -725,10 +728,11 @@ func (t Task) Then(fn func(in Inputs, r Result) error) Task {
 // fails with an error matching os.ErrDeadlineExceeded if it has not
 // completed d after it was submitted; its dependents follow the usual
 // rules. A go node's Inputs.Context ends at the deadline, and the node
-// ends when its function returns. Build refuses a d <= 0. (Builder.Timeout declares a node that
-// waits.) On io_uring the kernel cannot end a request it runs on an io-wq
-// thread from the start (fsync, statx, unlink, rename, mkdir, an open with
-// O_CREAT or O_TRUNC): such a node that blocks ends when its request does.
+// ends when its function returns. On io_uring the kernel cannot end a
+// request it runs on an io-wq thread from the start (fsync, statx,
+// unlink, rename, mkdir, an open with O_CREAT or O_TRUNC): such a node
+// that blocks ends when its request does. Build refuses a d <= 0.
+// (Builder.Timeout declares a node that waits.)
 func (t Task) Timeout(d time.Duration) Task {
 	if d <= 0 && t.live("timeout") {
 		t.b.probs.add(&NodeError{Field: "timeout", Err: wrap(ErrBadValue, "timeout must be > 0, got %v", d), idx: t.i})

@@ -989,6 +989,15 @@ func TestEmptyBuffer(t *testing.T) {
 		{"write", func(b *Builder, _, _ Task) Task {
 			return b.Write("n", File("f"), 0, []byte{})
 		}, []string{`node "n": field "len": len must be > 0, got 0`}},
+		{"write of nil, Bind", func(b *Builder, _, _ Task) Task { // the binding gives the buffer
+			return b.Write("n", File("f"), 0, nil).Bind(func(Inputs, *Params) error { return nil })
+		}, nil},
+		{"read of 0, Bind", func(b *Builder, _, _ Task) Task {
+			return b.Read("n", File("f"), 0, 0).Bind(func(Inputs, *Params) error { return nil })
+		}, nil},
+		{"read of -1, Bind", func(b *Builder, _, _ Task) Task {
+			return b.Read("n", File("f"), 0, -1).Bind(func(Inputs, *Params) error { return nil })
+		}, []string{`node "n": field "len": len must be >= 0 (its binding may set it), got -1`}},
 		{"read, LenAt", func(b *Builder, src, _ Task) Task {
 			return b.Read("n", File("f"), 0, 0).Buffer([]byte{}).LenAt(src, 0, 4)
 		}, []string{emptyBuf}},

@@ -830,7 +830,9 @@ func (v *validator) checkTransfer(i int32) {
 		v.nodeErr(i, "len", wrap(ErrBadLength, "len (a cap with len_from) must be >= 0, got %d", nd.Len))
 	case lenFrom && nd.Buf != nil && len(nd.Buf) == 0:
 		v.nodeErr(i, "buf", wrap(ErrBadLength, "buffer of 0 bytes: with len_from, it must hold the length the node gets"))
-	case !lenFrom && nd.Len <= 0:
+	case nd.Bind != nil && nd.Len < 0:
+		v.nodeErr(i, "len", wrap(ErrBadLength, "len must be >= 0 (its binding may set it), got %d", nd.Len))
+	case !lenFrom && nd.Bind == nil && nd.Len <= 0:
 		v.nodeErr(i, "len", wrap(ErrBadLength, "len must be > 0, got %d", nd.Len))
 	case nd.Len > MaxTransfer:
 		v.nodeErr(i, "len", wrap(ErrBadLength, "len must be <= %d (the kernel's largest transfer), got %d", MaxTransfer, nd.Len))

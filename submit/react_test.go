@@ -254,27 +254,29 @@ func TestBindWriteBuffer(t *testing.T) {
 		{"len over buffer", []byte("hi"), 5, ending{StatusFailed, "write out: value too large for defined data type"}, ""},
 	}
 	for _, tc := range tests {
-		b := dag.NewBuilder("bind write")
-		o := b.Open("open", "out", unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC, "h")
-		w := b.Write("write", o.Handle(), 0, []byte{0}).After(o).Bind(func(_ dag.Inputs, p *dag.Params) error {
-			p.Buf, p.Len = tc.buf, tc.len
-			return nil
-		})
-		b.Close("close", o.Handle()).Finally(w)
-		g := mustBuild(t, b)
-		for _, m := range Modes() {
-			t.Run(tc.name+"/"+m.String(), func(t *testing.T) {
-				var root string
-				rep, _ := runReact(t, m, g, func(r string) { root = r })
-				if got := states(rep)["write"]; got != tc.want {
-					t.Errorf("write = %+v, want %+v", got, tc.want)
-				}
-				got, err := os.ReadFile(filepath.Join(root, "out"))
-				must(t, err)
-				if string(got) != tc.file {
-					t.Errorf("file holds %q, want %q", got, tc.file)
-				}
+		for _, declared := range [][]byte{{0}, nil} { // nil: the binding gives it all
+			b := dag.NewBuilder("bind write")
+			o := b.Open("open", "out", unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC, "h")
+			w := b.Write("write", o.Handle(), 0, declared).After(o).Bind(func(_ dag.Inputs, p *dag.Params) error {
+				p.Buf, p.Len = tc.buf, tc.len
+				return nil
 			})
+			b.Close("close", o.Handle()).Finally(w)
+			g := mustBuild(t, b)
+			for _, m := range Modes() {
+				t.Run(fmt.Sprintf("%s/declared %d/%s", tc.name, len(declared), m), func(t *testing.T) {
+					var root string
+					rep, _ := runReact(t, m, g, func(r string) { root = r })
+					if got := states(rep)["write"]; got != tc.want {
+						t.Errorf("write = %+v, want %+v", got, tc.want)
+					}
+					got, err := os.ReadFile(filepath.Join(root, "out"))
+					must(t, err)
+					if string(got) != tc.file {
+						t.Errorf("file holds %q, want %q", got, tc.file)
+					}
+				})
+			}
 		}
 	}
 }

@@ -97,7 +97,7 @@ func copytreeIodag(ctx context.Context, pool *workers.Pool, root, src, dst strin
 			read := b.Read("", in.Handle(), 0, 0).After(in, size).LenFrom(size).Keep()
 			b.Close("", in.Handle()).Finally(read)
 			out := b.Open("", to, unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC, "").Mode(0o644).After(parent)
-			write := b.Write("", out.Handle(), 0, []byte{0}).After(read, out).Bind(func(in dag.Inputs, p *dag.Params) error {
+			write := b.Write("", out.Handle(), 0, nil).After(read, out).Bind(func(in dag.Inputs, p *dag.Params) error {
 				p.Buf = in.Result(read).Data
 				p.Len = int64(len(p.Buf))
 				return nil
