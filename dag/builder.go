@@ -393,8 +393,9 @@ func (b *Builder) pathNode(op Op, id, path string) Task {
 // is until the run ends. An O_DIRECT write needs aligned data (see
 // AlignedBuffer); Build refuses an empty one (nil too), with Task.LenAt
 // as without, unless a binding (Task.Bind) gives the write its buffer:
-// Write(id, t, off, nil).Bind(fn). A write of n bytes of one value, which a spec declares with
-// fill and len, is Add(Node{Op: OpWrite, Len: n, Fill: value, ...}).
+// Write(id, t, off, nil).Bind(fn). A write of n bytes of one value, which
+// a spec declares with fill and len, is Add(Node{Op: OpWrite, Len: n,
+// Fill: value, ...}).
 func (b *Builder) Write(id string, t Target, off int64, data []byte) Task {
 	if data == nil {
 		data = []byte{} // a Buf, which Build refuses empty, not a write of zeros

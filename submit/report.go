@@ -15,7 +15,9 @@ import (
 )
 
 // Report is what a run did: the run's figures and every node's outcome.
-// Its JSON form (the tags below) is what iodag run --json prints.
+// Its JSON form (the tags below) is what iodag run --json prints, which
+// adds the latency percentiles and whether completions were timed one by
+// one (--trace).
 type Report struct {
 	Name    string `json:"name"`
 	Mode    Mode   `json:"mode"`
