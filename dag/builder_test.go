@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -1429,4 +1430,52 @@ func TestPlainPath(t *testing.T) {
 		}
 	}
 	walk(nil)
+}
+
+// TestIDAsDeclared: a program that asks each node's id as it declares it
+// (Task.ID, which names the nodes declared so far) takes linear time and
+// memory: each call copied every node into a new array, and indexed every
+// open's handle again, so 20,000 nodes took 29 s.
+func TestIDAsDeclared(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates memory of its own")
+	}
+	const n = 4000 // nodes of each kind
+	for _, tc := range []struct {
+		name    string
+		declare func(b *Builder, i int) Task
+	}{
+		{"nop", func(b *Builder, i int) Task { return b.Nop("") }},
+		{"read of a named handle", func(b *Builder, i int) Task {
+			h := fmt.Sprintf("h%d", i)
+			o := b.Open("", fmt.Sprintf("f%d", i), 0, h)
+			return b.Read("", Handle(h), 0, 1).After(o)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := NewBuilder("ids")
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			var ids []string
+			for i := range n {
+				ids = append(ids, tc.declare(b, i).ID())
+			}
+			runtime.ReadMemStats(&after)
+			if perNode := (after.TotalAlloc - before.TotalAlloc) / uint64(b.Len()); perNode > 8<<10 {
+				t.Errorf("%d bytes allocated a node declared, want at most %d", perNode, 8<<10)
+			}
+			g, err := b.Build()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, id := range ids {
+				if j, ok := g.Index(id); !ok || g.Node(j).ID != id {
+					t.Fatalf("id %d, %q, names node %d (found %v)", i, id, j, ok)
+				}
+			}
+			if last := g.Node(int32(g.Len() - 1)).ID; tc.name != "nop" && last != "read f3999" {
+				t.Errorf("last id %q, want %q", last, "read f3999")
+			}
+		})
+	}
 }
