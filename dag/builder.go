@@ -441,7 +441,11 @@ func (b *Builder) Open(id, path string, flags int, as string) Task {
 // symlink (AT_SYMLINK_NOFOLLOW): Result.Size is the link's own.
 func (b *Builder) Statx(id, path string) Task { return b.pathNode(OpStatx, id, path) }
 
-// Close declares a close of t, which must be a handle.
+// Close declares a close of t, which must be a handle. Build refuses a
+// node using the handle (other than a close) that is not an ancestor of
+// every close of it: one after a close, or beside it, which the engine
+// may run after the close, as it pleases (a cleanup on failure too: make
+// the close Finally after it).
 func (b *Builder) Close(id string, t Target) Task {
 	nd, task := b.newNode(OpClose, id)
 	return b.use(nd, task, t)

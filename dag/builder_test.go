@@ -347,13 +347,14 @@ func TestOnFailureEdges(t *testing.T) {
 	w := b.Write("w", Handle("h"), 0, bytes.Repeat([]byte{1}, 512)).After(o)
 	c := b.Close("c", Handle("h")).Finally(w)
 	b.Unlink("rm", "f").OnFailure(w).After(c)
-	b.Fsync("undo", Handle("h")).OnFailure(w) // the handle flows over on_failure
+	undo := b.Fsync("undo", Handle("h")).OnFailure(w) // the handle flows over on_failure
+	c.Finally(undo)                                   // and the close waits for it
 	b.Nop("alert").OnFailureID("o")
 	g, err := b.Build()
 	if err != nil {
 		t.Fatalf("Build() = %v", err)
 	}
-	want := [][]Edge{{}, {{0, After}}, {{1, Finally}}, {{1, OnFailure}, {2, After}}, {{1, OnFailure}}, {{0, OnFailure}}}
+	want := [][]Edge{{}, {{0, After}}, {{1, Finally}, {4, Finally}}, {{1, OnFailure}, {2, After}}, {{1, OnFailure}}, {{0, OnFailure}}}
 	var got [][]Edge
 	for i := range int32(g.Len()) {
 		got = append(got, g.Preds(i))
@@ -361,7 +362,7 @@ func TestOnFailureEdges(t *testing.T) {
 	if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("Preds mismatch (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([][]int32{{0}, {1, 5}, {2, 4}, {3}}, g.Levels()); diff != "" {
+	if diff := cmp.Diff([][]int32{{0}, {1, 5}, {4}, {2}, {3}}, g.Levels()); diff != "" {
 		t.Errorf("Levels() mismatch (-want +got):\n%s", diff)
 	}
 	checkRoundTrip(t, g)
@@ -553,6 +554,25 @@ func TestBuildErrors(t *testing.T) {
 			c := b.Close("c", Handle("h")).After(o)
 			b.Close("c2", Handle("h")).Finally(c)
 		}, []problem{{"c2", "handle", ErrHandleClosed.Error()}}},
+		{"use beside the close", nil, func(b *Builder) {
+			o := b.Open("o", "f", 0, "h")
+			r := b.Read("r", Handle("h"), 0, 1).After(o)
+			b.Read("beside", Handle("h"), 0, 1).After(o) // may run after c: EBADF in one mode, not another
+			b.Close("c", Handle("h")).After(r)
+		}, []problem{{"beside", "handle", ErrHandleClosed.Error()}}},
+		{"cleanup beside the close", nil, func(b *Builder) {
+			o := b.Open("o", "f", unix.O_WRONLY, "h")
+			w := b.Write("w", Handle("h"), 0, []byte{1}).After(o)
+			b.Fsync("undo", Handle("h")).OnFailure(w) // runs with c when w fails
+			b.Close("c", Handle("h")).Finally(w)
+		}, []problem{{"undo", "handle", ErrHandleClosed.Error()}}},
+		{"use before one close of two", nil, func(b *Builder) {
+			o := b.Open("o", "f", 0, "h")
+			r := b.Read("r", Handle("h"), 0, 1).After(o)
+			late := b.Read("late", Handle("h"), 0, 1).After(r)
+			b.Close("ok", Handle("h")).After(late)
+			b.Close("failed", Handle("h")).OnFailure(r)
+		}, []problem{{"late", "handle", ErrHandleClosed.Error()}}},
 		{"binding not statx", nil, func(b *Builder) {
 			b.AddFile(FileSpec{Name: "f"})
 			n := b.Nop("n")

@@ -51,7 +51,9 @@ type Spec struct {
 //	rename   path, to
 //	readfile path, len, keep
 //
-// file names a spec file, handle the as of an open; paths are relative to
+// file names a spec file, handle the as of an open, which must be an
+// ancestor of every node using the handle; a node using it other than a
+// close must be an ancestor of every close of it. Paths are relative to
 // the run's root, in clean form, without ".."; only an open with flag
 // directory may have path ".", the root itself (to fsync it after a
 // rename). flags are the names ParseOpenFlags lists. An open with flag
