@@ -208,7 +208,9 @@ func (b *Builder) Len() int { return b.count }
 
 // AddFile declares a file the graph's nodes use, which must be in the run's
 // root before a run (scratch.Create makes it). Build refuses more than
-// MaxFiles files in all, each file of a directory counted.
+// MaxFiles files in all, each file of a directory counted, and a file in
+// another regular one ("a/b" and "a"), or that is one of the files of a
+// directory ("d/00001" and a dir "d" of 2 or more).
 func (b *Builder) AddFile(f FileSpec) *Builder {
 	b.files = append(b.files, f)
 	return b

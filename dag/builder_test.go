@@ -512,6 +512,26 @@ func TestBuildErrors(t *testing.T) {
 			b.AddFile(FileSpec{Name: "f"}).AddFile(FileSpec{Name: "f"})
 			b.Nop("a")
 		}, []problem{{"file:f", "name", ErrDuplicateFile.Error()}}},
+		{"file in a file", nil, func(b *Builder) {
+			b.AddFile(FileSpec{Name: "a/b/c"}).AddFile(FileSpec{Name: "a", Size: 1}).AddFile(FileSpec{Name: "a/b"})
+			b.AddFile(FileSpec{Name: "x/y"}).AddFile(FileSpec{Name: "x/y/z"}) // x is made a directory
+			b.Nop("a")
+		}, []problem{
+			{"file:a/b/c", "name", ErrConflict.Error()},
+			{"file:a/b", "name", ErrConflict.Error()},
+			{"file:x/y/z", "name", ErrConflict.Error()},
+		}},
+		{"file of a dir", nil, func(b *Builder) {
+			b.AddFile(FileSpec{Name: "d", Dir: &DirSpec{Count: 100001, MaxSize: 1}})
+			b.AddFile(FileSpec{Name: "d/00001", Size: 5})
+			b.AddFile(FileSpec{Name: "d/100000/x", Size: 5})
+			b.AddFile(FileSpec{Name: "d/100001"}).AddFile(FileSpec{Name: "d/0001"}).AddFile(FileSpec{Name: "d/010000"}) // not its files
+			b.AddFile(FileSpec{Name: "d/sub/00001"})
+			b.Nop("a")
+		}, []problem{
+			{"file:d/00001", "name", ErrDuplicateFile.Error()},
+			{"file:d/100000/x", "name", ErrDuplicateFile.Error()},
+		}},
 		{"zero len", nil, func(b *Builder) { b.AddFile(FileSpec{Name: "f"}); b.Read("r", File("f"), 0, 0) },
 			[]problem{{"r", "len", ErrBadLength.Error()}}},
 		{"short buffer", nil, func(b *Builder) {

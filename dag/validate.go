@@ -338,6 +338,60 @@ func (v *validator) checkFiles() {
 			}
 		}
 	}
+	v.checkNesting()
+}
+
+// checkNesting refuses a file whose path goes through another file, a
+// regular one ("a" and "a/b", which no root can hold both of), or one of
+// the files of a directory ("d/00001", which it makes: which size
+// would it have?), in one pass over each name.
+func (v *validator) checkNesting() {
+	for i, f := range v.b.files {
+		if at, ok := v.files[f.Name]; !ok || at != i {
+			continue // bad or duplicate, reported
+		}
+		for k := 0; k < len(f.Name); k++ {
+			if f.Name[k] != '/' {
+				continue
+			}
+			j, ok := v.files[f.Name[:k]]
+			if !ok {
+				continue
+			}
+			outer := &v.b.files[j]
+			rest := f.Name[k+1:]
+			if slash := strings.IndexByte(rest, '/'); slash >= 0 {
+				rest = rest[:slash]
+			}
+			var err error
+			switch {
+			case outer.Dir == nil:
+				err = wrap(ErrConflict, "file %q is in %q, a regular file", f.Name, outer.Name)
+			case dirFile(rest, outer.Dir.Count):
+				err = wrap(ErrDuplicateFile, "file %q is one of the %d files of dir %q", f.Name[:k+1+len(rest)], outer.Dir.Count, outer.Name)
+			default:
+				continue
+			}
+			v.add(&FileError{File: f.Name, Field: "name", Err: err, idx: int32(i)})
+			break
+		}
+	}
+}
+
+// dirFile reports whether name is the name of one of a directory's count
+// files: its index, zero-padded to 5 digits ("%05d").
+func dirFile(name string, count int) bool {
+	if len(name) < 5 || len(name) > 19 || (len(name) > 5 && name[0] == '0') {
+		return false
+	}
+	n := 0
+	for k := 0; k < len(name); k++ {
+		if name[k] < '0' || name[k] > '9' {
+			return false
+		}
+		n = 10*n + int(name[k]-'0')
+	}
+	return n < count
 }
 
 // resolveEdges finds the predecessors of the edges by id, adding them to
