@@ -49,18 +49,22 @@ type Builder struct {
 	edges    edgeList
 	byID     []namedEdge // edges by id, which Build resolves into edges
 	bindings []binding
-	refs     []handleRef      // nodes using the generated handle of an open, by node
-	unnamed  int              // nodes declared without an id since nameNodes last ran
-	opens    int              // open nodes declared
-	handled  int              // nodes declared with a handle
-	named    int32            // the nodes [0, named) are in ids
-	ids      *idIndex         // the ids, once nameNodes has run
-	arena    idArena          // the generated ids and handles
-	built    *Graph           // the last Build's graph, for Task.ID
-	probs    problemList      // found while declaring (a foreign Task); Build adds its own
-	fromSpec bool             // the nodes are a spec's: ops opMissing and opUnknown are theirs
-	badOps   map[int32]string // spec op names that are not ops, by node (the first MaxProblems)
-	src      []byte           // the parsed spec, to give errors a position
+	refs     []handleRef // nodes using the generated handle of an open, by node
+	unnamed  int         // nodes declared without an id since nameNodes last ran
+	opens    int         // open nodes declared
+	handled  int         // nodes declared with a handle
+	named    int32       // the nodes [0, named) are in ids
+	ids      *idIndex    // the ids, once nameNodes has run
+	arena    idArena     // the generated ids and handles
+	// The opens of nodes [0, openScan) by the handle each produces by
+	// name (Task.ID's, before Build).
+	openNames map[string]int32
+	openScan  int32
+	built     *Graph           // the last Build's graph, for Task.ID
+	probs     problemList      // found while declaring (a foreign Task); Build adds its own
+	fromSpec  bool             // the nodes are a spec's: ops opMissing and opUnknown are theirs
+	badOps    map[int32]string // spec op names that are not ops, by node (the first MaxProblems)
+	src       []byte           // the parsed spec, to give errors a position
 	// gen counts the Builds: a Task of an earlier one names a node that
 	// is gone (its index may be another node's now).
 	gen uint32
@@ -204,7 +208,9 @@ func (b *Builder) Len() int { return b.count }
 
 // AddFile declares a file the graph's nodes use, which must be in the run's
 // root before a run (scratch.Create makes it). Build refuses more than
-// MaxFiles files in all, each file of a directory counted.
+// MaxFiles files in all, each file of a directory counted, and a file in
+// another regular one ("a/b" and "a"), or that is one of the files of a
+// directory ("d/00001" and a dir "d" of 2 or more).
 func (b *Builder) AddFile(f FileSpec) *Builder {
 	b.files = append(b.files, f)
 	return b
@@ -295,11 +301,14 @@ func (b *Builder) node(i int32) *Node {
 
 // gather moves the nodes of the chunks after those of b.nodes, into one
 // array of exactly the nodes, and gives the chunks back to chunkPool.
-func (b *Builder) gather() {
+func (b *Builder) gather() { b.gatherRoom(0) }
+
+// gatherRoom is gather, leaving room for spare more nodes after them.
+func (b *Builder) gatherRoom(spare int) {
 	if len(b.chunks) == 0 {
 		return
 	}
-	all := make([]Node, b.count)
+	all := make([]Node, b.count, b.count+spare)
 	n := copy(all, b.nodes)
 	for _, c := range b.chunks {
 		k := copy(all[n:], c[:])
@@ -438,7 +447,11 @@ func (b *Builder) Open(id, path string, flags int, as string) Task {
 // symlink (AT_SYMLINK_NOFOLLOW): Result.Size is the link's own.
 func (b *Builder) Statx(id, path string) Task { return b.pathNode(OpStatx, id, path) }
 
-// Close declares a close of t, which must be a handle.
+// Close declares a close of t, which must be a handle. Build refuses a
+// node using the handle (other than a close) that is not an ancestor of
+// every close of it: one after a close, or beside it, which the engine
+// may run after the close, as it pleases (a cleanup on failure too: make
+// the close Finally after it).
 func (b *Builder) Close(id string, t Target) Task {
 	nd, task := b.newNode(OpClose, id)
 	return b.use(nd, task, t)
@@ -484,7 +497,9 @@ func (t Task) ID() string {
 		return ""
 	}
 	if t.b.node(t.i).ID == "" && !t.b.fromSpec {
-		t.b.gather()
+		// Room for as many nodes again: a program that asks each node's
+		// id as it declares it gathers O(log n) times, not n.
+		t.b.gatherRoom(t.b.count)
 		t.b.nameNodes(t.b.handles(), &t.b.probs)
 	}
 	return t.b.node(t.i).ID

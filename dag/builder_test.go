@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -346,13 +347,14 @@ func TestOnFailureEdges(t *testing.T) {
 	w := b.Write("w", Handle("h"), 0, bytes.Repeat([]byte{1}, 512)).After(o)
 	c := b.Close("c", Handle("h")).Finally(w)
 	b.Unlink("rm", "f").OnFailure(w).After(c)
-	b.Fsync("undo", Handle("h")).OnFailure(w) // the handle flows over on_failure
+	undo := b.Fsync("undo", Handle("h")).OnFailure(w) // the handle flows over on_failure
+	c.Finally(undo)                                   // and the close waits for it
 	b.Nop("alert").OnFailureID("o")
 	g, err := b.Build()
 	if err != nil {
 		t.Fatalf("Build() = %v", err)
 	}
-	want := [][]Edge{{}, {{0, After}}, {{1, Finally}}, {{1, OnFailure}, {2, After}}, {{1, OnFailure}}, {{0, OnFailure}}}
+	want := [][]Edge{{}, {{0, After}}, {{1, Finally}, {4, Finally}}, {{1, OnFailure}, {2, After}}, {{1, OnFailure}}, {{0, OnFailure}}}
 	var got [][]Edge
 	for i := range int32(g.Len()) {
 		got = append(got, g.Preds(i))
@@ -360,7 +362,7 @@ func TestOnFailureEdges(t *testing.T) {
 	if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("Preds mismatch (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([][]int32{{0}, {1, 5}, {2, 4}, {3}}, g.Levels()); diff != "" {
+	if diff := cmp.Diff([][]int32{{0}, {1, 5}, {4}, {2}, {3}}, g.Levels()); diff != "" {
 		t.Errorf("Levels() mismatch (-want +got):\n%s", diff)
 	}
 	checkRoundTrip(t, g)
@@ -510,6 +512,26 @@ func TestBuildErrors(t *testing.T) {
 			b.AddFile(FileSpec{Name: "f"}).AddFile(FileSpec{Name: "f"})
 			b.Nop("a")
 		}, []problem{{"file:f", "name", ErrDuplicateFile.Error()}}},
+		{"file in a file", nil, func(b *Builder) {
+			b.AddFile(FileSpec{Name: "a/b/c"}).AddFile(FileSpec{Name: "a", Size: 1}).AddFile(FileSpec{Name: "a/b"})
+			b.AddFile(FileSpec{Name: "x/y"}).AddFile(FileSpec{Name: "x/y/z"}) // x is made a directory
+			b.Nop("a")
+		}, []problem{
+			{"file:a/b/c", "name", ErrConflict.Error()},
+			{"file:a/b", "name", ErrConflict.Error()},
+			{"file:x/y/z", "name", ErrConflict.Error()},
+		}},
+		{"file of a dir", nil, func(b *Builder) {
+			b.AddFile(FileSpec{Name: "d", Dir: &DirSpec{Count: 100001, MaxSize: 1}})
+			b.AddFile(FileSpec{Name: "d/00001", Size: 5})
+			b.AddFile(FileSpec{Name: "d/100000/x", Size: 5})
+			b.AddFile(FileSpec{Name: "d/100001"}).AddFile(FileSpec{Name: "d/0001"}).AddFile(FileSpec{Name: "d/010000"}) // not its files
+			b.AddFile(FileSpec{Name: "d/sub/00001"})
+			b.Nop("a")
+		}, []problem{
+			{"file:d/00001", "name", ErrDuplicateFile.Error()},
+			{"file:d/100000/x", "name", ErrDuplicateFile.Error()},
+		}},
 		{"zero len", nil, func(b *Builder) { b.AddFile(FileSpec{Name: "f"}); b.Read("r", File("f"), 0, 0) },
 			[]problem{{"r", "len", ErrBadLength.Error()}}},
 		{"short buffer", nil, func(b *Builder) {
@@ -552,6 +574,25 @@ func TestBuildErrors(t *testing.T) {
 			c := b.Close("c", Handle("h")).After(o)
 			b.Close("c2", Handle("h")).Finally(c)
 		}, []problem{{"c2", "handle", ErrHandleClosed.Error()}}},
+		{"use beside the close", nil, func(b *Builder) {
+			o := b.Open("o", "f", 0, "h")
+			r := b.Read("r", Handle("h"), 0, 1).After(o)
+			b.Read("beside", Handle("h"), 0, 1).After(o) // may run after c: EBADF in one mode, not another
+			b.Close("c", Handle("h")).After(r)
+		}, []problem{{"beside", "handle", ErrHandleClosed.Error()}}},
+		{"cleanup beside the close", nil, func(b *Builder) {
+			o := b.Open("o", "f", unix.O_WRONLY, "h")
+			w := b.Write("w", Handle("h"), 0, []byte{1}).After(o)
+			b.Fsync("undo", Handle("h")).OnFailure(w) // runs with c when w fails
+			b.Close("c", Handle("h")).Finally(w)
+		}, []problem{{"undo", "handle", ErrHandleClosed.Error()}}},
+		{"use before one close of two", nil, func(b *Builder) {
+			o := b.Open("o", "f", 0, "h")
+			r := b.Read("r", Handle("h"), 0, 1).After(o)
+			late := b.Read("late", Handle("h"), 0, 1).After(r)
+			b.Close("ok", Handle("h")).After(late)
+			b.Close("failed", Handle("h")).OnFailure(r)
+		}, []problem{{"late", "handle", ErrHandleClosed.Error()}}},
 		{"binding not statx", nil, func(b *Builder) {
 			b.AddFile(FileSpec{Name: "f"})
 			n := b.Nop("n")
@@ -1438,4 +1479,52 @@ func TestPlainPath(t *testing.T) {
 		}
 	}
 	walk(nil)
+}
+
+// TestIDAsDeclared: a program that asks each node's id as it declares it
+// (Task.ID, which names the nodes declared so far) takes linear time and
+// memory: each call copied every node into a new array, and indexed every
+// open's handle again, so 20,000 nodes took 29 s.
+func TestIDAsDeclared(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates memory of its own")
+	}
+	const n = 4000 // nodes of each kind
+	for _, tc := range []struct {
+		name    string
+		declare func(b *Builder, i int) Task
+	}{
+		{"nop", func(b *Builder, i int) Task { return b.Nop("") }},
+		{"read of a named handle", func(b *Builder, i int) Task {
+			h := fmt.Sprintf("h%d", i)
+			o := b.Open("", fmt.Sprintf("f%d", i), 0, h)
+			return b.Read("", Handle(h), 0, 1).After(o)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := NewBuilder("ids")
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			var ids []string
+			for i := range n {
+				ids = append(ids, tc.declare(b, i).ID())
+			}
+			runtime.ReadMemStats(&after)
+			if perNode := (after.TotalAlloc - before.TotalAlloc) / uint64(b.Len()); perNode > 8<<10 {
+				t.Errorf("%d bytes allocated a node declared, want at most %d", perNode, 8<<10)
+			}
+			g, err := b.Build()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, id := range ids {
+				if j, ok := g.Index(id); !ok || g.Node(j).ID != id {
+					t.Fatalf("id %d, %q, names node %d (found %v)", i, id, j, ok)
+				}
+			}
+			if last := g.Node(int32(g.Len() - 1)).ID; tc.name != "nop" && last != "read f3999" {
+				t.Errorf("last id %q, want %q", last, "read f3999")
+			}
+		})
+	}
 }

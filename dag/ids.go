@@ -166,17 +166,31 @@ func (a *idArena) writeInt(i int)   { var d [20]byte; a.sb.Write(strconv.AppendI
 func (a *idArena) str() string      { return a.sb.String()[a.mark:] }
 
 // handles returns the opens of the nodes declared so far by the handle
-// each produces by name, for nameNodes before Build.
+// each produces by name, for nameNodes before Build: opens declared with
+// a handle, indexed once (b.openNames), and one whose generated handle,
+// '@' and its id, is asked for.
 func (b *Builder) handles() func(string) (int32, bool) {
-	opens := make(map[string]int32)
-	for i := range b.nodes {
-		if nd := &b.nodes[i]; nd.Op == OpOpen && nd.As != "" && nd.As != genHandle {
-			if _, dup := opens[nd.As]; !dup {
-				opens[nd.As] = int32(i)
+	for ; int(b.openScan) < len(b.nodes); b.openScan++ {
+		if nd := &b.nodes[b.openScan]; nd.Op == OpOpen && nd.As != "" && nd.As != genHandle {
+			if b.openNames == nil {
+				b.openNames = make(map[string]int32)
+			}
+			if _, dup := b.openNames[nd.As]; !dup {
+				b.openNames[nd.As] = b.openScan
 			}
 		}
 	}
-	return func(h string) (int32, bool) { o, ok := opens[h]; return o, ok }
+	return func(h string) (int32, bool) {
+		if o, ok := b.openNames[h]; ok {
+			return o, true
+		}
+		if len(h) > 1 && h[0] == '@' && b.ids != nil {
+			if o, ok := b.ids.lookup(h[1:]); ok && b.nodes[o].Op == OpOpen && b.nodes[o].As == h {
+				return o, true
+			}
+		}
+		return -1, false
+	}
 }
 
 // suffixLen returns the length of '#' and index i, written out.

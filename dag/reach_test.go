@@ -87,10 +87,21 @@ func TestHandleAncestryOracle(t *testing.T) {
 			if !reaches(h, u) {
 				want[id] = append(want[id], ErrNotAncestor.Error())
 			}
+			closed := false
 			for c := handles; c < nodes; c++ {
 				if c != u && kind[c] == 'c' && handleOf[c] == h && reaches(c, u) {
 					want[id] = append(want[id], ErrHandleClosed.Error())
+					closed = true
 					break
+				}
+			}
+			if kind[u] == 'u' && !closed && reaches(h, u) {
+				// A use neither before nor after a close may come after it.
+				for c := handles; c < nodes; c++ {
+					if kind[c] == 'c' && handleOf[c] == h && !reaches(u, c) {
+						want[id] = append(want[id], ErrHandleClosed.Error())
+						break
+					}
 				}
 			}
 		}
@@ -226,9 +237,9 @@ func TestBarrierReachProblems(t *testing.T) {
 		{"fsync beside the barrier", "handle", func(b *Builder, srcs []Task) {
 			b.Fsync("beside", srcs[3].Handle()).After(srcs[2])
 		}, []problem{{"beside", "handle", ErrNotAncestor.Error()}}},
-		{"fsync after the barrier", "handle", func(b *Builder, srcs []Task) {
+		{"fsync after the barrier, beside the close", "handle", func(b *Builder, srcs []Task) {
 			b.Fsync("fsync", srcs[3].Handle()).AfterID("hub")
-		}, nil},
+		}, []problem{{"fsync", "handle", ErrHandleClosed.Error()}}},
 		{"offset read beside the barrier", "offset_from", func(b *Builder, srcs []Task) {
 			b.Read("beside", File("f"), 0, 1).After(srcs[2]).OffsetAt(srcs[3], 0, 8)
 		}, []problem{{"beside", "offset_from", ErrNotAncestor.Error()}}},

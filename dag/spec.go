@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"syscall"
 	"time"
+	"unicode/utf8"
 )
 
 // Spec is the JSON form of a graph: its name, the files that must be in the
@@ -51,7 +52,9 @@ type Spec struct {
 //	rename   path, to
 //	readfile path, len, keep
 //
-// file names a spec file, handle the as of an open; paths are relative to
+// file names a spec file, handle the as of an open, which must be an
+// ancestor of every node using the handle; a node using it other than a
+// close must be an ancestor of every close of it. Paths are relative to
 // the run's root, in clean form, without ".."; only an open with flag
 // directory may have path ".", the root itself (to fsync it after a
 // rename). flags are the names ParseOpenFlags lists. An open with flag
@@ -431,8 +434,14 @@ func (g *Graph) Spec() *Spec {
 }
 
 // Marshal writes the spec as stable, indented JSON: one line per file and per
-// node, fields in struct order, ending in a newline.
+// node, fields in struct order, ending in a newline. A string that is not
+// valid UTF-8 (a Go API path may be any bytes) is an error naming its node
+// or file and field, with ErrBadValue: JSON would hold U+FFFD instead of
+// each bad byte, naming another file.
 func (s *Spec) Marshal() ([]byte, error) {
+	if err := s.checkUTF8(); err != nil {
+		return nil, err
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -475,6 +484,46 @@ func (s *Spec) Marshal() ([]byte, error) {
 	}
 	buf.WriteString("]\n}\n")
 	return buf.Bytes(), nil
+}
+
+// checkUTF8 returns the first string of s that is not valid UTF-8, as a
+// *NodeError or *FileError.
+func (s *Spec) checkUTF8() error {
+	bad := func(v string) error {
+		return wrap(ErrBadValue, "%q is not valid UTF-8, which JSON cannot hold", v)
+	}
+	if !utf8.ValidString(s.Name) {
+		return &NodeError{Field: "name", Err: bad(s.Name), idx: -1}
+	}
+	for i := range s.Files {
+		if f := &s.Files[i]; !utf8.ValidString(f.Name) {
+			return &FileError{File: f.Name, Field: "name", Err: bad(f.Name), idx: int32(i)}
+		}
+	}
+	for i := range s.Nodes {
+		ns := &s.Nodes[i]
+		fields := [...]struct{ name, v string }{
+			{"id", ns.ID}, {"op", ns.Op}, {"file", ns.File}, {"handle", ns.Handle}, {"path", ns.Path},
+			{"to", ns.To}, {"offset_from", ns.OffsetFrom.Node}, {"len_from", ns.LenFrom.Node},
+			{"as", ns.As}, {"timeout", ns.Timeout},
+		}
+		for _, f := range fields {
+			if !utf8.ValidString(f.v) {
+				return &NodeError{Node: ns.ID, Field: f.name, Err: bad(f.v), idx: int32(i)}
+			}
+		}
+		for _, l := range [...]struct {
+			name string
+			ids  []string
+		}{{"flags", ns.Flags}, {"after", ns.After}, {"finally", ns.Finally}, {"on_failure", ns.OnFailure}} {
+			for _, v := range l.ids {
+				if !utf8.ValidString(v) {
+					return &NodeError{Node: ns.ID, Field: l.name, Err: bad(v), idx: int32(i)}
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // String returns Marshal's output, or the error text.

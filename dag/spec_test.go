@@ -647,3 +647,49 @@ func checkBuildSpec(t *testing.T, name string, data []byte) {
 		t.Fatalf("buildSpec(%s) graph mismatch (-ParseSpec +buildSpec):\n%s", name, diff)
 	}
 }
+
+// TestMarshalInvalidUTF8: a graph of the Go API may name paths, files and
+// handles with any bytes, which JSON cannot hold: Marshal refuses them,
+// naming the node or file and field, rather than write U+FFFD for each
+// bad byte (another file, or two handles made one).
+func TestMarshalInvalidUTF8(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		declare func(b *Builder)
+		want    string
+	}{
+		{"path", func(b *Builder) { b.Unlink("u", "a\xff") }, `node "u": field "path": "a\xff" is not valid UTF-8, which JSON cannot hold`},
+		{"to", func(b *Builder) { b.Rename("r", "a", "b\xfe") }, `node "r": field "to": "b\xfe" is not valid UTF-8, which JSON cannot hold`},
+		{"handle", func(b *Builder) {
+			o := b.Open("o", "f", 0, "h\xff")
+			b.Close("c", Handle("h\xff")).After(o)
+		}, `node "o": field "as": "h\xff" is not valid UTF-8, which JSON cannot hold`},
+		{"file", func(b *Builder) {
+			b.AddFile(FileSpec{Name: "f\xff", Size: 1})
+			b.Read("r", File("f\xff"), 0, 1)
+		}, `file "f\xff": field "name": "f\xff" is not valid UTF-8, which JSON cannot hold`},
+		{"valid", func(b *Builder) { b.Unlink("u", "été") }, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := NewBuilder("utf8")
+			tc.declare(b)
+			g, err := b.Build()
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := g.Spec().Marshal()
+			got := ""
+			if err != nil {
+				got = err.Error()
+				if !errors.Is(err, ErrBadValue) {
+					t.Errorf("Marshal() = %v, want ErrBadValue", err)
+				}
+			} else if _, err := ParseSpec(out); err != nil {
+				t.Errorf("ParseSpec(Marshal()) = %v", err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("Marshal() error (-want +got):\n%s\n%s", diff, out)
+			}
+		})
+	}
+}

@@ -338,6 +338,60 @@ func (v *validator) checkFiles() {
 			}
 		}
 	}
+	v.checkNesting()
+}
+
+// checkNesting refuses a file whose path goes through another file, a
+// regular one ("a" and "a/b", which no root can hold both of), or one of
+// the files of a directory ("d/00001", which it makes: which size
+// would it have?), in one pass over each name.
+func (v *validator) checkNesting() {
+	for i, f := range v.b.files {
+		if at, ok := v.files[f.Name]; !ok || at != i {
+			continue // bad or duplicate, reported
+		}
+		for k := 0; k < len(f.Name); k++ {
+			if f.Name[k] != '/' {
+				continue
+			}
+			j, ok := v.files[f.Name[:k]]
+			if !ok {
+				continue
+			}
+			outer := &v.b.files[j]
+			rest := f.Name[k+1:]
+			if slash := strings.IndexByte(rest, '/'); slash >= 0 {
+				rest = rest[:slash]
+			}
+			var err error
+			switch {
+			case outer.Dir == nil:
+				err = wrap(ErrConflict, "file %q is in %q, a regular file", f.Name, outer.Name)
+			case dirFile(rest, outer.Dir.Count):
+				err = wrap(ErrDuplicateFile, "file %q is one of the %d files of dir %q", f.Name[:k+1+len(rest)], outer.Dir.Count, outer.Name)
+			default:
+				continue
+			}
+			v.add(&FileError{File: f.Name, Field: "name", Err: err, idx: int32(i)})
+			break
+		}
+	}
+}
+
+// dirFile reports whether name is the name of one of a directory's count
+// files: its index, zero-padded to 5 digits ("%05d").
+func dirFile(name string, count int) bool {
+	if len(name) < 5 || len(name) > 19 || (len(name) > 5 && name[0] == '0') {
+		return false
+	}
+	n := 0
+	for k := 0; k < len(name); k++ {
+		if name[k] < '0' || name[k] > '9' {
+			return false
+		}
+		n = 10*n + int(name[k]-'0')
+	}
+	return n < count
 }
 
 // resolveEdges finds the predecessors of the edges by id, adding them to
@@ -1183,7 +1237,8 @@ func (r *reach) pop() int32 {
 }
 
 // checkHandles checks that every node using a handle descends from the open
-// producing it and from none of its closes (other than itself).
+// producing it and from none of its closes (other than itself), and that
+// one other than a close is an ancestor of each close (beforeCloses).
 func (v *validator) checkHandles() {
 	if v.openOf == nil {
 		return
@@ -1238,6 +1293,7 @@ func (v *validator) checkHandles() {
 		}
 	}
 	fromOpen, afterClose := v.handleReach(opens, closes, users)
+	notBefore := v.beforeCloses(closes, users, fromOpen, afterClose)
 	for k, u := range users {
 		open := opens[u.group]
 		h := g.nodes[open].As
@@ -1252,7 +1308,82 @@ func (v *validator) checkHandles() {
 			c := v.closeBefore(closes.of(u.group), u.node)
 			v.nodeErr(u.node, "handle", wrap(ErrHandleClosed, "handle %q used after close %q", h, g.nodes[c].ID))
 		}
+		if c := notBefore[k]; c >= 0 {
+			v.nodeErr(u.node, "handle", wrap(ErrHandleClosed, "handle %q may be closed first: close %q is not after this node (no path leads from it to the close)", h, g.nodes[c].ID))
+		}
 	}
+}
+
+// beforeCloses returns, for each user of a handle that is not a close,
+// the first close of its handle that it is not an ancestor of, or -1:
+// one neither before nor after it may run first, as the engine pleases,
+// and the user then fails (EBADF) in one mode and not in another. Users
+// already found wrong (fromOpen, afterClose) are not asked about. A
+// handle with one close is answered locally, in reverse Order: a user
+// whose successor is the close, or a user known to lead to it; near,
+// then reach, answer the others.
+func (v *validator) beforeCloses(closes groups, users []query, fromOpen, afterClose []bool) []int32 {
+	g := v.g
+	notBefore := make([]int32, len(users))
+	for k := range notBefore {
+		notBefore[k] = -1
+	}
+	known := make([]int32, len(g.nodes)) // 1 + the group of a lone close, or of a user known to lead to it
+	user := make([]int32, len(g.nodes))  // 1 + the index in users of a user that is not a close
+	for k, u := range users {
+		if g.nodes[u.node].Op == OpClose {
+			if cs := closes.of(u.group); len(cs) == 1 {
+				known[u.node] = u.group + 1
+			}
+		} else if fromOpen[k] && !afterClose[k] && len(closes.of(u.group)) > 0 {
+			user[u.node] = int32(k) + 1
+		}
+	}
+	done := make([]bool, len(users))
+	for p := len(g.order) - 1; p >= 0; p-- {
+		x := g.order[p]
+		k := user[x] - 1
+		if k < 0 || len(closes.of(users[k].group)) != 1 {
+			continue
+		}
+		grp := users[k].group + 1
+		for _, e := range g.Succs(x) {
+			if known[e.Node] == grp {
+				known[x], done[k] = grp, true
+				break
+			}
+		}
+	}
+	// The (user, close) pairs in doubt: near answers most.
+	var srcs []int32
+	var qs []query
+	var at []int
+	var cl []int32
+	for k, u := range users {
+		if user[u.node] == 0 || done[k] {
+			continue
+		}
+		for _, c := range closes.of(u.group) {
+			yes, decided := v.reach().near([]int32{u.node}, c, false)
+			switch {
+			case !decided:
+				if len(srcs) == 0 || srcs[len(srcs)-1] != u.node {
+					srcs = append(srcs, u.node)
+				}
+				qs, at, cl = append(qs, query{c, int32(len(srcs) - 1)}), append(at, k), append(cl, c)
+			case !yes && notBefore[k] < 0:
+				notBefore[k] = c
+			}
+		}
+	}
+	if len(qs) > 0 {
+		for j, yes := range v.reach().reached(singletons(srcs), qs, false) {
+			if k := at[j]; !yes && (notBefore[k] < 0 || cl[j] < notBefore[k]) {
+				notBefore[k] = cl[j]
+			}
+		}
+	}
+	return notBefore
 }
 
 // handleReach answers, for each user of a handle, whether it descends
