@@ -1309,7 +1309,7 @@ func (v *validator) checkHandles() {
 			v.nodeErr(u.node, "handle", wrap(ErrHandleClosed, "handle %q used after close %q", h, g.nodes[c].ID))
 		}
 		if c := notBefore[k]; c >= 0 {
-			v.nodeErr(u.node, "handle", wrap(ErrHandleClosed, "handle %q may be closed first: close %q is not after this node (no path leads from it to the close)", h, g.nodes[c].ID))
+			v.nodeErr(u.node, "handle", wrap(ErrHandleClosed, "handle %q may be closed first: no path leads from this node to close %q (make the close Finally after it too)", h, g.nodes[c].ID))
 		}
 	}
 }
