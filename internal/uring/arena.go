@@ -2,6 +2,7 @@ package uring
 
 import (
 	"fmt"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -38,6 +39,16 @@ func (a *Arena) Alloc(n, align int) []byte {
 	}
 	a.off = start + n
 	return a.mem[start : start+n : start+n]
+}
+
+// Holds reports whether b lies in the arena's memory.
+func (a *Arena) Holds(b []byte) bool {
+	if len(a.mem) == 0 || cap(b) == 0 {
+		return false
+	}
+	start := uintptr(unsafe.Pointer(&a.mem[0]))
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	return p >= start && p-start < uintptr(len(a.mem))
 }
 
 // Len returns the arena's size in bytes.

@@ -26,9 +26,15 @@ const (
 type bufPool struct {
 	arenas []*uring.Arena
 	free   [numClasses][][]byte
-	out    int          // buffers handed out and not put back
+	out    int          // buffers handed out and not put back (nor lost)
 	size   int64        // bytes of the arenas
 	mapped atomic.Int64 // size, or 0 while the kernel may take the pages (Stats)
+	// lost marks the arenas (by index in arenas) that hold a lost buffer:
+	// a request left in flight may write it at any time, so release
+	// keeps them mapped, in kept, for good (given back with MADV_FREE,
+	// which a late write only dirties again).
+	lost []bool
+	kept []*uring.Arena
 }
 
 func classOf(n int) int { return max(bits.Len(uint(n-1)), minClassShift) - minClassShift }
@@ -58,6 +64,7 @@ func (p *bufPool) get(n int) []byte {
 		return nil
 	}
 	p.arenas = append(p.arenas, a)
+	p.lost = append(p.lost, false)
 	p.size += int64(a.Len())
 	p.mapped.Store(p.size)
 	p.out++
@@ -70,6 +77,19 @@ func (p *bufPool) put(b []byte) {
 	c := classOf(len(b))
 	p.free[c] = append(p.free[c], b)
 	p.out--
+}
+
+// lose gives up a buffer from get whose request was left in flight: it
+// is never handed out again, nor its arena unmapped, but it no longer
+// counts as out (which keeps trim and release away).
+func (p *bufPool) lose(b []byte) {
+	for i, a := range p.arenas {
+		if a.Holds(b) {
+			p.lost[i] = true
+			p.out--
+			return
+		}
+	}
 }
 
 // trimmable reports whether memory is held and no request holds any.
@@ -92,12 +112,18 @@ func (p *bufPool) trim() {
 	p.mapped.Store(0)
 }
 
-// release unmaps every arena.
+// release unmaps every arena but those that hold a lost buffer, which it
+// keeps mapped, given back with MADV_FREE, and no longer carves.
 func (p *bufPool) release() {
-	for _, a := range p.arenas {
+	for i, a := range p.arenas {
+		if p.lost[i] {
+			a.Idle()
+			p.kept = append(p.kept, a)
+			continue
+		}
 		a.Free()
 	}
-	p.arenas, p.free = nil, [numClasses][][]byte{}
+	p.arenas, p.lost, p.free = nil, nil, [numClasses][][]byte{}
 	p.size = 0
 	p.mapped.Store(0)
 }
@@ -108,6 +134,14 @@ func (w *Worker) Buf(n int) []byte { return w.mem.get(n) }
 
 // PutBuf gives back a buffer from Buf once its request has completed.
 func (w *Worker) PutBuf(b []byte) { w.mem.put(b) }
+
+// LoseBuf gives up a buffer from Buf whose request was left in flight
+// (the syscall backend abandoned it, CQEAbandoned; its ring failed), so
+// that it may be written at any time: it is never handed out again and
+// its memory stays mapped for good, but the worker still gives the rest
+// of its memory back when idle (IdleTrim) and unmaps it at Close. A
+// buffer neither put back nor lost keeps all of it.
+func (w *Worker) LoseBuf(b []byte) { w.mem.lose(b) }
 
 // Hold keeps Go memory that a request left in flight may still write (a
 // task ended without its completion: the worker died, its ring failed)

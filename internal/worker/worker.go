@@ -421,7 +421,8 @@ func (w *Worker) teardown() {
 		w.arena.Free()
 	}
 	// Buffers still out belong to requests left in flight, which the
-	// kernel may write after the ring's close: they stay mapped.
+	// kernel may write after the ring's close: they stay mapped (lost
+	// ones, LoseBuf, stay mapped whatever release does).
 	if w.mem.out == 0 {
 		w.mem.release()
 	}
