@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
@@ -160,5 +161,34 @@ func TestDeadlineLeasedOpen(t *testing.T) {
 				t.Errorf("open %s: %v; want failed at its deadline", open.Status, open.Err)
 			}
 		})
+	}
+}
+
+// TestAbandonedBufferTrims: a request the syscall backend abandons at its
+// deadline (an open of a FIFO with no reader, blocked in its system call)
+// loses its worker buffer for good, and the worker still gives the rest of
+// its memory back when idle (after one such request it kept its peak
+// mapped for its whole life).
+func TestAbandonedBufferTrims(t *testing.T) {
+	if testBackend != workers.Syscalls {
+		t.Skip("the syscall backend abandons requests; IODAG_TEST_BACKEND=syscalls runs it")
+	}
+	root := t.TempDir()
+	mkfifo(t, filepath.Join(root, "fifo"))
+	b := dag.NewBuilder("abandoned")
+	o := b.Open("open", "fifo", unix.O_WRONLY|unix.O_CREAT, "h").Timeout(5 * time.Millisecond)
+	b.Close("close", o.Handle()).Finally(o)
+	g := mustBuild(t, b)
+	pool := newPool(t, workers.Config{Workers: 1, IdleTrim: time.Millisecond})
+	rep, _ := Run(context.Background(), pool, g, Graph, Options{Root: root})
+	checkFinal(t, g, rep)
+	if s := rep.Nodes[o.Index()].Status; s != StatusFailed {
+		t.Fatalf("open %s, want failed at its deadline", s)
+	}
+	for deadline := time.Now().Add(10 * time.Second); pool.Stats()[0].Mapped != 0 && time.Now().Before(deadline); {
+		runtime.Gosched()
+	}
+	if m := pool.Stats()[0].Mapped; m != 0 {
+		t.Errorf("Mapped = %d 10 s after the run, want 0 (trimmed)", m)
 	}
 }

@@ -522,12 +522,14 @@ func (t *task) statusOf(i int32) uint8 {
 // abandonBuf lets go of node i's buffer for good: its request was left in
 // flight (its worker failed, or the syscall backend abandoned it with the
 // system call still running) and may write into it at any time. Go memory
-// is held for as long as the worker is; a worker buffer is never given
-// back (the worker keeps its memory).
+// is held for as long as the worker is; a worker buffer is lost (never
+// handed out again; the worker's other memory is still trimmed).
 func (t *task) abandonBuf(w *worker.Worker, i int32) {
 	st := t.st
 	if b := st.buf[i]; b != nil && st.borrowed[i] {
 		w.Hold(b)
+	} else if b != nil {
+		w.LoseBuf(b)
 	}
 	st.buf[i], st.borrowed[i], st.owned[i] = nil, false, false
 }
