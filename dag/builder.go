@@ -746,8 +746,9 @@ func (t Task) Then(fn func(in Inputs, r Result) error) Task {
 // rules. A go node's Inputs.Context ends at the deadline, and the node
 // ends when its function returns. On io_uring the kernel cannot end a
 // request it runs on an io-wq thread from the start (fsync, statx,
-// unlink, rename, mkdir, an open with O_CREAT or O_TRUNC): such a node
-// that blocks ends when its request does. Build refuses a d <= 0.
+// unlink, rename, mkdir, an open with O_CREAT or O_TRUNC, a node marked
+// Async, a readfile's read after an open io-wq made): such a node that
+// blocks ends when its request does. Build refuses a d <= 0.
 // (Builder.Timeout declares a node that waits.)
 func (t Task) Timeout(d time.Duration) Task {
 	if d <= 0 && t.live("timeout") {
