@@ -507,7 +507,7 @@ func (t *task) statusOf(i int32) uint8 {
 		n.cause = t.rootOf(n.linkedFrom)
 		return stCanceled
 	case interrupted && t.canceled:
-		// A request blocked in io-wq (an open of a FIFO with no reader)
+		// A request blocked in io-wq (an O_CREAT open of a FIFO, no reader)
 		// ends with ERESTARTSYS or EINTR when canceled.
 		n.res, n.cause = -int32(unix.ECANCELED), causeContext
 		return stCanceled

@@ -91,8 +91,8 @@ const (
 	IOURing
 	// Syscalls runs every operation as a plain system call on a
 	// goroutine, never io_uring. A request canceled while its system
-	// call blocks (an open of a FIFO with no reader, a read of a hung
-	// mount) is abandoned a millisecond later: its node ends canceled,
+	// call blocks (a creating open of a FIFO with no reader, a read of
+	// a hung mount) is abandoned a millisecond later: its node ends canceled,
 	// and what the call returns is discarded (an opened file closed).
 	Syscalls
 )

@@ -133,9 +133,9 @@ func (e *emu) tryCached(q *req) bool {
 
 // openCached opens a regular file, a directory or a FIFO without
 // blocking: with O_NONBLOCK, as io_uring's first try does (a FIFO with no
-// writer opens for reading at once; one with no reader, and a device,
-// which may do something on open, get EAGAIN here, to be opened on a
-// goroutine). O_NONBLOCK is cleared again if the caller did not ask
+// writer opens for reading at once; one with no reader fails for writing
+// with ENXIO, which io_uring reports; a device, which may do something on
+// open, gets EAGAIN here, to be opened on a goroutine). O_NONBLOCK is cleared again if the caller did not ask
 // for it, on a FIFO (its reads then wait) and on an fd the caller gets
 // (plain). (On a regular file or a directory O_NONBLOCK changes nothing
 // the engine does.)
@@ -143,10 +143,7 @@ func openCached(dfd int, path uint64, how OpenHow, plain bool) (uintptr, unix.Er
 	want := how.Flags
 	how.Flags |= unix.O_NONBLOCK
 	r, _, errno := unix.Syscall6(unix.SYS_OPENAT2, uintptr(dfd), uintptr(path), uintptr(unsafe.Pointer(&how)), unsafe.Sizeof(how), 0, 0)
-	if errno == unix.ENXIO { // a FIFO without a reader, which a blocking open waits for
-		return 0, unix.EAGAIN
-	}
-	if errno != 0 {
+	if errno != 0 { // ENXIO: a FIFO without a reader, as io_uring says
 		return 0, errno
 	}
 	fd := int(r)

@@ -33,8 +33,9 @@ type bufPool struct {
 	// a request left in flight may write it at any time, so release
 	// keeps them mapped, in kept, for good (given back with MADV_FREE,
 	// which a late write only dirties again).
-	lost []bool
-	kept []*uring.Arena
+	lost     []bool
+	kept     []*uring.Arena
+	lostSize atomic.Int64 // bytes of the arenas marked lost or kept (Stats)
 }
 
 func classOf(n int) int { return max(bits.Len(uint(n-1)), minClassShift) - minClassShift }
@@ -85,6 +86,9 @@ func (p *bufPool) put(b []byte) {
 func (p *bufPool) lose(b []byte) {
 	for i, a := range p.arenas {
 		if a.Holds(b) {
+			if !p.lost[i] {
+				p.lostSize.Add(int64(a.Len()))
+			}
 			p.lost[i] = true
 			p.out--
 			return

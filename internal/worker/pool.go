@@ -312,13 +312,14 @@ type Stats struct {
 	Polls  uint64 // waits for several completions that maxWait cut short
 	Mapped int64  // bytes of buffer memory mapped
 	Held   int64  // bytes of Go memory held for requests left in flight (Hold)
+	Lost   int64  // bytes of buffer memory kept mapped for them (LoseBuf)
 }
 
 // Stats returns every worker's counters.
 func (p *Pool) Stats() []Stats {
 	out := make([]Stats, len(p.workers))
 	for i, w := range p.workers {
-		out[i] = Stats{Worker: i, Tasks: w.tasksDone.Load(), Enters: w.enters.Load(), Wakes: w.wakes.Load(), Polls: w.polls.Load(), Mapped: w.mem.mapped.Load(), Held: w.heldBytes.Load()}
+		out[i] = Stats{Worker: i, Tasks: w.tasksDone.Load(), Enters: w.enters.Load(), Wakes: w.wakes.Load(), Polls: w.polls.Load(), Mapped: w.mem.mapped.Load(), Held: w.heldBytes.Load(), Lost: w.mem.lostSize.Load()}
 	}
 	return out
 }
