@@ -109,7 +109,7 @@ func (t *task) takeSome(w *worker.Worker, i int32) int32 {
 // worker.MinRoom, which every worker can give.
 func (t *task) sqesOf(i int32) int {
 	if t.hot[i].op == dag.OpReadFile {
-		return 2 * t.readSQEs(i) // its open and its read, each with its deadline
+		return 2 * t.nextSQEs(i) // its open and its read, each with its deadline
 	}
 	if t.p.timeoutOf(i) > 0 {
 		return 2
@@ -596,11 +596,17 @@ func (t *task) settleWrite(w *worker.Worker, i int32, status uint8) (uint8, bool
 	}
 	want := len(st.buf[i])
 	moved := st.moved[i] + n.res
-	if n.res > 0 && int(moved) < want && !nd.AllowShort && !t.canceled && w.Room() > 1 {
+	switch {
+	case n.res > 0 && int(moved) < want && !nd.AllowShort && t.canceled:
+		n.res, n.cause = -int32(unix.ECANCELED), causeContext
+		return stCanceled, false
+	case n.res > 0 && int(moved) < want && !nd.AllowShort:
 		st.moved[i] = moved
-		start := n.start
-		t.prep(w, i, 0)
-		st.node[i].start = start
+		if w.Room() < t.nextSQEs(i) { // the SQ is full of this turn's requests: the next Prep sends it
+			t.goOn = append(t.goOn, i)
+		} else {
+			t.writeOn(w, i)
+		}
 		return status, true
 	}
 	n.res = moved
@@ -609,6 +615,44 @@ func (t *task) settleWrite(w *worker.Worker, i int32, status uint8) (uint8, bool
 		return stFailed, false
 	}
 	return status, false
+}
+
+// writeOn sends the rest of short write i.
+func (t *task) writeOn(w *worker.Worker, i int32) {
+	start := t.st.node[i].start
+	t.prep(w, i, 0)
+	t.st.node[i].start = start
+}
+
+// sendGoOn sends the readfiles' next reads and the short writes' rests
+// that found the SQ full, as room allows; after a cancellation it ends
+// their nodes canceled instead.
+func (t *task) sendGoOn(w *worker.Worker) {
+	for len(t.goOn) > 0 {
+		i := t.goOn[len(t.goOn)-1]
+		if !t.canceled && w.Room() < t.nextSQEs(i) {
+			return
+		}
+		t.goOn = t.goOn[:len(t.goOn)-1]
+		switch {
+		case t.canceled:
+			t.st.node[i].res = -int32(unix.ECANCELED)
+			t.ran(w, i, t.statusOf(i))
+		case t.hot[i].op == dag.OpWrite:
+			t.writeOn(w, i)
+		default:
+			t.prepRead(w, i)
+		}
+	}
+}
+
+// nextSQEs returns how many SQEs the next request of node i (a readfile's
+// next read, a short write's rest) takes: the request, and its deadline.
+func (t *task) nextSQEs(i int32) int {
+	if t.p.timeoutOf(i) > 0 {
+		return 2
+	}
+	return 1
 }
 
 // settleRead fails a short read (unless allowed), and keeps or lends an

@@ -59,7 +59,7 @@ func (t *task) prepReadFile(w *worker.Worker, s *uring.SQE, i int32) {
 }
 
 // prepRead sends readfile node i's next read, into the rest of its buffer,
-// with its deadline (readSQEs).
+// with its deadline (nextSQEs).
 func (t *task) prepRead(w *worker.Worker, i int32) {
 	st := t.st
 	b, done := st.buf[i], int(st.moved[i])
@@ -121,39 +121,12 @@ func (t *task) growReadFile(w *worker.Worker, i int32) uint8 {
 	copy(nb[rfHead:], st.buf[i][rfHead:rfHead+done])
 	w.PutBuf(st.buf[i])
 	st.buf[i] = nb
-	if w.Room() < t.readSQEs(i) { // the SQ is full of this turn's requests: the next Prep sends it
-		t.readOn = append(t.readOn, i)
+	if w.Room() < t.nextSQEs(i) { // the SQ is full of this turn's requests: the next Prep sends it
+		t.goOn = append(t.goOn, i)
 	} else {
 		t.prepRead(w, i)
 	}
 	return stOK
-}
-
-// sendReadOn sends the reads growReadFile could not, as room allows; after
-// a cancellation it ends their nodes canceled instead.
-func (t *task) sendReadOn(w *worker.Worker) {
-	for len(t.readOn) > 0 {
-		i := t.readOn[len(t.readOn)-1]
-		if !t.canceled && w.Room() < t.readSQEs(i) {
-			return
-		}
-		t.readOn = t.readOn[:len(t.readOn)-1]
-		if t.canceled {
-			t.st.node[i].res = -int32(unix.ECANCELED)
-			t.ran(w, i, t.statusOf(i))
-			continue
-		}
-		t.prepRead(w, i)
-	}
-}
-
-// readSQEs returns how many SQEs readfile node i's next read takes: the
-// read, and its deadline.
-func (t *task) readSQEs(i int32) int {
-	if t.p.timeoutOf(i) > 0 {
-		return 2
-	}
-	return 1
 }
 
 // closeReadFile closes node i's slot, freed when the close completes.

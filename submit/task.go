@@ -138,7 +138,7 @@ type task struct {
 	pinner                runtime.Pinner
 	pinned                bool    // pinner holds buffers bindings chose
 	lent                  []byte  // a read's bytes, lent to its hook during conclude
-	readOn                []int32 // readfile nodes whose next read found the SQ full (sendReadOn)
+	goOn                  []int32 // readfiles and short writes whose next request found the SQ full (sendGoOn)
 
 	goRunning int // goMu guards goDone, and goRunning once goOrphans is set
 	goMu      sync.Mutex
@@ -219,7 +219,7 @@ func (t *task) begin(w *worker.Worker) {
 	}
 	t.minPending = math.MaxInt32
 	t.allOK = true
-	t.ready, t.rhead, t.readOn = t.ready[:0], 0, t.readOn[:0]
+	t.ready, t.rhead, t.goOn = t.ready[:0], 0, t.goOn[:0]
 	t.s.begin()
 }
 
@@ -284,8 +284,8 @@ func (t *task) prepAll(w *worker.Worker) {
 	if t.cancelReq.Load() && !t.canceled {
 		t.cancelAll(w)
 	}
-	if len(t.readOn) > 0 {
-		t.sendReadOn(w)
+	if len(t.goOn) > 0 {
+		t.sendGoOn(w)
 	}
 	if !t.canceled && len(t.retired) > 0 && t.inflight == 0 {
 		t.closeRetired()
@@ -339,7 +339,7 @@ func (t *task) eachCompletion() bool {
 }
 
 func (t *task) done() bool {
-	return t.inflight == 0 && t.goRunning == 0 && len(t.readOn) == 0 && (t.canceled || t.remaining == 0 && t.iter+1 >= t.repeat)
+	return t.inflight == 0 && t.goRunning == 0 && len(t.goOn) == 0 && (t.canceled || t.remaining == 0 && t.iter+1 >= t.repeat)
 }
 
 // Abort ends the run early: the pool is closing.
