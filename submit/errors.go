@@ -206,6 +206,9 @@ func (r *Runner) kernelErr(i int32, err error) error {
 		path = nd.File
 	case nd.Op != dag.OpOpen && p.handle[i] >= 0:
 		path = p.nodes[p.openOf[p.handle[i]]].Path
+		if h := p.handle[i]; r.st.boundPath != nil && r.st.boundPath[h] != "" {
+			path = r.st.boundPath[h]
+		}
 	case nd.Op == dag.OpNop || nd.Op == dag.OpTimeout || nd.Op == dag.OpGo:
 		return err
 	}

@@ -101,6 +101,12 @@ func (t *task) takeSome(w *worker.Worker, i int32) int32 {
 		h := p.handle[i]
 		st.slot[h], _ = w.AllocSlot()
 		st.alive[h] = true
+		if path != "" { // what its users' errors name
+			if st.boundPath == nil {
+				st.boundPath = make([]string, p.handles)
+			}
+			st.boundPath[h] = path
+		}
 	}
 	return taken
 }

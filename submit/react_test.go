@@ -366,7 +366,7 @@ func TestHooks(t *testing.T) {
 // TestFailedOpenHandle: an open that a hook fails leaves no handle, as an
 // open the kernel failed: what uses the handle over a finally-edge is
 // canceled (it used to read the file). An open whose binding chose the
-// path fails with that path, as package os says it.
+// path fails with that path, as package os says it, and so do its users.
 func TestFailedOpenHandle(t *testing.T) {
 	vetoed := dag.NewBuilder("vetoed open")
 	vetoed.AddFile(dag.FileSpec{Name: "f", Size: 16})
@@ -383,6 +383,17 @@ func TestFailedOpenHandle(t *testing.T) {
 		return nil
 	})
 	checkStates(t, "bound", mustBuild(t, bound), map[string]ending{"open": {StatusFailed, "open missing: no such file or directory"}})
+
+	// Its users' errors name that path too (they named the declared one).
+	boundRead := dag.NewBuilder("bound open, read")
+	bo := boundRead.Open("open", "placeholder", unix.O_RDONLY, "h").Bind(func(_ dag.Inputs, p *dag.Params) error {
+		p.Path = "." // a directory: reading it fails
+		return nil
+	})
+	br := boundRead.Read("read", bo.Handle(), 0, 16).After(bo)
+	boundRead.Close("close", bo.Handle()).Finally(br)
+	checkStates(t, "bound, read", mustBuild(t, boundRead), map[string]ending{
+		"open": {StatusOK, ""}, "read": {StatusFailed, "read .: is a directory"}, "close": {StatusOK, ""}})
 }
 
 // TestHookNotOnCanceled: a node's hook runs only if the node ran (ok or

@@ -57,6 +57,9 @@ type state struct {
 	slot     []uint32        // each handle's fixed-file slot
 	alive    []bool          // the handle holds its slot (opened, not yet closed)
 	deadline []unix.Timespec // what a link timeout points the kernel at (nil if none)
+	// boundPath: per handle, the path its open's binding chose this run,
+	// or "" (nil until one did).
+	boundPath []string
 }
 
 // nodeState is what every mode reads or writes for every node.

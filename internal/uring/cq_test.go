@@ -244,6 +244,34 @@ func TestWaitTimeoutETime(t *testing.T) {
 	})
 }
 
+// TestMinWait: after SetMinWait, a wait for several CQEs returns with the
+// one that is ready once the min wait has passed, not at its timeout (a
+// worker's doorbell ends its wait for a batch so: a run handed to it
+// waited 10 ms); the emulation has no min wait and says so.
+func TestMinWait(t *testing.T) {
+	eachKind(t, func(t *testing.T, k ringKind) {
+		r := k.ring(t, 8, Options{})
+		if !r.SetMinWait(100 * time.Microsecond) {
+			if k.name == "kernel" {
+				t.Fatal("SetMinWait = false: Linux 6.12 and later have it")
+			}
+			return
+		}
+		a := newArena(t, 4096)
+		rfd, _ := pipe(t)
+		for i := range 2 { // reads of an empty pipe: they never complete
+			s := getSQE(t, r)
+			s.PrepRead(int32(rfd), a.Alloc(16, 16), 0)
+			s.UserData = uint64(10 + i)
+		}
+		prepNops(t, r, 0, 1)
+		if _, err := r.WaitTimeout(3, 10*time.Second); err != nil || r.CQReady() != 1 {
+			t.Fatalf("WaitTimeout(3, 10s) with one of 3 ready = %v, %d ready; want nil, 1", err, r.CQReady())
+		}
+		seenOnce(t, reap(t, r, 1), 1)
+	})
+}
+
 // TestWaitTimeoutTimeoutsDoNotEndIt: every IORING_OP_TIMEOUT that fires
 // wakes the waiter whatever min_complete says; WaitTimeout must go back
 // to waiting for want CQEs rather than return early.

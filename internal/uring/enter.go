@@ -75,8 +75,20 @@ func (r *Ring) WaitTimeoutFrom(want uint32, d time.Duration, since time.Time) (i
 	// The first enter waits d itself; only a repeated one reads the
 	// clock again for what is left.
 	r.ts, r.tsSet = unix.NsecToTimespec(int64(d)), true
-	r.arg = getEventsArg{Ts: ptr(&r.ts)}
+	r.arg = getEventsArg{Ts: ptr(&r.ts), MinWait: r.minWait}
 	return r.submit(want, enterGetEvents|enterExtArg)
+}
+
+// SetMinWait makes a WaitTimeout for several CQEs return as soon as one
+// is ready once d has passed (IORING_FEAT_MIN_TIMEOUT, Linux 6.12), so
+// that one completion that matters alone (a worker's doorbell) ends a
+// wait for a batch within d. It reports whether the kernel has it.
+func (r *Ring) SetMinWait(d time.Duration) bool {
+	if r.features&FeatMinTimeout == 0 {
+		return false
+	}
+	r.minWait = uint32(d.Microseconds())
+	return true
 }
 
 // TryWait submits every prepared SQE and runs completion work without
@@ -217,6 +229,9 @@ func (r *Ring) submit(want, flags uint32) (int, error) {
 		flags &^= enterSQWakeup | enterSQWait
 		if flags&enterGetEvents == 0 || r.CQReady() >= want {
 			return submitted, nil
+		}
+		if flags&enterExtArg != 0 && r.arg.MinWait > 0 && r.CQReady() > 0 && pending == 0 {
+			return submitted, nil // past its min wait, the kernel returned with some (SetMinWait)
 		}
 		// A timed wait ends at its deadline even when it returned 0
 		// (the kernel reports ETIME only if the CQ is empty).

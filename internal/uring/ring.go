@@ -45,6 +45,7 @@ type Ring struct {
 	enterFlg uint32
 	flags    uint32
 	features uint32
+	minWait  uint32 // µs: see SetMinWait
 
 	sqMem, cqMem, sqeMem []byte
 

@@ -218,6 +218,7 @@ const (
 	FeatExtArg     uint32 = 1 << 8
 	FeatCQESkip    uint32 = 1 << 11
 	FeatLinkedFile uint32 = 1 << 12
+	FeatMinTimeout uint32 = 1 << 15 // getevents_arg.min_wait_usec (Linux 6.12)
 )
 
 const (

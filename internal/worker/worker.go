@@ -73,7 +73,11 @@ const (
 	userDataMask = 1<<UserDataBits - 1
 	doorbellTag  = 1<<(64-UserDataBits) - 1
 	maxWait      = 10 * time.Millisecond // bounds a wait for more than one completion
-	publishEvery = 64                    // turns Stats.Enters may lag: a store a turn costs
+	// batchWait: past it, a wait for several completions ends at the
+	// first (Ring.SetMinWait), a doorbell's included; else a task handed
+	// to a worker that waits for requests in flight waited up to maxWait.
+	batchWait    = time.Millisecond
+	publishEvery = 64 // turns Stats.Enters may lag: a store a turn costs
 )
 
 // Bits of Worker.state and Worker.news.
@@ -395,6 +399,7 @@ func (w *Worker) setup() error {
 	if w.syscalls {
 		return nil // a wake is Ring.Wake: no doorbell
 	}
+	r.SetMinWait(batchWait)
 	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC)
 	if err != nil {
 		return fmt.Errorf("eventfd: %w", err)
