@@ -98,6 +98,9 @@ func createDir(ctx context.Context, rootFd int, root string, f dag.FileSpec) err
 		}
 		name := fmt.Sprintf("%05d", i)
 		if err := createFile(ctx, dirFd, name, size(), byte(i)); err != nil {
+			if ctx.Err() != nil {
+				return context.Cause(ctx)
+			}
 			return specFileError(root, f.Name+"/"+name, "create", err)
 		}
 	}

@@ -334,3 +334,34 @@ func TestCreateContext(t *testing.T) {
 		})
 	}
 }
+
+// TestCreateContextCause ends the context part way through a large file,
+// alone or in a directory: CreateContext returns the context's cause, and
+// leaves the file empty.
+func TestCreateContextCause(t *testing.T) {
+	tests := []struct {
+		name string
+		file dag.FileSpec
+		want []entry
+	}{
+		{"file", dag.FileSpec{Name: "big", Size: 8 << 20, Fill: 3}, []entry{{Path: "big"}}},
+		{"directory", dag.FileSpec{Name: "d", Dir: &dag.DirSpec{Count: 2, MinSize: 8 << 20, MaxSize: 8 << 20}},
+			[]entry{{Path: "d", Dir: true}, {Path: "d/00000"}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cause := errors.New("interrupted")
+			ctx, cancel := context.WithCancelCause(context.Background())
+			cancel(cause)
+			// Ends at the check after the file's second MiB.
+			root := t.TempDir()
+			err := scratch.CreateContext(&endsAfter{ctx, 3}, root, graphOf(t, tc.file))
+			if !errors.Is(err, cause) {
+				t.Errorf("CreateContext = %v, want the context's cause, %v", err, cause)
+			}
+			if diff := cmp.Diff(tc.want, entries(t, root)); diff != "" {
+				t.Errorf("root mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
