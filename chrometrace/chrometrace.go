@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 
 	"github.com/iodag/iodag/dag"
@@ -141,20 +142,34 @@ func ran(n *submit.NodeResult) bool {
 // the same name, as few as fit them (rows of a timeline). A node that did
 // not run goes on its worker's first track.
 func traceTracks(rep *submit.Report) (tids []int, names []string) {
-	workers, goTasks := rep.Workers, false
-	for i := range rep.Nodes {
-		workers = max(workers, rep.Nodes[i].Worker+1)
-		goTasks = goTasks || rep.Nodes[i].Op == dag.OpGo
+	// A group per worker of the pool (at most 1024, workers.Config's
+	// bound), and per other worker a node names (a report made by hand
+	// or read from JSON may hold any number), in order of number.
+	index := map[int]int{}
+	for w := range min(rep.Workers, 1024) {
+		index[w] = 0
 	}
-	groups := workers
+	goTasks := false
+	for i := range rep.Nodes {
+		if rep.Nodes[i].Op == dag.OpGo {
+			goTasks = true
+		} else {
+			index[rep.Nodes[i].Worker] = 0
+		}
+	}
+	workers := slices.Sorted(maps.Keys(index))
+	for g, w := range workers {
+		index[w] = g
+	}
+	groups := len(workers)
 	if goTasks {
 		groups++
 	}
 	group := func(n *submit.NodeResult) int {
 		if n.Op == dag.OpGo {
-			return workers
+			return len(workers)
 		}
-		return n.Worker
+		return index[n.Worker]
 	}
 	// Spans in order of start, each on the row of its group that ended
 	// first if that row is free by then, else on a new row.
@@ -183,9 +198,9 @@ func traceTracks(rep *submit.Report) (tids []int, names []string) {
 	first := make([]int, groups+1) // each group's first tid
 	for g := range groups {
 		first[g+1] = first[g] + max(rows[g].Len(), 1)
-		name := fmt.Sprintf("worker %d", g)
-		if g == workers {
-			name = "Go tasks"
+		name := "Go tasks"
+		if g < len(workers) {
+			name = fmt.Sprintf("worker %d", workers[g])
 		}
 		for range first[g+1] - first[g] {
 			names = append(names, name)

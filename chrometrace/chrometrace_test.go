@@ -218,3 +218,60 @@ func checkTraceTimes(t *testing.T, key string, rep *submit.Report, ph string, ts
 		t.Errorf("event %s: ph %q, want X or i", key, ph)
 	}
 }
+
+// TestWriteOddWorkers writes reports made by hand (or read from JSON)
+// whose nodes name workers a pool would not: below 0, beyond its count,
+// huge. Each node goes on its worker's track, and a pool's workers each
+// have one.
+func TestWriteOddWorkers(t *testing.T) {
+	node := func(id string, worker int) submit.NodeResult {
+		return submit.NodeResult{ID: id, Op: dag.OpNop, Status: submit.StatusOK, StartNS: 1000, EndNS: 2000, Worker: worker}
+	}
+	tests := []struct {
+		name   string
+		rep    submit.Report
+		want   map[string]string // each node's track
+		tracks []string          // every track, in tid order
+	}{
+		{"negative", submit.Report{Workers: 1, Nodes: []submit.NodeResult{node("a", -1), node("b", 0)}},
+			map[string]string{"a": "worker -1", "b": "worker 0"}, []string{"worker -1", "worker 0"}},
+		{"beyond the pool", submit.Report{Workers: 2, Nodes: []submit.NodeResult{node("a", 5)}},
+			map[string]string{"a": "worker 5"}, []string{"worker 0", "worker 1", "worker 5"}},
+		{"huge", submit.Report{Workers: 1, Nodes: []submit.NodeResult{node("a", 1<<40)}},
+			map[string]string{"a": "worker 1099511627776"}, []string{"worker 0", "worker 1099511627776"}},
+		{"no nodes", submit.Report{Workers: 2}, map[string]string{}, []string{"worker 0", "worker 1"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := chrometrace.Write(&buf, &tc.rep); err != nil {
+				t.Fatal(err)
+			}
+			var tf traceFile
+			if err := json.Unmarshal(buf.Bytes(), &tf); err != nil {
+				t.Fatalf("Write wrote no JSON: %v\n%s", err, &buf)
+			}
+			tracks := map[int]string{}
+			var names []string
+			for _, e := range tf.TraceEvents {
+				var name struct{ Name string }
+				if e.Ph == "M" && e.Name == "thread_name" && json.Unmarshal(e.Args, &name) == nil {
+					tracks[e.Tid] = name.Name
+					names = append(names, name.Name)
+				}
+			}
+			got := map[string]string{}
+			for _, e := range tf.TraceEvents {
+				if e.Ph != "M" {
+					got[e.Name] = tracks[e.Tid]
+				}
+			}
+			if diff := gocmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("nodes' tracks mismatch (-want +got):\n%s", diff)
+			}
+			if diff := gocmp.Diff(tc.tracks, names); diff != "" {
+				t.Errorf("tracks mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -332,10 +332,10 @@ func needsRoot(g *dag.Graph) bool {
 // Reports checks one report of each mode of the same graph (in
 // any order) node by node, as Run does:
 //
-//   - graph and waves must agree exactly on every node's status, res
-//     and digest;
-//   - link and graph: a node ok in both must have the same res and
-//     digest, a node failed in both the same errno (or, for a short
+//   - graph and waves must agree exactly on every node's status, res,
+//     digest and size (the file size a statx found);
+//   - link and graph: a node ok in both must have the same res, digest
+//     and size, a node failed in both the same errno (or, for a short
 //     transfer, res); canceled or skipped in both, they agree; a node link
 //     canceled after a failure in its chain but graph ran (or skipped) is
 //     an expected difference (OverCancel); any other difference of status
@@ -479,7 +479,7 @@ func (c *Comparison) ranAfterOverCancel(link, graph []submit.NodeResult) map[int
 	return out
 }
 
-// exact records every difference of status, res and digest between two
+// exact records every difference of status, res, digest and size between two
 // columns that must agree exactly (graph, waves and syscalls).
 func (c *Comparison) exact(ma, mb string, a, b *submit.NodeResult) {
 	if a.Status != b.Status {
@@ -492,6 +492,9 @@ func (c *Comparison) exact(ma, mb string, a, b *submit.NodeResult) {
 	if a.Digest != b.Digest {
 		c.disagree(a.ID, ma, mb, "digest", a.Digest.String(), b.Digest.String())
 	}
+	if a.Size != b.Size {
+		c.disagree(a.ID, ma, mb, "size", size(a), size(b))
+	}
 }
 
 // linkVsGraph applies what link's over-cancellation leaves to compare.
@@ -503,6 +506,9 @@ func (c *Comparison) linkVsGraph(l, g *submit.NodeResult) {
 		}
 		if l.Digest != g.Digest {
 			c.disagree(g.ID, "link", "graph", "digest", l.Digest.String(), g.Digest.String())
+		}
+		if l.Size != g.Size {
+			c.disagree(g.ID, "link", "graph", "size", size(l), size(g))
 		}
 	case l.Status == submit.StatusFailed && g.Status == submit.StatusFailed:
 		if l.Errno != g.Errno {
@@ -531,3 +537,6 @@ func res(n *submit.NodeResult) string {
 	}
 	return s
 }
+
+// size formats the file size a node's statx found.
+func size(n *submit.NodeResult) string { return strconv.FormatInt(n.Size, 10) }

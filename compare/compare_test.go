@@ -394,7 +394,10 @@ func TestReports(t *testing.T) {
 	report := func(mode submit.Mode, ops float64, ns ...submit.NodeResult) *submit.Report {
 		return &submit.Report{Name: "g", Mode: mode, OpsPerSec: ops, Nodes: ns}
 	}
-	base := nodes(ok("a", 4096, 0xaa), failed("b", -2, submit.Errno(syscall.ENOENT)), canceled("c", "b"), ok("d", 4096, 0xdd))
+	statx := func(id string, size int64) submit.NodeResult {
+		return submit.NodeResult{ID: id, Op: dag.OpStatx, Status: submit.StatusOK, Size: size}
+	}
+	base := nodes(ok("a", 4096, 0xaa), failed("b", -2, submit.Errno(syscall.ENOENT)), canceled("c", "b"), ok("d", 4096, 0xdd), statx("e", 100))
 	with := func(i int, n submit.NodeResult) []submit.NodeResult {
 		ns := append([]submit.NodeResult(nil), base...)
 		ns[i] = n
@@ -416,6 +419,10 @@ func TestReports(t *testing.T) {
 			dis: []Disagreement{{Node: "d", Columns: [2]string{"link", "graph"}, Field: "digest", Values: [2]string{"00000011", "000000dd"}}}},
 		{name: "res graph vs waves", link: base, grph: base, waves: with(3, ok("d", 512, 0xdd)),
 			dis: []Disagreement{{Node: "d", Columns: [2]string{"graph", "waves"}, Field: "res", Values: [2]string{"4096", "512"}}}},
+		{name: "statx size graph vs waves", link: base, grph: base, waves: with(4, statx("e", 200)),
+			dis: []Disagreement{{Node: "e", Columns: [2]string{"graph", "waves"}, Field: "size", Values: [2]string{"100", "200"}}}},
+		{name: "statx size link vs graph", waves: base, grph: base, link: with(4, statx("e", 0)),
+			dis: []Disagreement{{Node: "e", Columns: [2]string{"link", "graph"}, Field: "size", Values: [2]string{"0", "100"}}}},
 		{name: "status graph vs waves", link: base, grph: base, waves: with(2, ok("c", 0, 0)),
 			dis: []Disagreement{{Node: "c", Columns: [2]string{"graph", "waves"}, Field: "status", Values: [2]string{"canceled", "ok"}}}},
 		{name: "errno link vs graph", waves: base, grph: base, link: with(1, failed("b", -13, submit.Errno(syscall.EACCES))),

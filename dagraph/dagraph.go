@@ -6,6 +6,7 @@ package dagraph
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 
 	"github.com/dominikbraun/graph"
@@ -51,9 +52,11 @@ func edgeStyle(k dag.EdgeKind) [][2]string {
 }
 
 // FromGraph declares every vertex of dg as a nop, in lexical order of the
-// vertex hashes, and every edge as an after-edge (a finally-edge if it has
-// the attribute kind=finally or style=dashed, an on_failure-edge if it has
-// kind=on_failure or style=dotted), in a new Builder named name.
+// vertex hashes, and every edge, in a new Builder named name. An edge's
+// attribute kind, if it has one, says which: after, finally or on_failure
+// (any other value is an error naming the edge); without it, style=dashed
+// makes a finally-edge, style=dotted an on_failure-edge, and any other
+// style an after-edge.
 // The caller may add files and nodes before calling Build.
 func FromGraph(name string, dg graph.Graph[string, string], opts ...dag.BuilderOption) (*dag.Builder, error) {
 	if !dg.Traits().IsDirected {
@@ -80,11 +83,14 @@ func FromGraph(name string, dg graph.Graph[string, string], opts ...dag.BuilderO
 		}
 		slices.Sort(dsts)
 		for _, dst := range dsts {
-			a := adj[src][dst].Properties.Attributes
-			switch {
-			case a["kind"] == "finally" || a["style"] == "dashed":
+			kind, err := edgeKind(adj[src][dst].Properties.Attributes)
+			if err != nil {
+				return nil, fmt.Errorf("dagraph: edge %q -> %q: %w", src, dst, err)
+			}
+			switch kind {
+			case dag.Finally:
 				tasks[dst].Finally(tasks[src])
-			case a["kind"] == "on_failure" || a["style"] == "dotted":
+			case dag.OnFailure:
 				tasks[dst].OnFailure(tasks[src])
 			default:
 				tasks[dst].After(tasks[src])
@@ -92,4 +98,24 @@ func FromGraph(name string, dg graph.Graph[string, string], opts ...dag.BuilderO
 		}
 	}
 	return b, nil
+}
+
+// edgeKind returns the kind of an edge of attributes a: its kind if it
+// has one, else what its style draws (edgeStyle).
+func edgeKind(a map[string]string) (dag.EdgeKind, error) {
+	if k, ok := a["kind"]; ok {
+		for _, kind := range []dag.EdgeKind{dag.After, dag.Finally, dag.OnFailure} {
+			if k == kind.String() {
+				return kind, nil
+			}
+		}
+		return 0, fmt.Errorf("kind %q: want after, finally or on_failure", k)
+	}
+	switch a["style"] {
+	case "dashed":
+		return dag.Finally, nil
+	case "dotted":
+		return dag.OnFailure, nil
+	}
+	return dag.After, nil
 }

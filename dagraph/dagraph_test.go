@@ -1,6 +1,7 @@
 package dagraph_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/dominikbraun/graph"
@@ -71,4 +72,55 @@ func edgesOf(g *dag.Graph) map[string][]dag.Edge {
 		m[g.Node(i).ID] = g.Preds(i)
 	}
 	return m
+}
+
+// TestFromGraphKind checks which kind an edge's attributes give it: its
+// kind, whatever its style, else its style; an unknown kind is an error.
+func TestFromGraphKind(t *testing.T) {
+	tests := []struct {
+		name  string
+		attrs map[string]string
+		want  dag.EdgeKind
+		err   string // the error, if any
+	}{
+		{"none", nil, dag.After, ""},
+		{"dashed", map[string]string{"style": "dashed"}, dag.Finally, ""},
+		{"dotted", map[string]string{"style": "dotted", "color": "red"}, dag.OnFailure, ""},
+		{"kind after", map[string]string{"kind": "after"}, dag.After, ""},
+		{"kind finally", map[string]string{"kind": "finally"}, dag.Finally, ""},
+		{"kind on_failure", map[string]string{"kind": "on_failure"}, dag.OnFailure, ""},
+		{"kind on_failure, dashed", map[string]string{"kind": "on_failure", "style": "dashed"}, dag.OnFailure, ""},
+		{"kind after, dotted", map[string]string{"kind": "after", "style": "dotted"}, dag.After, ""},
+		{"kind finally, dotted", map[string]string{"kind": "finally", "style": "dotted"}, dag.Finally, ""},
+		{"unknown kind", map[string]string{"kind": "on-failure"}, 0, `dagraph: edge "a" -> "b": kind "on-failure": want after, finally or on_failure`},
+		{"empty kind", map[string]string{"kind": "", "style": "dashed"}, 0, `dagraph: edge "a" -> "b": kind "": want after, finally or on_failure`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dg := graph.New(graph.StringHash, graph.Directed())
+			_ = dg.AddVertex("a")
+			_ = dg.AddVertex("b")
+			var opts []func(*graph.EdgeProperties)
+			for k, v := range tc.attrs {
+				opts = append(opts, graph.EdgeAttribute(k, v))
+			}
+			if err := dg.AddEdge("a", "b", opts...); err != nil {
+				t.Fatal(err)
+			}
+			b, err := dagraph.FromGraph("kinds", dg)
+			if tc.err != "" || err != nil {
+				if diff := cmp.Diff(tc.err, fmt.Sprint(err)); diff != "" {
+					t.Errorf("FromGraph error mismatch (-want +got):\n%s", diff)
+				}
+				return
+			}
+			g, err := b.Build()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff([]dag.Edge{{Node: 0, Kind: tc.want}}, g.Preds(1)); diff != "" {
+				t.Errorf("preds of b mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
 }

@@ -39,7 +39,8 @@ import (
 // anything but a regular file with one link (or, for a directory, as
 // anything but a directory) is refused with an error naming it and what
 // it is. Files that would need more space than root's file system has
-// available are refused before anything is written.
+// available are refused before anything is written; the files Create
+// keeps need none.
 func Create(root string, g *dag.Graph) error { return CreateContext(context.Background(), root, g) }
 
 // CreateContext is Create, which stops with ctx's cause (context.Cause)
@@ -53,7 +54,7 @@ func CreateContext(ctx context.Context, root string, g *dag.Graph) error {
 		return fmt.Errorf("scratch: open root %s: %w", root, err)
 	}
 	defer unix.Close(rootFd)
-	if err := checkSpace(rootFd, root, g.Files()); err != nil {
+	if err := checkSpace(ctx, rootFd, root, g.Files()); err != nil {
 		return err
 	}
 	for _, f := range g.Files() {
@@ -90,17 +91,16 @@ func createDir(ctx context.Context, rootFd int, root string, f dag.FileSpec) err
 		return fmt.Errorf("scratch: create %s in %s: %w", f.Name, root, err)
 	}
 	defer unix.Close(dirFd)
-	rng := rand.New(rand.NewPCG(uint64(f.Dir.Seed), 0x10da9))
+	size := dirSizes(f.Dir)
 	for i := 0; i < f.Dir.Count; i++ {
 		if i%1024 == 0 && ctx.Err() != nil {
 			return context.Cause(ctx)
 		}
-		size := f.Dir.MinSize
-		if span := f.Dir.MaxSize - f.Dir.MinSize; span > 0 {
-			size += rng.Int64N(span + 1)
-		}
 		name := fmt.Sprintf("%05d", i)
-		if err := createFile(ctx, dirFd, name, size, byte(i)); err != nil {
+		if err := createFile(ctx, dirFd, name, size(), byte(i)); err != nil {
+			if ctx.Err() != nil {
+				return context.Cause(ctx)
+			}
 			return specFileError(root, f.Name+"/"+name, "create", err)
 		}
 	}
@@ -108,8 +108,37 @@ func createDir(ctx context.Context, rootFd int, root string, f dag.FileSpec) err
 }
 
 // checkSpace refuses files that would not fit the file system: a spec
-// may claim any size, and filling the disk is no way to find out.
-func checkSpace(rootFd int, root string, files []dag.FileSpec) error {
+// may claim any size, and filling the disk is no way to find out. A file
+// Create would keep as it is (a reused cache) needs no space: it is
+// looked for only if the files do not fit without it.
+func checkSpace(ctx context.Context, rootFd int, root string, files []dag.FileSpec) error {
+	var fs unix.Statfs_t
+	if err := unix.Fstatfs(rootFd, &fs); err != nil {
+		return fmt.Errorf("scratch: statfs %s: %w", root, err)
+	}
+	if fs.Blocks == 0 {
+		return nil // no size to check against (ramfs)
+	}
+	avail := fs.Bavail * uint64(fs.Bsize)
+	need, err := spaceNeeded(ctx, rootFd, files, false)
+	if err == nil && need > avail {
+		need, err = spaceNeeded(ctx, rootFd, files, true)
+	}
+	if err != nil {
+		return err
+	}
+	if need > avail {
+		return fmt.Errorf("scratch: the spec's files need up to %d bytes, %s has %d available", need, root, avail)
+	}
+	return nil
+}
+
+// spaceNeeded returns the bytes files need at most: each file's size, a
+// directory's count times its largest; or, if kept is set, only those of
+// the files Create would not keep as they are under rootFd (a directory
+// that exists is looked at file by file, each of its drawn size). It
+// stops with ctx's cause if ctx ends while it looks.
+func spaceNeeded(ctx context.Context, rootFd int, files []dag.FileSpec, kept bool) (uint64, error) {
 	var need uint64
 	add := func(n, size uint64) {
 		hi, lo := bits.Mul64(n, size)
@@ -122,22 +151,58 @@ func checkSpace(rootFd int, root string, files []dag.FileSpec) error {
 	for _, f := range files {
 		switch {
 		case f.Dir != nil && f.Dir.Count > 0 && f.Dir.MaxSize > 0:
-			add(uint64(f.Dir.Count), uint64(f.Dir.MaxSize))
-		case f.Size > 0:
+			dirFd := -1
+			if kept {
+				dirFd, _ = unix.Openat2(rootFd, f.Name, &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC, Resolve: beneath})
+			}
+			if dirFd < 0 {
+				add(uint64(f.Dir.Count), uint64(f.Dir.MaxSize))
+				continue
+			}
+			size := dirSizes(f.Dir)
+			for i := 0; i < f.Dir.Count; i++ {
+				if i%1024 == 0 && ctx.Err() != nil {
+					unix.Close(dirFd)
+					return 0, context.Cause(ctx)
+				}
+				if s := size(); !keeps(dirFd, fmt.Sprintf("%05d", i), s) {
+					add(1, uint64(s))
+				}
+			}
+			unix.Close(dirFd)
+		case f.Size > 0 && !(kept && keeps(rootFd, f.Name, f.Size)):
 			add(1, uint64(f.Size))
 		}
 	}
-	var fs unix.Statfs_t
-	if err := unix.Fstatfs(rootFd, &fs); err != nil {
-		return fmt.Errorf("scratch: statfs %s: %w", root, err)
+	return need, nil
+}
+
+// beneath confines a lookup to the directory it starts from.
+const beneath = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS
+
+// keeps reports whether createFile would keep name under dirFd as it is:
+// a regular file of one link and size bytes.
+func keeps(dirFd int, name string, size int64) bool {
+	fd, err := unix.Openat2(dirFd, name, &unix.OpenHow{Flags: unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC, Resolve: beneath})
+	if err != nil {
+		return false
 	}
-	if fs.Blocks == 0 {
-		return nil // no size to check against (ramfs)
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	return unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Nlink == 1 && st.Size == size
+}
+
+// dirSizes returns a function that draws the sizes of d's files, in
+// order of their index.
+func dirSizes(d *dag.DirSpec) func() int64 {
+	rng := rand.New(rand.NewPCG(uint64(d.Seed), 0x10da9))
+	return func() int64 {
+		size := d.MinSize
+		if span := d.MaxSize - d.MinSize; span > 0 {
+			size += rng.Int64N(span + 1)
+		}
+		return size
 	}
-	if avail := fs.Bavail * uint64(fs.Bsize); need > avail {
-		return fmt.Errorf("scratch: the spec's files need up to %d bytes, %s has %d available", need, root, avail)
-	}
-	return nil
 }
 
 // createFile creates name under dirFd, a regular file of size bytes of

@@ -15,6 +15,7 @@ import (
 	"github.com/iodag/iodag/dag"
 	"github.com/iodag/iodag/internal/confinetest"
 	"github.com/iodag/iodag/scratch"
+	"golang.org/x/sys/unix"
 )
 
 func must(t *testing.T, err error) {
@@ -223,6 +224,69 @@ func TestCreateErrors(t *testing.T) {
 	}
 }
 
+// TestCreateKeepsWithoutSpace reuses a cache whose files are all there,
+// though they would not fit the free space if written: Create keeps them,
+// and still refuses them when they are not what it would keep.
+func TestCreateKeepsWithoutSpace(t *testing.T) {
+	dir := t.TempDir()
+	var fs unix.Statfs_t
+	must(t, unix.Statfs(dir, &fs))
+	if fs.Blocks == 0 {
+		t.Skip("no free space to exceed")
+	}
+	// More of the largest directory files than the free space holds.
+	count := int(fs.Bavail*uint64(fs.Bsize)/dag.MaxTransfer) + 2
+	if count > dag.MaxFiles {
+		t.Skipf("%d bytes free: more than a spec's files take", fs.Bavail*uint64(fs.Bsize))
+	}
+	d := dag.FileSpec{Name: "d", Dir: &dag.DirSpec{Count: count, MinSize: dag.MaxTransfer, MaxSize: dag.MaxTransfer}}
+	// sparse makes the directory's files, of size bytes and no blocks.
+	sparse := func(size int64) func(t *testing.T, root string) {
+		return func(t *testing.T, root string) {
+			must(t, os.Mkdir(filepath.Join(root, "d"), 0o755))
+			for i := range count {
+				f, err := os.Create(filepath.Join(root, "d", fmt.Sprintf("%05d", i)))
+				must(t, err)
+				must(t, f.Truncate(size))
+				must(t, f.Close())
+			}
+		}
+	}
+	big := dag.FileSpec{Name: "big", Size: dag.MaxFileSize}
+	bigFile := func(t *testing.T, root string) {
+		f, err := os.Create(filepath.Join(root, "big"))
+		must(t, err)
+		must(t, f.Truncate(big.Size))
+		must(t, f.Close())
+	}
+	refused := `^scratch: the spec's files need up to \d+ bytes, .* has \d+ available$`
+	tests := []struct {
+		name   string
+		file   dag.FileSpec
+		before func(t *testing.T, root string)
+		want   string // a regexp of the whole error, "" for none
+	}{
+		{"directory kept", d, sparse(dag.MaxTransfer), ""},
+		{"directory of another size", d, sparse(dag.MaxTransfer - 1), refused},
+		{"directory missing", d, func(*testing.T, string) {}, refused},
+		{"file kept", big, bigFile, ""},
+		{"file missing", big, func(*testing.T, string) {}, refused},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.file.Dir == nil && uint64(tc.file.Size) <= fs.Bavail*uint64(fs.Bsize) {
+				t.Skip("the file fits the free space")
+			}
+			root := t.TempDir()
+			tc.before(t, root)
+			err := scratch.Create(root, graphOf(t, tc.file))
+			if got := fmt.Sprint(err); tc.want == "" && err != nil || tc.want != "" && !regexp.MustCompile(tc.want).MatchString(got) {
+				t.Fatalf("Create = %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
 // endsAfter is a context whose Err reports context.Canceled from its
 // calls-th call on: it ends part way through whatever checks it.
 type endsAfter struct {
@@ -266,6 +330,37 @@ func TestCreateContext(t *testing.T) {
 			got := entries(t, root)
 			if diff := cmp.Diff(tc.want, got[:min(len(got), len(tc.want))]); diff != "" || len(got) != tc.files {
 				t.Errorf("ending at call %d: %d entries, want %d; first ones mismatch (-want +got):\n%s", tc.calls, len(got), tc.files, diff)
+			}
+		})
+	}
+}
+
+// TestCreateContextCause ends the context part way through a large file,
+// alone or in a directory: CreateContext returns the context's cause, and
+// leaves the file empty.
+func TestCreateContextCause(t *testing.T) {
+	tests := []struct {
+		name string
+		file dag.FileSpec
+		want []entry
+	}{
+		{"file", dag.FileSpec{Name: "big", Size: 8 << 20, Fill: 3}, []entry{{Path: "big"}}},
+		{"directory", dag.FileSpec{Name: "d", Dir: &dag.DirSpec{Count: 2, MinSize: 8 << 20, MaxSize: 8 << 20}},
+			[]entry{{Path: "d", Dir: true}, {Path: "d/00000"}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cause := errors.New("interrupted")
+			ctx, cancel := context.WithCancelCause(context.Background())
+			cancel(cause)
+			// Ends at the check after the file's second MiB.
+			root := t.TempDir()
+			err := scratch.CreateContext(&endsAfter{ctx, 3}, root, graphOf(t, tc.file))
+			if !errors.Is(err, cause) {
+				t.Errorf("CreateContext = %v, want the context's cause, %v", err, cause)
+			}
+			if diff := cmp.Diff(tc.want, entries(t, root)); diff != "" {
+				t.Errorf("root mismatch (-want +got):\n%s", diff)
 			}
 		})
 	}
