@@ -3,6 +3,10 @@ package worker
 import (
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/iodag/iodag/internal/uring"
+	"golang.org/x/sys/unix"
 )
 
 // BenchmarkSpin is one goroutine handing a worker one NOP task at a time
@@ -82,3 +86,57 @@ func newBenchPool(b *testing.B, cfg Config) *Pool {
 	b.Cleanup(func() { p.Close() })
 	return p
 }
+
+// BenchmarkHandBesideWaits is one goroutine handing a worker one NOP task
+// at a time while another task waits on it for 4 reads of an empty pipe,
+// with a wait for several completions ended by the first after batchWait
+// (Ring.SetMinWait: the doorbell's ends it) and without, where only
+// maxWait's poll ends it.
+//
+//	go test -run '^$' -bench HandBesideWaits ./internal/worker
+func BenchmarkHandBesideWaits(b *testing.B) {
+	for _, on := range []bool{true, false} {
+		b.Run(map[bool]string{true: "on", false: "off"}[on], func(b *testing.B) {
+			defer func(v time.Duration) { batchWait = v }(batchWait)
+			if !on {
+				batchWait = 0
+			}
+			p := newBenchPool(b, Config{Workers: 1})
+			var fds [2]int
+			if err := unix.Pipe2(fds[:], unix.O_CLOEXEC); err != nil {
+				b.Fatal(err)
+			}
+			defer unix.Close(fds[0])
+			defer unix.Close(fds[1])
+			reads := &pipeReads{fd: fds[0], n: 4, done: make(chan struct{})}
+			if err := p.GoOn(0, reads); err != nil {
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				runNop(b, p, 1)
+			}
+			unix.Write(fds[1], make([]byte, 4*16)) // the reads complete
+			<-reads.done
+		})
+	}
+}
+
+// pipeReads reads 16 bytes from fd n times at once, and waits for all.
+type pipeReads struct {
+	fd, n, got int
+	sent       bool
+	done       chan struct{}
+}
+
+func (t *pipeReads) Start(*Worker) error { return nil }
+func (t *pipeReads) Prep(w *Worker) (int, bool) {
+	for k := 0; !t.sent && k < t.n; k++ {
+		w.SQE(uint64(k)).PrepRead(int32(t.fd), w.Buf(16), 0)
+	}
+	t.sent = true
+	return t.n - t.got, t.got == t.n
+}
+func (t *pipeReads) Complete(_ *Worker, cqes []uring.CQE) { t.got += len(cqes) }
+func (t *pipeReads) Wait(*Worker) int                     { return t.n - t.got }
+func (t *pipeReads) Finish(*Worker, error)                { close(t.done) }
+func (*pipeReads) Abort()                                 {}
