@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -76,6 +77,9 @@ func TestDeadline(t *testing.T) {
 				got[n.ID] = string(n.Status)
 				if n.Status == StatusFailed && !errors.Is(n.Err, os.ErrDeadlineExceeded) {
 					got[n.ID] += fmt.Sprintf(" (%v)", n.Err)
+				}
+				if n.Status == StatusFailed && !strings.Contains(n.Err.Error(), fmt.Sprintf("its deadline, %v, passed", short)) {
+					t.Errorf("%s: %v, want it to say which deadline passed", n.ID, n.Err)
 				}
 			}
 			want := map[string]string{

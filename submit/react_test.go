@@ -611,7 +611,8 @@ func TestObserve(t *testing.T) {
 
 // TestStream: outcomes arrive as they become final, every node once; a
 // reader can stop the run from inside its loop, and Wait returns the
-// complete report.
+// complete report and ErrStopped (it was context.Canceled, as the
+// caller's own cancel).
 func TestStream(t *testing.T) {
 	b := dag.NewBuilder("stream")
 	b.AddFile(dag.FileSpec{Name: "data", Size: 4096, Fill: 1})
@@ -641,8 +642,8 @@ func TestStream(t *testing.T) {
 				}
 			}
 			rep, err := s.Wait()
-			if !errors.Is(err, context.Canceled) {
-				t.Errorf("Wait: %v, want context.Canceled", err)
+			if err != ErrStopped || !errors.Is(err, context.Canceled) { // told apart from the caller's cancel
+				t.Errorf("Wait: %v, want ErrStopped, which matches context.Canceled", err)
 			}
 			checkFinal(t, g, rep)
 			want := map[string]Status{"first": StatusOK}

@@ -424,7 +424,7 @@ func (r *Runner) errOf(i int32, n *NodeResult, slab *errSlab) error {
 	case n.Status != StatusFailed:
 		return nil
 	case err == errDeadline:
-		err = r.kernelErr(i, os.ErrDeadlineExceeded)
+		err = r.kernelErr(i, fmt.Errorf("its deadline, %v, passed: %w", r.p.timeoutOf(i), os.ErrDeadlineExceeded))
 	case err != nil:
 	case n.Errno != 0:
 		err = r.kernelErr(i, syscall.Errno(n.Errno))

@@ -45,7 +45,8 @@ type Options struct {
 // node. The error is nil only if every node succeeded or was skipped: it
 // is a *FailedError if nodes failed; the context's error if ctx ended the
 // run early; a *StopError if a node stopped it (dag.Inputs.Stop);
-// workers.ErrClosed if the pool closed under it; ErrOnWorker if called
+// workers.ErrClosed if the pool closed before or under it (its report
+// has every node, canceled); ErrOnWorker if called
 // on one of the pool's workers; or why the run could not start (an op the
 // kernel lacks, a missing root or spec file), with a nil Report. After an
 // early end, in-flight requests were canceled, unstarted nodes are

@@ -2,6 +2,7 @@ package submit
 
 import (
 	"context"
+	"fmt"
 	"iter"
 	"sync"
 )
@@ -13,7 +14,7 @@ const StreamBuffer = 4096
 // Stream is a run in progress whose node outcomes arrive as they become
 // final: Runner.Start.
 type Stream struct {
-	cancel context.CancelFunc
+	cancel context.CancelCauseFunc
 	gate   streamGate
 	more   chan struct{} // a send means the queue grew
 	done   chan struct{} // closed when the run has ended
@@ -44,12 +45,12 @@ func (g *streamGate) full() bool {
 // called: range over Results, Stop the run, or Wait. The Runner must not be used again until Wait has
 // returned. Called on one of the pool's workers, Wait returns ErrOnWorker.
 func (r *Runner) Start(ctx context.Context, mode Mode, o Options) *Stream {
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancel := context.WithCancelCause(ctx)
 	s := &Stream{cancel: cancel, more: make(chan struct{}, 1), done: make(chan struct{})}
 	if r.pool.OnWorker() {
 		s.err = ErrOnWorker
 		close(s.done)
-		cancel()
+		cancel(nil)
 		return s
 	}
 	s.gate.r = r
@@ -69,7 +70,7 @@ func (r *Runner) Start(ctx context.Context, mode Mode, o Options) *Stream {
 	r.gate = &s.gate
 	go func() {
 		defer close(s.done)
-		defer cancel()
+		defer cancel(nil)
 		s.rep, s.err = r.Run(ctx, mode, o)
 		r.gate = nil
 	}()
@@ -117,8 +118,13 @@ func (s *Stream) Results() iter.Seq[NodeResult] {
 	}
 }
 
-// Stop ends the run early, as canceling its context would.
-func (s *Stream) Stop() { s.cancel() }
+// ErrStopped is the error of a run that Stream.Stop ended: it matches
+// context.Canceled too.
+var ErrStopped = fmt.Errorf("submit: Stream.Stop: %w", context.Canceled)
+
+// Stop ends the run early, as canceling its context would; Wait then
+// returns ErrStopped (unless the run had ended).
+func (s *Stream) Stop() { s.cancel(ErrStopped) }
 
 // Wait waits for the run to end and returns what Run would have. The
 // run no longer pauses for Results (a loop that broke off early, or
