@@ -11,9 +11,10 @@ import (
 type Result struct {
 	// Res is the kernel's result: bytes moved, 0, or a negative errno.
 	Res int32
-	// Err is nil if the node succeeded; otherwise it says why, naming the
-	// node, and matches errors.Is with fs.ErrNotExist, syscall.ENOSPC and
-	// the like.
+	// Err is nil if the node succeeded or was skipped (a cleanup that was
+	// not needed: its Result is the zero Result); otherwise it says why,
+	// naming the node, and matches errors.Is with fs.ErrNotExist,
+	// syscall.ENOSPC and the like (submit.ErrCanceled if it was canceled).
 	Err error
 	// Data is what a read that keeps its data (Task.Keep) returned, exactly
 	// Res bytes, or the whole contents of a readfile that keeps them; the
