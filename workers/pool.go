@@ -187,7 +187,7 @@ type Stats struct {
 	// Polls counts waits for several completions that ended after 10 ms
 	// without them: a waiting worker looks that often for cancellations.
 	// A new run handed to it, or one completion, ends such a wait after
-	// 100 µs (Linux 6.12 and later; before, only the 10 ms do). Runs of
+	// 1 ms (Linux 6.12 and later; before, only the 10 ms do). Runs of
 	// slow operations (timeouts, reads of a busy disk) poll; NOPs and
 	// cached reads never wait that long.
 	Polls uint64

@@ -80,7 +80,7 @@ const (
 // (Ring.SetMinWait), a doorbell's included; else a task handed to a
 // worker waiting for requests in flight waited up to maxWait
 // (BenchmarkHandBesideWaits).
-var batchWait = 100 * time.Microsecond
+var batchWait = time.Millisecond
 
 // Bits of Worker.state and Worker.news.
 const (
