@@ -41,13 +41,7 @@ func TestNoIOURing(t *testing.T) {
 			cmd.Env = append(os.Environ(), nouring.ExecEnv+"="+bin)
 			var stdout, stderr bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
-			err := cmd.Run()
-			code := 0
-			if ee, ok := err.(*exec.ExitError); ok {
-				code = ee.ExitCode()
-			} else if err != nil {
-				t.Fatal(err)
-			}
+			code := runCode(t, cmd)
 			if code != tc.code {
 				t.Errorf("exit %d, want %d; stderr:\n%s", code, tc.code, &stderr)
 			}
@@ -66,4 +60,16 @@ func TestNoIOURing(t *testing.T) {
 			}
 		})
 	}
+}
+
+// runCode runs cmd and returns its exit status.
+func runCode(t *testing.T, cmd *exec.Cmd) int {
+	t.Helper()
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return 0
 }

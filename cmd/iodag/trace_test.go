@@ -249,13 +249,7 @@ func TestOutFileIsStdout(t *testing.T) {
 				defer f.Close()
 				cmd.Stdout = f
 			}
-			err := cmd.Run()
-			code := 0
-			if ee, ok := err.(*exec.ExitError); ok {
-				code = ee.ExitCode()
-			} else if err != nil {
-				t.Fatal(err)
-			}
+			code := runCode(t, cmd)
 			if code != tc.code {
 				t.Errorf("%q = %d, want %d; stderr:\n%s", tc.args, code, tc.code, stderr.String())
 			}
