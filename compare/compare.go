@@ -11,6 +11,7 @@
 package compare
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -181,7 +182,9 @@ func (d Disagreement) String() string {
 // chain, failed, while graph mode ran it (to Graph, ok or failed) or
 // skipped it. Or it is what follows: link ran Node (Link is ok or
 // failed) where graph skipped it, because an on_failure predecessor of
-// Node, or of a node Node depends on, is one link so canceled.
+// Node, or of a node Node depends on, is one link so canceled; or Node
+// ran in both, downstream of one so canceled, to another result (it read
+// what the canceled node did not write).
 type OverCancel struct {
 	Node  string        `json:"node"`
 	Cause string        `json:"cause"`
@@ -431,7 +434,7 @@ func (c *Comparison) check() error {
 	}
 	c.Disagreements, c.Expected = nil, nil
 	plain := c.Column(Syscalls)
-	ranAfter := c.ranAfterOverCancel(link.Nodes, graph.Nodes)
+	ranAfter, downstream := c.ranAfterOverCancel(link.Nodes, graph.Nodes)
 	for i := 0; i < n; i++ {
 		l, w, g := &link.Nodes[i], &waves.Nodes[i], &graph.Nodes[i]
 		c.exact("graph", "waves", g, w)
@@ -442,26 +445,38 @@ func (c *Comparison) check() error {
 			c.Expected = append(c.Expected, OverCancel{Node: g.ID, Cause: cause, Graph: g.Status, Link: l.Status})
 			continue
 		}
+		before := len(c.Disagreements)
 		c.linkVsGraph(l, g)
+		if cause, ok := downstream[int32(i)]; ok && len(c.Disagreements) > before {
+			c.Disagreements = c.Disagreements[:before] // what the canceled node did not do
+			c.Expected = append(c.Expected, OverCancel{Node: g.ID, Cause: cause, Graph: g.Status, Link: l.Status})
+		}
 	}
 	c.Checked = true
 	return nil
 }
 
 // ranAfterOverCancel returns the nodes link ran and graph skipped because
-// of an over-cancellation (see OverCancel), each with the failure that
-// started it; none without the graph's edges (c.g, from Run), or if the
-// reports are not of c.g.
-func (c *Comparison) ranAfterOverCancel(link, graph []submit.NodeResult) map[int32]string {
+// of an over-cancellation (see OverCancel), and the nodes downstream of
+// one link over-canceled, each with the failure that started it; none
+// without the graph's edges (c.g, from Run), or if the reports are not of
+// c.g.
+func (c *Comparison) ranAfterOverCancel(link, graph []submit.NodeResult) (ranAfter, downstream map[int32]string) {
 	if c.g == nil || c.g.Len() != len(link) {
-		return nil
+		return nil, nil
 	}
 	overCanceled := func(p int32) bool {
 		l := &link[p]
 		return l.Status == submit.StatusCanceled && l.Cause != "" && l.Cause != submit.CauseContext && graph[p].Status != submit.StatusCanceled
 	}
-	out := map[int32]string{}
+	out, downstream := map[int32]string{}, map[int32]string{}
 	for _, i := range c.g.Order() {
+		for _, e := range c.g.Preds(i) {
+			if cause, ok := downstream[e.Node]; ok || overCanceled(e.Node) {
+				downstream[i] = cmp.Or(cause, link[e.Node].Cause)
+				break
+			}
+		}
 		if ran := link[i].Status == submit.StatusOK || link[i].Status == submit.StatusFailed; !ran || graph[i].Status != submit.StatusSkipped {
 			continue
 		}
@@ -476,7 +491,7 @@ func (c *Comparison) ranAfterOverCancel(link, graph []submit.NodeResult) map[int
 			}
 		}
 	}
-	return out
+	return out, downstream
 }
 
 // exact records every difference of status, res, digest and size between two
