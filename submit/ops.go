@@ -102,9 +102,6 @@ func (t *task) takeSome(w *worker.Worker, i int32) int32 {
 		st.slot[h], _ = w.AllocSlot()
 		st.alive[h] = true
 		if path != "" { // what its users' errors name
-			if st.boundPath == nil {
-				st.boundPath = make([]string, p.handles)
-			}
 			st.boundPath[h] = path
 		}
 	}

@@ -58,7 +58,7 @@ type state struct {
 	alive    []bool          // the handle holds its slot (opened, not yet closed)
 	deadline []unix.Timespec // what a link timeout points the kernel at (nil if none)
 	// boundPath: per handle, the path its open's binding chose this run,
-	// or "" (nil until one did).
+	// or "" (nil if no open has a binding).
 	boundPath []string
 }
 
@@ -92,6 +92,14 @@ func newState(p *plan) *state {
 	carve(n, &st.borrowed, &st.owned)
 	if p.timeout != nil {
 		st.deadline = make([]unix.Timespec, n)
+	}
+	for i := range p.nodes {
+		// Made here, not by the first bound open: the run's tasks, one a
+		// worker, share the state, each writing its own handles' entries.
+		if nd := &p.nodes[i]; nd.Op == dag.OpOpen && nd.Bind != nil {
+			st.boundPath = make([]string, p.handles)
+			break
+		}
 	}
 	return st
 }
