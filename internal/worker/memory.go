@@ -30,9 +30,10 @@ type bufPool struct {
 	size   int64        // bytes of the arenas
 	mapped atomic.Int64 // size, or 0 while the kernel may take the pages (Stats)
 	// lost marks the arenas (by index in arenas) that hold a lost buffer:
-	// a request left in flight may write it at any time, so release
-	// keeps them mapped, in kept, for good (given back with MADV_FREE,
-	// which a late write only dirties again).
+	// a request left in flight may read or write it at any time, so
+	// release keeps them mapped, in kept, for good, and neither trim nor
+	// release gives their pages back (MADV_FREE would let an abandoned
+	// write copy zeros).
 	lost     []bool
 	kept     []*uring.Arena
 	lostSize atomic.Int64 // bytes of the arenas marked lost or kept (Stats)
@@ -107,8 +108,8 @@ func (p *bufPool) trim() {
 		p.release()
 		return
 	}
-	for _, a := range p.arenas {
-		if a.Idle() != nil {
+	for i, a := range p.arenas {
+		if !p.lost[i] && a.Idle() != nil {
 			p.release()
 			return
 		}
@@ -117,12 +118,11 @@ func (p *bufPool) trim() {
 }
 
 // release unmaps every arena but those that hold a lost buffer, which it
-// keeps mapped, given back with MADV_FREE, and no longer carves.
+// keeps mapped as they are and no longer carves.
 func (p *bufPool) release() {
 	for i, a := range p.arenas {
 		if p.lost[i] {
-			a.Idle()
-			p.kept = append(p.kept, a)
+			p.kept = append(p.kept, a) // as it is: an abandoned write may still copy from it
 			continue
 		}
 		a.Free()
