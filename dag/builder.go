@@ -426,7 +426,8 @@ func (b *Builder) Fsync(id string, t Target) Task {
 // no other open may produce (Build refuses a handle starting with '@' that
 // is not its open's), so that it never collides; Task.Handle targets it.
 // Path "." names the root itself, which only an open with O_DIRECTORY may
-// open (to fsync the directory after a rename in it). With O_CREAT and no
+// open (to fsync the directory after a rename in it); path "" is for an
+// open whose binding (Task.Bind) gives the path. With O_CREAT and no
 // mode (see Task.Mode), Build gives the open mode 0o644. Build refuses
 // flags a spec has no name for (see ParseOpenFlags), so that Graph.Spec
 // keeps them all: bits openat2 refuses, and an access mode of 3.

@@ -1030,6 +1030,12 @@ func TestEmptyBuffer(t *testing.T) {
 		{"write", func(b *Builder, _, _ Task) Task {
 			return b.Write("n", File("f"), 0, []byte{})
 		}, []string{`node "n": field "len": len must be > 0, got 0`}},
+		{"open of no path, Bind", func(b *Builder, _, _ Task) Task { // the binding gives the path
+			return b.Open("n", "", unix.O_RDONLY, "h").Bind(func(Inputs, *Params) error { return nil })
+		}, nil},
+		{"open of no path", func(b *Builder, _, _ Task) Task {
+			return b.Open("n", "", unix.O_RDONLY, "h")
+		}, []string{`node "n": field "path": missing path`}},
 		{"write of nil, Bind", func(b *Builder, _, _ Task) Task { // the binding gives the buffer
 			return b.Write("n", File("f"), 0, nil).Bind(func(Inputs, *Params) error { return nil })
 		}, nil},

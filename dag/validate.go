@@ -647,6 +647,8 @@ func (v *validator) checkNode(i int32) {
 		switch {
 		case nd.Path == "." && nd.OpenFlags&unix.O_DIRECTORY != 0:
 			// The run's root itself, to fsync it after a rename.
+		case nd.Path == "" && nd.Bind != nil:
+			// Its binding gives the path (Params.Path).
 		case nd.Path != "" && !plainPath(nd.Path) && !dotDot(nd.Path) && path.Clean(nd.Path) == ".":
 			v.nodeErr(i, "path", wrap(ErrBadPath, "path %q names the root itself: only an open with O_DIRECTORY (flag \"directory\") of \".\" may", nd.Path))
 		default:

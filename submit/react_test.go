@@ -386,7 +386,7 @@ func TestFailedOpenHandle(t *testing.T) {
 
 	// Its users' errors name that path too (they named the declared one).
 	boundRead := dag.NewBuilder("bound open, read")
-	bo := boundRead.Open("open", "placeholder", unix.O_RDONLY, "h").Bind(func(_ dag.Inputs, p *dag.Params) error {
+	bo := boundRead.Open("open", "", unix.O_RDONLY, "h").Bind(func(_ dag.Inputs, p *dag.Params) error { // no path declared
 		p.Path = "." // a directory: reading it fails
 		return nil
 	})
