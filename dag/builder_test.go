@@ -1534,3 +1534,43 @@ func TestIDAsDeclared(t *testing.T) {
 		})
 	}
 }
+
+// TestHandleAccess: Build refuses a read, write or fsync of a handle whose
+// open's flags the kernel would refuse it for (EBADF, EISDIR): they
+// failed only at run time.
+func TestHandleAccess(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		flags int
+		op    Op
+		want  []string
+	}{
+		{"read of read-only", unix.O_RDONLY, OpRead, nil},
+		{"write of write-only", unix.O_WRONLY, OpWrite, nil},
+		{"read of read-write", unix.O_RDWR, OpRead, nil},
+		{"write of read-only", unix.O_RDONLY, OpWrite, []string{`node "n": field "handle": write of handle "h", which "o" opens read-only`}},
+		{"read of write-only", unix.O_WRONLY, OpRead, []string{`node "n": field "handle": read of handle "h", which "o" opens write-only`}},
+		{"read of a directory", unix.O_RDONLY | unix.O_DIRECTORY, OpRead, []string{`node "n": field "handle": read of handle "h", which "o" opens with flag directory`}},
+		{"fsync of a directory", unix.O_RDONLY | unix.O_DIRECTORY, OpFsync, nil},
+		{"fsync of a path", unix.O_PATH, OpFsync, []string{`node "n": field "handle": fsync of handle "h", which "o" opens with flag path`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := NewBuilder("access")
+			o := b.Open("o", "d", tc.flags, "h")
+			var n Task
+			switch tc.op {
+			case OpRead:
+				n = b.Read("n", o.Handle(), 0, 16)
+			case OpWrite:
+				n = b.Write("n", o.Handle(), 0, []byte("x"))
+			default:
+				n = b.Fsync("n", o.Handle())
+			}
+			b.Close("c", o.Handle()).Finally(n.After(o))
+			_, err := b.Build()
+			if diff := cmp.Diff(tc.want, errorTexts(err)); diff != "" {
+				t.Errorf("Build (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

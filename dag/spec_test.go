@@ -371,7 +371,9 @@ func TestOpenFlagsRoundTrip(t *testing.T) {
 		{"access mode 3", unix.O_ACCMODE, []string{`node "o": field "flags": flags 0x3 have no name in a spec (ParseOpenFlags names those openat2 takes)`}},
 		{"unknown bit", unix.O_RDONLY | 1<<30, []string{`node "o": field "flags": flags 0x40000000 have no name in a spec (ParseOpenFlags names those openat2 takes)`}},
 		{"negative", -1, []string{`node "o": field "flags": flags 0xffffffffff80803f have no name in a spec (ParseOpenFlags names those openat2 takes)`,
+			`node "o": field "flags": flags creat and directory together: the kernel refuses them (mkdir makes a directory)`,
 			`node "o": field "flags": flag cloexec: an open's file goes into a fixed-file slot, which the kernel refuses with it`}},
+		{"creat directory", unix.O_CREAT | unix.O_DIRECTORY, []string{`node "o": field "flags": flags creat and directory together: the kernel refuses them (mkdir makes a directory)`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := NewBuilder("flags")

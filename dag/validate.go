@@ -657,6 +657,9 @@ func (v *validator) checkNode(i int32) {
 		if bad := unnamedOpenFlags(nd.OpenFlags); bad != 0 {
 			v.nodeErr(i, "flags", wrap(ErrBadValue, "flags %#x have no name in a spec (ParseOpenFlags names those openat2 takes)", uint(bad)))
 		}
+		if nd.OpenFlags&(unix.O_CREAT|unix.O_DIRECTORY) == unix.O_CREAT|unix.O_DIRECTORY {
+			v.nodeErr(i, "flags", wrap(ErrConflict, "flags creat and directory together: the kernel refuses them (mkdir makes a directory)"))
+		}
 		if nd.OpenFlags&unix.O_CLOEXEC != 0 {
 			v.nodeErr(i, "flags", wrap(ErrBadValue, "flag cloexec: an open's file goes into a fixed-file slot, which the kernel refuses with it"))
 		}
@@ -859,8 +862,32 @@ func (v *validator) checkTarget(i int32) {
 	default:
 		if v.openOf[i] < 0 {
 			v.nodeErr(i, "handle", wrap(ErrUnknownHandle, "no open produces handle %q", nd.Handle))
+		} else {
+			v.checkAccess(i, v.openOf[i])
 		}
 	}
+}
+
+// checkAccess refuses a read, write or fsync of a handle whose open's
+// flags do not allow it: the kernel would fail it (EBADF, EISDIR).
+func (v *validator) checkAccess(i, o int32) {
+	op, flags := v.b.nodes[i].Op, v.b.nodes[o].OpenFlags
+	var why string
+	switch acc := flags & unix.O_ACCMODE; {
+	case flags&unix.O_PATH != 0:
+		why = "with flag path"
+	case op == OpFsync:
+		return
+	case flags&unix.O_DIRECTORY != 0:
+		why = "with flag directory"
+	case op == OpRead && acc == unix.O_WRONLY:
+		why = "write-only"
+	case op == OpWrite && acc == unix.O_RDONLY:
+		why = "read-only"
+	default:
+		return
+	}
+	v.nodeErr(i, "handle", wrap(ErrConflict, "%s of handle %q, which %q opens %s", op, v.b.nodes[i].Handle, v.b.nodes[o].ID, why))
 }
 
 // direct reports whether node i's file is opened with O_DIRECT.
