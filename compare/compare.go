@@ -351,7 +351,8 @@ func needsRoot(g *dag.Graph) bool {
 // canceled in both are never compared; digests are, so the runs compared
 // should all have asked for them (submit.Options.Digests), as Run's do:
 // a read without one has digest 0. The error reports reports that
-// cannot be compared: a mode missing or repeated, or different graphs.
+// cannot be compared: a mode missing or repeated (a second graph report
+// must be one on the syscall backend), or different graphs.
 func Reports(reports ...*submit.Report) (*Comparison, error) {
 	c := &Comparison{}
 	var plain *submit.Report
@@ -367,6 +368,8 @@ func Reports(reports ...*submit.Report) (*Comparison, error) {
 			return nil, fmt.Errorf("compare: no %s report", m)
 		case len(found) > 1 && m != submit.Graph, len(found) > 2:
 			return nil, fmt.Errorf("compare: %d %s reports", len(found), m)
+		case len(found) == 2 && found[0].Backend != Syscalls && found[1].Backend != Syscalls:
+			return nil, fmt.Errorf("compare: 2 graph reports, neither on %s", Syscalls)
 		case len(found) == 2:
 			// The syscalls column is the one on plain system calls (the
 			// second, if both are).

@@ -493,6 +493,7 @@ func TestReportsErrors(t *testing.T) {
 	}{
 		{"missing mode", []*submit.Report{r(submit.Link, "g", "a"), r(submit.Graph, "g", "a")}},
 		{"repeated mode", []*submit.Report{r(submit.Link, "g", "a"), r(submit.Graph, "g", "a"), r(submit.Waves, "g", "a"), r(submit.Waves, "g", "a")}},
+		{"two graph reports, neither on syscalls", []*submit.Report{r(submit.Link, "g", "a"), r(submit.Graph, "g", "a"), r(submit.Waves, "g", "a"), r(submit.Graph, "g", "a")}},
 		{"three graph reports", []*submit.Report{r(submit.Link, "g", "a"), r(submit.Graph, "g", "a"), r(submit.Waves, "g", "a"), r(submit.Graph, "g", "a"), r(submit.Graph, "g", "a")}},
 		{"other graph", []*submit.Report{r(submit.Link, "g", "a"), r(submit.Graph, "g", "a"), r(submit.Waves, "h", "a")}},
 		{"other node count", []*submit.Report{r(submit.Link, "g", "a", "b"), r(submit.Graph, "g", "a"), r(submit.Waves, "g", "a")}},
