@@ -329,14 +329,7 @@ func TestCancelInChainGoesOn(t *testing.T) {
 // goroutine).
 func TestFIFOOpenForReading(t *testing.T) {
 	eachKind(t, func(t *testing.T, k ringKind) {
-		r := k.ring(t, 8, Options{})
-		if err := r.RegisterFilesSparse(1); err != nil {
-			t.Fatal(err)
-		}
-		a := newArena(t, 4096)
-		dir := t.TempDir()
-		mkfifo(t, dir, "fifo")
-		dfd := openDir(t, dir)
+		r, a, _, dfd := fifoRing(t, k)
 		how := arenaValue(a, OpenHow{Flags: unix.O_RDONLY, Resolve: ResolveBeneath})
 		s := getSQE(t, r)
 		s.PrepOpenat2(dfd, cString(a, "fifo"), how)
@@ -386,6 +379,19 @@ func TestReadNonblockPipe(t *testing.T) {
 	})
 }
 
+// fifoRing returns a ring of kind k with a one-slot file table, an
+// arena, and a directory (and its descriptor) holding a FIFO, "fifo".
+func fifoRing(t *testing.T, k ringKind) (r *Ring, a *Arena, dir string, dfd int32) {
+	t.Helper()
+	r = k.ring(t, 8, Options{})
+	if err := r.RegisterFilesSparse(1); err != nil {
+		t.Fatal(err)
+	}
+	dir = t.TempDir()
+	mkfifo(t, dir, "fifo")
+	return r, newArena(t, 4096), dir, openDir(t, dir)
+}
+
 // TestReadFIFONoWriter: a read of an O_NONBLOCK FIFO no writer has
 // opened, from a fixed-file slot or a descriptor, is at its end (0) at
 // once on both kinds of ring, as a plain read(2) finds it (without
@@ -395,14 +401,7 @@ func TestReadNonblockPipe(t *testing.T) {
 func TestReadFIFONoWriter(t *testing.T) {
 	eachKind(t, func(t *testing.T, k ringKind) {
 		flags := unix.O_RDONLY | unix.O_NONBLOCK
-		r := k.ring(t, 8, Options{})
-		if err := r.RegisterFilesSparse(1); err != nil {
-			t.Fatal(err)
-		}
-		a := newArena(t, 4096)
-		dir := t.TempDir()
-		mkfifo(t, dir, "fifo")
-		dfd := openDir(t, dir)
+		r, a, dir, dfd := fifoRing(t, k)
 		s := getSQE(t, r)
 		s.PrepOpenat2Direct(dfd, cString(a, "fifo"), arenaValue(a, OpenHow{Flags: uint64(flags), Resolve: ResolveBeneath}), 0)
 		s.UserData, s.Flags = 1, SQEIOLink
