@@ -26,6 +26,9 @@ const childEnv = "IODAG_WORKERS_LIMITS_CHILD"
 // one inherited at a high number leaves holes below it.
 func limitWithFree(t testing.TB, free int) uint64 {
 	t.Helper()
+	// The runtime opens its poller (an epoll descriptor and an eventfd)
+	// at the first timer, and throws if it cannot: have it open them now.
+	time.AfterFunc(time.Hour, func() {}).Stop()
 	ents, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
 		t.Fatal(err)
