@@ -30,11 +30,12 @@ import (
 // once. A running one that waits in poll(2) (a READ or WRITE of a pipe,
 // FIFO, eventfd or socket with nothing to move) or on a timer is woken
 // and completes with -ECANCELED: no system call touches its memory any
-// more. One inside a system call that Go cannot interrupt (an open of a
-// FIFO, a read from a hung mount) gets graceWait to return, so that a
-// rename that happens anyway reports its result; then it is abandoned:
-// its CQE is -ECANCELED with CQEAbandoned, and whatever the call makes
-// when it returns is undone (an fd closed) and not reported.
+// more, nor holds its file. One inside a system call that Go cannot
+// interrupt (an open of a FIFO, a read from a hung mount) gets
+// graceWait to return, so that a rename that happens anyway reports its
+// result; then it is abandoned: its CQE is -ECANCELED with CQEAbandoned,
+// and whatever the call makes when it returns is undone (an fd closed)
+// and not reported.
 
 // CQEAbandoned is set in the flags of a CQE that the emulated ring
 // (NewSyscalls) posted with res -ECANCELED for a request whose system call
@@ -222,7 +223,8 @@ type req struct {
 	ch    *chain
 	state uint8
 	// parked: it waits in poll or on a timer, where no system call
-	// touches its memory, so a cancel completes it at once.
+	// touches its memory, so a cancel completes it at once (one in
+	// poll, as soon as its goroutine has let go of its file: stopPoll).
 	parked bool
 	// cancelReq: an ASYNC_CANCEL asked it to stop; it does so before it
 	// next parks, or is abandoned when its grace ends.
@@ -825,6 +827,10 @@ func (e *emu) armLinkTimeout(lt *req) {
 		// abandoned at once.
 		lt.timer = nil
 		e.complete(lt, -int32(unix.ETIME), 0)
+		if q.polling() {
+			e.stopPoll(q)
+			return
+		}
 		flags := uint32(0)
 		if !q.parked {
 			flags = CQEAbandoned
@@ -880,6 +886,8 @@ func (e *emu) stopMatched() {
 		case q.state == stDone:
 		case q.state == stQueued:
 			e.complete(q, -int32(unix.ECANCELED), 0) // its chain passes it
+		case q.polling():
+			e.stopPoll(q)
 		case q.parked:
 			e.complete(q, -int32(unix.ECANCELED), 0)
 			e.takeOver(q, true)
@@ -899,6 +907,18 @@ func (e *emu) stopMatched() {
 			})
 		}
 	}
+}
+
+// polling reports whether q waits in poll(2) (not on a timer); lock held.
+func (q *req) polling() bool { return q.parked && q.cancelFd >= 0 }
+
+// stopPoll wakes q from its poll to end with -ECANCELED: its goroutine
+// posts the CQE once it has let go of q's file, so that, as on the
+// kernel's ring, a file the request held is released when its CQE is
+// out (a FIFO it kept open no longer has a reader); lock held.
+func (e *emu) stopPoll(q *req) {
+	q.cancelReq = true
+	e.unpark(q)
 }
 
 // unpark wakes q from its poll; lock held.

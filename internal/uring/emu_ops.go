@@ -276,12 +276,13 @@ func (e *emu) run(q *req) bool {
 	q.dropFile()
 	cfd := q.cancelFd
 	q.cancelFd = -1
+	if cfd >= 0 && (q.state == stDone || q.cancelReq) {
+		unix.Close(cfd) // may hold a wake-up
+		cfd = -1
+	}
 	if q.state == stDone {
 		if newFd >= 0 {
 			unix.Close(newFd) // an abandoned open: never installed
-		}
-		if cfd >= 0 {
-			unix.Close(cfd) // may hold a wake-up
 		}
 		return false
 	}

@@ -832,3 +832,52 @@ func TestInline(t *testing.T) {
 		t.Errorf("read %q", buf[:5])
 	}
 }
+
+// TestStoppedReadLetsGo: a read waiting on a FIFO that a cancel or its
+// link timeout stops holds the FIFO no more once its CQE is out: after
+// the slot's close, nobody has the FIFO open, on both kinds of ring. The
+// emulation posted the read's CQE while the read's goroutine still sat
+// in poll(2) holding the file, so for a while after the run's last CQE
+// the FIFO still had a reader and a writer: an open of it for writing
+// succeeded where it must fail with ENXIO. Many rounds, as that window
+// was a goroutine's wake-up.
+func TestStoppedReadLetsGo(t *testing.T) {
+	eachKind(t, func(t *testing.T, k ringKind) {
+		for _, how := range []string{"cancel", "link timeout"} {
+			r, a, dir, _ := fifoRing(t, k)
+			fifo := filepath.Join(dir, "fifo")
+			for round := range 20 {
+				fd, err := unix.Open(fifo, unix.O_RDWR|unix.O_CLOEXEC, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n, err := r.UpdateFiles(0, []int32{int32(fd)}); n != 1 || err != nil {
+					t.Fatalf("UpdateFiles = %d, %v", n, err)
+				}
+				unix.Close(fd) // the slot holds the FIFO now
+				s := getSQE(t, r)
+				s.PrepRead(0, a.Alloc(4, 1), 0)
+				s.UserData, s.Flags = 1, SQEFixedFile
+				if how == "link timeout" {
+					s.Flags |= SQEIOLink
+					getSQE(t, r).PrepLinkTimeout(timespec(a, 1e6), 0)
+					submit(t, r)
+					reap(t, r, 2)
+				} else {
+					submit(t, r)
+					parked(t, r, 1)
+					getSQE(t, r).PrepCancel(1, 0)
+					reap(t, r, 2)
+				}
+				getSQE(t, r).PrepCloseDirect(0)
+				if got := reap(t, r, 1); got[0].Res != 0 {
+					t.Fatalf("close of the slot: %d", got[0].Res)
+				}
+				if fd, err := unix.Open(fifo, unix.O_WRONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0); err != unix.ENXIO {
+					unix.Close(fd)
+					t.Fatalf("%s, round %d: open of the FIFO for writing = %v, want ENXIO (nobody reads it)", how, round, err)
+				}
+			}
+		}
+	})
+}
