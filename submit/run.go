@@ -100,8 +100,15 @@ type Runner struct {
 }
 
 // NewRunner prepares g to run on pool. A component runs on one worker; a
-// graph of several components spreads over several workers.
+// graph of several components spreads over several workers. It panics
+// if pool or g is nil (the error of workers.New or Build ignored).
 func NewRunner(pool *workers.Pool, g *dag.Graph) *Runner {
+	switch {
+	case pool == nil:
+		panic("submit: a nil *workers.Pool (did workers.New fail?)")
+	case g == nil:
+		panic("submit: a nil *dag.Graph (did Build fail?)")
+	}
 	p := newPlan(g)
 	r := &Runner{pool: (*worker.Pool)(pool), p: p, st: newState(p), rootFd: -1, fin: make(chan struct{}, 1)}
 	comps := g.Components()

@@ -44,7 +44,14 @@ func TestSyscallsBackend(t *testing.T) {
 		t.Skip("short")
 	}
 	t.Parallel()
-	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.skip=^TestSyscallsBackend$", "-test.count=1", "-test.timeout=10m")
+	// The child times out first, so that a hang in it prints its
+	// goroutines here rather than dying unseen with this process.
+	timeout := 10 * time.Minute
+	if d, ok := t.Deadline(); ok {
+		timeout = time.Until(d) * 9 / 10
+	}
+	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.skip=^TestSyscallsBackend$", "-test.count=1",
+		"-test.timeout="+timeout.String())
 	cmd.Env = append(os.Environ(), "IODAG_TEST_BACKEND=syscalls")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("the tests on the syscall backend: %v\n%s", err, out)
@@ -1174,4 +1181,36 @@ func nodesOnly(err error) error {
 		return nil
 	}
 	return err
+}
+
+// TestNilArgs: Run with a nil pool or graph (the error of workers.New or
+// Build ignored) panics with a message that says so, not with a nil
+// dereference deep inside.
+func TestNilArgs(t *testing.T) {
+	pool := newPool(t, workers.Config{Workers: 1, Entries: 8})
+	b := dag.NewBuilder("nil")
+	b.Nop("n")
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		pool *workers.Pool
+		g    *dag.Graph
+		want string
+	}{
+		{"pool", nil, g, "submit: a nil *workers.Pool (did workers.New fail?)"},
+		{"graph", pool, nil, "submit: a nil *dag.Graph (did Build fail?)"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			defer func() {
+				if diff := cmp.Diff(tc.want, recover()); diff != "" {
+					t.Errorf("panic (-want +got):\n%s", diff)
+				}
+			}()
+			Run(context.Background(), tc.pool, tc.g, Graph, Options{})
+		})
+	}
 }
