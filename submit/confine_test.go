@@ -15,7 +15,8 @@ import (
 
 // TestConfinement tries to leave the run root through a symlink with
 // every path op, in every mode: each is refused with EXDEV and nothing
-// outside is created, read or removed.
+// outside is created, read or removed. An absolute symlink to the root
+// itself is refused too, as the docs say.
 func TestConfinement(t *testing.T) {
 	b := dag.NewBuilder("escape")
 	b.Statx("statx", "esc/victim")
@@ -27,6 +28,8 @@ func TestConfinement(t *testing.T) {
 	r := b.Read("read", dag.Handle("h"), 0, 6).After(o)
 	b.Close("close", dag.Handle("h")).Finally(r)
 	b.Open("create", "esc/created", unix.O_WRONLY|unix.O_CREAT, "c")
+	b.Statx("statx-self", "self/inside")
+	b.ReadFile("readfile-self", "self/inside")
 	g, err := b.Build()
 	if err != nil {
 		t.Fatal(err)
@@ -34,7 +37,7 @@ func TestConfinement(t *testing.T) {
 	exdev := outcome{Status: StatusFailed, Res: -int32(unix.EXDEV)}
 	want := map[string]outcome{
 		"statx": exdev, "unlink": exdev, "mkdir": exdev, "rename": exdev, "rename-to": exdev,
-		"open": exdev, "create": exdev,
+		"open": exdev, "create": exdev, "statx-self": exdev, "readfile-self": exdev,
 		"read":  {Status: StatusCanceled, Res: -int32(unix.ECANCELED), Cause: "open"},
 		"close": {Status: StatusCanceled, Res: -int32(unix.ECANCELED), Cause: "open"},
 	}
@@ -46,6 +49,7 @@ func TestConfinement(t *testing.T) {
 		}
 		rep := runIn(t, pool, g, m, func(root string) {
 			os.Symlink(outside, filepath.Join(root, "esc"))
+			os.Symlink(root, filepath.Join(root, "self"))
 			os.WriteFile(filepath.Join(root, "inside"), nil, 0o644)
 		})
 		if diff := cmp.Diff(want, outcomes(rep)); diff != "" {

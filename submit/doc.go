@@ -60,9 +60,9 @@
 // whose statx did not succeed is canceled.
 //
 // Paths are relative to Options.Root and no symlink or ".." leads them
-// out of it: the root is opened once per run, and every path, a
-// subgraph's too, resolves beneath that directory, wherever it is moved
-// meanwhile. An open's path is resolved when the open runs. The directory
+// out of it (an absolute symlink is refused wherever it points): the
+// root is opened once per run, and every path, a subgraph's too,
+// resolves beneath that directory, wherever it is moved meanwhile. An open's path is resolved when the open runs. The directory
 // a statx, unlink, mkdir or rename works in is opened beneath the root
 // when a node first needs it and kept until a rename or a Go task of the
 // run ends (either may have moved it), so a hook or binding must not move
@@ -74,5 +74,7 @@
 // Canceling the context cancels the requests in flight
 // (IORING_OP_ASYNC_CANCEL), waits for their completions and cancels the
 // rest; closing the pool does the same to every run in progress. Either
-// way the Report is complete and nothing leaks.
+// way the Report is complete and nothing leaks, but for a system call the
+// syscall backend abandons: it returns on its own thread, which holds
+// what it works on until then.
 package submit

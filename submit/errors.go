@@ -213,7 +213,7 @@ func (r *Runner) kernelErr(i int32, err error) error {
 		return err
 	}
 	if errors.Is(err, syscall.EXDEV) { // RESOLVE_BENEATH's refusal
-		err = fmt.Errorf("path leads out of the run's root (a symlink or \"..\"): %w", err)
+		err = fmt.Errorf("path leads out of the run's root (through \"..\", or a symlink that is absolute or climbs out): %w", err)
 	}
 	return &os.PathError{Op: op, Path: path, Err: err}
 }
