@@ -48,7 +48,7 @@ func runSpec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	modeName := fs.String("mode", "graph", "submission mode: graph, link or waves")
 	pf := addPoolFlags(fs)
 	repeat := fs.Int("repeat", 1, fmt.Sprintf("run the graph `R` times back to back, 1 to %d", maxRepeat))
-	rootDir := fs.String("root", "", "run in `DIR` (the spec's files are created there and kept) instead of a scratch directory removed at exit")
+	rootDir := fs.String("root", "", "run in `DIR`, an existing directory (the spec's files are created in it and kept), instead of a scratch directory removed at exit")
 	trace := fs.Bool("trace", false, "stamp each completion with its own time (one completion at a time: slower)")
 	traceFile := fs.String("trace-json", "", traceJSONHelp("the last run"))
 	allNodes := fs.Bool("nodes", false, "list every node (status, result, errno, cause, digest or size, times, worker, error), not only those not ok (--json always lists every node)")
@@ -77,7 +77,10 @@ func runSpec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	if *rootDir != "" {
-		if fi, err := os.Stat(*rootDir); err != nil {
+		if fi, err := os.Stat(*rootDir); errors.Is(err, os.ErrNotExist) {
+			fmt.Fprintf(stderr, "iodag run: --root %s: no such directory (make it first)\n", *rootDir)
+			return exitUsage
+		} else if err != nil {
 			fmt.Fprintf(stderr, "iodag run: --root: %v\n", err)
 			return exitUsage
 		} else if !fi.IsDir() {

@@ -163,7 +163,7 @@ func TestRunText(t *testing.T) {
 		{"skipped", []string{"run", "../../testdata/dot/cleanup.json", "--mode", "link", "--nodes"}, exitOK,
 			[]string{"cleanup: link mode, 8 nodes: 6 ok, 0 failed, 0 canceled, 2 skipped;",
 				"  rm     unlink  skipped  0 ", "  alert  nop     skipped  0 "}, ""},
-		{"bad root", []string{"run", "../../testdata/allops.json", "--root", "/nonexistent/iodag"}, exitUsage, nil, "--root: stat /nonexistent/iodag: no such file or directory"},
+		{"bad root", []string{"run", "../../testdata/allops.json", "--root", "/nonexistent/iodag"}, exitUsage, nil, "--root /nonexistent/iodag: no such directory (make it first)"},
 		{"bad spec", []string{"run", "../../testdata/invalid/many_errors.json"}, exitUsage, nil, `many_errors.json:6:4: node "b": field "after": unknown node "zz"`},
 		{"missing spec", []string{"run", "nope.json"}, exitUsage, nil, "iodag run: open nope.json: no such file or directory\n"},
 	}

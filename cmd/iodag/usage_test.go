@@ -53,7 +53,7 @@ func TestUsage(t *testing.T) {
 		{[]string{"help", "rnu"}, exitUsage, nil, "iodag: unknown command \"rnu\" (did you mean \"run\"?)\n"},
 		{[]string{"frobnicate"}, exitUsage, nil, "iodag: unknown command \"frobnicate\"\n"},
 		{[]string{"help", "run", "extra"}, exitUsage, nil, "iodag help: want at most one COMMAND, got 2 arguments: run extra\nusage: iodag help [COMMAND]\n"},
-		{[]string{"run", "--root", "/nonexistent", spec}, exitUsage, nil, "iodag run: --root: stat /nonexistent: no such file or directory\n"},
+		{[]string{"run", "--root", "/nonexistent", spec}, exitUsage, nil, "iodag run: --root /nonexistent: no such directory (make it first)\n"},
 		{[]string{"run", "--root", spec, spec}, exitUsage, nil, "iodag run: --root " + spec + ": not a directory\n"},
 		{[]string{"gen", "fanout", "-1"}, exitUsage, nil, "iodag gen: fanout: N must be >= 3, got -1\n"},
 		{[]string{"gen", "--seed", "-4", "chains", "2", "-3"}, exitUsage, nil, "iodag gen: chains: L must be >= 1, got -3\n"},
