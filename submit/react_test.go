@@ -1448,6 +1448,50 @@ func TestGoTaskRunDeadline(t *testing.T) {
 	}
 }
 
+// TestCanceledSaysWhy: a node the run's early end canceled before it
+// started says why the run ended, and its error matches that reason, in
+// every mode: a context past its deadline or canceled (a node canceled
+// so said only "the run ended early", and a Go task that never started
+// did not match context.DeadlineExceeded).
+func TestCanceledSaysWhy(t *testing.T) {
+	pool := newPool(t, workers.Config{Workers: 1, Entries: 8})
+	b := dag.NewBuilder("why")
+	b.Go("task", func(dag.Inputs) error { return nil })
+	b.Nop("nop")
+	g := mustBuild(t, b)
+	past, cancel := context.WithDeadline(context.Background(), time.Unix(1, 0))
+	defer cancel()
+	canceled, cancel2 := context.WithCancel(context.Background())
+	cancel2()
+	tests := []struct {
+		name string
+		ctx  context.Context
+		want error
+	}{
+		{"deadline", past, context.DeadlineExceeded},
+		{"canceled", canceled, context.Canceled},
+	}
+	for _, tc := range tests {
+		for _, m := range Modes() {
+			t.Run(tc.name+"/"+m.String(), func(t *testing.T) {
+				rep, err := Run(tc.ctx, pool, g, m, Options{})
+				if err != tc.want {
+					t.Errorf("Run = %v, want %v", err, tc.want)
+				}
+				want := ending{StatusCanceled, "canceled: the run ended early: " + tc.want.Error()}
+				if diff := cmp.Diff(map[string]ending{"task": want, "nop": want}, states(rep)); diff != "" {
+					t.Errorf("states (-want +got):\n%s", diff)
+				}
+				for _, n := range rep.Nodes {
+					if !errors.Is(n.Err, tc.want) || !errors.Is(n.Err, ErrCanceled) {
+						t.Errorf("%s: Err %v does not match %v and ErrCanceled", n.ID, n.Err, tc.want)
+					}
+				}
+			})
+		}
+	}
+}
+
 // lateContext is a context whose end nothing but its own Done and Err
 // tell: context.AfterFunc, and the contexts derived from it, never hear
 // of it (as if the goroutine AfterFunc starts had not run yet). Value
@@ -1876,7 +1920,7 @@ func TestHookGoexitAfterRun(t *testing.T) {
 func TestStopFromBinding(t *testing.T) {
 	errStop := errors.New("enough")
 	stop := func(in dag.Inputs, _ *dag.Params) error { in.Stop(errStop); return nil }
-	ok, canceled := ending{StatusOK, ""}, ending{StatusCanceled, "canceled: the run ended early"}
+	ok, canceled := ending{StatusOK, ""}, ending{StatusCanceled, `canceled: the run ended early: node "bound" stopped the run: enough`}
 	var goRan atomic.Int32
 	siblings := func(b *dag.Builder, s dag.Task) {
 		b.Read("x1", dag.File("f"), 0, 16).After(s)

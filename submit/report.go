@@ -420,6 +420,9 @@ func (r *Runner) errOf(i int32, n *NodeResult, slab *errSlab) error {
 	err := r.st.err[i]
 	switch {
 	case n.Status == StatusCanceled:
+		if err == nil && n.Cause == CauseContext {
+			err = r.endErr
+		}
 		err = fromSlab(&slab.canceled, CanceledError{Cause: n.Cause, Err: err})
 	case n.Status != StatusFailed:
 		return nil

@@ -97,6 +97,9 @@ type Runner struct {
 	ctx       context.Context
 	endRun    context.CancelCauseFunc
 	ended     error // why the run ended early, once it did
+	// endErr is Run's error but for failed nodes, once the run is over:
+	// the Err of the nodes its early end canceled.
+	endErr error
 }
 
 // NewRunner prepares g to run on pool. A component runs on one worker; a
@@ -184,10 +187,12 @@ func (r *Runner) Run(ctx context.Context, mode Mode, o Options) (*Report, error)
 	if cap(r.report.Nodes) < r.p.n { // before the run: a stopped run returns sooner
 		r.report.Nodes = make([]NodeResult, r.p.n)
 	}
+	r.endErr = nil // the observers of this run do not see the last one's
 	wall, err := r.run(ctx, mode, o)
 	if wall < 0 {
 		return nil, err
 	}
+	r.endErr = err
 	rep := r.buildReport(mode, r.begun(o.Repeat), wall)
 	return rep, join(err, r.failures())
 }
