@@ -431,6 +431,10 @@ func (b *Builder) Fsync(id string, t Target) Task {
 // mode (see Task.Mode), Build gives the open mode 0o644. Build refuses
 // flags a spec has no name for (see ParseOpenFlags), so that Graph.Spec
 // keeps them all: bits openat2 refuses, and an access mode of 3.
+// A FIFO opened for reading alone is opened as io_uring does it: at once
+// if its path is in the kernel's cache (its reads then wait for a
+// writer), else once a writer opens it, as open(2) would; to never wait
+// in the open, add O_NONBLOCK.
 func (b *Builder) Open(id, path string, flags int, as string) Task {
 	switch {
 	case as != "":
