@@ -449,7 +449,8 @@ func (b *Builder) Open(id, path string, flags int, as string) Task {
 }
 
 // Statx declares a statx of path, which does not follow a final
-// symlink (AT_SYMLINK_NOFOLLOW): Result.Size is the link's own.
+// symlink (AT_SYMLINK_NOFOLLOW): its Result's Size, Mode and ModTime are
+// the link's own, as os.Lstat gives them.
 func (b *Builder) Statx(id, path string) Task { return b.pathNode(OpStatx, id, path) }
 
 // Close declares a close of t, which must be a handle. Build refuses a

@@ -3,6 +3,8 @@ package dag
 import (
 	"context"
 	"errors"
+	"io/fs"
+	"time"
 )
 
 // Result is one node's outcome as Go code sees it while the graph runs: a
@@ -23,8 +25,12 @@ type Result struct {
 	// call only and reused after it (copy what must outlive the call).
 	// Nil for any other node.
 	Data []byte
-	// Size is the file size a statx found.
-	Size int64
+	// Size is the file size a statx found; Mode and ModTime its type and
+	// permissions, and when its contents last changed (as os.Lstat's
+	// fs.FileInfo says them). Zero for any other node.
+	Size    int64
+	Mode    fs.FileMode
+	ModTime time.Time
 }
 
 // ErrNotDone is the Err of the Result of a node that has not completed,

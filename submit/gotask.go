@@ -115,7 +115,11 @@ func (t *task) result(i int32) dag.Result {
 	st := t.st
 	switch st.node[i].status {
 	case stOK:
-		return dag.Result{Res: st.node[i].res, Data: st.data[i], Size: st.size[i]}
+		res := dag.Result{Res: st.node[i].res, Data: st.data[i], Size: st.size[i]}
+		if t.hot[i].op == dag.OpStatx {
+			res.Mode, res.ModTime = st.statOf(i)
+		}
+		return res
 	case stFailed, stCanceled, stSkipped:
 		n := t.r.nodeResult(i)
 		return dag.Result{Res: n.Res, Err: n.Err}

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"fmt"
 	"hash/crc32"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"github.com/iodag/iodag/dag"
@@ -416,7 +418,7 @@ func (t *task) prepOp(s *uring.SQE, i int32) {
 			s.PrepNopInject(-int32(errno))
 			break
 		}
-		s.PrepStatx(dfd, t.path(p.baseOff[i]), unix.AT_SYMLINK_NOFOLLOW, unix.STATX_SIZE, (*unix.Statx_t)(unsafe.Pointer(&b[0])))
+		s.PrepStatx(dfd, t.path(p.baseOff[i]), unix.AT_SYMLINK_NOFOLLOW, unix.STATX_TYPE|unix.STATX_MODE|unix.STATX_MTIME|unix.STATX_SIZE, (*unix.Statx_t)(unsafe.Pointer(&b[0])))
 	case dag.OpClose:
 		s.PrepCloseDirect(st.slot[p.handle[i]])
 	case dag.OpTimeout:
@@ -528,7 +530,8 @@ func (t *task) settle(w *worker.Worker, i int32, status uint8) (_ uint8, more bo
 		}
 	case dag.OpStatx:
 		if b := st.buf[i]; status == stOK && b != nil {
-			st.size[i] = int64((*unix.Statx_t)(unsafe.Pointer(&b[0])).Size)
+			sx := (*unix.Statx_t)(unsafe.Pointer(&b[0]))
+			st.size[i], st.mode[i], st.mtime[i] = int64(sx.Size), sx.Mode, sx.Mtime
 		}
 	case dag.OpOpen:
 		if h := p.handle[i]; status != stOK && st.alive[h] {
@@ -696,4 +699,34 @@ func (t *task) keepRead(i int32, data []byte, status uint8) uint8 {
 		st.data[i] = append(d[:0], data...)
 	}
 	return status
+}
+
+// statOf returns what ok statx node i found besides the size, as
+// os.Lstat's fs.FileInfo says it.
+func (st *state) statOf(i int32) (fs.FileMode, time.Time) {
+	m := fs.FileMode(st.mode[i] & 0o777)
+	switch st.mode[i] & unix.S_IFMT {
+	case unix.S_IFDIR:
+		m |= fs.ModeDir
+	case unix.S_IFLNK:
+		m |= fs.ModeSymlink
+	case unix.S_IFIFO:
+		m |= fs.ModeNamedPipe
+	case unix.S_IFSOCK:
+		m |= fs.ModeSocket
+	case unix.S_IFCHR:
+		m |= fs.ModeDevice | fs.ModeCharDevice
+	case unix.S_IFBLK:
+		m |= fs.ModeDevice
+	}
+	for _, b := range [...]struct {
+		bit  uint16
+		mode fs.FileMode
+	}{{unix.S_ISUID, fs.ModeSetuid}, {unix.S_ISGID, fs.ModeSetgid}, {unix.S_ISVTX, fs.ModeSticky}} {
+		if st.mode[i]&b.bit != 0 {
+			m |= b.mode
+		}
+	}
+	t := st.mtime[i]
+	return m, time.Unix(t.Sec, int64(t.Nsec))
 }

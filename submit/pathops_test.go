@@ -3,9 +3,13 @@ package submit
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/iodag/iodag/dag"
@@ -172,4 +176,68 @@ func FuzzPathOps(f *testing.F) {
 		}
 		checkPathOps(t, pool, seed, 1+int(n)%60)
 	})
+}
+
+// TestStatxInfo: a statx gives the type, permissions and modification
+// time os.Lstat gives, of a file, a directory, a symlink (not followed)
+// and a FIFO, in the node's hook (Result) and in the report (NodeResult),
+// in every mode.
+func TestStatxInfo(t *testing.T) {
+	b := dag.NewBuilder("statx-info")
+	names := []string{"file", "dir", "link", "fifo"}
+	hooked := make(map[string]dag.Result)
+	var mu sync.Mutex
+	for _, name := range names {
+		b.Statx(name, name).Then(func(_ dag.Inputs, r dag.Result) error {
+			mu.Lock()
+			defer mu.Unlock()
+			hooked[name] = r
+			return nil
+		})
+	}
+	g := mustBuild(t, b)
+	pool := newPool(t, workers.Config{Workers: 1, Entries: 8})
+	mtime := time.Date(2020, 2, 29, 12, 30, 15, 123456789, time.Local)
+	for _, m := range Modes() {
+		type info struct {
+			Size    int64
+			Mode    fs.FileMode
+			ModTime time.Time
+		}
+		want := map[string]info{}
+		rep := runIn(t, pool, g, m, func(root string) {
+			p := func(name string) string { return filepath.Join(root, name) }
+			if err := errors.Join(os.WriteFile(p("file"), []byte("12345"), 0o640), os.Mkdir(p("dir"), 0o750),
+				os.Chmod(p("dir"), fs.ModeSticky|0o750), os.Symlink("file", p("link")), unix.Mkfifo(p("fifo"), 0o600)); err != nil {
+				t.Fatal(err)
+			}
+			for _, name := range names {
+				if name != "link" {
+					if err := os.Chtimes(p(name), mtime, mtime); err != nil {
+						t.Fatal(err)
+					}
+				}
+				fi, err := os.Lstat(p(name))
+				if err != nil {
+					t.Fatal(err)
+				}
+				want[name] = info{fi.Size(), fi.Mode(), fi.ModTime()}
+			}
+		})
+		if want["file"].Mode != 0o640 || want["dir"].Mode != fs.ModeDir|fs.ModeSticky|0o750 || !want["fifo"].ModTime.Equal(mtime) {
+			t.Fatalf("the setup went wrong: %+v", want)
+		}
+		got, gotHook := map[string]info{}, map[string]info{}
+		for _, n := range rep.Nodes {
+			got[n.ID] = info{n.Size, n.Mode, n.ModTime}
+			h := hooked[n.ID]
+			gotHook[n.ID] = info{h.Size, h.Mode, h.ModTime}
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s: the report's statx results (-want +got):\n%s", m, diff)
+		}
+		if diff := cmp.Diff(want, gotHook); diff != "" {
+			t.Errorf("%s: the hooks' statx results (-want +got):\n%s", m, diff)
+		}
+	}
 }

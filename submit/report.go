@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/iodag/iodag/dag"
 	"github.com/iodag/iodag/internal/worker"
@@ -117,8 +119,12 @@ type NodeResult struct {
 	// Digest is the CRC-32C (Castagnoli) of the bytes an ok read
 	// returned, if the run asked for it (Options.Digests), else 0.
 	Digest Digest `json:"digest,omitempty"`
-	// Size is the file size an ok statx found.
-	Size int64 `json:"size,omitempty"`
+	// Size is the file size an ok statx found; Mode and ModTime its type
+	// and permissions and when its contents last changed, as os.Lstat's
+	// fs.FileInfo says them.
+	Size    int64       `json:"size,omitempty"`
+	Mode    fs.FileMode `json:"mode,omitzero"`
+	ModTime time.Time   `json:"mtime,omitzero"`
 	// Data is what an ok read that keeps its data (Task.Keep) returned,
 	// exactly Res bytes; the program owns it.
 	Data []byte `json:"-"`
@@ -386,6 +392,7 @@ func (r *Runner) fillResult(n *NodeResult, i int32, slab *errSlab) {
 			n.Digest, n.Data = Digest(st.digest[i]), st.data[i]
 		case dag.OpStatx:
 			n.Size = st.size[i]
+			n.Mode, n.ModTime = st.statOf(i)
 		}
 	case stFailed:
 		n.Status = StatusFailed

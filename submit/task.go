@@ -45,7 +45,9 @@ const (
 // tasks on different workers write disjoint elements and need no locks.
 type state struct {
 	node     []nodeState
-	size     []int64 // a statx's size
+	size     []int64               // a statx's size
+	mode     []uint16              // its type and permissions (nil if the graph has no statx)
+	mtime    []unix.StatxTimestamp // its modification time (nil likewise)
 	digest   []uint32
 	buf      [][]byte        // the buffer of a node in flight
 	borrowed []bool          // it is Go memory (the caller's, or made for kept bytes), not the worker's
@@ -92,6 +94,9 @@ func newState(p *plan) *state {
 	carve(n, &st.borrowed, &st.owned)
 	if p.timeout != nil {
 		st.deadline = make([]unix.Timespec, n)
+	}
+	if p.opsUsed[dag.OpStatx] {
+		st.mode, st.mtime = make([]uint16, n), make([]unix.StatxTimestamp, n)
 	}
 	for i := range p.nodes {
 		// Made here, not by the first bound open: the run's tasks, one a
