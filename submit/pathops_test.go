@@ -112,8 +112,11 @@ func pathOpsOracle(dir string, ops []pathOp) []Errno {
 			var st unix.Stat_t
 			err = unix.Lstat(at(o.path), &st)
 		case dag.OpOpen:
+			// Build's mode for a create without one: with mode 0, a
+			// second create of the file failed with EACCES here, but
+			// not in the graph (nor as root, CAP_DAC_OVERRIDE).
 			var fd int
-			if fd, err = unix.Open(at(o.path), unix.O_CREAT|unix.O_WRONLY|unix.O_CLOEXEC, 0); err == nil {
+			if fd, err = unix.Open(at(o.path), unix.O_CREAT|unix.O_WRONLY|unix.O_CLOEXEC, 0o644); err == nil {
 				unix.Close(fd)
 			}
 		}
