@@ -825,7 +825,9 @@ func TestRunFromWorker(t *testing.T) {
 	pool := newPool(t, workers.Config{Workers: 1})
 	inner := mustBuild(t, func() *dag.Builder { b := dag.NewBuilder("inner"); b.Nop("x"); return b }())
 	nested := func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		// A backstop: a nested run that waits for the worker it holds
+		// ends here, without ErrOnWorker; the Go task's ends long before.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		_, err := Run(ctx, pool, inner, Graph, Options{})
 		return err
