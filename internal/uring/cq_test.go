@@ -295,7 +295,9 @@ func TestWaitTimeoutTimeoutsDoNotEndIt(t *testing.T) {
 
 // signalStorm sends SIGURG (the Go runtime's preemption signal, which
 // interrupts syscalls with EINTR) to thread tid until stop is closed, and
-// keeps every other core busy with goroutines that yield.
+// keeps every other core busy with goroutines that yield. stop may be
+// called more than once, and from several goroutines: each call returns
+// once the storm is over.
 func signalStorm(t testing.TB, tid int) (stop func()) {
 	t.Helper()
 	quit := make(chan struct{})
@@ -333,11 +335,11 @@ func signalStorm(t testing.TB, tid int) (stop func()) {
 			}
 		}()
 	}
-	return func() {
+	return sync.OnceFunc(func() {
 		close(quit)
 		wg.Wait()
 		t.Logf("%d SIGURGs sent", sent.Load())
-	}
+	})
 }
 
 // TestPreemption runs timeouts and NOPs through SubmitAndWait and
@@ -410,9 +412,8 @@ func TestWaitTimeoutDeadlineUnderSignals(t *testing.T) {
 		stopped := time.AfterFunc(3*time.Second, stop) // ends the storm if the wait never does
 		_, err := r.WaitTimeout(1, 20*time.Millisecond)
 		d := time.Since(start)
-		if stopped.Stop() {
-			stop()
-		}
+		stopped.Stop()
+		stop() // or waits for the timer's call to end, before the test does
 		if !errors.Is(err, unix.ETIME) {
 			t.Errorf("WaitTimeout(1, 20ms) = %v, want ETIME", err)
 		}
