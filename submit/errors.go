@@ -67,7 +67,9 @@ const CauseContext = "context"
 // node whose failure started the cancellations, or CauseContext.
 type CanceledError struct {
 	Cause string
-	// Err is why the run ended, if known, for a node its end canceled.
+	// Err is why the run ended, for a node its end canceled: known once
+	// the run is over (in the Report and a subgraph's results), not
+	// yet when an observer, a hook or a stream sees the node.
 	Err error
 }
 

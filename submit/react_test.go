@@ -1490,6 +1490,28 @@ func TestCanceledSaysWhy(t *testing.T) {
 			})
 		}
 	}
+	// A subgraph run once its Go task's context has ended: its results
+	// say why too.
+	for _, m := range Modes() {
+		t.Run("subgraph/"+m.String(), func(t *testing.T) {
+			var sub []dag.Result
+			b := dag.NewBuilder("why-sub")
+			b.Go("task", func(in dag.Inputs) error {
+				<-in.Context().Done()
+				sub, _ = in.Run("inner", func(b *dag.Builder) { b.Nop("inner") })
+				return nil
+			})
+			g := mustBuild(t, b)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+			defer cancel()
+			if _, err := Run(ctx, pool, g, m, Options{}); err != nil {
+				t.Errorf("Run = %v, want nil: the task, which ended ok, was not cut short", err)
+			}
+			if len(sub) != 1 || !errors.Is(sub[0].Err, context.DeadlineExceeded) || !errors.Is(sub[0].Err, ErrCanceled) {
+				t.Errorf("the subgraph's results %+v, want one canceled for the context's deadline", sub)
+			}
+		})
+	}
 }
 
 // lateContext is a context whose end nothing but its own Done and Err

@@ -97,8 +97,8 @@ type Runner struct {
 	ctx       context.Context
 	endRun    context.CancelCauseFunc
 	ended     error // why the run ended early, once it did
-	// endErr is Run's error but for failed nodes, once the run is over:
-	// the Err of the nodes its early end canceled.
+	// endErr is Run's error but for failed nodes, once the run is over
+	// (a subgraph's too): the Err of the nodes its early end canceled.
 	endErr error
 }
 
@@ -187,12 +187,10 @@ func (r *Runner) Run(ctx context.Context, mode Mode, o Options) (*Report, error)
 	if cap(r.report.Nodes) < r.p.n { // before the run: a stopped run returns sooner
 		r.report.Nodes = make([]NodeResult, r.p.n)
 	}
-	r.endErr = nil // the observers of this run do not see the last one's
 	wall, err := r.run(ctx, mode, o)
 	if wall < 0 {
 		return nil, err
 	}
-	r.endErr = err
 	rep := r.buildReport(mode, r.begun(o.Repeat), wall)
 	return rep, join(err, r.failures())
 }
@@ -255,7 +253,8 @@ func (r *Runner) run(ctx context.Context, mode Mode, o Options) (wall int64, err
 	if stop != nil && !stop() {
 		<-canceled // its callback runs: let it finish before the next Run resets what it writes
 	}
-	return r.pool.Now() - r.t0, r.runErr(ctx, handed, goErr)
+	r.endErr = r.runErr(ctx, handed, goErr)
+	return r.pool.Now() - r.t0, r.endErr
 }
 
 func (r *Runner) begin(ctx context.Context, mode Mode, o Options, files []int) {
@@ -263,6 +262,7 @@ func (r *Runner) begin(ctx context.Context, mode Mode, o Options, files []int) {
 	r.stopMu.Lock()
 	r.stopErr, r.callerCtx, r.ctx, r.endRun, r.ended = nil, ctx, nil, nil, nil
 	r.stopMu.Unlock()
+	r.endErr = nil // this run's observers do not see the last one's
 	r.mode, r.root = mode, o.Root
 	r.observer = nil
 	if o.Observe != nil {
