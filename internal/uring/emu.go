@@ -229,13 +229,17 @@ type req struct {
 	// cancelReq: an ASYNC_CANCEL asked it to stop; it does so before it
 	// next parks, or is abandoned when its grace ends.
 	cancelReq bool
-	fail      bool       // its result fails its link (see linkFails)
-	prepErr   int32      // an error the SQE has before it runs (-EINVAL, -EFAULT)
-	done      int        // bytes a READ or WRITE moved so far
-	first     unix.Errno // what its attempt inside the enter met (tryNowait, fastRW)
-	tried     bool       // it had that attempt
-	f         *fileRef   // its fixed file, held from its issue until it is done
-	cancelFd  int        // eventfd that wakes it from poll, or -1
+	// stopping: woken from its poll to end with -ECANCELED (stopPoll),
+	// which its goroutine posts: it is as good as done, and neither its
+	// link timeout nor another cancel finds it.
+	stopping bool
+	fail     bool       // its result fails its link (see linkFails)
+	prepErr  int32      // an error the SQE has before it runs (-EINVAL, -EFAULT)
+	done     int        // bytes a READ or WRITE moved so far
+	first    unix.Errno // what its attempt inside the enter met (tryNowait, fastRW)
+	tried    bool       // it had that attempt
+	f        *fileRef   // its fixed file, held from its issue until it is done
+	cancelFd int        // eventfd that wakes it from poll, or -1
 	// lt is the LINK_TIMEOUT linked after it; ltOf, for a link timeout,
 	// the request it guards.
 	lt, ltOf *req
@@ -819,8 +823,8 @@ func (e *emu) armLinkTimeout(lt *req) {
 		e.mu.Lock()
 		defer e.mu.Unlock()
 		q := lt.ltOf
-		if lt.state != stRunning || q.state != stRunning {
-			return
+		if lt.state != stRunning || q.state != stRunning || q.stopping {
+			return // q's completion cancels lt
 		}
 		// Posted as the kernel does: the timeout's -ETIME, then the
 		// request's -ECANCELED. A request inside a system call is
@@ -852,7 +856,7 @@ func (e *emu) cancel(s *SQE, self *req) int32 {
 	}
 	n, res := int32(0), int32(0)
 	for q := e.live.first; q != nil; q = q.next {
-		if q == self || flags&CancelAny == 0 && q.sqe.UserData != s.Addr {
+		if q == self || q.stopping || flags&CancelAny == 0 && q.sqe.UserData != s.Addr {
 			continue
 		}
 		e.stops = append(e.stops, q)
@@ -874,8 +878,9 @@ func (e *emu) cancel(s *SQE, self *req) int32 {
 }
 
 // stopMatched stops the requests the last cancel matched; lock held.
-// Queued or parked ones complete with -ECANCELED now; one in a system
-// call gets graceWait to return before it is abandoned. A chain it stops
+// Queued ones and those parked on a timer complete with -ECANCELED now;
+// one in poll is woken to post it (stopPoll); one in a system call gets
+// graceWait to return before it is abandoned. A chain it stops
 // goes on as from the enter: what blocks goes to a goroutine of its own,
 // not the canceling chain's.
 func (e *emu) stopMatched() {
@@ -917,7 +922,7 @@ func (q *req) polling() bool { return q.parked && q.cancelFd >= 0 }
 // kernel's ring, a file the request held is released when its CQE is
 // out (a FIFO it kept open no longer has a reader); lock held.
 func (e *emu) stopPoll(q *req) {
-	q.cancelReq = true
+	q.cancelReq, q.stopping = true, true
 	e.unpark(q)
 }
 

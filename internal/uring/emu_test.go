@@ -905,3 +905,41 @@ func TestStoppedReadLetsGo(t *testing.T) {
 		}
 	})
 }
+
+// TestCancelRacesLinkTimeout: a read waiting on a pipe, canceled around
+// when its 1 ms link timeout fires, ends once with -ECANCELED and no
+// flags (never abandoned), on both kinds of ring; on the emulation the
+// CQEs also agree on which stopped it: a cancel that found the read (0)
+// means the timeout did not fire (-ECANCELED). (On the kernel's ring a
+// cancel may still find a read its timeout is stopping.) The emulation
+// let the timeout fire on a read the cancel had stopped.
+func TestCancelRacesLinkTimeout(t *testing.T) {
+	eachKind(t, func(t *testing.T, k ringKind) {
+		r := k.ring(t, 8, Options{})
+		a := newArena(t, 4096)
+		rfd, _ := pipe(t)
+		buf, ts := a.Alloc(4, 1), timespec(a, 1e6)
+		for round := range 200 {
+			ud := uint64(round * 3)
+			s := getSQE(t, r)
+			s.PrepRead(int32(rfd), buf, 0)
+			s.UserData, s.Flags = ud, SQEIOLink
+			s = getSQE(t, r)
+			s.PrepLinkTimeout(ts, 0)
+			s.UserData = ud + 1
+			submit(t, r)
+			time.Sleep(time.Duration(round%5) * 250 * time.Microsecond) // to land around the timeout
+			s = getSQE(t, r)
+			s.PrepCancel(ud, 0)
+			s.UserData = ud + 2
+			got, _ := outcomes(t, reap(t, r, 3))
+			read, lt, cancel := got[ud], got[ud+1], got[ud+2]
+			if read != (outcome{eCANCELED, 0}) {
+				t.Fatalf("round %d: the read ended %+v, want -ECANCELED and no flags", round, read)
+			}
+			if k.name == "syscalls" && cancel.Res == 0 && lt.Res != eCANCELED {
+				t.Fatalf("round %d: cancel %d, link timeout %d: both say they stopped the read", round, cancel.Res, lt.Res)
+			}
+		}
+	})
+}
