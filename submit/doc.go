@@ -62,11 +62,12 @@
 // Paths are relative to Options.Root and no symlink or ".." leads them
 // out of it (an absolute symlink is refused wherever it points): the
 // root is opened once per run, and every path, a subgraph's too,
-// resolves beneath that directory, wherever it is moved meanwhile. An open's path is resolved when the open runs. The directory
-// a statx, unlink, mkdir or rename works in is opened beneath the root
-// when a node first needs it and kept until a rename or a Go task of the
-// run ends (either may have moved it), so a hook or binding must not move
-// a directory later nodes work in, and one that another process moves out
+// resolves beneath that directory, wherever it is moved meanwhile. An
+// open's path is resolved when the open runs. The directory a statx,
+// unlink, mkdir or rename works in is opened beneath the root when a
+// node first needs it and kept until a rename or a Go task of the run
+// ends (either may have moved it), so a hook or binding must not move a
+// directory later nodes work in, and one that another process moves out
 // of the root while the run goes on may still be worked in where it went.
 // An open follows a hard link planted in the root to a file outside it
 // (a spec file is refused unless it has one link).

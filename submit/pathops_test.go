@@ -202,6 +202,7 @@ func TestStatxInfo(t *testing.T) {
 	pool := newPool(t, workers.Config{Workers: 1, Entries: 8})
 	mtime := time.Date(2020, 2, 29, 12, 30, 15, 123456789, time.Local)
 	for _, m := range Modes() {
+		clear(hooked)
 		type info struct {
 			Size    int64
 			Mode    fs.FileMode
@@ -210,7 +211,7 @@ func TestStatxInfo(t *testing.T) {
 		want := map[string]info{}
 		rep := runIn(t, pool, g, m, func(root string) {
 			p := func(name string) string { return filepath.Join(root, name) }
-			if err := errors.Join(os.WriteFile(p("file"), []byte("12345"), 0o640), os.Mkdir(p("dir"), 0o750),
+			if err := errors.Join(os.WriteFile(p("file"), []byte("12345"), 0o640), os.Chmod(p("file"), 0o640), os.Mkdir(p("dir"), 0o750),
 				os.Chmod(p("dir"), fs.ModeSticky|0o750), os.Symlink("file", p("link")), unix.Mkfifo(p("fifo"), 0o600)); err != nil {
 				t.Fatal(err)
 			}
