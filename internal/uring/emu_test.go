@@ -882,18 +882,27 @@ func TestStoppedReadLetsGo(t *testing.T) {
 				s := getSQE(t, r)
 				s.PrepRead(0, a.Alloc(4, 1), 0)
 				s.UserData, s.Flags = 1, SQEFixedFile
+				want := map[uint64]outcome{1: {eCANCELED, 0}, 2: {0, 0}} // the read, the cancel
 				if how == "link timeout" {
 					s.Flags |= SQEIOLink
-					getSQE(t, r).PrepLinkTimeout(timespec(a, 1e6), 0)
+					s = getSQE(t, r)
+					s.PrepLinkTimeout(timespec(a, 1e6), 0)
+					s.UserData = 2
 					submit(t, r)
-					reap(t, r, 2)
+					want[2] = outcome{-int32(unix.ETIME), 0}
 				} else {
 					submit(t, r)
 					parked(t, r, 1)
-					getSQE(t, r).PrepCancel(1, 0)
-					reap(t, r, 2)
+					s = getSQE(t, r)
+					s.PrepCancel(1, 0)
+					s.UserData = 2
 				}
-				getSQE(t, r).PrepCloseDirect(0)
+				if got, _ := outcomes(t, reap(t, r, 2)); !cmp.Equal(want, got) {
+					t.Fatalf("%s, round %d: the read and what stopped it (-want +got):\n%s", how, round, cmp.Diff(want, got))
+				}
+				s = getSQE(t, r)
+				s.PrepCloseDirect(0)
+				s.UserData = 3
 				if got := reap(t, r, 1); got[0].Res != 0 {
 					t.Fatalf("close of the slot: %d", got[0].Res)
 				}
