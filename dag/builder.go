@@ -626,6 +626,8 @@ func (t Task) OnFailureID(ids ...string) Task { return t.edgeID(OnFailure, ids) 
 
 // LenFrom makes the read t read as many bytes as the statx node s found the
 // file to hold (capped by t's length if not 0). s must be an ancestor of t.
+// A binding of t's own (Bind) sees that length in Params.Len and may
+// change it, and the offset with it (to read a file's last bytes, say).
 func (t Task) LenFrom(s Task) Task {
 	if !t.live("len_from") || !t.ours("len_from", s) {
 		return t
