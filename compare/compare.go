@@ -497,13 +497,21 @@ func (c *Comparison) ranAfterOverCancel(link, graph []submit.NodeResult) (ranAft
 	return out, downstream
 }
 
-// exact records every difference of status, res, digest and size between two
-// columns that must agree exactly (graph, waves and syscalls).
+// exact records every difference of status, res, digest and statx
+// results between two columns that must agree exactly (graph, waves and
+// syscalls).
 func (c *Comparison) exact(ma, mb string, a, b *submit.NodeResult) {
 	if a.Status != b.Status {
 		c.disagree(a.ID, ma, mb, "status", string(a.Status), string(b.Status))
 		return
 	}
+	c.outcomes(ma, mb, a, b)
+}
+
+// outcomes records every difference of res, digest and statx results
+// (size, mode: not the time, which differs between columns' roots)
+// between two nodes of the same status.
+func (c *Comparison) outcomes(ma, mb string, a, b *submit.NodeResult) {
 	if a.Res != b.Res {
 		c.disagree(a.ID, ma, mb, "res", res(a), res(b))
 	}
@@ -513,21 +521,16 @@ func (c *Comparison) exact(ma, mb string, a, b *submit.NodeResult) {
 	if a.Size != b.Size {
 		c.disagree(a.ID, ma, mb, "size", size(a), size(b))
 	}
+	if a.Mode != b.Mode {
+		c.disagree(a.ID, ma, mb, "mode", a.Mode.String(), b.Mode.String())
+	}
 }
 
 // linkVsGraph applies what link's over-cancellation leaves to compare.
 func (c *Comparison) linkVsGraph(l, g *submit.NodeResult) {
 	switch {
 	case l.Status == submit.StatusOK && g.Status == submit.StatusOK:
-		if l.Res != g.Res {
-			c.disagree(g.ID, "link", "graph", "res", res(l), res(g))
-		}
-		if l.Digest != g.Digest {
-			c.disagree(g.ID, "link", "graph", "digest", l.Digest.String(), g.Digest.String())
-		}
-		if l.Size != g.Size {
-			c.disagree(g.ID, "link", "graph", "size", size(l), size(g))
-		}
+		c.outcomes("link", "graph", l, g)
 	case l.Status == submit.StatusFailed && g.Status == submit.StatusFailed:
 		if l.Errno != g.Errno {
 			c.disagree(g.ID, "link", "graph", "errno", l.Errno.String(), g.Errno.String())

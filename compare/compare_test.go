@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io/fs"
 	"os"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -397,6 +399,8 @@ func TestReports(t *testing.T) {
 	statx := func(id string, size int64) submit.NodeResult {
 		return submit.NodeResult{ID: id, Op: dag.OpStatx, Status: submit.StatusOK, Size: size}
 	}
+	withMode := func(n submit.NodeResult, m fs.FileMode) submit.NodeResult { n.Mode = m; return n }
+	withTime := func(n submit.NodeResult, t time.Time) submit.NodeResult { n.ModTime = t; return n }
 	base := nodes(ok("a", 4096, 0xaa), failed("b", -2, submit.Errno(syscall.ENOENT)), canceled("c", "b"), ok("d", 4096, 0xdd), statx("e", 100))
 	with := func(i int, n submit.NodeResult) []submit.NodeResult {
 		ns := append([]submit.NodeResult(nil), base...)
@@ -423,6 +427,9 @@ func TestReports(t *testing.T) {
 			dis: []Disagreement{{Node: "e", Columns: [2]string{"graph", "waves"}, Field: "size", Values: [2]string{"100", "200"}}}},
 		{name: "statx size link vs graph", waves: base, grph: base, link: with(4, statx("e", 0)),
 			dis: []Disagreement{{Node: "e", Columns: [2]string{"link", "graph"}, Field: "size", Values: [2]string{"0", "100"}}}},
+		{name: "statx mode link vs graph", waves: base, grph: base, link: with(4, withMode(statx("e", 100), fs.ModeDir|0o755)),
+			dis: []Disagreement{{Node: "e", Columns: [2]string{"link", "graph"}, Field: "mode", Values: [2]string{"drwxr-xr-x", "----------"}}}},
+		{name: "statx time ignored", link: base, grph: base, waves: with(4, withTime(statx("e", 100), time.Unix(1e9, 0)))},
 		{name: "status graph vs waves", link: base, grph: base, waves: with(2, ok("c", 0, 0)),
 			dis: []Disagreement{{Node: "c", Columns: [2]string{"graph", "waves"}, Field: "status", Values: [2]string{"canceled", "ok"}}}},
 		{name: "errno link vs graph", waves: base, grph: base, link: with(1, failed("b", -13, submit.Errno(syscall.EACCES))),

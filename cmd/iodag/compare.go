@@ -315,7 +315,7 @@ func printComparison(w io.Writer, c *compare.Comparison, a about) {
 		[2]string{"per batch", noiseDoc(c, a.repeat)},
 		[2]string{"enters/run", entersDoc},
 		[2]string{"latency", latencyDoc(runs, a.repeat, c.Trace)},
-		[2]string{"agree", "checked per node: status, result (bytes or errno) and the CRC-32C of the data read"},
+		[2]string{"agree", "checked per node: status, result (bytes or errno), CRC-32C of the data read, statx size and mode"},
 		[2]string{"work", fmt.Sprintf("%s; %d %s per mode, the modes taking turns; each mode's files made afresh in %s, removed at exit", work, a.repeat, plural(a.repeat, "run"), a.scratch)},
 	)
 	if a.svg != "" {
