@@ -308,6 +308,21 @@ func (t *task) userCode() {
 // closure.
 func callUser[A any](t *task, fn func(dag.Inputs, A) error, in dag.Inputs, a A) (err error) {
 	t.userCode()
+	defer t.userDone()
 	defer recovered(&err)
 	return fn(in, a)
+}
+
+// userDone notices that the user code that just ran on the worker
+// canceled the run's context. context.AfterFunc's goroutine, which tells
+// the run otherwise, can wait behind the busy worker until the run is
+// over.
+func (t *task) userDone() {
+	if d := t.r.done; d != nil && !t.cancelReq.Load() {
+		select {
+		case <-d:
+			t.r.cancel()
+		default:
+		}
+	}
 }

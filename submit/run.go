@@ -96,7 +96,8 @@ type Runner struct {
 	callerCtx context.Context
 	ctx       context.Context
 	endRun    context.CancelCauseFunc
-	ended     error // why the run ended early, once it did
+	ended     error           // why the run ended early, once it did
+	done      <-chan struct{} // the run's context's Done
 	// endErr is Run's error but for failed nodes, once the run is over
 	// (a subgraph's too): the Err of the nodes its early end canceled.
 	endErr error
@@ -263,6 +264,7 @@ func (r *Runner) begin(ctx context.Context, mode Mode, o Options, files []int) {
 	r.stopErr, r.callerCtx, r.ctx, r.endRun, r.ended = nil, ctx, nil, nil, nil
 	r.stopMu.Unlock()
 	r.endErr = nil // this run's observers do not see the last one's
+	r.done = ctx.Done()
 	r.mode, r.root = mode, o.Root
 	r.observer = nil
 	if o.Observe != nil {

@@ -1214,3 +1214,55 @@ func TestNilArgs(t *testing.T) {
 		})
 	}
 }
+
+// TestCancelFromCallback: user code on a worker (a hook, an observer)
+// that cancels the run's context stops the run, in every mode: Run
+// returns context.Canceled; no node after the one whose hook canceled is
+// submitted, and an observer's cancel cuts the chain short too (the
+// observer may hear of a node after later ones went down). The
+// cancellation reached the run through context.AfterFunc's goroutine,
+// which waited behind the busy worker: the rest of the run went on, and
+// Run said nil with every node ok.
+func TestCancelFromCallback(t *testing.T) {
+	const n, at = 50, 10
+	pool := newPool(t, workers.Config{Workers: 1, Entries: 8})
+	for _, how := range []string{"hook", "observer"} {
+		for _, m := range Modes() {
+			t.Run(how+"/"+m.String(), func(t *testing.T) {
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				b := dag.NewBuilder("cancel-from-callback")
+				prev := b.Nop("n0")
+				for k := 1; k < n; k++ {
+					nd := b.Nop(fmt.Sprintf("n%d", k)).After(prev)
+					if k == at && how == "hook" {
+						nd.Then(func(dag.Inputs, dag.Result) error { cancel(); return nil })
+					}
+					prev = nd
+				}
+				g := mustBuild(t, b)
+				var o Options
+				if how == "observer" {
+					o.Observe = func(r NodeResult) {
+						if r.ID == fmt.Sprint("n", at) {
+							cancel()
+						}
+					}
+				}
+				rep, err := Run(ctx, pool, g, m, o)
+				if err != context.Canceled {
+					t.Errorf("Run = %v, want context.Canceled", err)
+				}
+				checkFinal(t, g, rep)
+				for k, nd := range rep.Nodes {
+					switch {
+					case k <= at && nd.Status != StatusOK:
+						t.Errorf("%s is %s; want ok up to n%d", nd.ID, nd.Status, at)
+					case k > at && nd.Status != StatusCanceled && (how == "hook" || k == n-1):
+						t.Errorf("%s is %s; want canceled after n%d's %s canceled", nd.ID, nd.Status, at, how)
+					}
+				}
+			})
+		}
+	}
+}

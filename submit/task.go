@@ -656,6 +656,7 @@ func (t *task) notify(i int32) {
 	obs, n := t.obs, t.r.nodeResult(i)
 	t.userCode()
 	guard(func() error { obs(n); return nil })
+	t.userDone()
 	// The goroutines it woke (Start's reader) wait until the worker yields.
 	if w := t.worker.Load(); w != nil && !t.goOrphans {
 		w.Readied()
