@@ -223,7 +223,11 @@ type Target struct {
 	open         Task // the open whose handle Build generates (Task.Handle), if not zero
 }
 
-// File targets the spec file called name, opened and registered by the runner.
+// File targets the spec file called name (declared with AddFile), opened
+// and registered by the runner. A file of the program's own is a spec
+// file too: AddFile(FileSpec{Name: path}) needs only its path (Size and
+// Fill matter only to scratch.Create); or open it (Open) and use the
+// handle.
 func File(name string) Target { return Target{file: name} }
 
 // Handle targets the file an open node produced as name (see also

@@ -855,7 +855,7 @@ func (v *validator) checkTarget(i int32) {
 	case nd.File != "":
 		f, ok := v.files[nd.File]
 		if !ok {
-			v.nodeErr(i, "file", wrap(ErrUnknownFile, "unknown file %q", nd.File))
+			v.nodeErr(i, "file", wrap(ErrUnknownFile, "unknown file %q (declare it: AddFile, or the spec's \"files\")", nd.File))
 		} else if v.b.files[f].Dir != nil {
 			v.nodeErr(i, "file", wrap(ErrBadValue, "file %q is a directory", nd.File))
 		}
